@@ -1,0 +1,9 @@
+"""The built-in check families, one module each. Installed as ``mpdoctor.checks``.
+
+Importing a family registers its checks; add a new family with one line here.
+"""
+
+from mpdoctor.checks import environment  # noqa: F401  Python environment inventory
+from mpdoctor.checks import torch_install  # noqa: F401  torch presence, import and build
+from mpdoctor.checks import driver  # noqa: F401  NVIDIA driver through NVML
+from mpdoctor.checks import stack_versions  # noqa: F401  versions across the precision stack

@@ -1,0 +1,190 @@
+"""precision stack: do the installed packages that touch mixed precision agree with each other.
+
+Like ``pip check``, but scoped to the packages that take part in fp16/bf16 work,
+evaluated with the target interpreter's own markers, and with fixes that keep the
+installed torch where it is.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator, Optional
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from mpdoctor import fixes
+from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.registry import check
+from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
+
+FAMILY = "stack"
+
+# Packages that take part in mixed precision, directly or as torch's ABI partners.
+PRECISION_STACK = frozenset(canonical_name(n) for n in """
+    torch torchvision torchaudio triton numpy xformers flash-attn flash-attn-3 transformers
+    accelerate diffusers deepspeed bitsandbytes apex nvidia-apex onediff onediffx oneflow
+    nexfort safetensors peft torchao lightning pytorch-lightning vllm timm
+""".split())
+# Compiled against one exact torch: a version mismatch breaks imports or kernels.
+TORCH_ABI_PARTNERS = frozenset({"torchvision", "torchaudio", "xformers", "flash-attn", "apex", "torchao", "vllm"})
+
+
+def in_scope(name: str) -> bool:
+    name = canonical_name(name)
+    # torch's CUDA libraries (nvidia-cudnn-cu12 ...), not the NVML bindings.
+    return name in PRECISION_STACK or (name.startswith("nvidia-") and name != "nvidia-ml-py")
+
+
+def _installed(snap: Snapshot) -> dict[str, Distribution]:
+    """Name -> distribution; the first one on sys.path wins, as for imports."""
+    found: dict[str, Distribution] = {}
+    for dist in snap.environment.distributions:
+        if dist.name:
+            found.setdefault(canonical_name(dist.name), dist)
+    return found
+
+
+def _applies(req: Requirement, markers: dict[str, str]) -> bool:
+    """Does the requirement apply to this interpreter? Extras are never assumed."""
+    if req.marker is None:
+        return True
+    try:
+        return req.marker.evaluate({**markers, "extra": ""}) if markers else True
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True
+
+
+class Conflict:
+    """One requirement of an installed package that the environment does not meet."""
+
+    def __init__(self, requirer: Distribution, req: Requirement, installed: Optional[Distribution]):
+        self.requirer, self.req, self.installed = requirer, req, installed
+
+    @property
+    def required(self) -> str:
+        return canonical_name(self.req.name)
+
+    def describe(self) -> str:
+        have = f"{self.installed.name} {self.installed.version} is installed" if self.installed else "it is not installed"
+        return f"{self.requirer.name} {self.requirer.version} requires {self.req}, but {have}"
+
+
+def find_conflicts(snap: Snapshot) -> list[Conflict]:
+    installed = _installed(snap)
+    markers = snap.environment.markers
+    conflicts = []
+    for requirer in installed.values():
+        for line in requirer.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue  # unparseable metadata is ENV002's business, not a conflict
+            if not (in_scope(requirer.name) or in_scope(req.name)) or not _applies(req, markers):
+                continue
+            have = installed.get(canonical_name(req.name))
+            if have is None:
+                conflicts.append(Conflict(requirer, req, None))
+                continue
+            try:
+                ok = req.specifier.contains(Version(have.version), prereleases=True)
+            except InvalidVersion:
+                continue  # a legacy version string cannot be compared; do not guess
+            if not ok:
+                conflicts.append(Conflict(requirer, req, have))
+    return conflicts
+
+
+def _fix(snap: Snapshot, conflict: Conflict) -> list[Step]:
+    torch = snap.distribution("torch")
+    pin_torch = [f"torch=={torch.version}"] if torch and torch.version else []
+    wanted = f"{conflict.req.name}{conflict.req.specifier}"
+    if conflict.required == "torch":
+        # Keep torch; move the package that disagrees to a release built for it.
+        return [
+            Step(f"Keep torch {torch.version if torch else ''} and move {conflict.requirer.name} to a release that "
+                 "supports it (pip refuses rather than changing torch)",
+                 fixes.pip(snap, "install", "--upgrade", conflict.requirer.name, *pin_torch)),
+            Step(f"Or install the torch {conflict.requirer.name} was built for",
+                 fixes.pip(snap, "install", wanted)),
+        ]
+    return [Step(f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
+                 fixes.pip(snap, "install", wanted, *pin_torch))]
+
+
+@check("STACK001", "precision-stack-conflict", family=FAMILY)
+def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
+    """An installed package that takes part in mixed precision has an unmet requirement.
+
+    ## Why it matters
+    Packages compiled against one torch (torchvision, xformers, flash-attn, apex...)
+    fail to import or crash in their kernels with another; others misbehave in
+    subtler ways. pip installs whatever it is told, so these mismatches are common
+    after a `pip install -U torch` or an unpinned install.
+
+    ## Fix
+    Keep the torch you chose and move the other package to a matching release, with
+    torch pinned in the same pip command so that pip cannot change it.
+    """
+    for conflict in find_conflicts(snap):
+        severe = conflict.required == "torch" and canonical_name(conflict.requirer.name) in TORCH_ABI_PARTNERS
+        severe = severe or conflict.installed is None
+        make = error if severe else warning
+        yield make(conflict.describe(), [f"{conflict.requirer.name} metadata: {conflict.requirer.metadata_path}"],
+                   _fix(snap, conflict))
+
+
+@check("STACK002", "safetensors-missing", family=FAMILY)
+def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
+    """transformers or diffusers is installed without safetensors.
+
+    ## Why it matters
+    Without safetensors, model weights are loaded through pickle (`torch.load`),
+    which is slower, unsafe with untrusted files, and for many repositories that
+    ship only `.safetensors` files fails outright or loads a partial model whose
+    dtypes differ from what you asked for.
+
+    ## Fix
+    Install safetensors.
+    """
+    if snap.distribution("safetensors"):
+        return
+    users = [d for d in (snap.distribution("transformers"), snap.distribution("diffusers")) if d]
+    if users:
+        names = " and ".join(f"{d.name} {d.version}" for d in users)
+        yield warning(f"{names} installed without safetensors",
+                      [f"{d.name} {d.version} at {d.location}" for d in users] + ["no safetensors distribution installed"],
+                      [Step("Install safetensors", fixes.pip(snap, "install", "safetensors"))])
+
+
+@check("STACK003", "duplicate-distribution", family=FAMILY)
+def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
+    """The same package is installed more than once on sys.path.
+
+    ## Why it matters
+    Python imports the first copy on sys.path, while pip and the other checks may
+    read the metadata of another: the version you think you run is not the one you
+    run. A leftover `~orch`-style directory from an interrupted pip is a common
+    cause, as is a user-site install shadowing a venv.
+
+    ## Fix
+    Uninstall until none is left, then install once.
+    """
+    groups: dict[str, list[Distribution]] = defaultdict(list)
+    for dist in snap.environment.distributions:
+        if dist.name:
+            groups[canonical_name(dist.name)].append(dist)
+    for name, dists in sorted(groups.items()):
+        if len(dists) < 2:
+            continue
+        make = error if name == "torch" else warning
+        first = dists[0]
+        yield make(
+            f"{first.name} is installed {len(dists)} times: " + ", ".join(d.version or "?" for d in dists),
+            [f"{d.name} {d.version} in {d.metadata_path or d.location}" for d in dists]
+            + [f"`import {name.replace('-', '_')}` uses the first of these on sys.path"],
+            [Step("Remove every copy (repeat until pip says it is not installed)",
+                  fixes.pip(snap, "uninstall", "-y", first.name)),
+             Step("Install it once", fixes.pip(snap, "install", f"{first.name}=={first.version}"))],
+        )

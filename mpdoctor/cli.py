@@ -1,0 +1,186 @@
+"""Command-line interface. Thin: parse options, call one function, hand the result to a renderer.
+
+Exit codes: 0 nothing at or above --fail-on; 1 something is; 2 usage error (bad
+option, unreadable or corrupt snapshot); 3 internal error.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import os
+import shutil
+import sys
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from mpdoctor import __version__
+
+app = typer.Typer(
+    help="Environment doctor for mixed-precision (fp16 / bf16 / AMP) PyTorch setups.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_USAGE, EXIT_INTERNAL = 2, 3
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def usage_error(message: str) -> NoReturn:
+    """Bad input from the user: one line on stderr, exit status 2, no traceback."""
+    typer.echo(f"mpdoctor: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _codes(values: Optional[list[str]]) -> list[str]:
+    """``--select TORCH,STACK001 --select ENV`` -> ["TORCH", "STACK001", "ENV"]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def _resolve_python(python: Optional[str]) -> str:
+    if not python:
+        return sys.executable
+    found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
+    if not found:
+        usage_error(f"--python {python}: no such interpreter")
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        usage_error(f"--python {python}: not an executable file")
+    return found
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mpdoctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Environment doctor for mixed-precision (fp16 / bf16 / AMP) PyTorch setups."""
+
+
+@app.command()
+def check(
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE (atomically) instead of stdout.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
+    select: Annotated[Optional[list[str]], typer.Option(help="Only run checks whose code starts with one of these (comma-separated, repeatable).")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(help="Skip checks whose code starts with one of these.")] = None,
+    python: Annotated[Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")] = None,
+    snapshot: Annotated[Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")] = None,
+    save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each probe may take before it is abandoned.", min=0.1)] = 60.0,
+) -> None:
+    """Diagnose the environment and print a triaged fix list."""
+    from mpdoctor import doctor
+    from mpdoctor.registry import builtin_registry
+    from mpdoctor.report import redacted
+    from mpdoctor.snapshot import SnapshotError
+
+    chosen, dropped = _codes(select), _codes(ignore)
+    registry = builtin_registry()
+    for prefix in chosen + dropped:
+        if not registry.matches(prefix):
+            usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
+    if snapshot and python:
+        usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
+    options = doctor.Options(python=_resolve_python(python), timeout=timeout, snapshot=snapshot,
+                             select=chosen, ignore=dropped)
+    try:
+        report = redacted(doctor.diagnose(options))
+    except SnapshotError as exc:
+        usage_error(str(exc))
+    if save_snapshot:
+        from mpdoctor.output import write_atomic
+        from mpdoctor.render.json_out import render_snapshot_json
+
+        write_atomic(save_snapshot, render_snapshot_json(report.snapshot))
+    _emit(report, format, output)
+    raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+
+
+def _emit(report, format: Format, output: Optional[str]) -> None:
+    if format is Format.json:
+        from mpdoctor.render.json_out import render_json
+
+        text = render_json(report)
+    elif format is Format.markdown:
+        from mpdoctor.render.markdown import render_markdown
+
+        text = render_markdown(report)
+    else:
+        from rich.console import Console
+
+        from mpdoctor.render.text import render_text
+
+        if output:
+            buffer = io.StringIO()
+            render_text(report, Console(file=buffer, no_color=True, width=100, highlight=False))
+            text = buffer.getvalue()
+        else:
+            render_text(report, Console(highlight=False))
+            return
+    if output:
+        from mpdoctor.output import write_atomic
+
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command("checks")
+def list_checks() -> None:
+    """List every check: code, name, family and what it finds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mpdoctor.registry import builtin_registry
+
+    table = Table(box=None, pad_edge=False)
+    table.add_column("code", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("family", no_wrap=True)
+    table.add_column("finds")
+    for entry in builtin_registry():
+        table.add_row(entry.code, entry.name, entry.family, entry.summary)
+    Console().print(table)
+
+
+@app.command()
+def rule(code: Annotated[str, typer.Argument(help="A check code (TORCH005) or name (cpu-only-torch-with-gpus).")]) -> None:
+    """Print the documentation of one check."""
+    from mpdoctor.registry import builtin_registry
+
+    entry = builtin_registry().get(code)
+    if entry is None:
+        usage_error(f"no check {code!r} (see `mpdoctor checks`)")
+    typer.echo(f"{entry.code} {entry.name} ({entry.family})\n\n{entry.doc}")
+
+
+def main() -> None:
+    """Console-script entry point: usage errors exit 2, internal errors 3, never a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # the last line of defence
+        typer.echo(f"mpdoctor: internal error: {type(exc).__name__}: {exc}\n"
+                   "Please report it at https://github.com/mpdoctor/mpdoctor/issues", err=True)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,63 @@
+"""Findings: what a check reports, with its evidence and the fix a user can paste."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+from mpdoctor.serde import fact
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is. Ordered: ERROR > WARNING > INFO."""
+
+    ERROR = "error"  # mixed precision will fail or give wrong results
+    WARNING = "warning"  # it will be slow, fragile or surprising
+    INFO = "info"  # worth knowing
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a fix: what to do, and the command that does it when there is one."""
+
+    text: str = fact("What to do, in words")
+    command: Optional[str] = fact("A shell command that does it, ready to paste", None)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found by one check."""
+
+    severity: str = fact("error, warning or info")
+    title: str = fact("What is wrong, in one line")
+    evidence: list[str] = fact("The facts the finding rests on", factory=list)
+    fix: list[Step] = fact("Steps that fix it, in order", factory=list)
+    code: str = fact("Code of the check that found it, e.g. TORCH005", "")
+    name: str = fact("Name of that check, e.g. cpu-only-torch-with-gpus", "")
+    family: str = fact("Check family, e.g. torch", "")
+
+    @property
+    def level(self) -> Severity:
+        return Severity(self.severity)
+
+
+def error(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+    return Finding(Severity.ERROR.value, title, list(evidence), list(fix))
+
+
+def warning(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+    return Finding(Severity.WARNING.value, title, list(evidence), list(fix))
+
+
+def info(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+    return Finding(Severity.INFO.value, title, list(evidence), list(fix))
+
+
+def triage(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info; by code within a severity."""
+    return sorted(findings, key=lambda f: (-f.level.rank, f.code))

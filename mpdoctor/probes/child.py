@@ -1,0 +1,95 @@
+"""Run a child process with a hard timeout, and say in words how it ended.
+
+Everything that can crash or hang (importing torch, CUDA initialisation, GPU
+kernels) runs through :func:`run_child`. The child gets its own process group, so
+a timeout kills it together with anything it spawned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from mpdoctor.redact import redact_text
+
+STDERR_TAIL = 3000
+
+
+@dataclass
+class ChildResult:
+    exit_code: Optional[int]  # None when it could not start or was killed at the timeout
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    start_error: str = ""  # why the program could not be started at all
+
+    @property
+    def signal_name(self) -> str:
+        if self.exit_code is None or self.exit_code >= 0:
+            return ""
+        try:
+            return signal.Signals(-self.exit_code).name
+        except ValueError:
+            return f"signal {-self.exit_code}"
+
+    @property
+    def stderr_tail(self) -> str:
+        text = redact_text(self.stderr.strip())
+        return text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
+
+    def describe(self) -> str:
+        """How the child ended, in words."""
+        if self.start_error:
+            return self.start_error
+        if self.timed_out:
+            return f"did not finish within {self.seconds:.0f} s and was killed"
+        if self.signal_name:
+            return f"was killed by {self.signal_name}"
+        return f"exited with status {self.exit_code}"
+
+
+def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None) -> ChildResult:
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild outside the group holds the pipes
+            proc.kill()
+            out, err = b"", b""
+        timed_out = True
+    return ChildResult(
+        None if timed_out else proc.returncode,
+        timed_out,
+        time.monotonic() - start,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+    )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()

@@ -1,0 +1,20 @@
+"""Take a snapshot: run every probe, in parallel, each within the timeout."""
+
+from __future__ import annotations
+
+import datetime
+from concurrent.futures import ThreadPoolExecutor
+
+from mpdoctor.probes.environment import probe_environment
+from mpdoctor.probes.machine import probe_nvml
+from mpdoctor.snapshot import Machine, Snapshot
+
+
+def take_snapshot(python: str, timeout: float) -> Snapshot:
+    """Facts about the interpreter ``python`` and this machine."""
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nvml_job = pool.submit(probe_nvml, timeout)
+        environment, torch = probe_environment(python, timeout)
+        nvml = nvml_job.result()
+    return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml))

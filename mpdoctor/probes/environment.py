@@ -1,0 +1,174 @@
+"""Probe the Python environment under diagnosis through its own interpreter.
+
+``target.py`` runs in child processes of the target interpreter, one for the
+package inventory and one for torch, in parallel and each with a timeout. This
+module starts them and turns their step-by-step output, or their death, into
+snapshot facts. It judges nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import typing
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from mpdoctor import redact
+from mpdoctor.probes import target
+from mpdoctor.probes.child import ChildResult, run_child
+from mpdoctor.serde import DataError, from_data
+from mpdoctor.snapshot import Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
+
+# Loads the two stdlib-only files by path under private names, so neither the
+# target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
+# that old interpreters parse, so a Python 2 fails with a readable error.
+BOOTSTRAP = """\
+import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]  # `-c` put the working directory first; a training script would not
+import importlib.util
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+_load("_mpdoctor_redact", sys.argv[1])
+_load("_mpdoctor_probe", sys.argv[2]).main(sys.argv[3:])
+"""
+
+
+class Steps:
+    """The JSON lines a probe part wrote: completed steps and the last one begun."""
+
+    def __init__(self, text: str) -> None:
+        self.data: dict[str, object] = {}
+        self.begun = ""
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:  # a line cut short by a crash
+                continue
+            if not isinstance(record, dict) or "step" not in record:
+                continue
+            if record.get("begin"):
+                self.begun = str(record["step"])
+            else:
+                self.data[str(record["step"])] = record.get("data")
+
+    @property
+    def done(self) -> bool:
+        return "done" in self.data
+
+    @property
+    def running(self) -> str:
+        """The step that was begun and never finished, if any."""
+        return self.begun if self.begun and self.begun not in self.data else ""
+
+
+def run_part(python: str, part: str, timeout: float) -> tuple[ChildResult, Steps]:
+    with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
+        out_path = os.path.join(tmp, f"{part}.jsonl")
+        Path(out_path).touch()
+        argv = [python, "-c", BOOTSTRAP, redact.__file__, target.__file__, part, out_path]
+        result = run_child(argv, timeout)
+        steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
+    return result, steps
+
+
+def probe_run(result: ChildResult, steps: Steps) -> ProbeRun:
+    """Turn how the child ended into a ProbeRun fact."""
+    run = ProbeRun(exit_code=result.exit_code, seconds=round(result.seconds, 3), stderr_tail=result.stderr_tail)
+    if result.start_error:
+        run.status, run.detail = "error", result.start_error
+    elif result.timed_out:
+        run.status, run.step, run.detail = "timeout", steps.running, result.describe()
+    elif result.signal_name:
+        run.status, run.step, run.detail = "crashed", steps.running, result.describe()
+    elif result.exit_code != 0 or not steps.done:
+        run.status, run.step = "error", steps.running
+        run.detail = f"the probe {result.describe()}" + _last_line(result.stderr)
+    else:
+        run.status = "ok"
+    return run
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return f": {redact.redact_text(lines[-1].strip())}" if lines else ""
+
+
+def _load(cls, data, default):
+    """Facts from the child are validated like any snapshot data; junk is dropped."""
+    try:
+        return from_data(cls, data)
+    except DataError:
+        return default
+
+
+def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
+    env = PythonEnvironment(probe=probe_run(result, steps))
+    env.python = _load(PythonInfo, steps.data.get("python"), None)
+    env.markers = _load(dict[str, str], steps.data.get("markers"), {})
+    env.env = _load(dict[str, str], steps.data.get("env"), {})
+    env.distributions = _load(list[Distribution], steps.data.get("distributions"), [])
+    error = steps.data.get("distributions_error")
+    if isinstance(error, dict):
+        env.distributions_error = f"{error.get('type')}: {error.get('message')}"
+    return env
+
+
+def torch_facts(result: ChildResult, steps: Steps) -> TorchInfo:
+    info = TorchInfo(probe=probe_run(result, steps))
+    found = steps.data.get("find")
+    if isinstance(found, dict):
+        info.origin = str(found.get("origin") or "")
+        if not found.get("found"):
+            info.status = "missing"
+            _record_error(info, found.get("error"))
+            return info
+    imported = steps.data.get("import")
+    if isinstance(imported, dict):
+        info.import_warnings = _load(list[str], imported.get("warnings"), [])
+        if imported.get("ok"):
+            info.status = "imported"
+        else:
+            info.status = "import-error"
+            _record_error(info, imported.get("error"))
+    elif info.probe.step == "import":
+        info.status = {"timeout": "import-timeout", "crashed": "import-crashed"}.get(info.probe.status, "import-error")
+        if info.status == "import-error":
+            info.error_message = info.probe.detail
+    build = steps.data.get("build")
+    if isinstance(build, dict):
+        hints = typing.get_type_hints(TorchInfo)
+        for key in ("version", "cuda", "hip", "cudnn", "git_version", "arch_list", "release_archs"):
+            if key in build:
+                setattr(info, key, _load(hints[key], build[key], getattr(info, key)))
+        info.fact_errors.update(_load(dict[str, str], build.get("errors", {}), {}))
+    cuda = steps.data.get("cuda")
+    if isinstance(cuda, dict):
+        info.cuda_available = cuda.get("available") if isinstance(cuda.get("available"), bool) else None
+        info.device_count = cuda.get("device_count") if isinstance(cuda.get("device_count"), int) else None
+        info.cuda_warnings = _load(list[str], cuda.get("warnings"), [])
+        info.fact_errors.update(_load(dict[str, str], cuda.get("errors", {}), {}))
+    return info
+
+
+def _record_error(info: TorchInfo, error: object) -> None:
+    if isinstance(error, dict):
+        info.error_type = str(error.get("type", ""))
+        info.error_message = str(error.get("message", ""))
+        info.error_traceback = str(error.get("traceback", ""))
+
+
+def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, TorchInfo]:
+    """Run both probe parts in parallel in the interpreter ``python``."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        env_job = pool.submit(run_part, python, "env", timeout)
+        torch_job = pool.submit(run_part, python, "torch", timeout)
+        env = environment_facts(*env_job.result())
+        torch = torch_facts(*torch_job.result())
+    return env, torch

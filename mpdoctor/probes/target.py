@@ -1,0 +1,262 @@
+"""The environment probe: runs *inside the interpreter under diagnosis*.
+
+It is executed by ``mpdoctor.probes.environment`` as a child process of the target
+interpreter (``--python PATH``), so it must stay stdlib-only and work on Python 3.8+.
+It judges nothing: it writes facts, one JSON object per line, to the file named on
+its command line, flushing after each step. When a step crashes the interpreter or
+hangs, the parent still has every earlier line and knows which step was running.
+
+Two parts, run as separate processes so that a torch that segfaults on import does
+not cost the package inventory:
+
+* ``env``: interpreter, installed distributions, environment variables;
+* ``torch``: the result of importing torch and what the imported torch reports.
+"""
+
+import json
+import os
+import platform
+import sys
+import traceback
+import warnings
+
+if "_mpdoctor_redact" in sys.modules:  # run by the bootstrap, in any interpreter
+    from _mpdoctor_redact import redact_env_value, redact_text  # type: ignore
+else:  # imported as part of mpdoctor (tests)
+    from mpdoctor.redact import redact_env_value, redact_text
+
+# Environment variables that change how devices are enumerated or how precision
+# behaves, plus the ones that tell where packages come from.
+ENV_PREFIXES = (
+    "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "NCCL_", "CUDNN_", "CUBLAS", "HIP_",
+    "ROCR_", "ROCM_", "HSA_", "ONEFLOW_", "ONEDIFF_", "ACCELERATE_", "HF_",
+    "TRANSFORMERS_", "DIFFUSERS_", "XFORMERS_", "APEX_", "DS_", "SLURM_", "PIP_",
+    "CONDA_", "OMP_", "MKL_", "KMP_",
+)
+ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
+MAX_TEXT = 4000
+
+
+class StepWriter:
+    """Appends one JSON line per step to the result file and flushes it at once."""
+
+    def __init__(self, path):
+        self._file = open(path, "a", encoding="utf-8")
+
+    def begin(self, step):
+        self.emit(step, None, begin=True)
+
+    def emit(self, step, data, begin=False):
+        record = {"step": step, "begin": True} if begin else {"step": step, "data": data}
+        self._file.write(json.dumps(record, default=str) + "\n")
+        self._file.flush()
+
+
+def _clip(text, limit=MAX_TEXT):
+    text = redact_text(str(text))
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _exception_facts(exc):
+    return {
+        "type": type(exc).__name__,
+        "message": _clip(exc),
+        "traceback": _clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+    }
+
+
+# ---------------------------------------------------------------- env part
+
+
+def python_facts():
+    return {
+        "executable": sys.executable,
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "is_conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+        "path": [p for p in sys.path if p],
+    }
+
+
+def marker_environment():
+    """The PEP 508 marker variables of this interpreter (as ``packaging`` computes them)."""
+    impl = sys.implementation
+    info = impl.version
+    impl_version = "{0.major}.{0.minor}.{0.micro}".format(info)
+    if info.releaselevel != "final":
+        impl_version += info.releaselevel[0] + str(info.serial)
+    return {
+        "implementation_name": impl.name,
+        "implementation_version": impl_version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def _read_text(dist, name):
+    try:
+        return dist.read_text(name)
+    except Exception:  # unreadable files count as absent
+        return None
+
+
+def distribution_facts(dist):
+    """Facts about one installed distribution. Don't crash on broken metadata."""
+    problems = []
+    meta_path = str(getattr(dist, "_path", "") or "")
+    try:
+        meta = dist.metadata
+        name = meta["Name"] if meta is not None else None
+        version = meta["Version"] if meta is not None else None
+        summary = meta["Summary"] if meta is not None else None
+    except Exception as exc:
+        name = version = summary = None
+        problems.append("metadata unreadable: %s" % _clip(exc, 300))
+    if not name:
+        problems.append("no Name in metadata")
+    if not version:
+        problems.append("no Version in metadata")
+    try:
+        requires = list(dist.requires or [])
+    except Exception as exc:
+        requires = []
+        problems.append("requirements unreadable: %s" % _clip(exc, 300))
+    try:
+        location = str(dist.locate_file(""))
+    except Exception:
+        location = os.path.dirname(meta_path)
+    direct_url = _read_text(dist, "direct_url.json")
+    return {
+        "name": name or "",
+        "version": version or "",
+        "location": location,
+        "metadata_path": meta_path,
+        "summary": _clip(summary or "", 300),
+        "requires": [_clip(r, 500) for r in requires],
+        "installer": (_read_text(dist, "INSTALLER") or "").strip(),
+        "direct_url": _clip(direct_url, 1000) if direct_url else "",
+        "problems": problems,
+    }
+
+
+def distributions():
+    import importlib.metadata as metadata
+
+    return [distribution_facts(dist) for dist in metadata.distributions()]
+
+
+def environment_variables():
+    names = sorted(
+        name for name in os.environ if name.startswith(ENV_PREFIXES) or name in ENV_NAMES
+    )
+    return {name: redact_env_value(name, os.environ[name]) for name in names}
+
+
+def run_env(out):
+    out.emit("python", python_facts())
+    out.emit("markers", marker_environment())
+    out.emit("env", environment_variables())
+    out.begin("distributions")
+    try:
+        out.emit("distributions", distributions())
+    except Exception as exc:  # e.g. importlib.metadata missing on a very old Python
+        out.emit("distributions_error", _exception_facts(exc))
+
+
+# ---------------------------------------------------------------- torch part
+
+
+def _call(facts, key, func):
+    """Record func()'s result under key, or the exception that it raised."""
+    try:
+        facts[key] = func()
+    except Exception as exc:
+        facts.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, _clip(exc, 500))
+
+
+def _warning_texts(caught):
+    return [_clip("%s: %s" % (w.category.__name__, w.message), 1000) for w in caught]
+
+
+def torch_build_facts(torch):
+    facts = {}
+    _call(facts, "version", lambda: str(torch.__version__))
+    _call(facts, "file", lambda: getattr(torch, "__file__", None))
+    _call(facts, "cuda", lambda: getattr(torch.version, "cuda", None))
+    _call(facts, "hip", lambda: getattr(torch.version, "hip", None))
+    _call(facts, "git_version", lambda: getattr(torch.version, "git_version", None))
+    _call(facts, "cudnn", lambda: torch.backends.cudnn.version())
+    _call(facts, "arch_list", lambda: list(torch.cuda.get_arch_list()))
+    # Newer torch ships the arch list of each official CUDA build; use it for fixes.
+    table = getattr(torch.cuda, "PYTORCH_RELEASES_CODE_CC", None)
+    if isinstance(table, dict):
+        _call(facts, "release_archs", lambda: {
+            cuda: {host: sorted(ccs) for host, ccs in by_host.items()} for cuda, by_host in table.items()
+        })
+    return facts
+
+
+def torch_cuda_facts(torch):
+    facts = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _call(facts, "available", lambda: bool(torch.cuda.is_available()))
+        _call(facts, "device_count", lambda: int(torch.cuda.device_count()))
+    facts["warnings"] = _warning_texts(caught)
+    return facts
+
+
+def run_torch(out):
+    import importlib.util
+
+    out.begin("find")
+    try:
+        spec = importlib.util.find_spec("torch")
+    except Exception as exc:
+        spec = None
+        out.emit("find", {"found": False, "error": _exception_facts(exc)})
+        return
+    if spec is None:
+        out.emit("find", {"found": False})
+        return
+    out.emit("find", {"found": True, "origin": spec.origin or ""})
+
+    out.begin("import")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import torch
+        except BaseException as exc:  # SystemExit and friends from a broken torch too
+            out.emit("import", {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
+            return
+    out.emit("import", {"ok": True, "warnings": _warning_texts(caught)})
+
+    out.begin("build")
+    out.emit("build", torch_build_facts(torch))
+    out.begin("cuda")
+    out.emit("cuda", torch_cuda_facts(torch))
+
+
+PARTS = {"env": run_env, "torch": run_torch}
+
+
+def main(argv):
+    part, path = argv
+    out = StepWriter(path)
+    PARTS[part](out)
+    out.emit("done", True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,84 @@
+"""The support-ticket attachment: Markdown ready to paste into a GitHub issue.
+
+Summary, findings with their fixes, an environment table, and the whole snapshot
+as JSON in a collapsed ``<details>`` block. Always rendered from a redacted report.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mpdoctor.findings import Finding
+from mpdoctor.render.text import environment_line, summary_line
+from mpdoctor.report import Report, report_data
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ") or " "
+
+
+def _fence(text: str, lang: str = "") -> str:
+    """A code fence longer than any backtick run inside, so content cannot escape it."""
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _finding(finding: Finding) -> list[str]:
+    lines = [f"### {finding.severity.upper()} `{finding.code}` {finding.title}", ""]
+    if finding.evidence:
+        lines += ["Evidence:", "", _fence("\n".join(finding.evidence)), ""]
+    if finding.fix:
+        lines.append("Fix:")
+        lines.append("")
+        for number, step in enumerate(finding.fix, 1):
+            lines.append(f"{number}. {step.text}")
+            if step.command:
+                lines += ["", _indent(_fence(step.command, "sh"), 3)]
+        lines.append("")
+    return lines
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def _environment_rows(report: Report) -> list[tuple[str, str]]:
+    snap = report.snapshot
+    py, torch, nvml = snap.environment.python, snap.torch, snap.machine.nvml
+    rows = [
+        ("mpdoctor", report.mpdoctor_version),
+        ("Python", f"{py.version} ({py.executable})" if py else "unknown"),
+        ("Platform", py.platform if py else "unknown"),
+        ("torch", f"{torch.version} ({torch.status})" if torch.version else torch.status),
+        ("torch CUDA / cuDNN", f"{torch.cuda or '-'} / {torch.cudnn or '-'}"),
+        ("torch arch list", " ".join(torch.arch_list) or "-"),
+        ("NVIDIA driver", f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})" if nvml.status == "ok"
+         else f"{nvml.status}: {nvml.reason}"),
+    ]
+    rows += [(f"GPU {g.index}", f"{g.name}, cc {g.compute_capability}, {g.uuid}") for g in nvml.gpus]
+    return rows
+
+
+def render_markdown(report: Report) -> str:
+    lines = [
+        "## mpdoctor report",
+        "",
+        f"**{summary_line(report.findings)}** - {environment_line(report.snapshot)}",
+        "",
+        f"Created {report.created} by mpdoctor {report.mpdoctor_version}. Secrets are redacted.",
+        "",
+    ]
+    if report.findings:
+        lines += ["## Findings", ""]
+        for finding in report.findings:
+            lines += _finding(finding)
+    else:
+        lines += ["No problems found.", ""]
+    lines += ["## Environment", "", "| | |", "|---|---|"]
+    lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in _environment_rows(report)]
+    snapshot_json = json.dumps(report_data(report)["snapshot"], indent=2)
+    lines += ["", "<details><summary>Full snapshot (JSON)</summary>", "", _fence(snapshot_json, "json"), "", "</details>", ""]
+    return "\n".join(lines)

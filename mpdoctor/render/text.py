@@ -1,0 +1,72 @@
+"""The terminal view: the triaged fix list, errors first, then a one-line summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from mpdoctor.findings import Finding
+from mpdoctor.report import Report
+from mpdoctor.snapshot import Snapshot
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def environment_line(snap: Snapshot) -> str:
+    """One line naming what was examined: interpreter, torch, driver."""
+    py = snap.environment.python
+    parts = [f"python {py.version} ({py.executable})" if py else "python: unknown"]
+    torch = snap.torch
+    if torch.status == "imported":
+        build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip else "CPU-only")
+        parts.append(f"torch {torch.version} ({build})")
+    else:
+        parts.append(f"torch: {torch.status}")
+    nvml = snap.machine.nvml
+    if nvml.status == "ok":
+        parts.append(f"driver {nvml.driver_version} (CUDA {nvml.cuda_driver_version}), {len(nvml.gpus)} GPU(s)")
+    else:
+        parts.append(f"NVML: {nvml.reason or nvml.status}")
+    return " | ".join(parts)
+
+
+def summary_line(findings: list[Finding]) -> str:
+    counts = Counter(f.severity for f in findings)
+
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']} info"
+
+
+def render_finding(console: Console, finding: Finding) -> None:
+    head = Text()
+    head.append(f"{finding.severity:<8}", style=STYLE.get(finding.severity, ""))
+    head.append(f"{finding.code:<9}", style="bold")
+    head.append(finding.title)
+    console.print(head, soft_wrap=True)
+    for line in finding.evidence:
+        for i, part in enumerate(line.splitlines() or [""]):
+            console.print(f"  {'-' if i == 0 else ' '} {escape(part)}", style="dim", highlight=False, soft_wrap=True)
+    for number, step in enumerate(finding.fix, 1):
+        console.print(f"  {number}. {escape(step.text)}", highlight=False, soft_wrap=True)
+        if step.command:
+            # soft_wrap: a command must never be broken by an inserted newline.
+            console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
+    console.print()
+
+
+def render_text(report: Report, console: Console) -> None:
+    header = f"mpdoctor {report.mpdoctor_version}: {environment_line(report.snapshot)}"
+    console.print(Text(header, style="bold"), soft_wrap=True)
+    console.print()
+    for finding in report.findings:
+        render_finding(console, finding)
+    if any(f.severity == "error" for f in report.findings):
+        verdict = "Fix the errors first; each lists its commands."
+    else:
+        verdict = "No errors." if report.findings else "No problems found."
+    console.print(Text(f"{summary_line(report.findings)}. {verdict}", style="bold"), soft_wrap=True)

@@ -1,0 +1,215 @@
+"""The snapshot: every fact the checks judge, as plain versioned data.
+
+Probes fill it, checks read it, and it round-trips through JSON, so a snapshot
+saved on a user's machine (``--save-snapshot``) can be re-judged anywhere
+(``--snapshot``). Recorded snapshots are also the test fixtures for hardware this
+machine does not have.
+
+Compatibility: ``SCHEMA_VERSION`` changes when a field is removed, renamed or
+changes type. New fields may appear within a version; loaders ignore unknown keys
+and give missing ones their defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from mpdoctor import __version__
+from mpdoctor.serde import DataError, fact, from_data, to_data
+
+SCHEMA_VERSION = 1
+
+
+class SnapshotError(ValueError):
+    """A snapshot file that cannot be used; the message is meant for the user."""
+
+
+@dataclass
+class ProbeRun:
+    """How one probe (a child process or a guarded call) went."""
+
+    status: str = fact("ok, error, crashed, timeout or not-run", "not-run")
+    step: str = fact("The step that was running when the probe failed", "")
+    detail: str = fact("What went wrong, in words", "")
+    exit_code: Optional[int] = fact("Exit status of the child; negative is the signal that killed it", None)
+    seconds: float = fact("Wall time the probe took", 0.0)
+    stderr_tail: str = fact("The end of the child's stderr, redacted", "")
+
+
+@dataclass
+class PythonInfo:
+    """The interpreter under diagnosis."""
+
+    executable: str = fact("sys.executable of the target interpreter", "")
+    version: str = fact("Python version, e.g. 3.11.7", "")
+    implementation: str = fact("CPython, PyPy, ...", "")
+    platform: str = fact("platform.platform()", "")
+    machine: str = fact("platform.machine(), e.g. x86_64", "")
+    prefix: str = fact("sys.prefix", "")
+    base_prefix: str = fact("sys.base_prefix; differs from prefix in a venv", "")
+    is_conda: bool = fact("True when prefix is a conda environment", False)
+    path: list[str] = fact("sys.path as the target sees it", factory=list)
+
+
+@dataclass
+class Distribution:
+    """One installed distribution, as importlib.metadata reports it."""
+
+    name: str = fact("Project name as written in its metadata", "")
+    version: str = fact("Installed version", "")
+    location: str = fact("Directory the distribution is installed into", "")
+    metadata_path: str = fact("Its .dist-info or .egg-info directory", "")
+    summary: str = fact("One-line summary from the metadata", "")
+    requires: list[str] = fact("Requires-Dist lines, as written", factory=list)
+    installer: str = fact("Tool that installed it (pip, conda, uv, ...)", "")
+    direct_url: str = fact("Contents of direct_url.json (git or local installs), redacted", "")
+    problems: list[str] = fact("What is broken in its metadata, if anything", factory=list)
+
+
+@dataclass
+class PythonEnvironment:
+    """Facts from the stdlib-only probe run by the target interpreter."""
+
+    probe: ProbeRun = fact("How the environment probe went", factory=ProbeRun)
+    python: Optional[PythonInfo] = fact("The interpreter, when the probe reached it", None)
+    markers: dict[str, str] = fact("PEP 508 marker values of the interpreter", factory=dict)
+    env: dict[str, str] = fact("Relevant environment variables, secrets redacted", factory=dict)
+    distributions: list[Distribution] = fact("Every installed distribution", factory=list)
+    distributions_error: str = fact("Why the inventory failed, when it did", "")
+
+
+@dataclass
+class TorchInfo:
+    """What happened when the target interpreter imported torch, and what torch said."""
+
+    probe: ProbeRun = fact("How the torch probe went", factory=ProbeRun)
+    status: str = fact("imported, missing, import-error, import-crashed, import-timeout or unknown", "unknown")
+    origin: str = fact("File torch would be imported from", "")
+    error_type: str = fact("Exception class raised by `import torch`", "")
+    error_message: str = fact("Its message, redacted", "")
+    error_traceback: str = fact("Its traceback, redacted", "")
+    import_warnings: list[str] = fact("Warnings raised while importing torch", factory=list)
+    version: str = fact("torch.__version__", "")
+    cuda: Optional[str] = fact("torch.version.cuda: CUDA runtime torch was built with (null: no CUDA)", None)
+    hip: Optional[str] = fact("torch.version.hip (ROCm builds)", None)
+    cudnn: Optional[int] = fact("torch.backends.cudnn.version()", None)
+    git_version: Optional[str] = fact("torch.version.git_version", None)
+    arch_list: list[str] = fact("torch.cuda.get_arch_list(): GPU code the build contains", factory=list)
+    release_archs: dict[str, dict[str, list[int]]] = fact(
+        "torch.cuda.PYTORCH_RELEASES_CODE_CC: compute capabilities of each official CUDA build",
+        factory=dict,
+    )
+    cuda_available: Optional[bool] = fact("torch.cuda.is_available()", None)
+    device_count: Optional[int] = fact("torch.cuda.device_count()", None)
+    cuda_warnings: list[str] = fact("Warnings raised during CUDA initialisation", factory=list)
+    fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
+
+
+@dataclass
+class NvmlGpu:
+    """One GPU as NVML (and nvidia-smi) sees it."""
+
+    index: int = fact("NVML index (nvidia-smi order)", 0)
+    name: str = fact("Marketing name", "")
+    uuid: str = fact("GPU-... UUID", "")
+    pci_bus_id: str = fact("Normalised PCI bus id, e.g. 0000:3b:00.0", "")
+    memory_total: Optional[int] = fact("Total memory in bytes", None)
+    compute_capability: str = fact("e.g. 8.6; empty when NVML could not tell", "")
+
+
+@dataclass
+class NvmlInfo:
+    """The NVIDIA driver as NVML reports it, or why NVML could not be used."""
+
+    status: str = fact("ok, unavailable, error, timeout or not-run", "not-run")
+    reason: str = fact("NVML error name when not ok, e.g. LibraryNotFound, DriverNotLoaded", "")
+    detail: str = fact("The error text", "")
+    driver_version: str = fact("Driver version, e.g. 535.113.01", "")
+    cuda_driver_version: str = fact("Newest CUDA version the driver supports, e.g. 12.2", "")
+    nvml_version: str = fact("NVML library version", "")
+    gpus: list[NvmlGpu] = fact("Every GPU, in NVML order", factory=list)
+    seconds: float = fact("Wall time of the NVML probe", 0.0)
+
+
+@dataclass
+class Machine:
+    """Facts mpdoctor gathers itself about the machine."""
+
+    nvml: NvmlInfo = fact("NVML view of the driver and GPUs", factory=NvmlInfo)
+
+
+@dataclass
+class Snapshot:
+    """Everything mpdoctor knows about one environment at one moment."""
+
+    schema_version: int = fact("Version of this data layout", SCHEMA_VERSION)
+    mpdoctor_version: str = fact("mpdoctor version that took the snapshot", __version__)
+    created: str = fact("When the snapshot was taken (ISO 8601, UTC)", "")
+    environment: PythonEnvironment = fact("The Python environment under diagnosis", factory=PythonEnvironment)
+    torch: TorchInfo = fact("torch in that environment", factory=TorchInfo)
+    machine: Machine = fact("The machine: driver and GPUs", factory=Machine)
+
+    def distribution(self, name: str) -> Optional[Distribution]:
+        """The installed distribution called ``name`` (normalised), if any."""
+        wanted = canonical_name(name)
+        for dist in self.environment.distributions:
+            if canonical_name(dist.name) == wanted:
+                return dist
+        return None
+
+    def python_command(self) -> str:
+        """How fix commands should invoke the target interpreter."""
+        info = self.environment.python
+        return info.executable if info and info.executable else "python"
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503 normalisation: Foo_Bar.baz and foo-bar-baz are the same project."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def snapshot_to_data(snapshot: Snapshot) -> dict:
+    return to_data(snapshot)
+
+
+def snapshot_from_data(data: object) -> Snapshot:
+    """Validate and load snapshot data; raises SnapshotError with a user-facing message."""
+    if not isinstance(data, dict):
+        raise SnapshotError("not a snapshot: expected a JSON object")
+    if "snapshot" in data and "findings" in data:  # a whole JSON report works too
+        data = data["snapshot"]
+        if not isinstance(data, dict):
+            raise SnapshotError("not a snapshot: 'snapshot' is not an object")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotError("not a snapshot: no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"snapshot schema version {version} is newer than this mpdoctor understands "
+            f"({SCHEMA_VERSION}); upgrade mpdoctor (pip install -U mpdoctor)"
+        )
+    if version < 1:
+        raise SnapshotError(f"unknown snapshot schema version {version}")
+    try:
+        return from_data(Snapshot, data)
+    except DataError as exc:
+        raise SnapshotError(f"corrupt snapshot: {exc}") from None
+
+
+def load_snapshot(path: str) -> Snapshot:
+    """Read a snapshot (or a JSON report) from ``path``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SnapshotError(f"cannot read snapshot {path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(
+            f"corrupt snapshot {path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+        ) from None
+    return snapshot_from_data(data)
