@@ -180,10 +180,15 @@ def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
         return
     caps = [c for c in map(_capability, gpus) if c]
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
+    if cuda:
+        steps = [fixes.reinstall_torch_step(snap, cuda, f"Reinstall torch {torch.version.split('+')[0]} built with CUDA {cuda}")]
+    else:
+        steps = [Step("No official build of this torch version fits this driver and these GPUs; upgrade the "
+                      f"NVIDIA driver, then pick a CUDA build at {fixes.INSTALL_SELECTOR}")]
     yield error(
         f"torch {torch.version} is a CPU-only build, but NVML sees {len(gpus)} NVIDIA GPU(s)",
         [f"torch.version.cuda is None (torch {torch.version})"] + _driver_evidence(snap),
-        [fixes.reinstall_torch_step(snap, cuda, f"Reinstall torch with CUDA {cuda}" if cuda else "Reinstall torch with CUDA")],
+        steps,
     )
 
 

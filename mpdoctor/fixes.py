@@ -15,9 +15,15 @@ from mpdoctor.snapshot import Snapshot
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 INSTALL_SELECTOR = "https://pytorch.org/get-started/locally/"
 
-# CUDA variants that official torch wheels have been published for, newest last.
-# Used only when the torch under diagnosis cannot tell us its own table.
-KNOWN_CUDA_VARIANTS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
+# Compute capabilities in each official CUDA build of torch, as torch 2.13's own
+# torch.cuda.PYTORCH_RELEASES_CODE_CC lists them. Used only when the torch under
+# diagnosis cannot tell us its table (missing, broken, or older than that table).
+LATEST_RELEASE_ARCHS = {
+    "12.6": {"x86_64": [50, 60, 70, 75, 80, 86, 90], "aarch64": [80, 90]},
+    "12.9": {"x86_64": [75, 80, 86, 90, 100, 120], "aarch64": [80, 90, 100, 120]},
+    "13.0": {"x86_64": [75, 80, 86, 90, 100, 120], "aarch64": [80, 90, 100, 110, 120]},
+    "13.2": {"x86_64": [75, 80, 86, 90, 100, 120], "aarch64": [80, 90, 100, 110, 120]},
+}
 
 
 def pip(snap: Snapshot, *args: str) -> str:
@@ -47,23 +53,30 @@ def cuda_tag(cuda_version: str) -> str:
 def torch_variants(snap: Snapshot) -> dict[str, set[int]]:
     """CUDA version -> compute capabilities its official torch build contains (x86_64/aarch64)."""
     host = "aarch64" if (snap.environment.markers.get("platform_machine", "").lower() == "aarch64") else "x86_64"
-    table = snap.torch.release_archs
-    if table:
-        return {cuda: set(by_host.get(host, [])) for cuda, by_host in table.items()}
-    return {cuda: set() for cuda in KNOWN_CUDA_VARIANTS}  # capabilities unknown
+    table = snap.torch.release_archs or LATEST_RELEASE_ARCHS
+    return {cuda: set(by_host.get(host, [])) for cuda, by_host in table.items()}
 
 
 def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int]) -> Optional[str]:
-    """Newest official CUDA variant the driver can run that has code for every GPU."""
+    """The official CUDA variant to install: one the driver runs that has code for every GPU.
+
+    The newest variant up to the driver's CUDA version is preferred. A newer minor
+    version of the driver's major version still runs (CUDA minor-version
+    compatibility), so the closest such one is the fallback. None when none fits.
+    """
     limit = version_tuple(driver_cuda) if driver_cuda else (99, 99)
-    candidates = []
+    ranked = []
     for cuda, archs in torch_variants(snap).items():
-        if version_tuple(cuda) > limit:
+        version = version_tuple(cuda)
+        if version[0] > limit[0]:
             continue
-        if archs and not all(any(compatible(cc, code) for code in archs) for cc in capabilities):
+        if not all(any(compatible(cc, code) for code in archs) for cc in capabilities):
             continue
-        candidates.append(cuda)
-    return max(candidates, key=version_tuple) if candidates else None
+        ranked.append((version[:2] <= limit[:2], version, cuda))
+    fitting = [r for r in ranked if r[0]]
+    if fitting:
+        return max(fitting)[2]
+    return min(ranked)[2] if ranked else None
 
 
 def compatible(device_cc: int, code_cc: int) -> bool:
