@@ -1,0 +1,114 @@
+"""Every check against recorded topologies: each code has a fixture that triggers it and ones that do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import load_fixture, snapshot_fixture_names
+from mpdoctor.doctor import judge
+from mpdoctor.registry import DOC_SECTIONS, builtin_registry
+
+EXPECTED = {
+    "cpu-laptop": set(),
+    "h100-node-healthy": set(),
+    "titan-rtx-1080ti-cpu-torch": {"TORCH005"},
+    "h100-driver-too-old": {"TORCH006"},
+    "rtx4090-minor-newer": {"TORCH006"},
+    "v100-cu130": {"TORCH007"},
+    "cuda-without-cudnn": {"TORCH008"},
+    "cuda-hidden-by-env": {"TORCH009"},
+    "cuda-init-hangs": {"TORCH010"},
+    "nvml-rm-mismatch": {"DRV001"},
+    "torch-missing": {"TORCH001"},
+    "torch-import-error": {"TORCH002"},
+    "torch-import-crash": {"TORCH003"},
+    "torch-import-hang": {"TORCH004"},
+    "environment-probe-failed": {"ENV001"},
+    "precision-stack-conflicts": {"STACK001", "STACK002", "STACK003", "ENV002"},
+}
+
+
+def codes(name: str) -> set[str]:
+    return {f.code for f in judge(load_fixture(name))}
+
+
+def test_every_fixture_has_an_expectation():
+    assert set(snapshot_fixture_names()) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_triggers_exactly_its_codes(name):
+    assert codes(name) == EXPECTED[name]
+
+
+def test_every_code_is_triggered_by_some_fixture():
+    triggered = set().union(*EXPECTED.values())
+    assert {c.code for c in builtin_registry()} == triggered
+
+
+def test_registry_metadata():
+    checks = list(builtin_registry())
+    assert len({c.code for c in checks}) == len(checks)
+    for entry in checks:
+        assert entry.summary, entry.code
+        for section in DOC_SECTIONS:
+            assert section in entry.doc, f"{entry.code} docstring lacks {section}"
+        assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
+                                      "driver": "DRV"}[entry.family])
+
+
+def test_findings_carry_evidence_and_fix():
+    for name, expected in EXPECTED.items():
+        for finding in judge(load_fixture(name)):
+            assert finding.evidence and finding.fix, (name, finding.code)
+            assert finding.name and finding.family
+
+
+def test_incident4_box_gets_a_cuda_build_that_runs_both_cards():
+    (finding,) = judge(load_fixture("titan-rtx-1080ti-cpu-torch"))
+    command = finding.fix[0].command
+    # cu126 is the newest build with sm_60 code (GTX 1080 Ti is 6.1) that a 12.2 driver runs.
+    assert "--index-url https://download.pytorch.org/whl/cu126" in command
+    assert "torch==2.13.0" in command and "--force-reinstall" in command
+
+
+def test_volta_on_cu130_is_sent_back_to_cu126():
+    (finding,) = judge(load_fixture("v100-cu130"))
+    assert "sm_70" in finding.title and "no kernel image" in finding.title
+    assert finding.fix[0].command.endswith("/whl/cu126")
+
+
+def test_driver_too_old_is_an_error_and_hides_cuda_unavailable():
+    (finding,) = judge(load_fixture("h100-driver-too-old"))
+    assert finding.severity == "error" and "CUDA 13.0" in finding.title and "12.2" in finding.title
+    assert "580" in finding.fix[0].text
+
+
+def test_minor_version_newer_runtime_is_only_a_warning():
+    (finding,) = judge(load_fixture("rtx4090-minor-newer"))
+    assert finding.severity == "warning" and "minor-version" in finding.title
+
+
+def test_stack_conflict_keeps_torch_pinned():
+    findings = [f for f in judge(load_fixture("precision-stack-conflicts")) if f.code == "STACK001"]
+    (tv,) = [f for f in findings if f.title.startswith("torchvision")]
+    assert tv.severity == "error"
+    assert "torch==2.13.0+cpu" in tv.fix[0].command and "--upgrade torchvision" in tv.fix[0].command
+
+
+def test_duplicate_and_broken_metadata_name_the_directories():
+    findings = {f.code: f for f in judge(load_fixture("precision-stack-conflicts"))}
+    assert any("/root/.local" in line for line in findings["STACK003"].evidence)
+    assert "~orch-2.4.0.dist-info" in findings["ENV002"].evidence[0]
+
+
+def test_findings_are_triaged_errors_first():
+    severities = [f.severity for f in judge(load_fixture("precision-stack-conflicts"))]
+    order = {"error": 0, "warning": 1, "info": 2}
+    assert severities == sorted(severities, key=order.get)
+
+
+def test_select_and_ignore_by_prefix():
+    snap = load_fixture("precision-stack-conflicts")
+    assert {f.code for f in judge(snap, select=["STACK00"])} == {"STACK001", "STACK002", "STACK003"}
+    assert {f.code for f in judge(snap, ignore=["STACK"])} == {"ENV002"}
