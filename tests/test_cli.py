@@ -1,0 +1,136 @@
+"""The command line: options, exit codes, formats, and a start-up that never imports torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from helpers import fixture_path, run_cli
+from mpdoctor.cli import app
+from mpdoctor.registry import builtin_registry
+
+runner = CliRunner()
+
+
+def snap(name: str) -> str:
+    return str(fixture_path(name))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["rule", "TORCH005"], ["checks"], ["check", "--help"]])
+def test_startup_does_not_import_torch(argv):
+    code = ("import sys, runpy; sys.argv = ['mpdoctor', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('mpdoctor', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n"
+            "assert 'pynvml' not in sys.modules, 'pynvml was imported'\n")
+    result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_python_dash_m_and_version():
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("mpdoctor ")
+
+
+def test_checks_lists_the_registry():
+    result = runner.invoke(app, ["checks"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for entry in builtin_registry():
+        assert entry.code in result.output and entry.name in result.output
+
+
+def test_rule_prints_the_docstring_by_code_or_name():
+    by_code = runner.invoke(app, ["rule", "torch005"])
+    by_name = runner.invoke(app, ["rule", "cpu-only-torch-with-gpus"])
+    assert by_code.exit_code == by_name.exit_code == 0
+    assert "## Fix" in by_code.output and by_code.output == by_name.output
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["rule", "NOPE999"], "no check 'NOPE999'"),
+    (["check", "--select", "BOGUS"], "no check code starts with 'BOGUS'"),
+    (["check", "--snapshot", "x.json", "--python", sys.executable], "exclude each other"),
+    (["check", "--python", "/does/not/exist"], "no such interpreter"),
+    (["check", "--python", "/tmp"], "not an executable file"),
+    (["check", "--snapshot", "/does/not/exist.json"], "cannot read snapshot"),
+])
+def test_usage_errors_exit_2_with_one_line(argv, message):
+    result = run_cli(*argv)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_option_values_exit_2():
+    assert run_cli("check", "--format", "yaml").returncode == 2
+    assert run_cli("check", "--timeout", "-1").returncode == 2
+
+
+@pytest.mark.parametrize("fixture, fail_on, code", [
+    ("cpu-laptop", "error", 0),
+    ("v100-cu130", "error", 1),
+    ("v100-cu130", "never", 0),
+    ("rtx4090-minor-newer", "error", 0),
+    ("rtx4090-minor-newer", "warning", 1),
+    ("rtx4090-minor-newer", "info", 1),
+])
+def test_exit_code_follows_fail_on(fixture, fail_on, code):
+    result = runner.invoke(app, ["check", "--snapshot", snap(fixture), "--fail-on", fail_on])
+    assert result.exit_code == code, result.output
+
+
+def test_ignore_drops_findings_and_changes_the_exit_code():
+    result = runner.invoke(app, ["check", "--snapshot", snap("v100-cu130"), "--ignore", "TORCH007"])
+    assert result.exit_code == 0 and "TORCH007" not in result.output
+
+
+def test_text_output_is_a_triaged_fix_list():
+    result = run_cli("check", "--snapshot", snap("precision-stack-conflicts"), "--fail-on", "never")
+    out = result.stdout
+    assert "\x1b[" not in out  # piped: no colour codes
+    positions = [out.index(code) for code in ("STACK001", "ENV002", "STACK003")]
+    assert positions == sorted(positions)  # errors before warnings
+    assert "$ " in out and "1 error, 3 warnings, 0 info" in out.splitlines()[-1]
+
+
+def test_colour_on_a_terminal_and_none_with_no_color():
+    red = "\x1b[1;31m"
+    args = ("check", "--snapshot", snap("v100-cu130"))
+    coloured = run_cli(*args, env={**os.environ, "FORCE_COLOR": "1"})  # as on a terminal
+    plain = run_cli(*args, env={**os.environ, "FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert red in coloured.stdout
+    assert red not in plain.stdout and "TORCH007" in plain.stdout
+
+
+def test_output_file_and_markdown_ticket(tmp_path):
+    out = tmp_path / "ticket.md"
+    result = run_cli("check", "--snapshot", snap("titan-rtx-1080ti-cpu-torch"), "--format", "markdown",
+                     "--output", str(out))
+    assert result.returncode == 1 and result.stdout == ""
+    text = out.read_text()
+    assert text.startswith("## mpdoctor report")
+    assert "### ERROR `TORCH005`" in text and "```sh" in text
+    assert "| GPU 1 | NVIDIA TITAN RTX, cc 7.5," in text
+    assert "<details><summary>Full snapshot (JSON)</summary>" in text
+    # The collapsed snapshot is valid JSON that loads back as a snapshot.
+    body = text.split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(body)["machine"]["nvml"]["gpus"][1]["name"] == "NVIDIA TITAN RTX"
+    assert not list(tmp_path.glob(".mpdoctor-*"))  # no temporary left behind
+
+
+def test_save_snapshot_then_rejudge_it(tmp_path):
+    saved = tmp_path / "snap.json"
+    first = run_cli("check", "--format", "json", "--save-snapshot", str(saved), "--fail-on", "never")
+    again = run_cli("check", "--format", "json", "--snapshot", str(saved), "--fail-on", "never")
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert json.loads(first.stdout)["snapshot"] == json.loads(again.stdout)["snapshot"]
+
+
+def test_python_option_diagnoses_another_interpreter():
+    result = run_cli("check", "--python", sys.executable, "--format", "json", "--fail-on", "never")
+    assert json.loads(result.stdout)["snapshot"]["environment"]["python"]["executable"] == sys.executable
