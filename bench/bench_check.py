@@ -83,11 +83,11 @@ def probe_versions(python: str, cwd: str) -> dict:
             "    try: return m.version(d)\n"
             "    except Exception: return None\n"
             "print(json.dumps({'python': platform.python_version(), 'torch': v('torch'), 'mpdoctor': v('mpdoctor')}))")
-    proc = subprocess.run([python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     try:
+        proc = subprocess.run([python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         return json.loads(proc.stdout)
-    except ValueError:
-        return {}
+    except (OSError, ValueError):
+        return {}  # the warm-up round reports why the interpreter does not run
 
 
 def bench(python: str, rounds: int) -> dict:
