@@ -148,26 +148,21 @@ def _emit(report, format: Format, output: Optional[str]) -> None:
 @app.command("checks")
 def list_checks() -> None:
     """List every check: code, name, family and what it finds."""
-    from rich.console import Console
-    from rich.table import Table
-
     from mpdoctor.registry import builtin_registry
 
-    table = Table(box=None, pad_edge=False)
-    table.add_column("code", no_wrap=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("family", no_wrap=True)
-    table.add_column("finds")
+    # Plain fixed columns, one line per check: readable piped, and grep-able.
     for entry in builtin_registry():
-        table.add_row(entry.code, entry.name, entry.family, entry.summary)
-    Console().print(table)
+        typer.echo(f"{entry.code:<9} {entry.name:<32} {entry.family:<12} {entry.summary}")
 
 
 @app.command()
 def rule(code: Annotated[str, typer.Argument(help="A check code (TORCH005) or name (cpu-only-torch-with-gpus).")]) -> None:
     """Print the documentation of one check."""
-    from mpdoctor.registry import builtin_registry
+    from mpdoctor.registry import CHECK_CRASHED, CHECK_CRASHED_DOC, builtin_registry
 
+    if code.strip().upper() == CHECK_CRASHED[0] or code.strip().lower() == CHECK_CRASHED[1]:
+        typer.echo(f"{' '.join(CHECK_CRASHED[:2])} ({CHECK_CRASHED[2]})\n\n{CHECK_CRASHED_DOC.strip()}")
+        return
     entry = builtin_registry().get(code)
     if entry is None:
         usage_error(f"no check {code!r} (see `mpdoctor checks`)")

@@ -35,6 +35,20 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## Why it matters", "## Fix")
 
 
+CHECK_CRASHED = ("MPD001", "check-crashed", "mpdoctor")
+CHECK_CRASHED_DOC = """A check raised an exception instead of giving a verdict.
+
+## Why it matters
+Its problem may or may not be present: treat the check as not run. The other
+checks are unaffected and their findings stand.
+
+## Fix
+It is a bug in mpdoctor: report it with the Markdown report attached
+(`mpdoctor check --format markdown --output mpdoctor-report.md`); meanwhile
+`--ignore` the crashing code to keep CI gating on the rest.
+"""
+
+
 @dataclass(frozen=True)
 class Check:
     code: str
@@ -66,7 +80,8 @@ class Check:
             fix=[Step("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
                       "mpdoctor check --format markdown --output mpdoctor-report.md")],
         )
-        return dataclasses.replace(crash, code="MPD001", name="check-crashed", family="mpdoctor")
+        code, name, family = CHECK_CRASHED
+        return dataclasses.replace(crash, code=code, name=name, family=family)
 
 
 class Registry:

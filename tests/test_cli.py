@@ -134,3 +134,8 @@ def test_save_snapshot_then_rejudge_it(tmp_path):
 def test_python_option_diagnoses_another_interpreter():
     result = run_cli("check", "--python", sys.executable, "--format", "json", "--fail-on", "never")
     assert json.loads(result.stdout)["snapshot"]["environment"]["python"]["executable"] == sys.executable
+
+
+def test_rule_documents_the_internal_crash_code():
+    result = runner.invoke(app, ["rule", "MPD001"])
+    assert result.exit_code == 0 and "check-crashed" in result.output and "## Fix" in result.output
