@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Iterator, Optional
 
 from mpdoctor import fixes
@@ -377,4 +378,38 @@ def cuda_init_crashes(snap: Snapshot) -> Iterator[Finding]:
         [_tail(probe.stderr_tail) or "no output on stderr"],
         [Step("Look at the driver's state", "nvidia-smi"),
          Step("Look for GPU errors in the kernel log", "sudo dmesg | grep -iE 'NVRM|Xid'")],
+    )
+
+
+@check("TORCH011", "torch-is-incomplete", family=FAMILY)
+def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
+    """`import torch` succeeds, but what it imports is not a working torch.
+
+    ## Why it matters
+    A `torch/` directory left behind by an interrupted uninstall (or a stray folder
+    named torch on sys.path) imports as an empty namespace package: `import torch`
+    "works", then `torch.cuda`, `torch.float16` and everything else fail.
+
+    ## Fix
+    Remove the leftover directory, then reinstall torch.
+    """
+    torch = snap.torch
+    if torch.status != "imported":
+        return
+    broken_probe = torch.probe.status == "error"
+    if torch.version and not broken_probe:
+        return
+    evidence = [f"`import torch` loads {torch.origin or 'an unknown location'}"]
+    if not torch.version:
+        evidence.append("it has no torch.__version__")
+    evidence += [f"{key}: {error}" for key, error in sorted(torch.fact_errors.items())]
+    if broken_probe:
+        evidence.append(f"the torch probe {torch.probe.detail}")
+    location = torch.origin.rsplit("/__init__.py", 1)[0] if torch.origin else "<site-packages>/torch"
+    yield error(
+        "`import torch` loads something that is not a working torch",
+        evidence,
+        [Step("Look at what is there (a leftover directory has no __init__.py)", f"ls -la {shlex.quote(location)}"),
+         Step("Uninstall torch, delete what remains of that directory, then reinstall",
+              fixes.pip(snap, "uninstall", "-y", "torch"))],
     )

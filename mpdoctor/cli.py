@@ -62,6 +62,28 @@ def _resolve_python(python: Optional[str]) -> str:
     return found
 
 
+def _check_writable(option: str, path: Optional[str]) -> None:
+    """Refuse an output path before probing, rather than fail after the work is done."""
+    if not path:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        usage_error(f"{option} {path}: is a directory")
+    if not os.path.isdir(directory):
+        usage_error(f"{option} {path}: no such directory {directory}")
+    if not os.access(directory, os.W_OK):
+        usage_error(f"{option} {path}: directory {directory} is not writable")
+
+
+def _write(option: str, path: str, text: str) -> None:
+    from mpdoctor.output import write_atomic
+
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        usage_error(f"{option} {path}: cannot write: {exc.strerror or exc}")
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"mpdoctor {__version__}")
@@ -101,6 +123,8 @@ def check(
             usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
     if snapshot and python:
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
+    _check_writable("--output", output)
+    _check_writable("--save-snapshot", save_snapshot)
     options = doctor.Options(python=_resolve_python(python), timeout=timeout, snapshot=snapshot,
                              select=chosen, ignore=dropped)
     try:
@@ -108,10 +132,9 @@ def check(
     except SnapshotError as exc:
         usage_error(str(exc))
     if save_snapshot:
-        from mpdoctor.output import write_atomic
         from mpdoctor.render.json_out import render_snapshot_json
 
-        write_atomic(save_snapshot, render_snapshot_json(report.snapshot))
+        _write("--save-snapshot", save_snapshot, render_snapshot_json(report.snapshot))
     _emit(report, format, output)
     raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
 
@@ -138,9 +161,7 @@ def _emit(report, format: Format, output: Optional[str]) -> None:
             render_text(report, Console(highlight=False))
             return
     if output:
-        from mpdoctor.output import write_atomic
-
-        write_atomic(output, text)
+        _write("--output", output, text)
     else:
         sys.stdout.write(text)
 

@@ -208,6 +208,8 @@ def load_snapshot(path: str) -> Snapshot:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise SnapshotError(f"cannot read snapshot {path}: not UTF-8 text") from None
+    except RecursionError:
+        raise SnapshotError(f"corrupt snapshot {path}: JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise SnapshotError(
             f"corrupt snapshot {path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"

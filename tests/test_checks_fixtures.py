@@ -23,6 +23,7 @@ EXPECTED = {
     "torch-import-error": {"TORCH002"},
     "torch-import-crash": {"TORCH003"},
     "torch-import-hang": {"TORCH004"},
+    "torch-leftover-directory": {"TORCH011"},
     "environment-probe-failed": {"ENV001"},
     "precision-stack-conflicts": {"STACK001", "STACK002", "STACK003", "ENV002"},
 }

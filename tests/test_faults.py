@@ -237,8 +237,6 @@ def test_interpreter_that_hangs_at_startup_is_env001_within_the_timeout(fake_ven
 LEFTOVER_TORCH = {"torch/lib/libtorch_cpu.so": b"", "torch/include/ATen/ATen.h": "// leftover\n"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: target.py torch_build_facts evaluates `torch.cuda` outside _call(); "
-                                       "a torch module without .cuda kills the torch probe part with AttributeError")
 def test_torch_probe_survives_a_torch_module_without_cuda(fake_venv):
     venv = fake_venv("torch-leftover-dir", LEFTOVER_TORCH)
     proc = check_python(fake_venv.python(venv))
@@ -249,8 +247,6 @@ def test_torch_probe_survives_a_torch_module_without_cuda(fake_venv):
     json_report(proc)  # and mpdoctor's own probe left no traceback in the report
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a leftover torch/ namespace directory (no __version__, probe died) "
-                                       "gets no finding at all: 'No problems found', exit 0")
 def test_leftover_torch_directory_is_not_reported_as_healthy(fake_venv):
     venv = fake_venv("torch-leftover-dir", LEFTOVER_TORCH)
     proc = check_python(fake_venv.python(venv))
@@ -260,9 +256,6 @@ def test_leftover_torch_directory_is_not_reported_as_healthy(fake_venv):
     assert proc.returncode == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: run_child waits for EOF on stdout/stderr, not for the child's exit; "
-                                       "a process spawned during `import torch` that inherits them makes a finished "
-                                       "probe wait the whole --timeout and report a false TORCH010 hang")
 def test_background_process_started_by_torch_is_not_a_hang(fake_venv):
     venv = torch_venv(fake_venv, "torch-spawns-daemon", (
         "import subprocess, types\n"
@@ -458,8 +451,6 @@ def test_newer_schema_message_names_both_versions(tmp_path):
     assert "pip install -U mpdoctor" in proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: load_snapshot does not catch RecursionError from json.load; "
-                                       "a deeply nested file is an 'internal error' (exit 3), not a corrupt snapshot")
 def test_deeply_nested_snapshot_is_a_usage_error(tmp_path):
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000, encoding="utf-8")
@@ -493,9 +484,6 @@ def test_valid_snapshot_still_works(tmp_path):
 # ---------------------------------------------------------------- 8b. bad output paths
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: write_atomic's OSError for --output/--save-snapshot is not caught in "
-                                       "cli.check: exit 3 'internal error ... Please report it', naming mpdoctor's "
-                                       "temporary file instead of the user's path")
 @pytest.mark.parametrize("option", ["--output", "--save-snapshot"])
 @pytest.mark.parametrize("where", ["missing-dir", "is-a-dir"])
 def test_unwritable_output_path_is_a_usage_error(tmp_path, option, where):

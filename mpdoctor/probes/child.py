@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -54,42 +55,39 @@ class ChildResult:
 
 
 def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None) -> ChildResult:
+    """Run ``argv``; kill its whole process group at ``timeout`` seconds.
+
+    Output goes to temporary files, not pipes, and we wait for the child itself: a
+    daemon it leaves behind (holding inherited pipes) must not make a finished
+    probe look hung. Whatever it left in its process group is killed afterwards.
+    """
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild outside the group holds the pipes
-            proc.kill()
-            out, err = b"", b""
-        timed_out = True
-    return ChildResult(
-        None if timed_out else proc.returncode,
-        timed_out,
-        time.monotonic() - start,
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
-    )
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+                                    start_new_session=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
+        try:
+            proc.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        _kill_group(proc)
+        proc.wait()
+        seconds = time.monotonic() - start
+        return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err))
+
+
+def _read(handle) -> str:
+    handle.seek(0)
+    return handle.read().decode("utf-8", "replace")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()

@@ -199,7 +199,8 @@ def torch_build_facts(torch):
     _call(facts, "cudnn", lambda: torch.backends.cudnn.version())
     _call(facts, "arch_list", lambda: list(torch.cuda.get_arch_list()))
     # Newer torch ships the arch list of each official CUDA build; use it for fixes.
-    table = getattr(torch.cuda, "PYTORCH_RELEASES_CODE_CC", None)
+    # getattr all the way: a leftover torch/ directory imports with no .cuda at all.
+    table = getattr(getattr(torch, "cuda", None), "PYTORCH_RELEASES_CODE_CC", None)
     if isinstance(table, dict):
         _call(facts, "release_archs", lambda: {
             cuda: {host: sorted(ccs) for host, ccs in by_host.items()} for cuda, by_host in table.items()
@@ -230,7 +231,9 @@ def run_torch(out):
     if spec is None:
         out.emit("find", {"found": False})
         return
-    out.emit("find", {"found": True, "origin": spec.origin or ""})
+    # A namespace package (a leftover torch/ directory) has no origin, only locations.
+    locations = list(spec.submodule_search_locations or [])
+    out.emit("find", {"found": True, "origin": spec.origin or (locations[0] if locations else "")})
 
     out.begin("import")
     with warnings.catch_warnings(record=True) as caught:

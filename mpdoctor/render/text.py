@@ -20,7 +20,9 @@ def environment_line(snap: Snapshot) -> str:
     py = snap.environment.python
     parts = [f"python {py.version} ({py.executable})" if py else "python: unknown"]
     torch = snap.torch
-    if torch.status == "imported":
+    if torch.status == "imported" and not torch.version:
+        parts.append("torch: imports, but is not a working torch")
+    elif torch.status == "imported":
         build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip else "CPU-only")
         parts.append(f"torch {torch.version} ({build})")
     else:
