@@ -106,9 +106,6 @@ class Registry:
     def __iter__(self) -> Iterator[Check]:
         return iter(sorted(self._checks.values(), key=lambda c: c.code))
 
-    def __len__(self) -> int:
-        return len(self._checks)
-
     def get(self, code_or_name: str) -> Check | None:
         key = code_or_name.strip()
         if key.upper() in self._checks:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor import __version__
-from mpdoctor.serde import DataError, fact, from_data, to_data
+from mpdoctor.serde import DataError, fact, from_data
 
 SCHEMA_VERSION = 1
 
@@ -169,10 +169,6 @@ class Snapshot:
 def canonical_name(name: str) -> str:
     """PEP 503 normalisation: Foo_Bar.baz and foo-bar-baz are the same project."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def snapshot_to_data(snapshot: Snapshot) -> dict:
-    return to_data(snapshot)
 
 
 def snapshot_from_data(data: object) -> Snapshot:

@@ -676,3 +676,14 @@ def test_real_pynvml_without_a_driver_is_unavailable():
     from mpdoctor.registry import builtin_registry
 
     assert run_checks(snap, builtin_registry().select(["DRV001"])) == []  # no driver is not a fault
+
+
+def test_a_python_too_old_to_probe_says_so():
+    import glob
+
+    old = sorted(glob.glob("/root/.pyenv/versions/2.7*/bin/python") + glob.glob("/root/.pyenv/versions/3.6*/bin/python"))
+    if not old:
+        pytest.skip("no Python older than 3.8 on this machine")
+    proc = cli("check", "--python", old[0], "--format", "json", "--timeout", "20")
+    report = json_report(proc)
+    assert "is too old: mpdoctor can diagnose Python 3.8 or newer" in one(report, "ENV001")["title"]

@@ -26,6 +26,9 @@ from mpdoctor.snapshot import Distribution, ProbeRun, PythonEnvironment, PythonI
 # that old interpreters parse, so a Python 2 fails with a readable error.
 BOOTSTRAP = """\
 import sys
+if sys.version_info < (3, 8):
+    sys.stderr.write("Python %d.%d is too old: mpdoctor can diagnose Python 3.8 or newer\\n" % sys.version_info[:2])
+    sys.exit(3)
 if sys.path and sys.path[0] == "":
     del sys.path[0]  # `-c` put the working directory first; a training script would not
 import importlib.util
