@@ -4,6 +4,7 @@ Importing a family registers its checks; add a new family with one line here.
 """
 
 from mpdoctor.checks import environment  # noqa: F401  Python environment inventory
-from mpdoctor.checks import torch_install  # noqa: F401  torch presence, import and build
+from mpdoctor.checks import torch_import  # noqa: F401  torch presence and import
+from mpdoctor.checks import torch_build  # noqa: F401  torch build against driver and GPUs
 from mpdoctor.checks import driver  # noqa: F401  NVIDIA driver through NVML
 from mpdoctor.checks import stack_versions  # noqa: F401  versions across the precision stack

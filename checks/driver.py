@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from mpdoctor.checks._common import is_cuda_build
 from mpdoctor.findings import Finding, Step, error, info
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -29,7 +30,7 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     if nvml.status in ("ok", "not-run"):
         return
     if nvml.status == "unavailable":
-        if snap.torch.status == "imported" and snap.torch.cuda:
+        if is_cuda_build(snap):
             yield info(f"No NVIDIA driver found ({nvml.reason}); GPU checks are skipped",
                        [nvml.detail or nvml.reason], [Step("Check whether the driver answers", "nvidia-smi")])
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 from mpdoctor.serde import fact
 
@@ -46,15 +46,15 @@ class Finding:
         return Severity(self.severity)
 
 
-def error(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+def error(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
     return Finding(Severity.ERROR.value, title, list(evidence), list(fix))
 
 
-def warning(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+def warning(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
     return Finding(Severity.WARNING.value, title, list(evidence), list(fix))
 
 
-def info(title: str, evidence: list[str] = (), fix: list[Step] = ()) -> Finding:
+def info(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
     return Finding(Severity.INFO.value, title, list(evidence), list(fix))
 
 

@@ -26,7 +26,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 def test_checks_install_as_mpdoctor_checks(wheel):
     names = wheel.namelist()
     assert "mpdoctor/checks/__init__.py" in names
-    assert "mpdoctor/checks/torch_install.py" in names
+    assert "mpdoctor/checks/torch_build.py" in names
     assert not [n for n in names if n.startswith("checks/")], "a top-level checks package would shadow others"
     assert not [n for n in names if n.startswith("tests/")]
 

@@ -1,0 +1,171 @@
+"""torch import: is there a torch, and does `import torch` give a working one."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Iterator
+
+from mpdoctor import fixes
+from mpdoctor.checks._common import capability, driver_evidence, gpus, tail
+from mpdoctor.findings import Finding, Step, error
+from mpdoctor.registry import check
+from mpdoctor.snapshot import Snapshot
+
+FAMILY = "torch"
+
+
+@check("TORCH001", "torch-not-installed", family=FAMILY)
+def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
+    """torch cannot be found by the interpreter under diagnosis.
+
+    ## Why it matters
+    Nothing in a PyTorch mixed-precision setup can run. Often the wrong interpreter
+    is active (a venv not activated, a conda env other than the one you installed
+    into), so check the path in the evidence first.
+
+    ## Fix
+    Activate the environment that has torch, or install torch into this one with the
+    CUDA variant your driver supports (the finding gives the command).
+    """
+    if snap.torch.status != "missing":
+        return
+    cards = gpus(snap)
+    driver_cuda = snap.machine.nvml.cuda_driver_version
+    caps = [c for c in map(capability, cards) if c]
+    cuda = fixes.best_cuda_variant(snap, driver_cuda, caps) if cards else None
+    index = f"{fixes.PYTORCH_INDEX}/{fixes.cuda_tag(cuda)}" if cuda else f"{fixes.PYTORCH_INDEX}/cpu"
+    variant = f"CUDA {cuda} build" if cuda else "CPU build"
+    evidence = [f"`import torch` finds nothing on {snap.python_command()}"]
+    if cards:
+        evidence += driver_evidence(snap)
+    yield error(
+        "torch is not installed in this environment",
+        evidence,
+        [Step("Check that this is the interpreter you train with", fixes.python(snap, "-c", "import sys; print(sys.executable)")),
+         Step(f"Or install torch here ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
+              fixes.pip(snap, "install", "torch", "--index-url", index))],
+    )
+
+
+def _import_error_hints(snap: Snapshot) -> list[Step]:
+    message = f"{snap.torch.error_type}: {snap.torch.error_message}"
+    steps = []
+    if "cannot open shared object file" in message or "DLL load failed" in message:
+        steps.append(Step("A shared library torch links against is missing or shadowed; look for a stale "
+                          "LD_LIBRARY_PATH pointing at another CUDA/cuDNN", "echo $LD_LIBRARY_PATH"))
+    if "undefined symbol" in message:
+        steps.append(Step("torch and its CUDA libraries come from different builds (pip and conda mixed?)"))
+    if "numpy" in message.lower() or "_ARRAY_API" in message:
+        steps.append(Step("This torch was built against NumPy 1.x; pin NumPy below 2",
+                          fixes.pip(snap, "install", "numpy<2")))
+    return steps
+
+
+@check("TORCH002", "torch-import-fails", family=FAMILY)
+def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
+    """`import torch` raises an exception.
+
+    ## Why it matters
+    Every training or inference script fails before it starts. The message in the
+    evidence is the real error, as the target interpreter raised it.
+
+    ## Fix
+    Usually a broken or half-upgraded install: reinstall the same torch version,
+    with its CUDA variant, without touching other packages. Missing shared
+    libraries often come from a stale LD_LIBRARY_PATH.
+    """
+    torch = snap.torch
+    if torch.status != "import-error":
+        return
+    dist = snap.distribution("torch")
+    version = dist.version if dist else ""
+    spec = f"torch=={version}" if version else "torch"
+    yield error(
+        f"`import torch` fails: {torch.error_type or 'error'}: {tail(torch.error_message, 1)}",
+        [f"torch found at {torch.origin}" if torch.origin else "torch location unknown",
+         tail(torch.error_traceback or torch.error_message)],
+        _import_error_hints(snap) + [
+            Step("Reinstall this torch version in place (keep the same --index-url you installed it from)",
+                 fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec))],
+    )
+
+
+@check("TORCH003", "torch-import-crashes", family=FAMILY)
+def torch_import_crashes(snap: Snapshot) -> Iterator[Finding]:
+    """`import torch` kills the interpreter (segmentation fault, abort).
+
+    ## Why it matters
+    The process dies without a Python traceback, usually from a native library
+    conflict: two OpenMP runtimes, an incompatible LD_PRELOAD, or CUDA libraries
+    from another install.
+
+    ## Fix
+    Run the import with faulthandler to see where it dies, check LD_PRELOAD and
+    LD_LIBRARY_PATH, and reinstall torch.
+    """
+    if snap.torch.status != "import-crashed":
+        return
+    probe = snap.torch.probe
+    yield error(
+        f"`import torch` crashes the interpreter: it {probe.detail}",
+        [f"exit code {probe.exit_code}", tail(probe.stderr_tail) or "no output on stderr"],
+        [Step("See where it dies", fixes.python(snap, "-X", "faulthandler", "-c", "import torch")),
+         Step("Look for preloaded or foreign native libraries", "env | grep -E '^LD_(PRELOAD|LIBRARY_PATH)='")],
+    )
+
+
+@check("TORCH004", "torch-import-hangs", family=FAMILY)
+def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
+    """`import torch` did not finish within the timeout.
+
+    ## Why it matters
+    Scripts appear to hang before doing anything. Typical causes: torch on a slow
+    network file system, a site-packages `.pth` hook that blocks, or a lock held by
+    another process.
+
+    ## Fix
+    Time the import module by module and look at the slowest entries; raise
+    `--timeout` if the file system is merely slow.
+    """
+    if snap.torch.status != "import-timeout":
+        return
+    yield error(
+        f"`import torch` hangs: it {snap.torch.probe.detail}",
+        [f"torch found at {snap.torch.origin}" if snap.torch.origin else "torch location unknown"],
+        [Step("Find the slow imports", fixes.python(snap, "-X", "importtime", "-c", "import torch")),
+         Step("If the disk is merely slow, give mpdoctor more time", "mpdoctor check --timeout 300")],
+    )
+
+
+@check("TORCH011", "torch-is-incomplete", family=FAMILY)
+def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
+    """`import torch` succeeds, but what it imports is not a working torch.
+
+    ## Why it matters
+    A `torch/` directory left behind by an interrupted uninstall (or a stray folder
+    named torch on sys.path) imports as an empty namespace package: `import torch`
+    "works", then `torch.cuda`, `torch.float16` and everything else fail.
+
+    ## Fix
+    Remove the leftover directory, then reinstall torch.
+    """
+    torch = snap.torch
+    if torch.status != "imported":
+        return
+    broken_probe = torch.probe.status == "error"
+    if torch.version and not broken_probe:
+        return
+    evidence = [f"`import torch` loads {torch.origin or 'an unknown location'}"]
+    if not torch.version:
+        evidence.append("it has no torch.__version__")
+    evidence += [f"{key}: {error}" for key, error in sorted(torch.fact_errors.items())]
+    if broken_probe:
+        evidence.append(f"the torch probe {torch.probe.detail}")
+    location = torch.origin.rsplit("/__init__.py", 1)[0] if torch.origin else "<site-packages>/torch"
+    yield error(
+        "`import torch` loads something that is not a working torch",
+        evidence,
+        [Step("Look at what is there (a leftover directory has no __init__.py)", f"ls -la {shlex.quote(location)}"),
+         Step("Uninstall torch, delete what remains of that directory, then reinstall",
+              fixes.pip(snap, "uninstall", "-y", "torch"))],
+    )
