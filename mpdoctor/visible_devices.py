@@ -1,0 +1,163 @@
+"""Read ``CUDA_VISIBLE_DEVICES`` the way the CUDA runtime does, and say what it selects.
+
+CUDA's documented rules (CUDA Programming Guide, "CUDA Environment Variables"):
+
+* unset: every GPU is visible; set but empty: none is;
+* a comma-separated list of integer indices, ``GPU-`` UUIDs or ``MIG-`` UUIDs,
+  enumerated in the order given (``2,1`` makes physical 2 ``cuda:0``);
+* a UUID may be abbreviated to any prefix that names exactly one GPU;
+* the first invalid entry ends the list: ``0,2,-1,1`` makes 0 and 2 visible;
+* integers are read like ``strtoul``: ``1gpu2`` is ``1``.
+
+Facts that are not documented and that mpdoctor therefore reports rather than
+guesses: what the runtime does with a repeated entry (PyTorch's own parser treats
+any repeat as "no devices", so ``torch.cuda.device_count()`` says 0 before CUDA
+initialises), and whether indices and UUIDs may be mixed (PyTorch stops at the
+switch). Integer indices count in CUDA's enumeration order, which is nvidia-smi's
+PCI order only under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+
+This module is pure: it never raises on any string, and knows nothing of probes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+_LEADING_INT = re.compile(r"[+-]?\d+")
+HIDING_WORDS = {"NoDevFiles": "Slurm sets NoDevFiles when the job was given no GPU (no --gres=gpu)"}
+
+
+@dataclass(frozen=True)
+class Device:
+    """A physical GPU or MIG device as NVML names it."""
+
+    uuid: str  # GPU-... or MIG-...
+    index: int  # NVML index of the GPU (the parent GPU for a MIG device)
+
+
+@dataclass
+class Entry:
+    """One comma-separated entry of CUDA_VISIBLE_DEVICES and what became of it."""
+
+    text: str
+    kind: str  # index, gpu-uuid, mig-uuid or invalid
+    device: Optional[Device] = None  # what it selects, when known
+    problem: str = ""  # why it is invalid, ignored or suspicious
+
+
+@dataclass
+class Selection:
+    """What CUDA_VISIBLE_DEVICES selects."""
+
+    raw: Optional[str]
+    entries: list[Entry] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # entries after the first invalid one
+    problems: list[str] = field(default_factory=list)  # findings-worthy remarks, in words
+
+    @property
+    def is_set(self) -> bool:
+        return self.raw is not None
+
+    @property
+    def valid(self) -> list[Entry]:
+        """The entries CUDA enumerates, in order: cuda:0 first."""
+        out = []
+        for entry in self.entries:
+            if entry.kind == "invalid":
+                break
+            out.append(entry)
+        return out
+
+    @property
+    def hides_all(self) -> bool:
+        return self.is_set and not self.valid
+
+    @property
+    def mig_selected(self) -> list[Entry]:
+        return [e for e in self.valid if e.kind == "mig-uuid"]
+
+
+def _match_uuid(text: str, devices: Sequence[Device]) -> tuple[Optional[Device], str]:
+    """Prefix match as CUDA does: exactly one device must start with ``text``."""
+    hits = [d for d in devices if d.uuid.startswith(text)]
+    if len(hits) == 1:
+        return hits[0], ""
+    if not hits:
+        return None, f"no GPU has a UUID starting with {text}"
+    return None, f"{text} is ambiguous: it starts the UUIDs of {len(hits)} devices"
+
+
+def read_visible_devices(
+    raw: Optional[str],
+    gpus: Sequence[Device],
+    migs: Sequence[Device] = (),
+    cuda_order: Optional[Sequence[Device]] = None,
+) -> Selection:
+    """What ``CUDA_VISIBLE_DEVICES=raw`` selects among ``gpus`` (and their ``migs``).
+
+    ``cuda_order`` is the GPUs in CUDA's enumeration order when known (PCI order
+    under CUDA_DEVICE_ORDER=PCI_BUS_ID); integer entries resolve through it, and
+    are left unresolved (device None) when it is unknown. With no ``gpus`` at all
+    (NVML unavailable) nothing can be resolved or range-checked, only parsed.
+    """
+    selection = Selection(raw=raw)
+    if raw is None:
+        return selection
+    if raw.strip() == "":
+        selection.problems.append("CUDA_VISIBLE_DEVICES is set but empty: CUDA sees no GPU")
+        return selection
+    count = len(gpus)
+    seen: dict[str, int] = {}
+    kinds = set()
+    stopped = False
+    for position, piece in enumerate(raw.split(",")):
+        text = piece.strip()
+        if stopped:
+            selection.ignored.append(text)
+            continue
+        entry = _read_entry(text, gpus, migs, cuda_order, count)
+        selection.entries.append(entry)
+        if entry.kind == "invalid":
+            stopped = True
+            continue
+        kinds.add("index" if entry.kind == "index" else "uuid")
+        key = entry.device.uuid if entry.device else f"index {entry.text}"
+        if key in seen:
+            entry.problem = f"repeats entry {seen[key]}; PyTorch then counts no devices before CUDA starts"
+        seen.setdefault(key, position)
+    if selection.ignored:
+        selection.problems.append(
+            f"entries after the invalid {selection.entries[-1].text!r} are ignored: {', '.join(selection.ignored)}")
+    if len(kinds) > 1:
+        selection.problems.append("mixes integer indices and UUIDs; PyTorch's device count stops at the switch")
+    if len(selection.mig_selected) > 1:
+        selection.problems.append("selects more than one MIG device; a CUDA process uses only the first")
+    return selection
+
+
+def _read_entry(text: str, gpus: Sequence[Device], migs: Sequence[Device],
+                cuda_order: Optional[Sequence[Device]], count: int) -> Entry:
+    if text in HIDING_WORDS:
+        return Entry(text, "invalid", problem=HIDING_WORDS[text])
+    if not gpus and text.startswith(("GPU-", "MIG-")):
+        return Entry(text, "gpu-uuid" if text.startswith("GPU-") else "mig-uuid")
+    if text.startswith("GPU-"):
+        device, problem = _match_uuid(text, gpus)
+        return Entry(text, "gpu-uuid", device) if device else Entry(text, "invalid", problem=problem)
+    if text.startswith("MIG-"):
+        device, problem = _match_uuid(text, migs)
+        return Entry(text, "mig-uuid", device) if device else Entry(text, "invalid", problem=problem)
+    match = _LEADING_INT.match(text)
+    if not match:
+        return Entry(text, "invalid", problem=f"{text!r} is neither an index nor a GPU-/MIG- UUID")
+    number = int(match.group())
+    if number < 0:
+        return Entry(text, "invalid", problem=f"{number} is negative: CUDA stops reading here")
+    if gpus and number >= count:
+        return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs")
+    entry = Entry(text, "index", cuda_order[number] if cuda_order and number < len(cuda_order) else None)
+    if match.group() != text:
+        entry.problem = f"{text!r} is read as {number}"
+    return entry
