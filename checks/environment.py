@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Iterator
 
 from mpdoctor import fixes
@@ -63,7 +64,7 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
         yield warning(
             f"broken metadata for {label}: {'; '.join(dist.problems)}",
             [f"metadata directory: {dist.metadata_path or dist.location}"],
-            [Step("Inspect, then remove the broken metadata directory", f"ls -la {dist.metadata_path or dist.location}")]
+            [Step("Inspect, then remove the broken metadata directory", "ls -la " + shlex.quote(dist.metadata_path or dist.location))]
             + ([Step("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
                if dist.name else []),
         )

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass, field
 from typing import Optional
 
 from mpdoctor.findings import Finding, Severity, triage
 from mpdoctor.registry import builtin_registry, run_checks
 from mpdoctor.report import Report
-from mpdoctor.snapshot import Snapshot, load_snapshot
-
-FAIL_ON = ("error", "warning", "info", "never")
-
+from mpdoctor.snapshot import Snapshot, load_snapshot, utc_timestamp
 
 @dataclass
 class Options:
@@ -21,10 +17,6 @@ class Options:
     snapshot: Optional[str] = None
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def gather(options: Options) -> Snapshot:
@@ -43,7 +35,7 @@ def judge(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) ->
 
 def diagnose(options: Options) -> Report:
     snapshot = gather(options)
-    return Report(created=now(), findings=judge(snapshot, options.select, options.ignore), snapshot=snapshot)
+    return Report(created=utc_timestamp(), findings=judge(snapshot, options.select, options.ignore), snapshot=snapshot)
 
 
 def exit_code(findings: list[Finding], fail_on: str) -> int:

@@ -58,7 +58,7 @@ def report_schema() -> dict:
 
 
 def schema_text() -> str:
-    return json.dumps(report_schema(), indent=2, sort_keys=False) + "\n"
+    return json.dumps(report_schema(), indent=2) + "\n"
 
 
 if __name__ == "__main__":  # regenerate the shipped schema

@@ -12,6 +12,7 @@ and give missing ones their defaults.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from dataclasses import dataclass
@@ -164,6 +165,11 @@ class Snapshot:
         """How fix commands should invoke the target interpreter."""
         info = self.environment.python
         return info.executable if info and info.executable else "python"
+
+
+def utc_timestamp() -> str:
+    """Now, as the ISO 8601 UTC text used in snapshots and reports."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def canonical_name(name: str) -> str:
