@@ -8,3 +8,6 @@ from mpdoctor.checks import torch_import  # noqa: F401  torch presence and impor
 from mpdoctor.checks import torch_build  # noqa: F401  torch build against driver and GPUs
 from mpdoctor.checks import driver  # noqa: F401  NVIDIA driver through NVML
 from mpdoctor.checks import stack_versions  # noqa: F401  versions across the precision stack
+from mpdoctor.checks import gpu_order  # noqa: F401  which physical GPU each cuda:N is
+from mpdoctor.checks import gpu_visibility  # noqa: F401  what the CUDA env vars select
+from mpdoctor.checks import pynvml_package  # noqa: F401  which NVML bindings import

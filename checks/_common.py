@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.snapshot import NvmlGpu, Snapshot
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+
+from mpdoctor.capability import parse_capability
+from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 
 
 def gpus(snap: Snapshot) -> list[NvmlGpu]:
@@ -14,8 +18,7 @@ def gpus(snap: Snapshot) -> list[NvmlGpu]:
 
 def capability(gpu: NvmlGpu) -> Optional[int]:
     """NVML's "8.6" as 86; None when NVML did not say."""
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
+    return parse_capability(gpu.compute_capability)
 
 
 def driver_evidence(snap: Snapshot) -> list[str]:
@@ -31,3 +34,29 @@ def tail(text: str, lines: int = 6) -> str:
 
 def is_cuda_build(snap: Snapshot) -> bool:
     return snap.torch.status == "imported" and bool(snap.torch.cuda)
+
+
+def requirement_applies(req: Requirement, markers: dict[str, str]) -> bool:
+    """Does the requirement apply to this interpreter? Extras are never assumed."""
+    if req.marker is None:
+        return True
+    try:
+        return req.marker.evaluate({**markers, "extra": ""}) if markers else True
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True
+
+
+def requirers(snap: Snapshot, name: str) -> list[tuple[Distribution, Requirement]]:
+    """Installed distributions whose (applicable) requirements name ``name``."""
+    wanted = canonical_name(name)
+    out = []
+    for dist in snap.environment.distributions:
+        for line in dist.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if canonical_name(req.name) == wanted and requirement_applies(req, snap.environment.markers):
+                out.append((dist, req))
+                break
+    return out

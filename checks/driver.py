@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor.checks._common import is_cuda_build
-from mpdoctor.findings import Finding, Step, error, info
+from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -22,12 +22,20 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     reloaded. Other NVML failures hide the GPUs from mpdoctor, nvidia-smi and
     torch's NVML-based device counting.
 
+    When CUDA works but NVML's library is missing, the usual cause is a container
+    started without the `utility` driver capability: nvidia-smi is missing too,
+    and CUDA devices cannot be tied to physical GPUs.
+
     ## Fix
     Reboot (or reload the nvidia kernel modules) after a driver upgrade; grant
-    access to /dev/nvidia* for permission errors.
+    access to /dev/nvidia* for permission errors; in a container, set
+    `NVIDIA_DRIVER_CAPABILITIES=compute,utility`.
     """
     nvml = snap.machine.nvml
     if nvml.status in ("ok", "not-run"):
+        return
+    if nvml.status == "unavailable" and snap.torch.devices:
+        yield _cuda_without_nvml(snap)
         return
     if nvml.status == "unavailable":
         if is_cuda_build(snap):
@@ -40,3 +48,19 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     if nvml.reason == "NoPermission":
         steps.insert(0, Step("Your user cannot open the GPU devices", "ls -l /dev/nvidia*"))
     yield error(f"NVML fails: {nvml.reason or nvml.status}: {nvml.detail}", [nvml.detail], steps)
+
+
+def _cuda_without_nvml(snap: Snapshot) -> Finding:
+    """CUDA enumerates GPUs, so a driver is there; only NVML is missing."""
+    nvml, env = snap.machine.nvml, snap.environment.env
+    evidence = [nvml.detail or nvml.reason, f"torch sees {len(snap.torch.devices)} CUDA device(s)"]
+    if nvml.reason == "PynvmlMissing":
+        steps = [Step("Install NVIDIA's NVML bindings next to mpdoctor", "python -m pip install nvidia-ml-py")]
+    else:
+        if "NVIDIA_DRIVER_CAPABILITIES" in env:
+            evidence.append(f"NVIDIA_DRIVER_CAPABILITIES={env['NVIDIA_DRIVER_CAPABILITIES']}")
+        steps = [Step("In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
+                      "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ..."),
+                 Step("Check that NVML answers", "nvidia-smi")]
+    return warning(f"CUDA works but NVML does not ({nvml.reason}): GPUs cannot be tied to nvidia-smi's numbering",
+                   evidence, steps)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterator, Optional
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from mpdoctor import fixes
+from mpdoctor.checks._common import requirement_applies
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
@@ -46,16 +46,6 @@ def _installed(snap: Snapshot) -> dict[str, Distribution]:
     return found
 
 
-def _applies(req: Requirement, markers: dict[str, str]) -> bool:
-    """Does the requirement apply to this interpreter? Extras are never assumed."""
-    if req.marker is None:
-        return True
-    try:
-        return req.marker.evaluate({**markers, "extra": ""}) if markers else True
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-        return True
-
-
 class Conflict:
     """One requirement of an installed package that the environment does not meet."""
 
@@ -81,7 +71,7 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
                 req = Requirement(line)
             except InvalidRequirement:
                 continue  # unparseable metadata is ENV002's business, not a conflict
-            if not (in_scope(requirer.name) or in_scope(req.name)) or not _applies(req, markers):
+            if not (in_scope(requirer.name) or in_scope(req.name)) or not requirement_applies(req, markers):
                 continue
             have = installed.get(canonical_name(req.name))
             if have is None:

@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 
 from mpdoctor import fixes
 from mpdoctor.checks._common import capability, driver_evidence, gpus, is_cuda_build, tail
+from mpdoctor.gpu_map import gpu_view
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -193,6 +194,8 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
         return
     if driver_too_old(snap):
         return  # TORCH006 reports it with the fix
+    if gpu_view(snap).hides_all:
+        return  # GPU005 reports it with the fix
     env = snap.environment.env
     evidence = [f"torch {torch.version} built with CUDA {torch.cuda}", "torch.cuda.is_available() is False"]
     evidence += driver_evidence(snap) + torch.cuda_warnings

@@ -31,6 +31,11 @@ def pip(snap: Snapshot, *args: str) -> str:
     return " ".join(shlex.quote(a) for a in (snap.python_command(), "-m", "pip", *args))
 
 
+def export(name: str, value: str) -> str:
+    """``export NAME=value`` for a POSIX shell, the value quoted when it needs to be."""
+    return f"export {name}={shlex.quote(value)}"
+
+
 def python(snap: Snapshot, *args: str) -> str:
     return " ".join(shlex.quote(a) for a in (snap.python_command(), *args))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mpdoctor import __version__
 from mpdoctor.findings import Finding
+from mpdoctor.gpu_map import GpuView
 from mpdoctor.redact import redact_tree
 from mpdoctor.serde import fact, from_data, json_schema, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot
@@ -29,6 +30,8 @@ class Report:
     created: str = fact("When the checks ran (ISO 8601, UTC)")
     findings: list[Finding] = fact("Findings, errors first", factory=list)
     snapshot: Snapshot = fact("The facts the checks judged", factory=Snapshot)
+    gpus: GpuView = fact("The device table: every GPU as NVML and CUDA see it, derived from the snapshot",
+                         factory=GpuView)
     schema_version: int = fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 

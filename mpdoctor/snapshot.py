@@ -78,8 +78,25 @@ class PythonEnvironment:
     python: Optional[PythonInfo] = fact("The interpreter, when the probe reached it", None)
     markers: dict[str, str] = fact("PEP 508 marker values of the interpreter", factory=dict)
     env: dict[str, str] = fact("Relevant environment variables, secrets redacted", factory=dict)
+    module_origins: dict[str, str] = fact(
+        "Where selected top-level modules (pynvml, ...) would be imported from, found without "
+        "importing them; empty text when not importable", factory=dict)
     distributions: list[Distribution] = fact("Every installed distribution", factory=list)
     distributions_error: str = fact("Why the inventory failed, when it did", "")
+
+
+@dataclass
+class CudaDevice:
+    """One device as CUDA sees it, through torch.cuda.get_device_properties()."""
+
+    ordinal: int = fact("CUDA ordinal: this is cuda:N", 0)
+    name: str = fact("Device name", "")
+    compute_capability: str = fact("e.g. 8.6", "")
+    memory_total: Optional[int] = fact("Total memory in bytes", None)
+    multiprocessor_count: Optional[int] = fact("Number of streaming multiprocessors", None)
+    uuid: str = fact("UUID as torch reports it (no GPU- prefix; torch 2.5+), empty when unknown", "")
+    pci_bus_id: str = fact("Normalised PCI bus id (torch 2.8+), e.g. 0000:3b:00.0; empty when unknown", "")
+    is_integrated: Optional[bool] = fact("An integrated GPU sharing host memory (Jetson)", None)
 
 
 @dataclass
@@ -105,8 +122,22 @@ class TorchInfo:
     )
     cuda_available: Optional[bool] = fact("torch.cuda.is_available()", None)
     device_count: Optional[int] = fact("torch.cuda.device_count()", None)
+    runtime_device_count: Optional[int] = fact(
+        "The CUDA runtime's own device count; torch.cuda.device_count() reads CUDA_VISIBLE_DEVICES "
+        "itself before CUDA starts and can disagree", None)
+    devices: list[CudaDevice] = fact("Every device, in CUDA ordinal order", factory=list)
     cuda_warnings: list[str] = fact("Warnings raised during CUDA initialisation", factory=list)
     fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
+
+
+@dataclass
+class MigDevice:
+    """One MIG device (a slice of a GPU in MIG mode) as NVML sees it."""
+
+    index: int = fact("Slot of the MIG device within its GPU", 0)
+    name: str = fact("Name, e.g. NVIDIA H100 80GB HBM3 MIG 1g.10gb", "")
+    uuid: str = fact("MIG-... UUID, what CUDA_VISIBLE_DEVICES takes", "")
+    memory_total: Optional[int] = fact("Memory in bytes", None)
 
 
 @dataclass
@@ -119,6 +150,9 @@ class NvmlGpu:
     pci_bus_id: str = fact("Normalised PCI bus id, e.g. 0000:3b:00.0", "")
     memory_total: Optional[int] = fact("Total memory in bytes", None)
     compute_capability: str = fact("e.g. 8.6; empty when NVML could not tell", "")
+    mig_enabled: Optional[bool] = fact("MIG mode is on; null when the GPU does not support MIG", None)
+    mig_devices: list[MigDevice] = fact("Its MIG devices, when MIG mode is on", factory=list)
+    error: str = fact("Why this GPU could not be read, e.g. NoPermission; empty when it could", "")
 
 
 @dataclass

@@ -45,6 +45,7 @@ class Entry:
     kind: str  # index, gpu-uuid, mig-uuid or invalid
     device: Optional[Device] = None  # what it selects, when known
     problem: str = ""  # why it is invalid, ignored or suspicious
+    number: Optional[int] = None  # the index an integer entry names, as CUDA reads it
 
 
 @dataclass
@@ -132,8 +133,6 @@ def read_visible_devices(
             f"entries after the invalid {selection.entries[-1].text!r} are ignored: {', '.join(selection.ignored)}")
     if len(kinds) > 1:
         selection.problems.append("mixes integer indices and UUIDs; PyTorch's device count stops at the switch")
-    if len(selection.mig_selected) > 1:
-        selection.problems.append("selects more than one MIG device; a CUDA process uses only the first")
     return selection
 
 
@@ -154,10 +153,12 @@ def _read_entry(text: str, gpus: Sequence[Device], migs: Sequence[Device],
         return Entry(text, "invalid", problem=f"{text!r} is neither an index nor a GPU-/MIG- UUID")
     number = int(match.group())
     if number < 0:
-        return Entry(text, "invalid", problem=f"{number} is negative: CUDA stops reading here")
+        return Entry(text, "invalid", problem=f"{number} is negative: CUDA stops reading here", number=number)
     if gpus and number >= count:
-        return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs")
-    entry = Entry(text, "index", cuda_order[number] if cuda_order and number < len(cuda_order) else None)
+        return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs",
+                     number=number)
+    device = cuda_order[number] if cuda_order and number < len(cuda_order) else None
+    entry = Entry(text, "index", device, number=number)
     if match.group() != text:
         entry.problem = f"{text!r} is read as {number}"
     return entry

@@ -11,21 +11,43 @@ from mpdoctor.registry import DOC_SECTIONS, builtin_registry
 EXPECTED = {
     "cpu-laptop": set(),
     "h100-node-healthy": set(),
-    "titan-rtx-1080ti-cpu-torch": {"TORCH005"},
+    "laptop-rtx3060": set(),
+    "h100-mig-one-selected": set(),
+    "titan-rtx-1080ti-cpu-torch": {"TORCH005", "GPU001"},
     "h100-driver-too-old": {"TORCH006"},
     "rtx4090-minor-newer": {"TORCH006"},
     "v100-cu130": {"TORCH007"},
     "cuda-without-cudnn": {"TORCH008"},
-    "cuda-hidden-by-env": {"TORCH009"},
+    "cuda-hidden-by-env": {"GPU005"},
+    "cuda-unknown-error": {"TORCH009"},
     "cuda-init-hangs": {"TORCH010"},
     "nvml-rm-mismatch": {"DRV001"},
-    "torch-missing": {"TORCH001"},
+    "nvml-library-not-found": {"DRV001"},
+    "nvml-no-permission": {"DRV001"},
+    "nvml-timeout": {"DRV001"},
+    "nvml-driver-not-loaded": {"DRV001"},
+    "torch-missing": {"TORCH001", "GPU001"},
     "torch-import-error": {"TORCH002"},
     "torch-import-crash": {"TORCH003"},
     "torch-import-hang": {"TORCH004"},
     "torch-leftover-directory": {"TORCH011"},
     "environment-probe-failed": {"ENV001"},
     "precision-stack-conflicts": {"STACK001", "STACK002", "STACK003", "ENV002"},
+    # Incident 4's box (TITAN RTX + GTX 1080 Ti) in both orders, and as reported.
+    "titan-1080ti-fastest-first": {"GPU001", "GPU003"},
+    "titan-1080ti-pci-order": {"GPU002"},
+    "titan-1080ti-visible-devices-1": {"GPU001"},
+    "a100-t4-pci-order": {"GPU002"},
+    "a100-t4-fastest-first": {"GPU001", "GPU003"},
+    "h100-mig-two-selected": {"GPU008"},
+    "visible-devices-out-of-range": {"GPU004"},
+    "visible-devices-duplicate": {"GPU004", "TORCH001"},
+    "visible-devices-unknown-uuid": {"GPU005"},
+    "slurm-nodevfiles": {"GPU005"},
+    "device-order-typo": {"GPU006"},
+    "gpus-missing-from-cuda": {"GPU007"},
+    "pynvml-legacy-shadows": {"GPU009"},
+    "pynvml-deprecated-shim": {"GPU009"},
 }
 
 
@@ -55,7 +77,7 @@ def test_registry_metadata():
         for section in DOC_SECTIONS:
             assert section in entry.doc, f"{entry.code} docstring lacks {section}"
         assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
-                                      "driver": "DRV"}[entry.family])
+                                      "driver": "DRV", "gpu": "GPU"}[entry.family])
 
 
 def test_findings_carry_evidence_and_fix():
@@ -66,7 +88,7 @@ def test_findings_carry_evidence_and_fix():
 
 
 def test_incident4_box_gets_a_cuda_build_that_runs_both_cards():
-    (finding,) = judge(load_fixture("titan-rtx-1080ti-cpu-torch"))
+    (finding,) = judge(load_fixture("titan-rtx-1080ti-cpu-torch"), select=["TORCH"])
     command = finding.fix[0].command
     # cu126 is the newest build with sm_60 code (GTX 1080 Ti is 6.1) that a 12.2 driver runs.
     assert "--index-url https://download.pytorch.org/whl/cu126" in command

@@ -115,7 +115,8 @@ def test_output_file_and_markdown_ticket(tmp_path):
     text = out.read_text()
     assert text.startswith("## mpdoctor report")
     assert "### ERROR `TORCH005`" in text and "```sh" in text
-    assert "| GPU 1 | NVIDIA TITAN RTX, cc 7.5," in text
+    assert "| - | 1 | NVIDIA TITAN RTX | 0000:81:00.0 | 7.5 | 24 GiB | TC | emul | - | - | not visible: torch is a " \
+        "CPU-only build |" in text
     assert "<details><summary>Full snapshot (JSON)</summary>" in text
     # The collapsed snapshot is valid JSON that loads back as a snapshot.
     body = text.split("```json\n", 1)[1].split("\n```", 1)[0]

@@ -52,10 +52,14 @@ def test_unset_selects_everything_and_empty_hides_all():
 @pytest.mark.parametrize("raw, words", [
     ("0,2,-1,1", "ignored: 1"),
     ("0,GPU-1234", "mixes integer indices and UUIDs"),
-    ("MIG-a65a,MIG-b75a", "more than one MIG device"),
 ])
 def test_problems_are_named(raw, words):
     assert any(words in p for p in selected(raw)[1].problems)
+
+
+def test_several_mig_devices_are_all_selected_for_the_check_to_judge():
+    _, sel = selected("MIG-a65a,MIG-b75a")
+    assert [e.device for e in sel.mig_selected] == [MIG1, MIG2] and not sel.problems
 
 
 def test_duplicates_are_flagged():

@@ -19,7 +19,7 @@ from mpdoctor import redact
 from mpdoctor.probes import target
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.serde import DataError, from_data
-from mpdoctor.snapshot import Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
+from mpdoctor.snapshot import CudaDevice, Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
 
 # Loads the two stdlib-only files by path under private names, so neither the
 # target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
@@ -116,6 +116,7 @@ def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
     env.python = _load(PythonInfo, steps.data.get("python"), None)
     env.markers = _load(dict[str, str], steps.data.get("markers"), {})
     env.env = _load(dict[str, str], steps.data.get("env"), {})
+    env.module_origins = _load(dict[str, str], steps.data.get("modules"), {})
     env.distributions = _load(list[Distribution], steps.data.get("distributions"), [])
     error = steps.data.get("distributions_error")
     if isinstance(error, dict):
@@ -157,6 +158,13 @@ def torch_facts(result: ChildResult, steps: Steps) -> TorchInfo:
         info.device_count = cuda.get("device_count") if isinstance(cuda.get("device_count"), int) else None
         info.cuda_warnings = _load(list[str], cuda.get("warnings"), [])
         info.fact_errors.update(_load(dict[str, str], cuda.get("errors", {}), {}))
+    devices = steps.data.get("devices")
+    if isinstance(devices, dict):
+        count = devices.get("runtime_device_count")
+        info.runtime_device_count = count if isinstance(count, int) and not isinstance(count, bool) else None
+        info.devices = _load(list[CudaDevice], devices.get("devices"), [])
+        info.cuda_warnings += _load(list[str], devices.get("warnings"), [])
+        info.fact_errors.update(_load(dict[str, str], devices.get("errors", {}), {}))
     return info
 
 

@@ -12,7 +12,7 @@ import time
 from types import ModuleType
 from typing import Callable, Optional
 
-from mpdoctor.snapshot import NvmlGpu, NvmlInfo
+from mpdoctor.snapshot import MigDevice, NvmlGpu, NvmlInfo
 
 # NVML error names that mean "no usable NVIDIA driver here", as opposed to a fault.
 UNAVAILABLE = {"LibraryNotFound", "DriverNotLoaded", "FunctionNotFound"}
@@ -53,6 +53,29 @@ def _optional(call: Callable[[], object]) -> Optional[object]:
         return None
 
 
+def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list[MigDevice]]:
+    """MIG mode and MIG devices; pre-Ampere GPUs raise NotSupported (mode None)."""
+    mode = _optional(lambda: nvml.nvmlDeviceGetMigMode(handle))
+    if not mode:
+        return None, []
+    enabled = bool(mode[0])  # [current, pending]: a pending change needs a GPU reset
+    devices = []
+    if enabled:
+        slots = _optional(lambda: nvml.nvmlDeviceGetMaxMigDeviceCount(handle)) or 0
+        for slot in range(int(slots)):
+            mig = _optional(lambda: nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot))
+            if mig is None:  # NotFound: an empty slot
+                continue
+            memory = _optional(lambda: nvml.nvmlDeviceGetMemoryInfo(mig))
+            devices.append(MigDevice(
+                index=slot,
+                name=_text(_optional(lambda: nvml.nvmlDeviceGetName(mig)) or ""),
+                uuid=_text(_optional(lambda: nvml.nvmlDeviceGetUUID(mig)) or ""),
+                memory_total=int(memory.total) if memory is not None else None,
+            ))
+    return enabled, devices
+
+
 def _gpu(nvml: ModuleType, index: int) -> NvmlGpu:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     gpu = NvmlGpu(index=index)
@@ -64,6 +87,7 @@ def _gpu(nvml: ModuleType, index: int) -> NvmlGpu:
     gpu.memory_total = int(memory.total) if memory is not None else None
     capability = _optional(lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle))
     gpu.compute_capability = f"{capability[0]}.{capability[1]}" if capability else ""
+    gpu.mig_enabled, gpu.mig_devices = _mig_devices(nvml, handle)
     return gpu
 
 
@@ -87,7 +111,7 @@ def collect_nvml(nvml: ModuleType) -> NvmlInfo:
             try:
                 info.gpus.append(_gpu(nvml, index))
             except Exception as exc:  # e.g. NoPermission on a GPU of another container
-                info.gpus.append(NvmlGpu(index=index, name=f"<unreadable: {nvml_error_name(exc)}>"))
+                info.gpus.append(NvmlGpu(index=index, error=f"{nvml_error_name(exc)}: {_text(exc)}"))
         info.status = "ok"
     except Exception as exc:
         info.status, info.reason, info.detail = "error", nvml_error_name(exc), _text(exc)

@@ -163,10 +163,32 @@ def environment_variables():
     return {name: redact_env_value(name, os.environ[name]) for name in names}
 
 
+# Top-level modules whose origin tells which distribution really provides them.
+MODULES = ("pynvml",)
+
+
+def module_origins():
+    """Where each of MODULES would be imported from, without importing it."""
+    import importlib.util
+
+    origins = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pynvml's deprecation shim warns from its finder
+        for name in MODULES:
+            try:
+                spec = importlib.util.find_spec(name)
+            except Exception:  # a broken finder or package counts as not importable
+                spec = None
+            origins[name] = (spec.origin or "") if spec is not None else ""
+    return origins
+
+
 def run_env(out):
     out.emit("python", python_facts())
     out.emit("markers", marker_environment())
     out.emit("env", environment_variables())
+    out.begin("modules")
+    out.emit("modules", module_origins())
     out.begin("distributions")
     try:
         out.emit("distributions", distributions())
@@ -218,6 +240,55 @@ def torch_cuda_facts(torch):
     return facts
 
 
+def _pci_bus_id(props):
+    """torch 2.8+ exposes the PCI location as ints; render it like NVML (normalised)."""
+    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if any(not isinstance(part, int) for part in parts):
+        return ""
+    return "%04x:%02x:%02x.0" % tuple(parts)
+
+
+def device_facts(torch, ordinal):
+    """One CUDA device's properties; getattr throughout, older torch lacks uuid and pci_*."""
+    props = torch.cuda.get_device_properties(ordinal)
+    uuid = getattr(props, "uuid", None)
+    memory = getattr(props, "total_memory", None)
+    sms = getattr(props, "multi_processor_count", None)
+    integrated = getattr(props, "is_integrated", None)
+    return {
+        "ordinal": ordinal,
+        "name": str(getattr(props, "name", "")),
+        "compute_capability": "%s.%s" % (props.major, props.minor),
+        "memory_total": int(memory) if memory is not None else None,
+        "multiprocessor_count": int(sms) if sms is not None else None,
+        "uuid": str(uuid) if uuid is not None else "",
+        "pci_bus_id": _pci_bus_id(props),
+        "is_integrated": bool(integrated) if integrated is not None else None,
+    }
+
+
+def torch_device_facts(torch):
+    """Every device CUDA enumerates. Starts CUDA, so it runs as its own step."""
+    facts = {}
+    # The runtime's count, not torch.cuda.device_count(): before CUDA starts, torch
+    # parses CUDA_VISIBLE_DEVICES itself (against NVML) and can disagree with CUDA.
+    runtime_count = getattr(torch._C, "_cuda_getDeviceCount", None)
+    if runtime_count is not None:
+        _call(facts, "runtime_device_count", lambda: int(runtime_count()))
+    count = facts.get("runtime_device_count")
+    if count is None:
+        _call(facts, "runtime_device_count", lambda: int(torch.cuda.device_count()))
+        count = facts.get("runtime_device_count") or 0
+    devices = []
+    for ordinal in range(count):
+        try:
+            devices.append(device_facts(torch, ordinal))
+        except Exception as exc:
+            facts.setdefault("errors", {})["device %d" % ordinal] = "%s: %s" % (type(exc).__name__, _clip(exc, 500))
+    facts["devices"] = devices
+    return facts
+
+
 def run_torch(out):
     import importlib.util
 
@@ -248,7 +319,15 @@ def run_torch(out):
     out.begin("build")
     out.emit("build", torch_build_facts(torch))
     out.begin("cuda")
-    out.emit("cuda", torch_cuda_facts(torch))
+    cuda = torch_cuda_facts(torch)
+    out.emit("cuda", cuda)
+    if cuda.get("available") and not getattr(torch.version, "hip", None):
+        out.begin("devices")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            devices = torch_device_facts(torch)
+        devices["warnings"] = _warning_texts(caught)
+        out.emit("devices", devices)
 
 
 PARTS = {"env": run_env, "torch": run_torch}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from mpdoctor.findings import Finding
+from mpdoctor.render.devices import HEADERS, device_rows, footnotes
 from mpdoctor.render.text import environment_line, summary_line
 from mpdoctor.report import Report, report_data
 
@@ -58,8 +59,17 @@ def _environment_rows(report: Report) -> list[tuple[str, str]]:
         ("NVIDIA driver", f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})" if nvml.status == "ok"
          else f"{nvml.status}: {nvml.reason}"),
     ]
-    rows += [(f"GPU {g.index}", f"{g.name}, cc {g.compute_capability}, {g.uuid}") for g in nvml.gpus]
     return rows
+
+
+def _devices(report: Report) -> list[str]:
+    view = report.gpus
+    if not view.devices:
+        return []
+    lines = ["## GPUs", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in device_rows(view)]
+    lines += [""] + [f"- {line}" for line in footnotes(view)] + [""]
+    return lines
 
 
 def render_markdown(report: Report) -> str:
@@ -79,6 +89,7 @@ def render_markdown(report: Report) -> str:
         lines += ["No problems found.", ""]
     lines += ["## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in _environment_rows(report)]
+    lines += [""] + _devices(report)
     snapshot_json = json.dumps(report_data(report)["snapshot"], indent=2)
     lines += ["", "<details><summary>Full snapshot (JSON)</summary>", "", _fence(snapshot_json, "json"), "", "</details>", ""]
     return "\n".join(lines)

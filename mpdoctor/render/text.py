@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from mpdoctor.findings import Finding
+from mpdoctor.gpu_map import GpuView
+from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how
 from mpdoctor.report import Report
 from mpdoctor.snapshot import Snapshot
 
@@ -61,10 +65,26 @@ def render_finding(console: Console, finding: Finding) -> None:
     console.print()
 
 
+def render_devices(view: GpuView, console: Console) -> None:
+    """The device table, when there is any GPU to show."""
+    if not view.devices:
+        return
+    table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold")
+    for header in HEADERS[:-1]:  # the "how" column becomes sentences below
+        table.add_column("smi" if header == "nvidia-smi" else header, overflow="fold", no_wrap=header != "name")
+    for row in device_rows(view, compact=True):
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    for line in grouped_how(view) + footnotes(view):
+        console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+    console.print()
+
+
 def render_text(report: Report, console: Console) -> None:
     header = f"mpdoctor {report.mpdoctor_version}: {environment_line(report.snapshot)}"
     console.print(Text(header, style="bold"), soft_wrap=True)
     console.print()
+    render_devices(report.gpus, console)
     for finding in report.findings:
         render_finding(console, finding)
     if any(f.severity == "error" for f in report.findings):

@@ -1,0 +1,388 @@
+"""Which physical GPU is each CUDA ordinal: NVML's view, CUDA's view, and the mapping.
+
+NVML (and nvidia-smi) number GPUs in PCI bus order; CUDA numbers them in
+``CUDA_DEVICE_ORDER`` (``FASTEST_FIRST`` unless set), after
+``CUDA_VISIBLE_DEVICES`` has selected and reordered them. This module ties each
+``cuda:N`` that torch reported to an NVML GPU, by the strongest evidence there is:
+
+1. ``uuid``: torch 2.5+ reports each device's UUID (without NVML's ``GPU-``);
+2. ``pci-bus-id``: torch 2.8+ reports the PCI location;
+3. ``properties``: the only NVML GPU with the same name and compute capability;
+4. ``order-rules``: what ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` imply.
+
+When torch did not enumerate devices (missing, CPU-only, CUDA unavailable) the
+table is *predicted* from NVML and CUDA's rules, and says so. Pure: facts in,
+view out. The view is part of the JSON report (``gpus``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from mpdoctor import capability
+from mpdoctor.serde import fact
+from mpdoctor.snapshot import CudaDevice, MigDevice, NvmlGpu, Snapshot
+from mpdoctor.visible_devices import Device, read_visible_devices
+
+ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
+PRECISION_DOC = "Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no"
+
+
+@dataclass
+class DeviceRow:
+    """One line of the device table: a CUDA device, or a GPU that CUDA does not see."""
+
+    cuda_ordinal: Optional[int] = fact("N in cuda:N; null when CUDA does not see this GPU", None)
+    nvml_index: Optional[int] = fact("nvidia-smi index of the GPU (of the parent GPU for a MIG device)", None)
+    name: str = fact("Device name", "")
+    uuid: str = fact("NVML UUID, GPU-... or MIG-...; torch's when no NVML GPU matched", "")
+    pci_bus_id: str = fact("Normalised PCI bus id", "")
+    compute_capability: str = fact("e.g. 8.6", "")
+    memory_total: Optional[int] = fact("Total memory in bytes", None)
+    mig: bool = fact("A MIG device rather than a whole GPU", False)
+    source: str = fact("cuda (torch reported it), predicted (from NVML and CUDA's rules) or nvml (NVML only)", "")
+    matched_by: str = fact("How cuda:N was tied to the NVML GPU: uuid, pci-bus-id, properties or order-rules", "")
+    expected_nvml_index: Optional[int] = fact(
+        "The nvidia-smi index a user would take cuda:N to be, reading CUDA_VISIBLE_DEVICES as nvidia-smi indices "
+        "(N itself when it is unset)", None)
+    not_visible_reason: str = fact("Why CUDA does not see this GPU, when it does not", "")
+    fp16: str = fact(PRECISION_DOC, "")
+    bf16: str = fact(PRECISION_DOC, "")
+    tf32: str = fact(PRECISION_DOC, "")
+    fp8: str = fact(PRECISION_DOC, "")
+
+    @property
+    def cc(self) -> Optional[int]:
+        return capability.parse_capability(self.compute_capability)
+
+    @property
+    def label(self) -> str:
+        """How findings name the device: ``cuda:0 (NVIDIA TITAN RTX, nvidia-smi 1)``."""
+        where = f"nvidia-smi {self.nvml_index}" if self.nvml_index is not None else "no NVML match"
+        head = f"cuda:{self.cuda_ordinal}" if self.cuda_ordinal is not None else "not visible to CUDA"
+        return f"{head} ({self.name or 'unknown'}, {where})"
+
+
+@dataclass
+class VisibleEntry:
+    """One entry of CUDA_VISIBLE_DEVICES and what CUDA makes of it."""
+
+    text: str = fact("The entry as written", "")
+    kind: str = fact("index, gpu-uuid, mig-uuid or invalid", "")
+    selects: str = fact("UUID of the device it selects, when known", "")
+    problem: str = fact("Why it is invalid or suspicious", "")
+
+
+@dataclass
+class GpuView:
+    """Every GPU as NVML and CUDA see it, and what the environment variables select."""
+
+    cuda_visible_devices: Optional[str] = fact("CUDA_VISIBLE_DEVICES as set; null when unset", None)
+    cuda_device_order: Optional[str] = fact("CUDA_DEVICE_ORDER as set; null when unset", None)
+    order: str = fact("The order CUDA numbers GPUs in: FASTEST_FIRST, PCI_BUS_ID or unknown", "FASTEST_FIRST")
+    visible_entries: list[VisibleEntry] = fact("CUDA_VISIBLE_DEVICES read with CUDA's rules", factory=list)
+    ignored_entries: list[str] = fact("Entries after the first invalid one, which CUDA ignores", factory=list)
+    visible_problems: list[str] = fact("What is wrong with CUDA_VISIBLE_DEVICES, in words", factory=list)
+    devices: list[DeviceRow] = fact("CUDA devices in ordinal order, then GPUs CUDA does not see", factory=list)
+    notes: list[str] = fact("What the mapping could not know, and what it assumed", factory=list)
+
+    @property
+    def visible(self) -> list[DeviceRow]:
+        return [row for row in self.devices if row.cuda_ordinal is not None]
+
+    @property
+    def hidden(self) -> list[DeviceRow]:
+        return [row for row in self.devices if row.cuda_ordinal is None]
+
+    @property
+    def selected(self) -> list[VisibleEntry]:
+        """The CUDA_VISIBLE_DEVICES entries CUDA uses: those before the first invalid one."""
+        out = []
+        for entry in self.visible_entries:
+            if entry.kind == "invalid":
+                break
+            out.append(entry)
+        return out
+
+    @property
+    def hides_all(self) -> bool:
+        return self.cuda_visible_devices is not None and not self.selected
+
+
+def effective_order(raw: Optional[str]) -> str:
+    if raw is None or raw.strip() == "":
+        return "FASTEST_FIRST"
+    return raw.strip() if raw.strip() in ORDERS else "unknown"
+
+
+def strip_prefix(uuid: str) -> str:
+    """NVML says GPU-xxxx / MIG-xxxx, torch says xxxx: compare the hex part."""
+    for prefix in ("GPU-", "MIG-"):
+        if uuid.startswith(prefix):
+            return uuid[len(prefix):].lower()
+    return uuid.lower()
+
+
+def _identity(gpu: NvmlGpu) -> tuple:
+    return gpu.name, gpu.compute_capability, gpu.memory_total
+
+
+Target = Union[NvmlGpu, tuple[NvmlGpu, MigDevice]]
+
+
+class _Mapper:
+    """Builds one GpuView; holds the facts the steps share."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        env = snap.environment.env
+        nvml = snap.machine.nvml
+        self.gpus = list(nvml.gpus) if nvml.status == "ok" else []
+        self.view = GpuView(cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+                            cuda_device_order=env.get("CUDA_DEVICE_ORDER"))
+        self.view.order = effective_order(self.view.cuda_device_order)
+        self.order_assumed = False
+        self.cuda_order = self._cuda_order()
+        self.selection = read_visible_devices(
+            self.view.cuda_visible_devices,
+            [Device(g.uuid, g.index) for g in self.gpus if g.uuid],
+            [Device(m.uuid, g.index) for g in self.gpus for m in g.mig_devices if m.uuid],
+            [Device(g.uuid, g.index) for g in self.cuda_order] if self.cuda_order is not None else None,
+        )
+        self.claimed: set[int] = set()  # NVML indices already tied to a CUDA ordinal
+        if nvml.status not in ("ok", "not-run") and (snap.torch.devices or nvml.status != "unavailable"):
+            self.view.notes.append(f"NVML is unusable ({nvml.reason or nvml.status}): CUDA devices cannot be "
+                                   "tied to physical GPUs")
+
+    # ------------------------------------------------------------ CUDA's order
+
+    def _cuda_order(self) -> Optional[list[NvmlGpu]]:
+        """Whole GPUs in the order CUDA numbers them before CUDA_VISIBLE_DEVICES; None if unknowable."""
+        whole = [g for g in self.gpus if not g.mig_enabled]
+        pci_order = sorted(whole, key=lambda g: (g.pci_bus_id or "~", g.index))
+        if self.view.order == "PCI_BUS_ID":
+            return pci_order
+        if len({_identity(g) for g in whole}) <= 1:
+            self.order_assumed = len(whole) > 1
+            return pci_order
+        return None
+
+    def _note_assumed_order(self) -> None:
+        if self.order_assumed:
+            self.order_assumed = False  # say it once
+            self.view.notes.append(
+                "The GPUs are identical, so CUDA's FASTEST_FIRST order is taken to be PCI order, as CUDA does "
+                "in practice (NVIDIA leaves the order of equally fast GPUs unspecified)")
+
+    # ------------------------------------------------------------ matching
+
+    def _by_uuid(self, uuid: str) -> Optional[Target]:
+        wanted = strip_prefix(uuid)
+        for gpu in self.gpus:
+            if gpu.uuid and strip_prefix(gpu.uuid) == wanted:
+                return gpu
+            for mig in gpu.mig_devices:
+                if mig.uuid and strip_prefix(mig.uuid) == wanted:
+                    return gpu, mig
+        return None
+
+    def _unique(self, candidates: list[NvmlGpu]) -> Optional[NvmlGpu]:
+        free = [g for g in candidates if g.index not in self.claimed]
+        return free[0] if len(free) == 1 else None
+
+    def _expected_target(self, ordinal: int) -> Optional[Target]:
+        """The device CUDA's rules say cuda:ordinal is."""
+        if self.selection.is_set:
+            valid = self.selection.valid
+            entry = valid[ordinal] if ordinal < len(valid) else None
+            if entry is None or entry.device is None:
+                return None
+            if entry.kind == "index":
+                self._note_assumed_order()
+            return self._by_uuid(entry.device.uuid)
+        if self.cuda_order is not None and ordinal < len(self.cuda_order):
+            self._note_assumed_order()
+            return self.cuda_order[ordinal]
+        return None
+
+    def _match(self, dev: CudaDevice) -> tuple[Optional[Target], str]:
+        if dev.uuid:
+            target = self._by_uuid(dev.uuid)
+            if target is not None:
+                return target, "uuid"
+        if dev.pci_bus_id:
+            hit = self._unique([g for g in self.gpus if g.pci_bus_id == dev.pci_bus_id and not g.mig_enabled])
+            if hit:
+                return hit, "pci-bus-id"
+        hit = self._unique([g for g in self.gpus if g.name == dev.name
+                            and g.compute_capability == dev.compute_capability])
+        if hit:
+            return hit, "properties"
+        target = self._expected_target(dev.ordinal)
+        if target is not None and _gpu_of(target).index not in self.claimed:
+            return target, "order-rules"
+        return None, ""
+
+    def _expected_nvml_index(self, ordinal: int) -> Optional[int]:
+        if not self.selection.is_set:
+            return ordinal if self.gpus else None
+        valid = self.selection.valid
+        if ordinal >= len(valid):
+            return None
+        entry = valid[ordinal]
+        if entry.kind == "index":
+            return entry.number
+        return entry.device.index if entry.device else None
+
+    # ------------------------------------------------------------ rows
+
+    def _row(self, ordinal: Optional[int], target: Optional[Target], source: str, how: str = "",
+             dev: Optional[CudaDevice] = None) -> DeviceRow:
+        row = DeviceRow(cuda_ordinal=ordinal, source=source, matched_by=how)
+        if target is not None:
+            gpu = _gpu_of(target)
+            mig = target[1] if isinstance(target, tuple) else None
+            self.claimed.add(gpu.index)
+            row.nvml_index, row.pci_bus_id = gpu.index, gpu.pci_bus_id
+            row.name = mig.name if mig and mig.name else gpu.name
+            row.uuid = mig.uuid if mig else gpu.uuid
+            row.memory_total = mig.memory_total if mig else gpu.memory_total
+            row.compute_capability = gpu.compute_capability
+            row.mig = mig is not None
+        if dev is not None:  # CUDA's own word wins for what CUDA runs on
+            row.name = row.name or dev.name
+            row.uuid = row.uuid or dev.uuid
+            row.pci_bus_id = row.pci_bus_id or dev.pci_bus_id
+            row.compute_capability = dev.compute_capability or row.compute_capability
+            row.memory_total = row.memory_total if row.memory_total is not None else dev.memory_total
+        if ordinal is not None:
+            row.expected_nvml_index = self._expected_nvml_index(ordinal)
+        for name, level in capability.support(row.cc).items():
+            setattr(row, name, level)
+        return row
+
+    def observed_rows(self) -> None:
+        for dev in self.snap.torch.devices:
+            target, how = self._match(dev)
+            self.view.devices.append(self._row(dev.ordinal, target, "cuda", how, dev))
+
+    def predicted_rows(self, why: str) -> None:
+        """What CUDA would number each GPU, when torch could not tell."""
+        self.view.notes.append(f"torch did not list CUDA devices ({why}); cuda ordinals marked * are predicted "
+                               "from NVML and CUDA's rules")
+        if self.selection.is_set:
+            targets: list[Optional[Target]] = []
+            for entry in self.selection.valid:
+                targets.append(self._by_uuid(entry.device.uuid) if entry.device else None)
+                if entry.kind == "mig-uuid":
+                    break  # CUDA enumerates a single MIG device per process
+            how = "uuid" if all(e.kind != "index" for e in self.selection.valid) else "order-rules"
+            if how == "order-rules":
+                self._note_assumed_order()
+        elif self.cuda_order is not None:
+            targets, how = list(self.cuda_order), "order-rules"
+            self._note_assumed_order()
+        else:
+            self.view.notes.append(f"CUDA_DEVICE_ORDER is {self.view.order} and the GPUs differ, so which GPU "
+                                   "CUDA numbers first cannot be predicted without torch")
+            return
+        seen: set[str] = set()
+        for ordinal, target in enumerate(targets):
+            if target is None:
+                self.view.notes.append(f"cuda:{ordinal} onwards cannot be predicted: CUDA numbers integer "
+                                       f"entries in its {self.view.order} order, which is not known here")
+                return
+            key = target[1].uuid if isinstance(target, tuple) else target.uuid
+            if key in seen:
+                self.view.notes.append("CUDA_VISIBLE_DEVICES repeats a GPU; what CUDA does then is undocumented, "
+                                       "so the prediction stops there")
+                return
+            seen.add(key)
+            self.view.devices.append(self._row(ordinal, target, "predicted", how))
+
+    def hidden_rows(self, torch_reason: str) -> None:
+        selected = {e.device.index for e in self.selection.valid if e.device}
+        for gpu in self.gpus:
+            if gpu.index in self.claimed:
+                continue
+            row = self._row(None, None, "nvml")
+            row.nvml_index, row.name, row.uuid = gpu.index, gpu.name, gpu.uuid
+            row.pci_bus_id, row.compute_capability, row.memory_total = (
+                gpu.pci_bus_id, gpu.compute_capability, gpu.memory_total)
+            for name, level in capability.support(row.cc).items():
+                setattr(row, name, level)
+            row.not_visible_reason = self._hidden_reason(gpu, selected, torch_reason)
+            self.view.devices.append(row)
+
+    def _hidden_reason(self, gpu: NvmlGpu, selected: set[int], torch_reason: str) -> str:
+        if self.selection.hides_all:
+            return "CUDA_VISIBLE_DEVICES hides every GPU"
+        if self.selection.is_set and gpu.index not in selected:
+            return "not selected by CUDA_VISIBLE_DEVICES"
+        if gpu.error:
+            return f"NVML cannot open it ({gpu.error.split(':')[0]}); it may belong to another container"
+        if gpu.mig_enabled:
+            return "in MIG mode: CUDA uses it only through a MIG device, one per process"
+        if torch_reason:
+            return torch_reason
+        return "CUDA does not enumerate it (device files not mounted into this container, or unsupported)"
+
+
+def _gpu_of(target: Target) -> NvmlGpu:
+    return target[0] if isinstance(target, tuple) else target
+
+
+def torch_blind_reason(snap: Snapshot) -> str:
+    """Why torch could not list CUDA devices, or "" when it did (or should have)."""
+    torch = snap.torch
+    if torch.status != "imported":
+        return f"torch is {torch.status.replace('-', ' ')}"
+    if torch.hip:
+        return "torch is a ROCm build"
+    if not torch.cuda:
+        return "torch is a CPU-only build"
+    if torch.cuda_available is False:
+        return "torch.cuda.is_available() is False"
+    if torch.cuda_available is None:
+        return "torch's CUDA check did not finish"
+    return ""
+
+
+def gpu_view(snap: Snapshot) -> GpuView:
+    """The device table and everything it rests on, for one snapshot."""
+    mapper = _Mapper(snap)
+    view, selection = mapper.view, mapper.selection
+    view.visible_entries = [VisibleEntry(e.text, e.kind, e.device.uuid if e.device else "", e.problem)
+                            for e in selection.entries]
+    view.ignored_entries = list(selection.ignored)
+    view.visible_problems = list(selection.problems)
+    blind = torch_blind_reason(snap)
+    if snap.torch.devices:
+        mapper.observed_rows()
+    elif mapper.gpus and not selection.hides_all:
+        mapper.predicted_rows(blind or "it reported none")
+    mapper.hidden_rows(blind)
+    return view
+
+
+
+def visible_devices_as_meant(snap: Snapshot) -> str:
+    """CUDA_VISIBLE_DEVICES rewritten as full UUIDs, reading integers as nvidia-smi indices.
+
+    Every entry that names a device is kept once, in order, whatever CUDA would do
+    with the original; "" when nothing can be resolved (no NVML, nothing valid).
+    """
+    raw = snap.environment.env.get("CUDA_VISIBLE_DEVICES") or ""
+    nvml = snap.machine.nvml
+    found = list(nvml.gpus) if nvml.status == "ok" else []
+    gpus = [Device(g.uuid, g.index) for g in found if g.uuid]
+    migs = [Device(m.uuid, g.index) for g in found for m in g.mig_devices if m.uuid]
+    by_index = [Device(g.uuid, g.index) for g in found]  # nvidia-smi numbering
+    out: list[str] = []
+    for piece in raw.split(","):
+        entries = read_visible_devices(piece, gpus, migs, by_index).valid
+        uuid = entries[0].device.uuid if entries and entries[0].device else ""
+        if uuid and uuid not in out:
+            out.append(uuid)
+    return ",".join(out)
