@@ -188,8 +188,12 @@ class _Mapper:
         return None
 
     def _unique(self, candidates: list[NvmlGpu]) -> Optional[NvmlGpu]:
-        free = [g for g in candidates if g.index not in self.claimed]
-        return free[0] if len(free) == 1 else None
+        """The one candidate, if there is exactly one on the machine and it is not taken yet.
+
+        Uniqueness is judged among all GPUs, not the ones left: the last of eight
+        identical GPUs is not identified by its name.
+        """
+        return candidates[0] if len(candidates) == 1 and candidates[0].index not in self.claimed else None
 
     def _expected_target(self, ordinal: int) -> Optional[Target]:
         """The device CUDA's rules say cuda:ordinal is."""
