@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mpdoctor import capability
-from mpdoctor.gpu_map import DeviceRow, GpuView
+from mpdoctor.gpu_table import DeviceRow, GpuView
 
 
 def gib(size: Optional[int]) -> str:

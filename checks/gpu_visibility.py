@@ -7,7 +7,8 @@ from typing import Iterator
 from mpdoctor import fixes
 from mpdoctor.checks._gpu import describe, env_evidence
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.gpu_map import ORDERS, GpuView, gpu_view, visible_devices_as_meant
+from mpdoctor.gpu_map import gpu_view, visible_devices_as_meant
+from mpdoctor.gpu_table import ORDERS, GpuView
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 

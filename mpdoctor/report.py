@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mpdoctor import __version__
 from mpdoctor.findings import Finding
-from mpdoctor.gpu_map import GpuView
+from mpdoctor.gpu_table import GpuView
 from mpdoctor.redact import redact_tree
 from mpdoctor.serde import fact, from_data, json_schema, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot

@@ -21,11 +21,13 @@ This module is pure: it never raises on any string, and knows nothing of probes.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TypeVar
 
 _LEADING_INT = re.compile(r"[+-]?\d+")
+EntryLike = TypeVar("EntryLike")  # anything with a ``kind``: Entry, or the report's VisibleEntry
 HIDING_WORDS = {"NoDevFiles": "Slurm sets NoDevFiles when the job was given no GPU (no --gres=gpu)"}
 
 
@@ -48,6 +50,11 @@ class Entry:
     number: Optional[int] = None  # the index an integer entry names, as CUDA reads it
 
 
+def before_invalid(entries: Sequence[EntryLike]) -> list[EntryLike]:
+    """The entries CUDA uses: those before the first invalid one."""
+    return list(itertools.takewhile(lambda entry: entry.kind != "invalid", entries))
+
+
 @dataclass
 class Selection:
     """What CUDA_VISIBLE_DEVICES selects."""
@@ -64,12 +71,7 @@ class Selection:
     @property
     def valid(self) -> list[Entry]:
         """The entries CUDA enumerates, in order: cuda:0 first."""
-        out = []
-        for entry in self.entries:
-            if entry.kind == "invalid":
-                break
-            out.append(entry)
-        return out
+        return before_invalid(self.entries)
 
     @property
     def hides_all(self) -> bool:

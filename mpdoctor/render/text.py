@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mpdoctor.findings import Finding
-from mpdoctor.gpu_map import GpuView
+from mpdoctor.gpu_table import GpuView
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how
 from mpdoctor.report import Report
 from mpdoctor.snapshot import Snapshot
