@@ -40,7 +40,9 @@ def cuda_order_differs(snap: Snapshot) -> Iterator[Finding]:
     GPUs by UUID (`nvidia-smi -L`), which means the same card everywhere.
     """
     view = gpu_view(snap)
-    wrong = [row for row in view.visible if row.source == "cuda" and row.matched_by in ("uuid", "pci-bus-id", "properties")
+    wrong = [row for row in view.visible
+             if row.source == "cuda" and not row.mig  # a MIG device is no card of nvidia-smi's numbering
+             and row.matched_by in ("uuid", "pci-bus-id", "properties")  # not order-rules: that would be circular
              and row.expected_nvml_index is not None and row.nvml_index != row.expected_nvml_index]
     if wrong:
         yield _observed(snap, view, wrong)

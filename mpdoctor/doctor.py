@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from mpdoctor.findings import Finding, Severity, triage
-from mpdoctor.gpu_map import gpu_view
+from mpdoctor.gpu_map import device_table
 from mpdoctor.registry import builtin_registry, run_checks
 from mpdoctor.report import Report
 from mpdoctor.snapshot import Snapshot, load_snapshot, utc_timestamp
@@ -38,7 +38,7 @@ def judge(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) ->
 def diagnose(options: Options) -> Report:
     snapshot = gather(options)
     return Report(created=utc_timestamp(), findings=judge(snapshot, options.select, options.ignore), snapshot=snapshot,
-                  gpus=gpu_view(snapshot))
+                  gpus=device_table(snapshot))
 
 
 def exit_code(findings: list[Finding], fail_on: str) -> int:

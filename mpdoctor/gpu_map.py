@@ -268,6 +268,18 @@ def torch_blind_reason(snap: Snapshot) -> str:
     return ""
 
 
+def device_table(snap: Snapshot) -> GpuView:
+    """gpu_view for the report: a snapshot that breaks the mapping costs the table, not the run.
+
+    The gpu checks call gpu_view directly, so the same fault also surfaces as
+    their MPD001 findings, naming the error.
+    """
+    try:
+        return gpu_view(snap)
+    except Exception as exc:  # a bug or a hand-edited snapshot; say so in the report
+        return GpuView(notes=[f"the device table could not be built: {type(exc).__name__}: {exc}"])
+
+
 def gpu_view(snap: Snapshot) -> GpuView:
     """The device table and everything it rests on, for one snapshot."""
     mapper = _Mapper(snap)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import load_fixture
+from helpers import fixture_path, load_fixture
 from mpdoctor.doctor import judge
 from mpdoctor.snapshot import Distribution
 
@@ -144,3 +144,19 @@ def test_container_without_nvml_is_told_to_add_the_utility_capability():
 def test_healthy_topologies_have_no_gpu_findings():
     for fixture in ("h100-node-healthy", "laptop-rtx3060", "h100-mig-one-selected", "cpu-laptop"):
         assert not [f for f in judge(load_fixture(fixture)) if f.family == "gpu"], fixture
+
+
+def test_a_mapping_that_raises_costs_the_table_and_gpu_checks_only(monkeypatch):
+    from mpdoctor import doctor, gpu_map
+    from mpdoctor.render.markdown import render_markdown
+
+    def broken(self):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(gpu_map._Mapper, "observed_rows", broken)
+    report = doctor.diagnose(doctor.Options(python="python", snapshot=str(fixture_path("titan-1080ti-pci-order"))))
+    assert report.gpus.devices == [] and "KeyError" in report.gpus.notes[0]
+    crashed = {f.title.split()[1] for f in report.findings if f.code == "MPD001"}
+    assert {"GPU001", "GPU002", "GPU004"} <= crashed
+    assert all(code.startswith("GPU") for code in crashed)  # the torch, driver and stack checks ran as usual
+    assert "device table could not be built" in render_markdown(report)

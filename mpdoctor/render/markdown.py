@@ -65,7 +65,7 @@ def _environment_rows(report: Report) -> list[tuple[str, str]]:
 def _devices(report: Report) -> list[str]:
     view = report.gpus
     if not view.devices:
-        return []
+        return ["## GPUs", ""] + [f"- {line}" for line in view.notes] + [""] if view.notes else []
     lines = ["## GPUs", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in device_rows(view)]
     lines += [""] + [f"- {line}" for line in footnotes(view)] + [""]

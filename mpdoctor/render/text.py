@@ -66,8 +66,12 @@ def render_finding(console: Console, finding: Finding) -> None:
 
 
 def render_devices(view: GpuView, console: Console) -> None:
-    """The device table, when there is any GPU to show."""
+    """The device table, when there is any GPU to show (or a note on why there is none)."""
     if not view.devices:
+        for line in view.notes:
+            console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+        if view.notes:
+            console.print()
         return
     table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold")
     for header in HEADERS[:-1]:  # the "how" column becomes sentences below
