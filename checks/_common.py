@@ -12,8 +12,7 @@ from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 
 
 def gpus(snap: Snapshot) -> list[NvmlGpu]:
-    nvml = snap.machine.nvml
-    return nvml.gpus if nvml.status == "ok" else []
+    return snap.machine.nvml.usable_gpus
 
 
 def capability(gpu: NvmlGpu) -> Optional[int]:

@@ -53,16 +53,14 @@ class _Mapper:
         self.snap = snap
         env = snap.environment.env
         nvml = snap.machine.nvml
-        self.gpus = list(nvml.gpus) if nvml.status == "ok" else []
+        self.gpus = nvml.usable_gpus
         self.view = GpuView(cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
                             cuda_device_order=env.get("CUDA_DEVICE_ORDER"))
         self.view.order = effective_order(self.view.cuda_device_order)
         self.order_assumed = False
         self.cuda_order = self._cuda_order()
         self.selection = read_visible_devices(
-            self.view.cuda_visible_devices,
-            [Device(g.uuid, g.index) for g in self.gpus if g.uuid],
-            [Device(m.uuid, g.index) for g in self.gpus for m in g.mig_devices if m.uuid],
+            self.view.cuda_visible_devices, *_named_devices(self.gpus),
             [Device(g.uuid, g.index) for g in self.cuda_order] if self.cuda_order is not None else None,
         )
         self.claimed: set[int] = set()  # NVML indices already tied to a CUDA ordinal
@@ -248,6 +246,12 @@ class _Mapper:
         return "CUDA does not enumerate it (device files not mounted into this container, or unsupported)"
 
 
+def _named_devices(gpus: list[NvmlGpu]) -> tuple[list[Device], list[Device]]:
+    """The GPUs and MIG devices that have a UUID, as CUDA_VISIBLE_DEVICES can name them."""
+    return ([Device(g.uuid, g.index) for g in gpus if g.uuid],
+            [Device(m.uuid, g.index) for g in gpus for m in g.mig_devices if m.uuid])
+
+
 def _gpu_of(target: Target) -> NvmlGpu:
     return target[0] if isinstance(target, tuple) else target
 
@@ -305,10 +309,8 @@ def visible_devices_as_meant(snap: Snapshot) -> str:
     with the original; "" when nothing can be resolved (no NVML, nothing valid).
     """
     raw = snap.environment.env.get("CUDA_VISIBLE_DEVICES") or ""
-    nvml = snap.machine.nvml
-    found = list(nvml.gpus) if nvml.status == "ok" else []
-    gpus = [Device(g.uuid, g.index) for g in found if g.uuid]
-    migs = [Device(m.uuid, g.index) for g in found for m in g.mig_devices if m.uuid]
+    found = snap.machine.nvml.usable_gpus
+    gpus, migs = _named_devices(found)
     by_index = [Device(g.uuid, g.index) for g in found]  # nvidia-smi numbering
     out: list[str] = []
     for piece in raw.split(","):

@@ -168,6 +168,11 @@ class NvmlInfo:
     gpus: list[NvmlGpu] = fact("Every GPU, in NVML order", factory=list)
     seconds: float = fact("Wall time of the NVML probe", 0.0)
 
+    @property
+    def usable_gpus(self) -> list[NvmlGpu]:
+        """The GPUs, when NVML answered; none otherwise."""
+        return list(self.gpus) if self.status == "ok" else []
+
 
 @dataclass
 class Machine:
