@@ -179,5 +179,4 @@ def test_any_environment_gives_a_consistent_view_and_never_raises(name, cvd, ord
     tied = [row.nvml_index for row in view.devices if row.nvml_index is not None and not row.mig]
     assert len(tied) == len(set(tied))  # no physical GPU appears twice
     assert all(row.not_visible_reason for row in view.hidden)
-    judge(snap)  # and no check raises on it either (MPD001 would be a finding, so look for it)
-    assert "MPD001" not in {f.code for f in judge(snap)}
+    assert "MPD001" not in {f.code for f in judge(snap)}  # and no check crashes on it either
