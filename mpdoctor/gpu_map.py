@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Optional, Union
 
 from mpdoctor import capability
+from mpdoctor.fixes import version_tuple
 from mpdoctor.gpu_table import ORDERS, DeviceRow, GpuView, VisibleEntry
 from mpdoctor.snapshot import CudaDevice, MigDevice, NvmlGpu, Snapshot
 from mpdoctor.visible_devices import Device, read_visible_devices
@@ -266,6 +267,9 @@ def torch_blind_reason(snap: Snapshot) -> str:
     if not torch.cuda:
         return "torch is a CPU-only build"
     if torch.cuda_available is False:
+        driver = snap.machine.nvml.cuda_driver_version
+        if driver and version_tuple(torch.cuda)[0] > version_tuple(driver)[0]:
+            return f"torch's CUDA {torch.cuda} needs a newer driver (this one supports CUDA {driver})"
         return "torch.cuda.is_available() is False"
     if torch.cuda_available is None:
         return "torch's CUDA check did not finish"

@@ -109,6 +109,15 @@ def test_hidden_reasons_cover_each_cause():
     assert all("not mounted" in r.not_visible_reason for r in missing)
 
 
+def test_a_driver_too_old_for_torchs_cuda_is_the_reason_gpus_are_hidden():
+    reason = "torch's CUDA 13.0 needs a newer driver (this one supports CUDA 12.2)"
+    view = gpu_view(load_fixture("h100-driver-too-old"))  # identical GPUs: still predicted, with the reason
+    assert all(row.source == "predicted" for row in view.visible) and reason in view.notes[0]
+    snap = load_fixture("h100-driver-too-old")
+    snap.machine.nvml.gpus = load_fixture("titan-1080ti-pci-order").machine.nvml.gpus  # a mixed box: no prediction
+    assert {row.not_visible_reason for row in gpu_view(snap).hidden} == {reason}
+
+
 def test_unusable_nvml_leaves_cuda_devices_unmatched_and_says_why():
     view = gpu_view(load_fixture("nvml-no-permission"))
     (row,) = view.devices
