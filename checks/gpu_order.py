@@ -16,7 +16,7 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "gpu"
 
 
-def _uuid_steps(view, rows, why: str) -> list[Step]:
+def _uuid_steps(rows, why: str) -> list[Step]:
     uuids = ",".join(row.uuid for row in rows if row.uuid.startswith(("GPU-", "MIG-")))
     if not uuids:
         return [Step(f"{why}: list the UUIDs with `nvidia-smi -L` and put them in CUDA_VISIBLE_DEVICES")]
@@ -73,7 +73,7 @@ def _observed(snap: Snapshot, view, wrong) -> Finding:
                           fixes.export("CUDA_VISIBLE_DEVICES", meant_uuids)))
     else:
         best = max(view.visible, key=strength)
-        steps += _uuid_steps(view, [best], f"To use only the {best.name}, select it by UUID")
+        steps += _uuid_steps([best], f"To use only the {best.name}, select it by UUID")
     return warning(title, evidence, steps)
 
 
@@ -120,7 +120,7 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
     title = (f"cuda:0 {verb} the {first.name}, not the most capable visible GPU: cuda:{best.cuda_ordinal} is a "
              f"{best.name} ({reason})")
     peers = [row for row in rows if precision_profile(row) == precision_profile(best) and row.cc == best.cc]
-    steps = _uuid_steps(view, peers, f"Make the {best.name} cuda:0 by selecting it by UUID")
+    steps = _uuid_steps(peers, f"Make the {best.name} cuda:0 by selecting it by UUID")
     steps.append(Step(f"Or address it explicitly in code: torch.device('cuda:{best.cuda_ordinal}')"))
     yield warning(title, env_evidence(view) + [describe(row) for row in rows], steps)
 
@@ -153,5 +153,5 @@ def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     yield warning(
         f"The visible GPUs differ in precision support; multi-GPU work will use the weaker ones too ({gaps})",
         env_evidence(view) + [describe(row) for row in rows],
-        _uuid_steps(view, alike, f"Keep only the GPUs like cuda:0 ({first.name})"),
+        _uuid_steps(alike, f"Keep only the GPUs like cuda:0 ({first.name})"),
     )
