@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor import fixes
-from mpdoctor.checks._gpu import (clearly_stronger, describe, env_evidence, precision_profile, predicted,
+from mpdoctor.checks._gpu import (clearly_stronger, describe, env_evidence, gib, precision_profile, predicted,
                                   strength)
 from mpdoctor.capability import weaker_precisions
 from mpdoctor.findings import Finding, Step, info, warning
@@ -116,7 +116,12 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
         return
     verb = "will be" if predicted(view) else "is"
     gaps = weaker_precisions(first, best)
-    reason = ", ".join(gaps) if gaps else f"{first.compute_capability} vs {best.compute_capability}, less memory"
+    if gaps:
+        reason = ", ".join(gaps)
+    elif first.cc == best.cc:
+        reason = f"{gib(first.memory_total)} of memory instead of {gib(best.memory_total)}"
+    else:
+        reason = f"compute capability {first.compute_capability} instead of {best.compute_capability}"
     title = (f"cuda:0 {verb} the {first.name}, not the most capable visible GPU: cuda:{best.cuda_ordinal} is a "
              f"{best.name} ({reason})")
     peers = [row for row in rows if precision_profile(row) == precision_profile(best) and row.cc == best.cc]

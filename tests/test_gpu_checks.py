@@ -160,3 +160,10 @@ def test_a_mapping_that_raises_costs_the_table_and_gpu_checks_only(monkeypatch):
     assert {"GPU001", "GPU002", "GPU004"} <= crashed
     assert all(code.startswith("GPU") for code in crashed)  # the torch, driver and stack checks ran as usual
     assert "device table could not be built" in render_markdown(report)
+
+
+def test_same_architecture_with_less_memory_says_so():
+    snap = load_fixture("h100-node-healthy")
+    snap.machine.nvml.gpus[0].memory_total = snap.torch.devices[0].memory_total = 40 * 1024**3
+    found = finding("", "GPU002", snap)
+    assert "(40 GiB of memory instead of 80 GiB)" in found.title
