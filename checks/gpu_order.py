@@ -79,9 +79,9 @@ def _observed(snap: Snapshot, view, wrong) -> Finding:
 
 def _unconfirmed(view) -> Iterator[Finding]:
     """No CUDA facts, but a box where CUDA's order and nvidia-smi's can differ."""
-    if view.visible and not predicted(view) or view.order == "PCI_BUS_ID" or view.hides_all:
+    if (view.visible and not predicted(view)) or view.order == "PCI_BUS_ID" or view.hides_all:
         return
-    if any(e.kind != "index" for e in view.selected) and view.cuda_visible_devices is not None:
+    if any(e.kind != "index" for e in view.selected):
         return  # UUIDs mean the same card to everyone
     whole = [row for row in view.devices if row.nvml_index is not None and not row.mig]
     if len({(row.name, row.compute_capability) for row in whole}) < 2:

@@ -221,15 +221,9 @@ class _Mapper:
 
     def hidden_rows(self, torch_reason: str) -> None:
         selected = {e.device.index for e in self.selection.valid if e.device}
-        for gpu in self.gpus:
-            if gpu.index in self.claimed:
-                continue
-            row = self._row(None, None, "nvml")
-            row.nvml_index, row.name, row.uuid = gpu.index, gpu.name, gpu.uuid
-            row.pci_bus_id, row.compute_capability, row.memory_total = (
-                gpu.pci_bus_id, gpu.compute_capability, gpu.memory_total)
-            for name, level in capability.support(row.cc).items():
-                setattr(row, name, level)
+        unclaimed = [gpu for gpu in self.gpus if gpu.index not in self.claimed]
+        for gpu in unclaimed:
+            row = self._row(None, gpu, "nvml")
             row.not_visible_reason = self._hidden_reason(gpu, selected, torch_reason)
             self.view.devices.append(row)
 

@@ -267,18 +267,21 @@ def device_facts(torch, ordinal):
     }
 
 
-def torch_device_facts(torch):
-    """Every device CUDA enumerates. Starts CUDA, so it runs as its own step."""
+def torch_device_facts(torch, torch_count):
+    """Every device CUDA enumerates. Starts CUDA, so it runs as its own step.
+
+    ``torch_count`` is torch.cuda.device_count() from the step before, used only
+    when this torch lacks the runtime call.
+    """
     facts = {}
     # The runtime's count, not torch.cuda.device_count(): before CUDA starts, torch
     # parses CUDA_VISIBLE_DEVICES itself (against NVML) and can disagree with CUDA.
-    runtime_count = getattr(torch._C, "_cuda_getDeviceCount", None)
+    runtime_count = getattr(getattr(torch, "_C", None), "_cuda_getDeviceCount", None)
     if runtime_count is not None:
         _call(facts, "runtime_device_count", lambda: int(runtime_count()))
     count = facts.get("runtime_device_count")
     if count is None:
-        _call(facts, "runtime_device_count", lambda: int(torch.cuda.device_count()))
-        count = facts.get("runtime_device_count") or 0
+        count = torch_count if isinstance(torch_count, int) else 0
     devices = []
     for ordinal in range(count):
         try:
@@ -325,7 +328,7 @@ def run_torch(out):
         out.begin("devices")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            devices = torch_device_facts(torch)
+            devices = torch_device_facts(torch, cuda.get("device_count"))
         devices["warnings"] = _warning_texts(caught)
         out.emit("devices", devices)
 
