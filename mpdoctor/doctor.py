@@ -16,6 +16,7 @@ from mpdoctor.snapshot import Snapshot, load_snapshot, utc_timestamp
 class Options:
     python: str
     timeout: float = 60.0
+    kernels: str = "quick"  # microkernel sizes: quick or full; "off" skips them
     snapshot: Optional[str] = None
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
@@ -27,7 +28,7 @@ def gather(options: Options) -> Snapshot:
         return load_snapshot(options.snapshot)
     from mpdoctor.probes.collect import take_snapshot
 
-    return take_snapshot(options.python, options.timeout)
+    return take_snapshot(options.python, options.timeout, options.kernels)
 
 
 def judge(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) -> list[Finding]:

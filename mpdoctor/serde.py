@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from typing import Any, Union
 
@@ -73,6 +74,8 @@ def from_data(cls: Any, data: Any, where: str = "$") -> Any:
         return data
     if cls is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
+    if cls is float and isinstance(data, float) and not math.isfinite(data):
+        raise DataError(f"{where}: expected a finite number, got {data}")  # JSON has no NaN or Infinity
     if cls in (str, int, float, bool):
         if isinstance(data, cls) and not (cls is int and isinstance(data, bool)):
             return data

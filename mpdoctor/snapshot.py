@@ -175,6 +175,61 @@ class NvmlInfo:
 
 
 @dataclass
+class KernelResult:
+    """One microkernel (an op in a dtype) run on one device."""
+
+    op: str = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
+    dtype: str = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
+    backend: str = fact("The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", "")
+    status: str = fact(
+        "ok; unsupported (raised); wrong (outside tolerance or unexpected dtypes); error (failed before "
+        "the kernel ran); crashed or timeout (killed the worker); skipped (does not apply)", "")
+    detail: str = fact("The error text, what was wrong, or why it was skipped", "")
+    max_rel_error: Optional[float] = fact(
+        "max|out - ref| / max|ref| against float64 on the same device, from the same rounded inputs", None)
+    tolerance: Optional[float] = fact("The largest max_rel_error accepted for this dtype", None)
+    seconds: Optional[float] = fact("Seconds per call after a warm-up (CUDA events on GPUs)", None)
+    flops: Optional[float] = fact("Floating-point operations per call, for GEMMs", None)
+    output_dtypes: dict[str, str] = fact("autocast: the dtype each op produced", factory=dict)
+    loss_finite: Optional[bool] = fact("grad_scaler: the loss was finite", None)
+    grads_finite: Optional[bool] = fact("grad_scaler: no gradient overflowed after unscaling", None)
+    scale_before: Optional[float] = fact("grad_scaler: the loss scale before the step", None)
+    scale_after: Optional[float] = fact("grad_scaler: the loss scale after the step", None)
+
+
+@dataclass
+class DeviceKernels:
+    """The microkernels of one device, run in a worker process of its own."""
+
+    device: str = fact("cpu or cuda:N", "")
+    name: str = fact("GPU name, or the CPU's vector capability as torch reports it (AVX2, AVX512, ...)", "")
+    compute_capability: str = fact("GPUs: e.g. 8.6", "")
+    arch: str = fact("ROCm: the gfx architecture name", "")
+    threads: Optional[int] = fact("CPU: torch's intra-op thread count", None)
+    init_seconds: Optional[float] = fact("GPUs: seconds to start CUDA on the device", None)
+    bf16_supported: Optional[bool] = fact("GPUs: torch.cuda.is_bf16_supported(), which counts emulation", None)
+    bf16_native: Optional[bool] = fact("GPUs: torch.cuda.is_bf16_supported(including_emulation=False)", None)
+    status: str = fact("How the device's run ended: ok, crashed, timeout, error or not-run", "not-run")
+    detail: str = fact("What went wrong, when it did", "")
+    restarts: int = fact("Workers started again after a test crashed or hung", 0)
+    seconds: float = fact("Wall time of the device's run, CUDA start-up included", 0.0)
+    results: list[KernelResult] = fact("Every test, in the order run", factory=list)
+
+
+@dataclass
+class KernelInfo:
+    """Live precision microkernels on every device, or why they did not run."""
+
+    status: str = fact("ok, skipped (--no-kernels), not-run (no usable torch) or error", "not-run")
+    mode: str = fact("quick or full: the problem sizes", "")
+    detail: str = fact("Why they did not run, or what went wrong", "")
+    probe: ProbeRun = fact("How the kernel runner process went", factory=ProbeRun)
+    cuda_available: Optional[bool] = fact("torch.cuda.is_available() as the runner saw it", None)
+    devices: list[DeviceKernels] = fact("One entry per device: the CPU first, then cuda:0, cuda:1, ...",
+                                        factory=list)
+
+
+@dataclass
 class Machine:
     """Facts mpdoctor gathers itself about the machine."""
 
@@ -191,6 +246,7 @@ class Snapshot:
     environment: PythonEnvironment = fact("The Python environment under diagnosis", factory=PythonEnvironment)
     torch: TorchInfo = fact("torch in that environment", factory=TorchInfo)
     machine: Machine = fact("The machine: driver and GPUs", factory=Machine)
+    kernels: KernelInfo = fact("Live precision microkernels per device", factory=KernelInfo)
 
     def distribution(self, name: str) -> Optional[Distribution]:
         """The installed distribution called ``name`` (normalised), if any."""

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from mpdoctor.redact import redact_text
 
@@ -54,8 +54,12 @@ class ChildResult:
         return f"exited with status {self.exit_code}"
 
 
-def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None) -> ChildResult:
+def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
+              give_up: Optional[Callable[[float], bool]] = None) -> ChildResult:
     """Run ``argv``; kill its whole process group at ``timeout`` seconds.
+
+    ``give_up(elapsed)``, polled while the child runs, can abandon it earlier (as
+    timed out), e.g. when one of its steps overruns a budget of its own.
 
     Output goes to temporary files, not pipes, and we wait for the child itself: a
     daemon it leaves behind (holding inherited pipes) must not make a finished
@@ -69,15 +73,25 @@ def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: 
         except OSError as exc:
             reason = exc.strerror or str(exc)
             return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
-        try:
-            proc.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = _wait(proc, start, timeout, give_up)
         _kill_group(proc)
         proc.wait()
         seconds = time.monotonic() - start
         return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err))
+
+
+def _wait(proc: subprocess.Popen, start: float, timeout: float, give_up: Optional[Callable[[float], bool]]) -> bool:
+    """Wait for the child; True when it was abandoned (the timeout, or give_up said so)."""
+    while True:
+        elapsed = time.monotonic() - start
+        slice_ = timeout - elapsed if give_up is None else min(0.05, timeout - elapsed)
+        try:
+            proc.wait(timeout=max(slice_, 0))
+            return False
+        except subprocess.TimeoutExpired:
+            elapsed = time.monotonic() - start
+            if elapsed >= timeout or (give_up is not None and give_up(elapsed)):
+                return True
 
 
 def _read(handle) -> str:

@@ -5,15 +5,21 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from mpdoctor.probes.environment import probe_environment
+from mpdoctor.probes.kernels import probe_kernels
 from mpdoctor.probes.machine import probe_nvml
-from mpdoctor.snapshot import Machine, Snapshot, utc_timestamp
+from mpdoctor.snapshot import KernelInfo, Machine, Snapshot, utc_timestamp
 
+def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapshot:
+    """Facts about the interpreter ``python`` and this machine.
 
-def take_snapshot(python: str, timeout: float) -> Snapshot:
-    """Facts about the interpreter ``python`` and this machine."""
+    ``kernels`` is the microkernel mode (quick or full), or "off" to skip them.
+    """
     created = utc_timestamp()
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         nvml_job = pool.submit(probe_nvml, timeout)
+        kernel_job = pool.submit(probe_kernels, python, timeout, kernels) if kernels != "off" else None
         environment, torch = probe_environment(python, timeout)
         nvml = nvml_job.result()
-    return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml))
+        kernel_info = kernel_job.result() if kernel_job else KernelInfo(status="skipped", detail="skipped with --no-kernels")
+    return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml),
+                    kernels=kernel_info)

@@ -1,0 +1,244 @@
+"""Run the precision microkernels on every device. Runs inside the interpreter under diagnosis.
+
+Started by ``mpdoctor.probes.kernels`` through the same bootstrap as ``target.py``
+(stdlib only, Python 3.8+, POSIX). It imports torch once, then forks:
+
+* one worker per device (the CPU at once; each CUDA device once the count is known),
+  each writing its results, one JSON line per step, to a file of its own;
+* before that, a short-lived child that asks torch for the CUDA device count, so
+  that this process never starts CUDA itself: a CUDA context does not survive
+  ``fork``, and every GPU worker needs its own.
+
+This process does no torch work at all before forking (an OpenMP thread pool does
+not survive ``fork`` either). It supervises: a worker that dies or stops making
+progress is killed and its test recorded as crashed or timed out, then a fresh
+worker resumes the device at the next test, so one bad kernel costs only itself.
+"""
+
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_RESTARTS = 3  # per device; a device that keeps crashing is given up
+POLL = 0.01
+
+
+def _load(name, filename):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _steps(path):
+    """(finished step -> data, the step begun last) from a JSON-lines step file."""
+    data, begun = {}, ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return data, begun
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "step" in entry:
+            if entry.get("begin"):
+                begun = str(entry["step"])
+            else:
+                data[str(entry["step"])] = entry.get("data")
+    return data, begun
+
+
+def _how_it_ended(status):
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return "killed by %s" % signal.Signals(number).name
+        except ValueError:
+            return "killed by signal %d" % number
+    return "exited with status %d" % os.WEXITSTATUS(status)
+
+
+def cuda_count(torch):
+    """Whether CUDA is usable and how many devices it has (this starts CUDA, in its own child)."""
+    if not (getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)):
+        return {"available": False, "count": 0, "why": "torch is a CPU-only build"}
+    available = bool(torch.cuda.is_available())
+    return {"available": available, "count": int(torch.cuda.device_count()) if available else 0}
+
+
+FIRST_STEP = "device"  # a plan's first step starts the device; nothing after it runs without it
+
+
+class Job:
+    """One forked worker running an ordered plan of steps, restarted past a step that kills it."""
+
+    def __init__(self, path, plan, first_timeout, step_timeout, deadline):
+        self.path, self.plan = path, plan
+        self.first_timeout, self.step_timeout, self.deadline = first_timeout, step_timeout, deadline
+        self.restarts = 0
+        self.pid = 0
+        self.started = time.monotonic()
+        self.size, self.changed = -1, self.started
+
+    def start(self):
+        skip = set(_steps(self.path)[0])
+        pid = os.fork()
+        if pid == 0:  # the worker: run the plan, never return into the supervisor
+            code = 0
+            try:
+                run_plan(self.plan(), self.path, skip)
+            except BaseException:
+                code = 70
+            os._exit(code)
+        self.pid = pid
+        self.size, self.changed = -1, time.monotonic()
+
+    def poll(self):
+        """Look after the worker; True once the job is over."""
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        data, begun = _steps(self.path)
+        running = begun if begun and begun not in data else ""
+        if pid:
+            if "done" in data:
+                return self.finish("ok", "")
+            if not running:
+                return self.finish("error", "the worker %s between steps" % _how_it_ended(status))
+            return self.failed(running, "crashed", "the process was %s" % _how_it_ended(status))
+        now = time.monotonic()
+        size = _size(self.path)
+        if size != self.size:
+            self.size, self.changed = size, now
+        limit = self.first_timeout if running == FIRST_STEP else self.step_timeout
+        if now > self.deadline:
+            _kill(self.pid)
+            return self.failed(running, "timeout", "the device's time ran out and the process was killed")
+        if now - self.changed > limit:
+            _kill(self.pid)
+            return self.failed(running, "timeout", "did not finish within %.0f s and was killed" % limit)
+        return False
+
+    def failed(self, step, status, detail):
+        """Record the step that killed the worker; resume after it if that still makes sense."""
+        step = step or "(between steps)"
+        append_step(self.path, step, {"status": status, "detail": detail, "by": "runner"})
+        if step == FIRST_STEP:
+            return self.finish(status, detail)
+        if self.restarts >= MAX_RESTARTS or time.monotonic() > self.deadline:
+            return self.finish(status, "stopped at %s (%s); %d restarts already" % (step, status, self.restarts))
+        self.restarts += 1
+        self.start()
+        return False
+
+    def finish(self, status, detail):
+        append_step(self.path, "end", {"status": status, "detail": detail, "restarts": self.restarts,
+                                       "seconds": round(time.monotonic() - self.started, 3)})
+        return True
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def run_plan(plan, path, skip):
+    probe = sys.modules["_mpdoctor_probe_target"]
+    out = probe.StepWriter(path)
+    for key, func in plan:
+        if key in skip:
+            continue
+        out.begin(key)
+        try:
+            data = func()
+        except Exception as exc:  # the test failed before or around its kernel
+            data = {"status": "error", "detail": probe._clip("%s: %s" % (type(exc).__name__, exc), 600)}
+        out.emit(key, data)
+    out.emit("done", True)
+
+
+def append_step(path, step, data):
+    """A supervisor record in a worker's step file (the worker is dead by then)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"step": step, "data": data}) + "\n")
+
+
+def supervise(jobs, on_done):
+    """Poll every job until all are over; ``on_done(job)`` returns jobs to add."""
+    active = list(jobs)
+    for job in active:
+        job.start()
+    while active:
+        for job in list(active):
+            if job.poll():
+                active.remove(job)
+                for extra in on_done(job):
+                    extra.start()
+                    active.append(extra)
+        time.sleep(POLL)
+
+
+def main(argv):
+    out_dir, mode, timeout = argv[0], argv[1], float(argv[2])
+    probe = _load("_mpdoctor_probe_target", "target.py")
+    suite = _load("_mpdoctor_kernel_suite", "kernel_suite.py")
+    out = probe.StepWriter(os.path.join(out_dir, "runner.jsonl"))
+    out.begin("import")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import torch
+        except BaseException as exc:
+            out.emit("import", {"ok": False, "error": probe._exception_facts(exc)})
+            out.emit("done", True)
+            return
+    out.emit("import", {"ok": True, "version": str(getattr(torch, "__version__", ""))})
+    # Python 3.12+ warns that fork() in a threaded process may deadlock; we fork
+    # before any torch work, when the only threads are idle ones torch started.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+
+    deadline = time.monotonic() + 2 * timeout
+    step_timeout = max(2.0, timeout / 4)
+
+    def device_job(index, name):
+        path = os.path.join(out_dir, "device-%d.jsonl" % index)
+        return Job(path, lambda: suite.tests(torch, name, mode), timeout, step_timeout, deadline)
+
+    devices = ["cpu"]
+    count_path = os.path.join(out_dir, "count.jsonl")
+    count_job = Job(count_path, lambda: [(FIRST_STEP, lambda: cuda_count(torch))], timeout, timeout, deadline)
+
+    def after(job):
+        if job is not count_job:
+            return []
+        counted = _steps(count_path)[0].get(FIRST_STEP)
+        counted = counted if isinstance(counted, dict) else {}
+        out.emit("cuda", counted)
+        number = counted.get("count") if isinstance(counted.get("count"), int) else 0
+        names = ["cuda:%d" % i for i in range(number)]
+        devices.extend(names)
+        out.emit("devices", devices)
+        return [device_job(i + 1, name) for i, name in enumerate(names)]
+
+    out.emit("devices", devices)
+    supervise([device_job(0, "cpu"), count_job], after)
+    out.emit("done", True)

@@ -1,0 +1,395 @@
+"""The precision microkernels for one device. Runs inside the interpreter under diagnosis.
+
+``kernel_runner`` forks one worker per device and calls :func:`tests` there; each
+test returns a plain dict (a ``KernelResult`` in the snapshot). Stdlib and the
+target's torch only, Python 3.8+. It measures and records; it judges nothing
+beyond "is this output within the dtype's tolerance".
+
+Accuracy: every op runs on inputs already rounded to the dtype under test, and is
+compared with the same op in float64 on the same device, so the error measures the
+kernel, not the rounding of the inputs. The error is ``max|out - ref| / max|ref|``.
+
+Speed: seconds per call after a warm-up call, timed with CUDA events on GPUs and
+``perf_counter`` on the CPU, repeating until a small time target is reached. The
+parent turns them into ratios against float32 on the same device.
+"""
+
+import math
+import time
+import warnings
+
+# Output tolerance of each dtype, relative to the largest reference value. About
+# 20x what a correct kernel shows at these sizes (fp16 ~5e-4, bf16 ~3e-3, fp8
+# with bf16 output ~1e-2), far below what a broken one gives (NaN, zeros, ~1).
+TOLERANCE = {
+    "float32": 1e-4,
+    "tf32": 1e-2,
+    "float16": 1e-2,
+    "bfloat16": 5e-2,
+    "float8_e4m3fn": 1e-1,
+}
+LOW_PRECISION = ("float16", "bfloat16")
+SDPA_BACKENDS = (  # our name, SDPBackend member, the old sdp_kernel() flag
+    ("flash", "FLASH_ATTENTION", "enable_flash"),
+    ("efficient", "EFFICIENT_ATTENTION", "enable_mem_efficient"),
+    ("cudnn", "CUDNN_ATTENTION", "enable_cudnn"),
+    ("math", "MATH", "enable_math"),
+)
+CUDA_ONLY_BACKENDS = ("efficient", "cudnn")
+
+# Problem sizes: "quick" is the default and keeps a whole device under a second.
+SIZES = {
+    ("quick", "cpu"): {"gemm": 256, "batch": 2, "channels": 32, "pixels": 32, "rows": 64, "width": 1024,
+                       "seq": 128, "target": 0.004},
+    ("quick", "cuda"): {"gemm": 1024, "batch": 8, "channels": 64, "pixels": 64, "rows": 1024, "width": 4096,
+                        "seq": 1024, "target": 0.01},
+    ("full", "cpu"): {"gemm": 512, "batch": 8, "channels": 64, "pixels": 56, "rows": 256, "width": 4096,
+                      "seq": 512, "target": 0.05},
+    ("full", "cuda"): {"gemm": 4096, "batch": 32, "channels": 128, "pixels": 64, "rows": 8192, "width": 8192,
+                       "seq": 4096, "target": 0.05},
+}
+REFERENCE_ROWS = 128  # rows of the GEMM checked in float64 (a full fp64 GEMM is slow on consumer GPUs)
+MAX_REPS = 200
+ERROR_TEXT = 600
+
+
+def _text(exc):
+    text = "%s: %s" % (type(exc).__name__, exc)
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_TEXT else text[:ERROR_TEXT] + "..."
+
+
+def record(op, dtype, backend="", status="ok", detail="", **extra):
+    out = {"op": op, "dtype": dtype, "backend": backend, "status": status, "detail": detail}
+    out.update(extra)
+    return out
+
+
+def skipped(op, dtype, why, backend=""):
+    return record(op, dtype, backend, "skipped", why)
+
+
+class Device:
+    """One device under test: where tensors go, how time is measured, how big problems are."""
+
+    def __init__(self, torch, name, mode):
+        self.torch = torch
+        self.name = name
+        self.is_cuda = name.startswith("cuda")
+        self.sizes = SIZES[(mode, "cuda" if self.is_cuda else "cpu")]
+        self.generator = torch.Generator().manual_seed(20261121)
+
+    def randn(self, *shape, scale=1.0):
+        """Inputs made on the CPU with a fixed seed: the same numbers on every device."""
+        return (self.torch.randn(*shape, generator=self.generator) * scale).to(self.name)
+
+    def sync(self):
+        if self.is_cuda:
+            self.torch.cuda.synchronize(self.name)
+
+    def seconds_per_call(self, run):
+        """Time ``run`` after one warm-up call; repeat until the time target is reached."""
+        first = self._batch(run, 1)
+        reps = 1 if first >= self.sizes["target"] else min(MAX_REPS, max(1, int(self.sizes["target"] / max(first, 1e-7))))
+        return first if reps == 1 else self._batch(run, reps) / reps
+
+    def _batch(self, run, reps):
+        if self.is_cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                run()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1000.0
+        began = time.perf_counter()
+        for _ in range(reps):
+            run()
+        return time.perf_counter() - began
+
+
+def max_relative_error(torch, out, ref):
+    """``max|out - ref| / max|ref|`` in float64; inf for NaN/inf or a wrong shape."""
+    out = out.detach().to(torch.float64)
+    if out.shape != ref.shape or not bool(torch.isfinite(out).all()):
+        return math.inf
+    scale = float(ref.abs().max())
+    return float((out - ref).abs().max()) / (scale if scale > 0 else 1.0)
+
+
+def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
+    """Run once (an exception means unsupported), check accuracy, then time it.
+
+    ``view`` picks the part of the output that ``expected`` covers.
+    """
+    torch = dev.torch
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = run()
+            dev.sync()
+        except Exception as exc:
+            detail = _text(exc)
+            reasons = [str(w.message) for w in caught if "not used because" in str(w.message)]
+            if reasons:  # SDPA says why each backend refused; keep the first reason
+                detail += " (%s)" % " ".join(reasons[0].split())[:300]
+            return record(op, dtype, backend, "unsupported", detail, **extra)
+    error = max_relative_error(torch, view(out) if view else out, expected)
+    tolerance = TOLERANCE[dtype]
+    seconds = dev.seconds_per_call(run)
+    status = "ok" if error <= tolerance else "wrong"
+    detail = "" if status == "ok" else (
+        "output is not finite or has the wrong shape" if math.isinf(error)
+        else "error %.3g exceeds the %s tolerance %.0e" % (error, dtype, tolerance))
+    return record(op, dtype, backend, status, detail, max_rel_error=None if math.isinf(error) else error,
+                  tolerance=tolerance, seconds=seconds, **extra)
+
+
+# ---------------------------------------------------------------- the tests
+
+
+def gemm(dev, dtype):
+    torch = dev.torch
+    n = dev.sizes["gemm"]
+    a, b = dev.randn(n, n), dev.randn(n, n)
+    if dtype in LOW_PRECISION:
+        a, b = a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
+    rows = min(n, REFERENCE_ROWS)
+    expected = torch.matmul(a[:rows].to(torch.float64), b.to(torch.float64))
+    cuda_matmul = torch.backends.cuda.matmul
+    allow = cuda_matmul.allow_tf32
+    cuda_matmul.allow_tf32 = dtype == "tf32"  # False for float32: the reference must be real fp32
+    try:
+        return measure(dev, "matmul", dtype, lambda: torch.matmul(a, b), expected, view=lambda out: out[:rows],
+                       flops=2.0 * n ** 3)
+    finally:
+        cuda_matmul.allow_tf32 = allow
+
+
+
+def fp8_gemm(dev):
+    """``torch._scaled_mm`` on e4m3 inputs with unit scales, bf16 output."""
+    torch = dev.torch
+    n = dev.sizes["gemm"]
+    dtype = torch.float8_e4m3fn
+    a = dev.randn(n, n).to(dtype)
+    b = dev.randn(n, n).to(dtype).t()  # _scaled_mm wants the second operand column-major
+    rows = min(n, REFERENCE_ROWS)
+    expected = torch.matmul(a[:rows].to(torch.float64), b.to(torch.float64))
+    one = torch.ones((), device=dev.name)
+
+    def run():
+        out = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        return out[0] if isinstance(out, tuple) else out  # torch < 2.4 also returned amax
+
+    return measure(dev, "matmul", "float8_e4m3fn", run, expected, view=lambda out: out[:rows], flops=2.0 * n ** 3)
+
+
+def conv2d(dev, dtype):
+    torch = dev.torch
+    s = dev.sizes
+    x = dev.randn(s["batch"], s["channels"], s["pixels"], s["pixels"])
+    w = dev.randn(s["channels"], s["channels"], 3, 3, scale=0.1)
+    x, w = x.to(getattr(torch, dtype)), w.to(getattr(torch, dtype))
+    conv = torch.nn.functional.conv2d
+    expected = conv(x.to(torch.float64), w.to(torch.float64), padding=1)
+    return measure(dev, "conv2d", dtype, lambda: conv(x, w, padding=1), expected)
+
+
+def layer_norm(dev, dtype):
+    torch = dev.torch
+    rows, width = dev.sizes["rows"], dev.sizes["width"]
+    x = dev.randn(rows, width).to(getattr(torch, dtype))
+    w, b = dev.randn(width).to(x.dtype), dev.randn(width).to(x.dtype)
+    norm = torch.nn.functional.layer_norm
+    expected = norm(x.to(torch.float64), (width,), w.to(torch.float64), b.to(torch.float64))
+    return measure(dev, "layer_norm", dtype, lambda: norm(x, (width,), w, b), expected)
+
+
+def softmax(dev, dtype):
+    torch = dev.torch
+    x = dev.randn(dev.sizes["rows"], dev.sizes["width"], scale=4.0).to(getattr(torch, dtype))
+    expected = torch.softmax(x.to(torch.float64), dim=-1)
+    return measure(dev, "softmax", dtype, lambda: torch.softmax(x, dim=-1), expected)
+
+
+def sdpa(dev, dtype, backend=""):
+    """One scaled_dot_product_attention call, restricted to ``backend`` when given."""
+    torch = dev.torch
+    if backend in CUDA_ONLY_BACKENDS and not dev.is_cuda:
+        return skipped("sdpa", dtype, "a CUDA-only backend", backend)
+    q, k, v = (dev.randn(2, 8, dev.sizes["seq"], 64).to(getattr(torch, dtype)) for _ in range(3))
+    attention = torch.nn.functional.scaled_dot_product_attention
+    with _sdpa_backend(torch, "math"):
+        expected = attention(q.to(torch.float64), k.to(torch.float64), v.to(torch.float64))
+    context = _sdpa_backend(torch, backend)
+    if context is None:
+        return skipped("sdpa", dtype, "this torch cannot select the %s backend" % backend, backend)
+
+    def run():
+        with _sdpa_backend(torch, backend):
+            return attention(q, k, v)
+
+    return measure(dev, "sdpa", dtype, run, expected, backend=backend)
+
+
+def _sdpa_backend(torch, backend):
+    """A context that allows only ``backend`` ("" for torch's own choice); None when impossible."""
+    import contextlib
+
+    if not backend:
+        return contextlib.nullcontext()
+    ours = {name: (member, flag) for name, member, flag in SDPA_BACKENDS}[backend]
+    attention = getattr(torch.nn, "attention", None)
+    if attention is not None and hasattr(attention, "sdpa_kernel"):  # torch 2.3+
+        member = getattr(attention.SDPBackend, ours[0], None)
+        return attention.sdpa_kernel(member) if member is not None else None
+    old = getattr(torch.backends.cuda, "sdp_kernel", None)
+    if old is None:
+        return None
+    flags = {flag: flag == ours[1] for _, _, flag in SDPA_BACKENDS if flag != "enable_cudnn"}
+    return old(**flags) if ours[1] in flags else None
+
+
+def autocast(dev, dtype):
+    """A Linear under torch.autocast must produce ``dtype``: that is autocast's promise."""
+    torch = dev.torch
+    device_type = "cuda" if dev.is_cuda else "cpu"
+    layer = torch.nn.Linear(64, 64).to(dev.name)
+    x = dev.randn(16, 64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autocast(device_type, dtype=getattr(torch, dtype)):
+                produced = {"linear": str(layer(x).dtype).replace("torch.", ""),
+                            "matmul": str(torch.matmul(x, x.t()).dtype).replace("torch.", "")}
+        except Exception as exc:
+            return record("autocast", dtype, status="unsupported", detail=_text(exc))
+    said = "; ".join(" ".join(str(w.message).split()) for w in caught if "autocast" in str(w.message).lower())
+    wrong = {op: got for op, got in produced.items() if got != dtype}
+    detail = ", ".join("%s gave %s" % item for item in sorted(wrong.items()))
+    if said:
+        detail = (detail + " (torch warned: %s)" % said[:300]) if detail else "torch warned: %s" % said[:300]
+    return record("autocast", dtype, status="wrong" if wrong else "ok", detail=detail, output_dtypes=produced)
+
+
+class PlainSGD:
+    """The optimizer interface GradScaler uses (param_groups, step), and nothing else.
+
+    torch.optim.SGD would do, but its first use imports torch._dynamo: 1.5 s and
+    800 modules, three times the whole CPU kernel budget.
+    """
+
+    def __init__(self, torch, params, lr=0.01):
+        self.torch, self.lr = torch, lr
+        self.param_groups = [{"params": list(params)}]
+
+    def step(self):
+        with self.torch.no_grad():
+            for param in self.param_groups[0]["params"]:
+                if param.grad is not None:
+                    param.sub_(param.grad, alpha=self.lr)
+
+
+def grad_scaler(dev):
+    """One fp16 training step with GradScaler on a model that cannot overflow."""
+    torch = dev.torch
+    device_type = "cuda" if dev.is_cuda else "cpu"
+    amp = getattr(torch, "amp", None)
+    try:
+        scaler = amp.GradScaler(device_type) if amp is not None and hasattr(amp, "GradScaler") else None
+    except Exception:
+        scaler = None
+    if scaler is None and dev.is_cuda:
+        scaler = torch.cuda.amp.GradScaler()
+    if scaler is None:
+        return skipped("grad_scaler", "float16", "this torch has no GradScaler for %s" % device_type)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)).to(dev.name)
+    optimizer = PlainSGD(torch, model.parameters())
+    x, y = dev.randn(16, 32, scale=0.1), dev.randn(16, 1, scale=0.1)
+    try:
+        before = float(scaler.get_scale())
+        with torch.autocast(device_type, dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        grads_finite = all(bool(torch.isfinite(p.grad).all()) for p in model.parameters() if p.grad is not None)
+        scaler.step(optimizer)
+        scaler.update()
+        after = float(scaler.get_scale())
+    except Exception as exc:
+        return record("grad_scaler", "float16", status="unsupported", detail=_text(exc))
+    loss_finite = math.isfinite(float(loss.detach()))
+    problems = []
+    if not loss_finite:
+        problems.append("the loss is not finite")
+    if not grads_finite:
+        problems.append("gradients overflowed to inf/NaN")
+    if after < before:
+        problems.append("the loss scale fell from %g to %g" % (before, after))
+    return record("grad_scaler", "float16", status="wrong" if problems else "ok", detail="; ".join(problems),
+                  loss_finite=loss_finite, grads_finite=grads_finite, scale_before=before, scale_after=after)
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def device_info(torch, name):
+    """What the device and torch claim, before any kernel runs (this starts CUDA)."""
+    info = {"device": name}
+    if name.startswith("cuda"):
+        began = time.perf_counter()
+        torch.cuda.set_device(name)
+        torch.zeros(1, device=name)
+        torch.cuda.synchronize(name)
+        info["init_seconds"] = time.perf_counter() - began
+        props = torch.cuda.get_device_properties(name)
+        info["name"] = str(props.name)
+        info["compute_capability"] = "%d.%d" % (props.major, props.minor)
+        info["arch"] = str(getattr(props, "gcnArchName", "") or "")
+        info["bf16_supported"] = bool(torch.cuda.is_bf16_supported())
+        try:
+            info["bf16_native"] = bool(torch.cuda.is_bf16_supported(including_emulation=False))
+        except TypeError:  # torch < 2.4 has no including_emulation: it answered for native only
+            info["bf16_native"] = info["bf16_supported"]
+    else:
+        cpu = getattr(torch.backends, "cpu", None)
+        info["name"] = str(cpu.get_cpu_capability()) if cpu and hasattr(cpu, "get_cpu_capability") else ""
+        info["threads"] = int(torch.get_num_threads())
+    return info
+
+
+def claims_fp8(torch, dev):
+    """fp8 GEMMs need compute capability 8.9 or 9.0+ (NVIDIA) or an MI300-class gfx94x/95x."""
+    if not dev.is_cuda or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return False
+    props = torch.cuda.get_device_properties(dev.name)
+    arch = str(getattr(props, "gcnArchName", "") or "")
+    if arch:
+        return arch.startswith(("gfx94", "gfx95"))
+    return (props.major, props.minor) >= (8, 9)
+
+
+def tests(torch, name, mode):
+    """The ordered (key, callable) plan for one device. Keys are stable step names."""
+    dev = Device(torch, name, mode)
+    plan = [("device", lambda: device_info(torch, name))]
+    plan.append(("matmul/float32", lambda: gemm(dev, "float32")))
+    plan.append(("matmul/tf32", lambda: gemm(dev, "tf32") if dev.is_cuda
+                 else skipped("matmul", "tf32", "TF32 is a CUDA tensor-core mode")))
+    for dtype in LOW_PRECISION:
+        plan.append(("matmul/" + dtype, lambda d=dtype: gemm(dev, d)))
+    plan.append(("matmul/float8_e4m3fn", lambda: fp8_gemm(dev) if claims_fp8(torch, dev)
+                 else skipped("matmul", "float8_e4m3fn", "the device does not claim fp8 GEMMs")))
+    for op, func in (("conv2d", conv2d), ("layer_norm", layer_norm), ("softmax", softmax)):
+        for dtype in ("float32",) + LOW_PRECISION:
+            plan.append(("%s/%s" % (op, dtype), lambda f=func, d=dtype: f(dev, d)))
+    plan.append(("sdpa/float32", lambda: sdpa(dev, "float32")))
+    for dtype in LOW_PRECISION:
+        for backend, _, _ in SDPA_BACKENDS:
+            plan.append(("sdpa/%s/%s" % (dtype, backend), lambda d=dtype, b=backend: sdpa(dev, d, b)))
+    for dtype in LOW_PRECISION:
+        plan.append(("autocast/" + dtype, lambda d=dtype: autocast(dev, d)))
+    plan.append(("grad_scaler/float16", lambda: grad_scaler(dev)))
+    return plan

@@ -1,0 +1,126 @@
+"""Run the precision microkernels through the interpreter under diagnosis, and read the results.
+
+``kernel_runner.py`` runs in a child of the target interpreter and forks one worker
+per device (see there). This module starts it with its time limits, then turns the
+step files it and its workers wrote into snapshot facts. A worker that crashed,
+hung, or wrote junk costs only its own entries. It judges nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import typing
+from pathlib import Path
+
+from mpdoctor import redact
+from mpdoctor.probes import kernel_runner
+from mpdoctor.probes.child import ChildResult, run_child
+from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run
+from mpdoctor.serde import DataError, from_data
+from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult
+
+MODES = ("quick", "full")
+DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
+BOOKKEEPING = ("device", "end", "done")
+
+
+def runner_timeout(timeout: float) -> float:
+    """The runner's whole budget: importing torch, then every device's (restartable) run.
+
+    Each device may take ``2 * timeout`` (see kernel_runner), all in parallel.
+    """
+    return 3 * timeout + 5
+
+
+def probe_kernels(python: str, timeout: float, mode: str) -> KernelInfo:
+    """Run every device's microkernels in ``python``; ``timeout`` is the per-probe budget."""
+    with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
+        runner_file = os.path.join(tmp, "runner.jsonl")
+        Path(runner_file).touch()
+
+        def import_overran(elapsed: float) -> bool:
+            # `import torch` gets the same budget as in the torch probe, not the runner's whole one.
+            return elapsed > timeout and "import" not in _read_steps(runner_file).data
+
+        argv = [python, "-c", BOOTSTRAP, redact.__file__, kernel_runner.__file__, tmp, mode, repr(timeout)]
+        result = run_child(argv, runner_timeout(timeout), give_up=import_overran)
+        return kernel_facts(result, tmp, mode)
+
+
+def _read_steps(path: str) -> Steps:
+    try:
+        return Steps(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return Steps("")
+
+
+def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
+    """Facts from the runner's step files in ``directory`` and how the runner ended."""
+    runner = _read_steps(os.path.join(directory, "runner.jsonl"))
+    info = KernelInfo(mode=mode, probe=probe_run(result, runner))
+    imported = runner.data.get("import")
+    if isinstance(imported, dict) and imported.get("ok") is False:
+        error = imported.get("error")
+        message = error.get("message", "") if isinstance(error, dict) else ""
+        info.status, info.detail = "not-run", f"torch did not import: {message}".rstrip(": ")
+        return info
+    counted = runner.data.get("cuda")
+    if isinstance(counted, dict) and isinstance(counted.get("available"), bool):
+        info.cuda_available = counted["available"]
+    names = runner.data.get("devices")
+    names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    info.devices = [device_facts(name, _read_steps(os.path.join(directory, f"device-{i}.jsonl")))
+                    for i, name in enumerate(names)]
+    if info.probe.status == "ok":
+        info.status = "ok"
+        return info
+    info.status = "error"
+    info.detail = ("importing torch " if not isinstance(imported, dict) else "the kernel runner ") + result.describe()
+    for device in info.devices:
+        if device.status == "not-run":  # its run never ended: it went down with the runner
+            device.status, device.detail = info.probe.status, "stopped together with the kernel runner"
+    return info
+
+
+def device_facts(name: str, steps: Steps) -> DeviceKernels:
+    """One device's facts; a step whose data does not fit its shape becomes an error entry."""
+    device = DeviceKernels(device=name)
+    claims = steps.data.get("device")
+    if isinstance(claims, dict):
+        for key in DEVICE_FACTS:
+            if key in claims:
+                try:
+                    setattr(device, key, from_data(typing.get_type_hints(DeviceKernels)[key], claims[key]))
+                except DataError:
+                    pass
+        if claims.get("status") in ("crashed", "timeout", "error"):  # the device never started
+            device.status, device.detail = claims["status"], str(claims.get("detail", ""))
+    end = steps.data.get("end")
+    if isinstance(end, dict):
+        if device.status == "not-run":
+            device.status = str(end.get("status") or "error")
+            device.detail = str(end.get("detail") or "")
+        restarts, seconds = end.get("restarts"), end.get("seconds")
+        device.restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
+        device.seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else 0.0
+    device.results = [kernel_result(key, data) for key, data in steps.data.items() if key not in BOOKKEEPING]
+    return device
+
+
+def parse_key(key: str) -> tuple[str, str, str]:
+    """``"sdpa/float16/flash"`` as (op, dtype, backend)."""
+    op, _, rest = key.partition("/")
+    dtype, _, backend = rest.partition("/")
+    return op, dtype, backend
+
+
+def kernel_result(key: str, data: object) -> KernelResult:
+    op, dtype, backend = parse_key(key)
+    if not isinstance(data, dict):
+        return KernelResult(op, dtype, backend, status="error", detail="the worker wrote no usable result")
+    try:
+        # The step's name is authoritative for what was tested.
+        return from_data(KernelResult, {**data, "op": op, "dtype": dtype, "backend": backend})
+    except DataError as exc:
+        return KernelResult(op, dtype, backend, status="error", detail=f"the worker wrote an unusable result ({exc})")
