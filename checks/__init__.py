@@ -11,3 +11,6 @@ from mpdoctor.checks import stack_versions  # noqa: F401  versions across the pr
 from mpdoctor.checks import gpu_order  # noqa: F401  which physical GPU each cuda:N is
 from mpdoctor.checks import gpu_visibility  # noqa: F401  what the CUDA env vars select
 from mpdoctor.checks import pynvml_package  # noqa: F401  which NVML bindings import
+from mpdoctor.checks import precision_runs  # noqa: F401  measured: does each dtype run, correctly
+from mpdoctor.checks import precision_speed  # noqa: F401  measured: is it fast, emulated, fused attention
+from mpdoctor.checks import precision_amp  # noqa: F401  measured: autocast and GradScaler

@@ -7,7 +7,9 @@ from typing import Optional
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 
+from mpdoctor import fixes
 from mpdoctor.capability import parse_capability
+from mpdoctor.findings import Step
 from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 
 
@@ -59,3 +61,12 @@ def requirers(snap: Snapshot, name: str) -> list[tuple[Distribution, Requirement
                 out.append((dist, req))
                 break
     return out
+
+
+def arch_fix_steps(snap: Snapshot, caps: list[int]) -> list[Step]:
+    """Reinstall torch from the official CUDA variant that has code for these compute capabilities."""
+    cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
+    if cuda:
+        return [fixes.reinstall_torch_step(snap, cuda, f"Install the CUDA {cuda} build, which has code for it")]
+    return [Step("No official build known to mpdoctor covers this GPU with this driver; upgrade the driver or "
+                 "build torch from source with TORCH_CUDA_ARCH_LIST set")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from mpdoctor import fixes
-from mpdoctor.checks._common import capability, driver_evidence, gpus, is_cuda_build, tail
+from mpdoctor.checks import _kernels as kernels
+from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
 from mpdoctor.gpu_map import gpu_view
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
@@ -128,23 +129,22 @@ def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Install the same torch version built for a CUDA version that includes this
     GPU's architecture (the finding picks one from torch's own release table).
+    When the microkernels saw the failure themselves, PREC002 reports it instead.
     """
     torch = snap.torch
     if not is_cuda_build(snap) or not torch.arch_list:
         return
-    missing = [g for g in gpus(snap) if capability(g) and not _runs_on(torch.arch_list, capability(g))]
+    # A GPU the microkernels already ran on is judged by what they saw (PREC002).
+    measured = {kernels.capability(snap, device) for device, _ in kernels.missing_images(snap)}
+    missing = [g for g in gpus(snap) if capability(g) and not _runs_on(torch.arch_list, capability(g))
+               and capability(g) not in measured]
     if not missing:
         return
-    caps = [capability(g) for g in missing]
-    cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
     names = ", ".join(f"GPU {g.index} {g.name} (sm_{capability(g)})" for g in missing)
-    steps = ([fixes.reinstall_torch_step(snap, cuda, f"Install the CUDA {cuda} build, which has code for it")]
-             if cuda else [Step("No official build known to mpdoctor covers this GPU with this driver; upgrade "
-                                "the driver or build torch from source with TORCH_CUDA_ARCH_LIST set")])
     yield error(
         f"torch {torch.version} has no kernels for {names}: 'no kernel image is available'",
         [f"torch.cuda.get_arch_list() = {torch.arch_list}"] + driver_evidence(snap),
-        steps,
+        arch_fix_steps(snap, [capability(g) for g in missing]),
     )
 
 

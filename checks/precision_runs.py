@@ -1,0 +1,181 @@
+"""precision, part one: does each dtype run on each device, correctly, without killing the process.
+
+Judged from the live microkernels (``mpdoctor.probes.kernel_suite``): an op in a
+dtype on a device either ran and matched a float64 reference, raised, gave wrong
+numbers, or took its worker process down.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator
+
+from mpdoctor.checks._common import arch_fix_steps
+from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, SHORT, capability, is_gpu,
+                                      label, measured, missing_images, no_kernel_image, sdpa_runs, sdpa_tried,
+                                      use_instead)
+from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.registry import check
+from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
+
+
+def _failures(device: DeviceKernels) -> list[KernelResult]:
+    """Numeric ops that raised, other than for a missing kernel image (PREC002).
+
+    An SDPA dtype counts once, and only when no backend at all ran it; a single
+    backend refusing is PREC006's business.
+    """
+    out = [r for r in device.results
+           if r.op in NUMERIC_OPS and not r.backend and r.status in FAILED and not no_kernel_image(r)]
+    for dtype in LOW:
+        tried = sdpa_tried(device, dtype)
+        if tried and not sdpa_runs(device, dtype) and not any(no_kernel_image(r) for r in tried):
+            failed = [r for r in tried if r.status in FAILED]
+            if failed:
+                out.append(failed[-1])  # the math backend's error: the last resort's reason
+    return out
+
+
+@check("PREC001", "precision-does-not-run", family=FAMILY)
+def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
+    """An op raises in a dtype on a device (matmul, conv2d, layer_norm, softmax, attention).
+
+    ## Why it matters
+    Mixed precision routes these ops through the low-precision kernels: a model
+    that trains in fp32 fails at its first step in fp16 or bf16, with errors such
+    as `"addmm_impl_cpu_" not implemented for 'Half'` (fp16 on the CPU before
+    torch 2.2) or cuBLAS/cuDNN "not supported" errors for bf16 on GPUs before
+    Ampere.
+
+    ## Fix
+    Use a dtype that runs on that device (the finding names the fastest one that
+    did), or move the work to a device that supports it; for fp16 on the CPU,
+    upgrade torch.
+    """
+    for device in measured(snap):
+        by_dtype: dict[str, list[KernelResult]] = defaultdict(list)
+        for r in _failures(device):
+            by_dtype[r.dtype].append(r)
+        for dtype, failed in by_dtype.items():
+            ops = ", ".join(r.op for r in failed)
+            title = f"{SHORT[dtype]} does not run on {label(device)}: {ops}"
+            evidence = [f"{r.op} {SHORT[dtype]}{'/' + r.backend if r.backend else ''}: {r.detail}" for r in failed]
+            steps = [Step(text) for text in {use_instead(device, r.op, dtype) for r in failed} if text]
+            if not is_gpu(device) and dtype == "float16":
+                steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
+            make = warning if dtype == "float8_e4m3fn" else error
+            yield make(title, evidence, steps or [Step(f"Avoid {SHORT[dtype]} on {label(device)}")])
+
+
+@check("PREC002", "no-kernel-image", family=FAMILY)
+def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
+    """A kernel failed with "no kernel image is available for execution on the device".
+
+    ## Why it matters
+    The torch build has no GPU code for this GPU's architecture (or for some of
+    its ops), so everything that needs those kernels fails. This is the measured
+    form of TORCH007, which predicts it from the build's arch list.
+
+    ## Fix
+    Install the same torch version built for a CUDA version that includes this
+    GPU's architecture (the finding picks one from torch's own release table).
+    """
+    for device, where in missing_images(snap):
+        cc = capability(snap, device)
+        arch = f"sm_{cc}" if cc else "this architecture"
+        yield error(
+            f"torch {snap.torch.version or ''} has no kernel image for {label(device)} ({arch})".replace("  ", " "),
+            [f"failed: {', '.join(where)}", f"torch.cuda.get_arch_list() = {snap.torch.arch_list}"],
+            arch_fix_steps(snap, [cc] if cc else []),
+        )
+
+
+@check("PREC003", "wrong-results", family=FAMILY)
+def wrong_results(snap: Snapshot) -> Iterator[Finding]:
+    """An op gives results outside its dtype's tolerance, or inf/NaN, on a device.
+
+    ## Why it matters
+    The kernel runs but computes the wrong numbers: losses that drift or turn
+    NaN for no reason in the model. Causes seen in the wild: a torch or cuBLAS
+    bug for one architecture, a mismatched driver, failing GPU memory, an
+    unstable overclock.
+
+    ## Fix
+    Avoid that dtype on that device until it is fixed; update the NVIDIA driver
+    and torch; check the GPU's memory errors with `nvidia-smi -q -d ECC`.
+    """
+    for device in measured(snap):
+        wrong = [r for r in device.results if r.op in NUMERIC_OPS and r.status == "wrong"]
+        if not wrong:
+            continue
+        names = sorted({f"{SHORT[r.dtype]} {r.op}" for r in wrong})
+        evidence = [f"{r.op} {SHORT[r.dtype]}{'/' + r.backend if r.backend else ''}: {r.detail}"
+                    + (f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
+                       if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
+        steps = [Step(f"Do not train in these dtypes on {label(device)} until fixed")]
+        if is_gpu(device):
+            steps += [Step("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+                      Step("Update the NVIDIA driver and torch, then run `mpdoctor check` again")]
+        else:
+            steps.append(Step("Update torch, then run `mpdoctor check` again"))
+        yield error(f"Wrong results on {label(device)}: {', '.join(names)}", evidence, steps)
+
+
+@check("PREC009", "kernel-worker-failed", family=FAMILY)
+def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
+    """A microkernel crashed or hung its worker process, or a device could not start at all.
+
+    ## Why it matters
+    A kernel that kills the process (a segfault, an abort in a CUDA library) or
+    never returns will do the same inside training, usually with far less to go
+    on. mpdoctor ran each device in its own process and went on past the bad
+    test, so the other results still stand.
+
+    ## Fix
+    Avoid the named op and dtype on that device; update torch and the NVIDIA
+    driver. A device that cannot start (busy, out of memory, in exclusive mode
+    held by another process) needs that cleared first: see `nvidia-smi`.
+    """
+    kernels = snap.kernels
+    if kernels.status == "error":
+        yield warning(f"The precision microkernels did not finish: {kernels.detail}",
+                      [f"kernel runner: {kernels.probe.status} {kernels.probe.detail}".rstrip()]
+                      + ([kernels.probe.stderr_tail[-600:]] if kernels.probe.stderr_tail else []),
+                      [Step("Run again with more time, e.g. `mpdoctor check --timeout 180`")])
+    for device in measured(snap):
+        if device.status in ("crashed", "timeout", "error") and not device.results:
+            if NO_KERNEL_IMAGE in device.detail:
+                continue  # PREC002
+            yield error(f"Could not start {label(device)} to run kernels: {device.detail}",
+                        [f"{device.device}: {device.status}"],
+                        [Step("See what holds the GPU or why it fails", "nvidia-smi")])
+            continue
+        killed = [r for r in device.results if r.status in ("crashed", "timeout")]
+        if not killed:
+            continue
+        crashed = [r for r in killed if r.status == "crashed"]
+        names = ", ".join(f"{SHORT.get(r.dtype, r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}"
+                          for r in killed)
+        evidence = [f"{r.op} {r.dtype} {r.backend}: {r.detail}".replace("  ", " ") for r in killed]
+        evidence.append(f"worker restarted {device.restarts} time(s); device run ended: {device.status}"
+                        + (f" ({device.detail})" if device.detail else ""))
+        make = error if crashed else warning
+        yield make(f"Kernels killed their process on {label(device)}: {names}", evidence,
+                   [Step("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
+
+
+@check("PREC010", "kernels-not-run", family=FAMILY)
+def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
+    """The precision microkernels were skipped, so precision support is predicted, not measured.
+
+    ## Why it matters
+    Without them mpdoctor only knows what the hardware and torch claim; it
+    cannot tell a dtype that is emulated, slow, wrong, or missing kernels.
+
+    ## Fix
+    Run `mpdoctor check` without `--no-kernels`.
+    """
+    if snap.kernels.status == "skipped":
+        yield info("Precision microkernels were skipped (--no-kernels): support is predicted, not measured",
+                   [snap.kernels.detail], [Step("Measure it", "mpdoctor check")])
+
