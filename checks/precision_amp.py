@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor.checks._kernels import FAILED, FAMILY, SHORT, is_gpu, label, measured, result
+from mpdoctor.checks._kernels import FAILED, FAMILY
 from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.kernel_view import SHORT, is_gpu, label, measured, result
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 

@@ -11,10 +11,10 @@ from collections import defaultdict
 from typing import Iterator
 
 from mpdoctor.checks._common import arch_fix_steps
-from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, SHORT, capability, is_gpu,
-                                      label, measured, missing_images, no_kernel_image, sdpa_runs, sdpa_tried,
-                                      use_instead)
+from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
+                                      no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.kernel_view import SHORT, capability, is_gpu, label, measured
 from mpdoctor.registry import check
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor.checks._kernels import (FAMILY, FUSED_SDPA, LOW, NO_GAIN, SHORT, SLOWER, bf16_misreported, hardware_level,
-                                      is_gpu, label, measured, ratio_text, result, sdpa_runs, sdpa_tried, speedup,
-                                      use_instead)
+from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
 from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.kernel_view import (NO_GAIN, SHORT, hardware_level, is_gpu, is_slow, label, measured, ratio_text,
+                                  result, speedup)
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -42,12 +42,8 @@ def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
             if dtype == "bfloat16" and bf16_misreported(snap, device):
                 continue  # PREC005 says it, with the reason code picks bf16 here
             r = result(device, "matmul", dtype)
-            ratio = speedup(device, r) if r else None
-            if ratio is None:
-                continue
-            level = hardware_level(snap, device, dtype)
-            if ratio < SLOWER or (level in ("emulated", "slow") and ratio < NO_GAIN):
-                slow.append((dtype, r, ratio, level))
+            if r is not None and is_slow(snap, device, r):
+                slow.append((dtype, r, speedup(device, r), hardware_level(snap, device, dtype)))
         if not slow:
             continue
         names = " and ".join(SHORT[dtype] for dtype, *_ in slow)
@@ -67,10 +63,12 @@ def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
 
 
 def _summary(slow) -> str:
+    """"108x slower than fp32", or "108x and 117x slower than fp32" for several dtypes."""
     texts = [ratio_text(ratio) for _, _, ratio, _ in slow]
-    if len(set(texts)) == 1 or len(slow) == 1:
-        return texts[0]
-    return " and ".join(texts) + " respectively"
+    number, _, rest = texts[0].partition(" ")
+    if all(text.partition(" ")[2] == rest for text in texts) and number.endswith("x"):
+        return " and ".join(text.partition(" ")[0] for text in texts) + " " + rest
+    return " and ".join(texts)
 
 
 @check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY)

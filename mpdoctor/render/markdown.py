@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from mpdoctor.findings import Finding
+from mpdoctor.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes
 from mpdoctor.render.text import environment_line, summary_line
 from mpdoctor.report import Report, report_data
@@ -72,6 +73,17 @@ def _devices(report: Report) -> list[str]:
     return lines
 
 
+def _kernels(report: Report) -> list[str]:
+    lines = ["## Precision, measured", ""]
+    groups = matrix_groups(report.snapshot)
+    for device, alike, headers, rows in groups:
+        also = f" ({', '.join(alike)} alike)" if alike else ""
+        lines += [f"**{label(device)}**{also}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows] + [""]
+    lines += [f"- {line}" for line in kernel_notes(report.snapshot) + ([MATRIX_LEGEND] if groups else [])]
+    return lines + [""]
+
+
 def render_markdown(report: Report) -> str:
     lines = [
         "## mpdoctor report",
@@ -89,7 +101,7 @@ def render_markdown(report: Report) -> str:
         lines += ["No problems found.", ""]
     lines += ["## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in _environment_rows(report)]
-    lines += [""] + _devices(report)
+    lines += [""] + _devices(report) + _kernels(report)
     snapshot_json = json.dumps(report_data(report)["snapshot"], indent=2)
     lines += ["", "<details><summary>Full snapshot (JSON)</summary>", "", _fence(snapshot_json, "json"), "", "</details>", ""]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from mpdoctor.findings import Finding
 from mpdoctor.gpu_table import GpuView
+from mpdoctor.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how
 from mpdoctor.report import Report
 from mpdoctor.snapshot import Snapshot
@@ -84,11 +85,29 @@ def render_devices(view: GpuView, console: Console) -> None:
     console.print()
 
 
+def render_kernels(snap: Snapshot, console: Console) -> None:
+    """The measured capability matrix, one table per distinct device."""
+    groups = matrix_groups(snap)
+    for device, alike, headers, rows in groups:
+        also = f"; {', '.join(alike)} alike" if alike else ""
+        console.print(Text(f"Measured on {label(device)}{also}", style="bold"), soft_wrap=True)
+        table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold")
+        for header in headers:
+            table.add_column(header, no_wrap=True, justify="left" if header == "op" else "right")
+        for row in rows:
+            table.add_row(*(escape(c) for c in row))
+        console.print(table)
+    for line in kernel_notes(snap) + ([MATRIX_LEGEND] if groups else []):
+        console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+    console.print()
+
+
 def render_text(report: Report, console: Console) -> None:
     header = f"mpdoctor {report.mpdoctor_version}: {environment_line(report.snapshot)}"
     console.print(Text(header, style="bold"), soft_wrap=True)
     console.print()
     render_devices(report.gpus, console)
+    render_kernels(report.snapshot, console)
     for finding in report.findings:
         render_finding(console, finding)
     if any(f.severity == "error" for f in report.findings):
