@@ -176,6 +176,5 @@ def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     Run `mpdoctor check` without `--no-kernels`.
     """
     if snap.kernels.status == "skipped":
-        yield info("Precision microkernels were skipped (--no-kernels): support is predicted, not measured",
-                   [snap.kernels.detail], [Step("Measure it", "mpdoctor check")])
-
+        yield info("Precision was predicted, not measured: the microkernels were skipped",
+                   [f"kernels: {snap.kernels.detail}"], [Step("Measure it", "mpdoctor check")])

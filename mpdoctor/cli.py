@@ -33,6 +33,11 @@ class Format(str, enum.Enum):
     markdown = "markdown"
 
 
+class KernelMode(str, enum.Enum):
+    quick = "quick"
+    full = "full"
+
+
 class FailOn(str, enum.Enum):
     error = "error"
     warning = "warning"
@@ -108,7 +113,12 @@ def check(
     python: Annotated[Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")] = None,
     snapshot: Annotated[Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")] = None,
     save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each probe may take before it is abandoned.", min=0.1)] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds each probe may take before it is abandoned (a device's "
+                                                "microkernels get twice that, a single kernel a quarter).", min=0.1)] = 60.0,
+    kernels: Annotated[KernelMode, typer.Option(help="Microkernel problem sizes: quick (about a second per device) "
+                                                     "or full (larger, steadier timings).")] = KernelMode.quick,
+    no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the live precision microkernels "
+                                                                  "(the precision family).")] = False,
 ) -> None:
     """Diagnose the environment and print a triaged fix list."""
     from mpdoctor import doctor
@@ -126,7 +136,7 @@ def check(
     _check_writable("--output", output)
     _check_writable("--save-snapshot", save_snapshot)
     options = doctor.Options(python=_resolve_python(python), timeout=timeout, snapshot=snapshot,
-                             select=chosen, ignore=dropped)
+                             select=chosen, ignore=dropped, kernels="off" if no_kernels else kernels.value)
     try:
         report = redacted(doctor.diagnose(options))
     except SnapshotError as exc:

@@ -23,12 +23,18 @@ class Options:
 
 
 def gather(options: Options) -> Snapshot:
-    """Load the snapshot the user gave, or take a fresh one."""
+    """Load the snapshot the user gave, or take a fresh one.
+
+    The microkernels are the slow probe: they only run when a precision check
+    is selected.
+    """
     if options.snapshot:
         return load_snapshot(options.snapshot)
     from mpdoctor.probes.collect import take_snapshot
 
-    return take_snapshot(options.python, options.timeout, options.kernels)
+    checks = builtin_registry().select(options.select, options.ignore)
+    wanted = any(entry.family == "precision" for entry in checks)
+    return take_snapshot(options.python, options.timeout, options.kernels if wanted else "off")
 
 
 def judge(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) -> list[Finding]:

@@ -156,7 +156,7 @@ def kernel_notes(snap: Snapshot) -> list[str]:
     """Why the matrix is missing or incomplete, in a line each."""
     kernels = snap.kernels
     if kernels.status == "skipped":
-        return ["Precision microkernels: skipped (--no-kernels)"]
+        return [f"Precision microkernels: skipped ({kernels.detail or '--no-kernels'})"]
     if kernels.status == "not-run":
         return [f"Precision microkernels: not run{': ' + kernels.detail if kernels.detail else ''}"]
     notes = [f"Precision microkernels ({kernels.mode}): {kernels.detail}"] if kernels.status == "error" else []

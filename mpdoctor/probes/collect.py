@@ -12,7 +12,8 @@ from mpdoctor.snapshot import KernelInfo, Machine, Snapshot, utc_timestamp
 def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapshot:
     """Facts about the interpreter ``python`` and this machine.
 
-    ``kernels`` is the microkernel mode (quick or full), or "off" to skip them.
+    ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
+    (``--no-kernels``, or no precision check selected).
     """
     created = utc_timestamp()
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -20,6 +21,6 @@ def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapsh
         kernel_job = pool.submit(probe_kernels, python, timeout, kernels) if kernels != "off" else None
         environment, torch = probe_environment(python, timeout)
         nvml = nvml_job.result()
-        kernel_info = kernel_job.result() if kernel_job else KernelInfo(status="skipped", detail="skipped with --no-kernels")
+        kernel_info = kernel_job.result() if kernel_job else KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
     return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml),
                     kernels=kernel_info)
