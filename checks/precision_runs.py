@@ -82,10 +82,10 @@ def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
     """
     for device, where in missing_images(snap):
         cc = capability(snap, device)
-        arch = f"sm_{cc}" if cc else "this architecture"
+        arch = f"sm_{cc}" if cc else "its architecture"
         yield error(
-            f"torch {snap.torch.version or ''} has no kernel image for {label(device)} ({arch})".replace("  ", " "),
-            [f"failed: {', '.join(where)}", f"torch.cuda.get_arch_list() = {snap.torch.arch_list}"],
+            f"torch {snap.torch.version or '(unknown version)'} has no kernel image for {label(device)}",
+            [f"failed: {', '.join(where)}", f"torch.cuda.get_arch_list() = {snap.torch.arch_list}: no code for {arch}"],
             arch_fix_steps(snap, [cc] if cc else []),
         )
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from mpdoctor import fixes
-from mpdoctor.checks import _kernels as kernels
+from mpdoctor.checks._kernels import missing_images
 from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
 from mpdoctor.gpu_map import gpu_view
+from mpdoctor.kernel_view import capability as measured_capability
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -135,7 +136,7 @@ def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     if not is_cuda_build(snap) or not torch.arch_list:
         return
     # A GPU the microkernels already ran on is judged by what they saw (PREC002).
-    measured = {kernels.capability(snap, device) for device, _ in kernels.missing_images(snap)}
+    measured = {measured_capability(snap, device) for device, _ in missing_images(snap)}
     missing = [g for g in gpus(snap) if capability(g) and not _runs_on(torch.arch_list, capability(g))
                and capability(g) not in measured]
     if not missing:

@@ -112,7 +112,7 @@ def speed(ratio: float) -> str:
     if ratio >= 1:
         return f"{ratio:.2g}x" if ratio < 10 else f"{ratio:.0f}x"
     slower = 1 / ratio
-    return f"1/{slower:.2g}" if slower < 10 else f"1/{slower:.0f}"
+    return f"1/{slower:.3g}" if slower < 2 else (f"1/{slower:.2g}" if slower < 10 else f"1/{slower:.0f}")
 
 
 def matrix(snap: Snapshot, device: DeviceKernels) -> tuple[list[str], list[list[str]]]:
@@ -142,6 +142,8 @@ def matrix_groups(snap: Snapshot) -> list[tuple[DeviceKernels, list[str], list[s
     groups: list[tuple[DeviceKernels, list[str], list[str], list[list[str]]]] = []
     for device in measured(snap):
         headers, rows = matrix(snap, device)
+        if not rows:
+            continue  # nothing ran: kernel_notes says why
         for shown, alike, known_headers, known_rows in groups:
             if (shown.name, shown.compute_capability) == (device.name, device.compute_capability) \
                     and known_headers == headers and _words(known_rows) == _words(rows):

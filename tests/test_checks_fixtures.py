@@ -48,6 +48,17 @@ EXPECTED = {
     "gpus-missing-from-cuda": {"GPU007"},
     "pynvml-legacy-shadows": {"GPU009"},
     "pynvml-deprecated-shim": {"GPU009"},
+    # Measured precision. The CPU device is a real capture of an AVX2 machine (fp16/bf16 ~100x slower: PREC004
+    # info); the GPU devices are constructed (tests/fixtures/kernel_fixtures.py).
+    "cpu-kernels": {"PREC004"},
+    "kernels-h100": {"PREC004"},
+    "kernels-a100": {"PREC004"},
+    "kernels-t4": {"PREC004", "PREC005", "PREC006"},
+    "kernels-titan-1080ti": {"GPU002", "PREC004", "PREC005", "PREC006"},
+    "kernels-missing-arch": {"PREC002", "PREC004"},
+    "kernels-cpu-old-torch": {"PREC001", "PREC004", "PREC007"},
+    "kernels-faulty-gpu": {"PREC003", "PREC004", "PREC008", "PREC009"},
+    "kernels-skipped": {"PREC010"},
 }
 
 
@@ -77,7 +88,7 @@ def test_registry_metadata():
         for section in DOC_SECTIONS:
             assert section in entry.doc, f"{entry.code} docstring lacks {section}"
         assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
-                                      "driver": "DRV", "gpu": "GPU"}[entry.family])
+                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC"}[entry.family])
 
 
 def test_findings_carry_evidence_and_fix():

@@ -110,6 +110,9 @@ class Job:
         data, begun = _steps(self.path)
         running = begun if begun and begun not in data else ""
         if pid:
+            first = data.get(FIRST_STEP)
+            if "done" in data and isinstance(first, dict) and first.get("status") == "error":
+                return self.finish("error", str(first.get("detail", "")))
             if "done" in data:
                 return self.finish("ok", "")
             if not running:
@@ -173,6 +176,8 @@ def run_plan(plan, path, skip):
         except Exception as exc:  # the test failed before or around its kernel
             data = {"status": "error", "detail": probe._clip("%s: %s" % (type(exc).__name__, exc), 600)}
         out.emit(key, data)
+        if key == FIRST_STEP and data.get("status") == "error":
+            break  # the device did not start: every test would fail the same way
     out.emit("done", True)
 
 

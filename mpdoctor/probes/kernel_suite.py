@@ -127,6 +127,15 @@ def max_relative_error(torch, out, ref):
     return float((out - ref).abs().max()) / (scale if scale > 0 else 1.0)
 
 
+def _sdpa_reason(messages):
+    """SDPA warns "<X> kernel not used because:" and then, as a warning of its own, why."""
+    for i, message in enumerate(messages):
+        if "not used because" in message:
+            reason = " ".join(" ".join(messages[i:i + 2]).split())
+            return " (%s)" % (reason if len(reason) <= 400 else reason[:400] + "...")
+    return ""
+
+
 def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
     """Run once (an exception means unsupported), check accuracy, then time it.
 
@@ -139,10 +148,7 @@ def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
             out = run()
             dev.sync()
         except Exception as exc:
-            detail = _text(exc)
-            reasons = [str(w.message) for w in caught if "not used because" in str(w.message)]
-            if reasons:  # SDPA says why each backend refused; keep the first reason
-                detail += " (%s)" % " ".join(reasons[0].split())[:300]
+            detail = _text(exc) + _sdpa_reason([str(w.message) for w in caught])
             return record(op, dtype, backend, "unsupported", detail, **extra)
     error = max_relative_error(torch, view(out) if view else out, expected)
     tolerance = TOLERANCE[dtype]
@@ -234,7 +240,8 @@ def sdpa(dev, dtype, backend=""):
     with _sdpa_backend(torch, "math"):
         expected = attention(q.to(torch.float64), k.to(torch.float64), v.to(torch.float64))
     context = _sdpa_backend(torch, backend)
-    if context is None:
+    if context is None or (backend and not dev.is_cuda and not _has_sdpa_kernel(torch)):
+        # Before torch.nn.attention, sdp_kernel() steered CUDA only: a CPU result would name the wrong backend.
         return skipped("sdpa", dtype, "this torch cannot select the %s backend" % backend, backend)
 
     def run():
@@ -244,6 +251,11 @@ def sdpa(dev, dtype, backend=""):
     return measure(dev, "sdpa", dtype, run, expected, backend=backend)
 
 
+def _has_sdpa_kernel(torch):
+    attention = getattr(torch.nn, "attention", None)
+    return attention is not None and hasattr(attention, "sdpa_kernel")
+
+
 def _sdpa_backend(torch, backend):
     """A context that allows only ``backend`` ("" for torch's own choice); None when impossible."""
     import contextlib
@@ -251,8 +263,8 @@ def _sdpa_backend(torch, backend):
     if not backend:
         return contextlib.nullcontext()
     ours = {name: (member, flag) for name, member, flag in SDPA_BACKENDS}[backend]
-    attention = getattr(torch.nn, "attention", None)
-    if attention is not None and hasattr(attention, "sdpa_kernel"):  # torch 2.3+
+    if _has_sdpa_kernel(torch):  # torch 2.3+
+        attention = torch.nn.attention
         member = getattr(attention.SDPBackend, ours[0], None)
         return attention.sdpa_kernel(member) if member is not None else None
     old = getattr(torch.backends.cuda, "sdp_kernel", None)
@@ -349,12 +361,13 @@ def retime(dev):
     and on a 2-core machine a sub-millisecond fp32 matmul then measures 30x
     slower than it is (its threads wait on each other while sharing cores),
     which would make every ratio against fp32 a lie. By the end the machine is
-    quiet. Slow kernels are barely affected and are not repeated: they would
-    cost the time budget.
+    quiet. Slow low-precision kernels are barely affected and are not repeated:
+    they would cost the time budget.
     """
     again = {}
     for key, run in dev.timed:
-        if dev.sizes["target"] > dev._batch(run, 1):
+        # fp32 always: it is the denominator of every ratio.
+        if "/float32" in key or dev.sizes["target"] > dev._batch(run, 1):
             again[key] = dev.seconds_per_call(run)
     return {"seconds": again}
 
@@ -363,27 +376,35 @@ def retime(dev):
 
 
 def device_info(torch, name):
-    """What the device and torch claim, before any kernel runs (this starts CUDA)."""
+    """What the device and torch claim, then the first kernel (this starts CUDA).
+
+    The properties come first: they need no kernel, so a device whose first
+    kernel fails (no kernel image) is still named in the result.
+    """
     info = {"device": name}
-    if name.startswith("cuda"):
-        began = time.perf_counter()
-        torch.cuda.set_device(name)
-        torch.zeros(1, device=name)
-        torch.cuda.synchronize(name)
-        info["init_seconds"] = time.perf_counter() - began
-        props = torch.cuda.get_device_properties(name)
-        info["name"] = str(props.name)
-        info["compute_capability"] = "%d.%d" % (props.major, props.minor)
-        info["arch"] = str(getattr(props, "gcnArchName", "") or "")
-        info["bf16_supported"] = bool(torch.cuda.is_bf16_supported())
-        try:
-            info["bf16_native"] = bool(torch.cuda.is_bf16_supported(including_emulation=False))
-        except TypeError:  # torch < 2.4 has no including_emulation: it answered for native only
-            info["bf16_native"] = info["bf16_supported"]
-    else:
+    if not name.startswith("cuda"):
         cpu = getattr(torch.backends, "cpu", None)
         info["name"] = str(cpu.get_cpu_capability()) if cpu and hasattr(cpu, "get_cpu_capability") else ""
         info["threads"] = int(torch.get_num_threads())
+        return info
+    props = torch.cuda.get_device_properties(name)
+    info["name"] = str(props.name)
+    info["compute_capability"] = "%d.%d" % (props.major, props.minor)
+    info["arch"] = str(getattr(props, "gcnArchName", "") or "")
+    began = time.perf_counter()
+    try:
+        torch.cuda.set_device(name)
+        torch.zeros(1, device=name)
+        torch.cuda.synchronize(name)
+    except Exception as exc:
+        info.update(status="error", detail=_text(exc))
+        return info
+    info["init_seconds"] = time.perf_counter() - began
+    info["bf16_supported"] = bool(torch.cuda.is_bf16_supported())
+    try:
+        info["bf16_native"] = bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch < 2.4 has no including_emulation: it answered for native only
+        info["bf16_native"] = info["bf16_supported"]
     return info
 
 
