@@ -1,0 +1,138 @@
+"""The precision family judging recorded kernel results, and the capability matrix that shows them."""
+
+from __future__ import annotations
+
+import copy
+
+from helpers import load_fixture, run_cli
+from mpdoctor.doctor import judge
+from mpdoctor.kernel_view import kernel_notes, matrix, matrix_groups, speed
+from mpdoctor.render.markdown import render_markdown
+from mpdoctor.report import Report
+from mpdoctor.snapshot import KernelInfo
+
+
+def findings(name, select=("PREC",)):
+    return judge(load_fixture(name), select=list(select))
+
+
+def by_code(name, code):
+    return [f for f in findings(name, ["PREC", "TORCH", "GPU"]) if f.code == code]
+
+
+def test_missing_arch_is_measured_and_sent_to_a_build_with_sm120():
+    (finding,) = by_code("kernels-missing-arch", "PREC002")
+    assert finding.severity == "error" and "RTX 5090" in finding.title
+    assert "no code for sm_120" in " ".join(finding.evidence)
+    # A 12.9 driver runs the cu129 build, the newest official one with sm_120 code.
+    assert "--index-url https://download.pytorch.org/whl/cu129" in finding.fix[0].command
+    assert not by_code("kernels-missing-arch", "TORCH007")  # measured beats predicted: no second error
+
+
+def test_arch_prediction_still_fires_without_kernels():
+    snap = load_fixture("kernels-missing-arch")
+    snap.kernels = KernelInfo(status="skipped")
+    codes = {f.code for f in judge(snap)}
+    assert "TORCH007" in codes and "PREC002" not in codes
+
+
+def test_t4_bf16_is_called_emulated_and_fp16_recommended():
+    (finding,) = by_code("kernels-t4", "PREC005")
+    assert "Tesla T4" in finding.title and "emulated" in finding.title
+    assert "Train in fp16 with torch.amp.GradScaler" in finding.fix[0].text
+    assert "including_emulation=False" in finding.fix[1].text
+    # PREC004 leaves the T4's bf16 to PREC005: only the CPU gets a PREC004.
+    assert all("CPU" in f.title for f in by_code("kernels-t4", "PREC004"))
+
+
+def test_no_fused_attention_names_the_dtype_that_has_one():
+    (finding,) = by_code("kernels-t4", "PREC006")
+    assert "bf16" in finding.title and "math kernel" in finding.title
+    assert "sm 7.5" in " ".join(finding.evidence)
+    assert finding.fix[0].text == "Run attention in fp16 on this GPU: efficient ran"
+
+
+def test_incident4_card_is_measured_as_no_faster_in_fp16():
+    slow = [f for f in by_code("kernels-titan-1080ti", "PREC004") if "cuda:0" in f.title]
+    (finding,) = slow
+    assert "GTX 1080 Ti" in finding.title and finding.severity == "warning"
+    assert "the hardware has slow fp16" in " ".join(finding.evidence)
+    assert by_code("kernels-titan-1080ti", "GPU002")  # and the GPU family says which card to use instead
+
+
+def test_cpu_fp16_missing_in_old_torch():
+    (finding,) = by_code("kernels-cpu-old-torch", "PREC001")
+    assert finding.severity == "error" and finding.title.startswith("fp16 does not run on the CPU")
+    assert "matmul, conv2d" in finding.title
+    assert any("addmm_impl_cpu_" in line for line in finding.evidence)
+    assert any("upgrade torch" in step.text for step in finding.fix)
+    (autocast,) = by_code("kernels-cpu-old-torch", "PREC007")
+    assert "Disabling autocast" in autocast.evidence[0]
+    assert autocast.fix[0].text.startswith("Autocast to bf16 on the CPU")
+
+
+def test_faulty_gpu_wrong_results_overflow_and_crash():
+    (wrong,) = by_code("kernels-faulty-gpu", "PREC003")
+    assert wrong.severity == "error" and "fp16 matmul" in wrong.title
+    (overflow,) = by_code("kernels-faulty-gpu", "PREC008")
+    assert overflow.severity == "error" and "gradients finite: False" in overflow.evidence
+    assert overflow.fix[0].text.startswith("Train in bf16")
+    (crash,) = by_code("kernels-faulty-gpu", "PREC009")
+    assert crash.severity == "error" and "sdpa/cudnn crashed" in crash.title
+    assert any("SIGSEGV" in line for line in crash.evidence)
+
+
+def test_healthy_gpus_raise_nothing_about_themselves():
+    for name in ("kernels-h100", "kernels-a100"):
+        assert all("CPU" in f.title for f in findings(name)), name
+
+
+def test_old_snapshots_without_kernels_say_nothing():
+    assert not findings("cpu-laptop") and not findings("titan-1080ti-fastest-first")
+
+
+def test_speed_text():
+    assert [speed(r) for r in (11.0, 3.14, 1.0, 0.97, 0.55, 0.0089)] == ["11x", "3.1x", "1x", "1/1.03", "1/1.82",
+                                                                         "1/112"]
+
+
+def test_matrix_of_a_t4():
+    snap = load_fixture("kernels-t4")
+    headers, rows = matrix(snap, snap.kernels.devices[1])
+    assert headers == ["op", "fp32", "tf32", "fp16", "bf16"]  # no fp8 column: nothing to say there
+    table = {row[0]: dict(zip(headers, row)) for row in rows}
+    assert table["matmul"]["fp32"] == "477 us" and table["matmul"]["fp16"] == "5.6x"
+    assert table["matmul"]["bf16"] == "slow 1/1.25"
+    assert table["sdpa flash"]["fp16"] == "fails" and table["sdpa efficient"]["fp16"] == "3.4x"
+    assert table["autocast"]["bf16"] == "ok"
+
+
+def test_identical_gpus_share_one_table():
+    snap = load_fixture("kernels-h100")
+    gpu = snap.kernels.devices[1]
+    for ordinal in range(1, 8):
+        twin = copy.deepcopy(gpu)
+        twin.device = f"cuda:{ordinal}"
+        for r in twin.results:  # different numbers, same verdicts
+            r.seconds = r.seconds * 1.07 if r.seconds else r.seconds
+        snap.kernels.devices.append(twin)
+    groups = matrix_groups(snap)
+    assert [g[0].device for g in groups] == ["cpu", "cuda:0"]
+    assert groups[1][1] == [f"cuda:{i}" for i in range(1, 8)]
+
+
+def test_markdown_has_the_matrix_and_the_reason_a_device_is_missing():
+    snap = load_fixture("kernels-missing-arch")
+    text = render_markdown(Report(created="now", findings=judge(snap), snapshot=snap))
+    assert "## Precision, measured" in text and "| matmul | 334 us |" in text
+    assert "cuda:0: error: AcceleratorError: CUDA error: no kernel image" in text
+    assert kernel_notes(load_fixture("kernels-skipped")) == [
+        "Precision microkernels: skipped (--no-kernels, or no precision check selected)"]
+
+
+def test_cli_no_kernels_and_unselected_precision_skip_the_kernels(tmp_path):
+    for args in (["--no-kernels"], ["--select", "TORCH"]):
+        saved = tmp_path / "snap.json"
+        result = run_cli("check", "--format", "json", "--save-snapshot", str(saved), *args)
+        assert result.returncode in (0, 1), result.stderr
+        assert '"status": "skipped"' in saved.read_text().split('"kernels"')[1][:200]
