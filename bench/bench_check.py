@@ -38,6 +38,8 @@ def commands(python: str) -> list[tuple[str, list[str]]]:
         ("import torch", [python, "-c", "import torch"]),
         ("collect_env", [python, "-m", "torch.utils.collect_env"]),
         ("mpdoctor check", [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never"]),
+        ("check --no-kernels", [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never",
+                                "--no-kernels"]),
         ("mpdoctor --help", [python, "-m", "mpdoctor", "--help"]),
     ]
 
@@ -77,6 +79,18 @@ def help_imports_torch(python: str, cwd: str) -> bool:
     return False
 
 
+def kernel_devices(python: str, cwd: str) -> list[dict]:
+    """Each device's kernel run from one more ``mpdoctor check`` (untimed): its own wall time."""
+    argv = [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never", "--select", "PREC"]
+    proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        kernels = json.loads(proc.stdout)["snapshot"]["kernels"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [{"device": d["device"], "name": d["name"], "status": d["status"], "seconds": d["seconds"],
+             "init_seconds": d.get("init_seconds")} for d in kernels.get("devices", [])]
+
+
 def probe_versions(python: str, cwd: str) -> dict:
     code = ("import json, platform, importlib.metadata as m\n"
             "def v(d):\n"
@@ -102,6 +116,7 @@ def bench(python: str, rounds: int) -> dict:
             for name, argv in order:
                 times[name].append(run(name, argv, cwd)[0])
         imports_torch = help_imports_torch(python, cwd)
+        devices = kernel_devices(python, cwd)
 
     med = {name: statistics.median(ts) for name, ts in times.items()}
     return {
@@ -117,7 +132,10 @@ def bench(python: str, rounds: int) -> dict:
             "check/import-torch": med["mpdoctor check"] / med["import torch"],
             "check/collect_env": med["mpdoctor check"] / med["collect_env"],
             "help/import-torch": med["mpdoctor --help"] / med["import torch"],
+            "kernels/import-torch": (med["mpdoctor check"] - med["check --no-kernels"]) / med["import torch"],
         },
+        "kernel_cost_seconds": med["mpdoctor check"] - med["check --no-kernels"],
+        "kernel_devices": devices,
         "help_imports_torch": imports_torch,
     }
 
@@ -137,6 +155,12 @@ def print_table(result: dict) -> None:
     print("ratios (of medians):")
     for name, ratio in result["ratios"].items():
         print(f"  {name:<20} {ratio:.2f}")
+    print(f"  kernel cost          {result['kernel_cost_seconds']:.3f} s (check minus check --no-kernels)")
+    print()
+    for device in result["kernel_devices"]:
+        init = f", CUDA start {device['init_seconds']:.2f} s" if device.get("init_seconds") else ""
+        print(f"kernels on {device['device']} ({device['name']}): {device['status']}, "
+              f"worker wall {device['seconds']:.3f} s{init}")
     print()
     print(f"help imports torch: {'yes' if result['help_imports_torch'] else 'no'}")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.kernel_view import NO_GAIN, SHORT, hardware_level, is_gpu, label, measured, ratio_text, result, speedup
+from mpdoctor.kernel_view import (NO_GAIN, hardware_level, is_gpu, label, measured, ratio_text, result, short,
+                                  speedup, test_name)
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 FAMILY = "precision"
@@ -48,7 +49,7 @@ def use_instead(device: DeviceKernels, op: str, avoid: str) -> str:
         return ""
     if best == "float32":
         return f"stay in fp32 for {op} on {label(device)}"
-    return f"use {SHORT[best]} on {label(device)}: its {op} ran {ratio_text(ratio)}"
+    return f"use {short(best)} on {label(device)}: its {op} ran {ratio_text(ratio)}"
 
 
 def bf16_misreported(snap: Snapshot, device: DeviceKernels) -> bool:
@@ -67,8 +68,7 @@ def missing_images(snap: Snapshot) -> list[tuple[DeviceKernels, list[str]]]:
     """Devices where a kernel failed with "no kernel image", with what failed."""
     out = []
     for device in measured(snap):
-        where = [f"{r.op} {SHORT.get(r.dtype, r.dtype)}{'/' + r.backend if r.backend else ''}"
-                 for r in device.results if no_kernel_image(r)]
+        where = [test_name(r) for r in device.results if no_kernel_image(r)]
         if device.status != "ok" and NO_KERNEL_IMAGE in device.detail:
             where.insert(0, "starting the device")
         if where:

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.checks._kernels import FAILED, FAMILY
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.kernel_view import SHORT, is_gpu, label, measured, result
+from mpdoctor.kernel_view import is_gpu, label, measured, result, short
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -36,13 +36,13 @@ def autocast_unexpected_dtype(snap: Snapshot) -> Iterator[Finding]:
             alternative = result(device, "autocast", other)
             steps = []
             if alternative is not None and alternative.status == "ok":
-                steps.append(Step(f"Autocast to {SHORT[other]} on {label(device)}: "
+                steps.append(Step(f"Autocast to {short(other)} on {label(device)}: "
                                   f"torch.autocast(\"{kind}\", dtype=torch.{other}) works"))
             steps.append(Step("Upgrade torch: older releases autocast only to bf16 on the CPU"
                               if kind == "cpu" and dtype == "float16" else "Upgrade torch"))
             produced = ", ".join(f"{op} -> {got}" for op, got in sorted(r.output_dtypes.items()))
             yield warning(
-                f"torch.autocast(\"{kind}\", dtype=torch.{dtype}) does not run in {SHORT[dtype]} on {label(device)}",
+                f"torch.autocast(\"{kind}\", dtype=torch.{dtype}) does not run in {short(dtype)} on {label(device)}",
                 [r.detail or r.status] + ([f"outputs: {produced}"] if produced else []),
                 steps,
             )

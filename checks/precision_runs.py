@@ -14,7 +14,7 @@ from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
                                       no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.kernel_view import SHORT, capability, is_gpu, label, measured
+from mpdoctor.kernel_view import capability, is_gpu, label, measured, short, test_name
 from mpdoctor.registry import check
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
@@ -58,13 +58,13 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             by_dtype[r.dtype].append(r)
         for dtype, failed in by_dtype.items():
             ops = ", ".join(r.op for r in failed)
-            title = f"{SHORT[dtype]} does not run on {label(device)}: {ops}"
-            evidence = [f"{r.op} {SHORT[dtype]}{'/' + r.backend if r.backend else ''}: {r.detail}" for r in failed]
+            title = f"{short(dtype)} does not run on {label(device)}: {ops}"
+            evidence = [f"{test_name(r)}: {r.detail}" for r in failed]
             steps = [Step(text) for text in {use_instead(device, r.op, dtype) for r in failed} if text]
             if not is_gpu(device) and dtype == "float16":
                 steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
             make = warning if dtype == "float8_e4m3fn" else error
-            yield make(title, evidence, steps or [Step(f"Avoid {SHORT[dtype]} on {label(device)}")])
+            yield make(title, evidence, steps or [Step(f"Avoid {short(dtype)} on {label(device)}")])
 
 
 @check("PREC002", "no-kernel-image", family=FAMILY)
@@ -108,8 +108,8 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
         wrong = [r for r in device.results if r.op in NUMERIC_OPS and r.status == "wrong"]
         if not wrong:
             continue
-        names = sorted({f"{SHORT[r.dtype]} {r.op}" for r in wrong})
-        evidence = [f"{r.op} {SHORT[r.dtype]}{'/' + r.backend if r.backend else ''}: {r.detail}"
+        names = sorted({f"{short(r.dtype)} {r.op}" for r in wrong})
+        evidence = [f"{test_name(r)}: {r.detail}"
                     + (f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
                        if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
         steps = [Step(f"Do not train in these dtypes on {label(device)} until fixed")]
@@ -154,9 +154,9 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
         if not killed:
             continue
         crashed = [r for r in killed if r.status == "crashed"]
-        names = ", ".join(f"{SHORT.get(r.dtype, r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}"
+        names = ", ".join(f"{short(r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}"
                           for r in killed)
-        evidence = [f"{r.op} {r.dtype} {r.backend}: {r.detail}".replace("  ", " ") for r in killed]
+        evidence = [f"{test_name(r)}: {r.detail}" for r in killed]
         evidence.append(f"worker restarted {device.restarts} time(s); device run ended: {device.status}"
                         + (f" ({device.detail})" if device.detail else ""))
         make = error if crashed else warning

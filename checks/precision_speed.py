@@ -10,8 +10,8 @@ from typing import Iterator
 
 from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
 from mpdoctor.findings import Finding, Step, info, warning
-from mpdoctor.kernel_view import (NO_GAIN, SHORT, hardware_level, is_gpu, is_slow, label, measured, ratio_text,
-                                  result, speedup)
+from mpdoctor.kernel_view import (NO_GAIN, hardware_level, is_gpu, is_slow, label, measured, ratio_text, result,
+                                  short, speedup)
 from mpdoctor.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -46,16 +46,16 @@ def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
                 slow.append((dtype, r, speedup(device, r), hardware_level(snap, device, dtype)))
         if not slow:
             continue
-        names = " and ".join(SHORT[dtype] for dtype, *_ in slow)
+        names = " and ".join(short(dtype) for dtype, *_ in slow)
         base = result(device, "matmul", "float32")
         evidence = [f"matmul fp32: {_ms(base.seconds)} per call" if base and base.seconds else "matmul fp32: ?"]
         for dtype, r, ratio, level in slow:
-            emulated = f"; the hardware has {level} {SHORT[dtype]}" if level in ("emulated", "slow") else ""
-            evidence.append(f"matmul {SHORT[dtype]}: {_ms(r.seconds)} per call, {ratio_text(ratio)}{emulated}")
+            emulated = f"; the hardware has {level} {short(dtype)}" if level in ("emulated", "slow") else ""
+            evidence.append(f"matmul {short(dtype)}: {_ms(r.seconds)} per call, {ratio_text(ratio)}{emulated}")
             conv = result(device, "conv2d", dtype)
             conv_ratio = speedup(device, conv) if conv else None
             if conv_ratio is not None:
-                evidence.append(f"conv2d {SHORT[dtype]}: {ratio_text(conv_ratio)}")
+                evidence.append(f"conv2d {short(dtype)}: {ratio_text(conv_ratio)}")
         advice = use_instead(device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
         title = f"{names} {'run' if len(slow) > 1 else 'runs'} {_summary(slow)} on {label(device)}"
         make = warning if is_gpu(device) else info  # few train on the CPU; it is advice there
@@ -132,13 +132,13 @@ def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
         for dtype in lacking:
             for r in sdpa_tried(device, dtype):
                 if r.backend in FUSED_SDPA:
-                    evidence.append(f"sdpa {SHORT[dtype]}/{r.backend}: {r.status}{': ' + r.detail if r.detail else ''}")
+                    evidence.append(f"sdpa {short(dtype)}/{r.backend}: {r.status}{': ' + r.detail if r.detail else ''}")
             math = "runs" if "math" in sdpa_runs(device, dtype) else "fails too"
-            evidence.append(f"sdpa {SHORT[dtype]}/math: {math}")
+            evidence.append(f"sdpa {short(dtype)}/math: {math}")
         fused_elsewhere = [(d, sdpa_runs(device, d, FUSED_SDPA)) for d in LOW if d not in lacking]
-        steps = [Step(f"Run attention in {SHORT[d]} on this GPU: {', '.join(backends)} ran")
+        steps = [Step(f"Run attention in {short(d)} on this GPU: {', '.join(backends)} ran")
                  for d, backends in fused_elsewhere if backends]
         steps.append(Step("Long sequences need a GPU of compute capability 8.0+ (flash attention) or shorter contexts"))
-        names = " and ".join(SHORT[d] for d in lacking)
+        names = " and ".join(short(d) for d in lacking)
         yield warning(f"No fused attention for {names} on {label(device)}: SDPA falls back to the math kernel",
                       evidence, steps)

@@ -19,6 +19,16 @@ def measured(snap: Snapshot) -> list[DeviceKernels]:
     """Devices whose kernels ran (wholly or in part)."""
     return [d for d in snap.kernels.devices if d.results or d.status != "not-run"]
 
+def short(dtype: str) -> str:
+    """float16 -> fp16; a dtype this mpdoctor does not know (a hand-edited snapshot) as it is."""
+    return SHORT.get(dtype, dtype)
+
+
+def test_name(r: KernelResult) -> str:
+    """``matmul fp16``, ``sdpa bf16/flash``."""
+    return f"{r.op} {short(r.dtype)}{'/' + r.backend if r.backend else ''}"
+
+
 def is_gpu(device: DeviceKernels) -> bool:
     return device.device.startswith("cuda")
 
@@ -123,7 +133,7 @@ def matrix(snap: Snapshot, device: DeviceKernels) -> tuple[list[str], list[list[
         if any(c not in ("", "-") for c in cells):
             rows.append([f"{op} {backend}".strip().replace("_", " ")] + cells)
     keep = [i for i in range(len(COLUMNS)) if any(row[i + 1] not in ("", "-") for row in rows)]
-    headers = ["op"] + [SHORT[COLUMNS[i]] for i in keep]
+    headers = ["op"] + [short(COLUMNS[i]) for i in keep]
     return headers, [[row[0]] + [row[i + 1] for i in keep] for row in rows]
 
 

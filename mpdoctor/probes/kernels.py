@@ -8,6 +8,7 @@ hung, or wrote junk costs only its own entries. It judges nothing.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import typing
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from mpdoctor import redact
 from mpdoctor.probes import kernel_runner
+from mpdoctor.probes.kernel_suite import OPS, SDPA_BACKENDS, TOLERANCE
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run
 from mpdoctor.serde import DataError, from_data
@@ -69,9 +71,9 @@ def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
     if isinstance(counted, dict) and isinstance(counted.get("available"), bool):
         info.cuda_available = counted["available"]
     names = runner.data.get("devices")
-    names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    names = names if isinstance(names, list) else []
     info.devices = [device_facts(name, _read_steps(os.path.join(directory, f"device-{i}.jsonl")))
-                    for i, name in enumerate(names)]
+                    for i, name in enumerate(names) if isinstance(name, str)]  # numbered as the runner did
     if info.probe.status == "ok":
         info.status = "ok"
         return info
@@ -103,8 +105,9 @@ def device_facts(name: str, steps: Steps) -> DeviceKernels:
             device.detail = str(end.get("detail") or "")
         restarts, seconds = end.get("restarts"), end.get("seconds")
         device.restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
-        device.seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else 0.0
-    device.results = [kernel_result(key, data) for key, data in steps.data.items() if key not in BOOKKEEPING]
+        device.seconds = float(seconds) if _number(seconds) else 0.0
+    device.results = [kernel_result(key, data) for key, data in steps.data.items()
+                      if key not in BOOKKEEPING and known_key(key)]
     _keep_faster(device.results, steps.data.get("retime"))
     return device
 
@@ -116,8 +119,18 @@ def _keep_faster(results: list[KernelResult], retimed: object) -> None:
         return
     for r in results:
         again = seconds.get("/".join(part for part in (r.op, r.dtype, r.backend) if part))
-        if r.seconds and isinstance(again, (int, float)) and not isinstance(again, bool) and 0 < again < r.seconds:
+        if r.seconds and _number(again) and 0 < again < r.seconds:
             r.seconds = float(again)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def known_key(key: str) -> bool:
+    """A step this mpdoctor's kernel suite runs; anything else (a mismatched runner, junk) is ignored."""
+    op, dtype, backend = parse_key(key)
+    return op in OPS and dtype in TOLERANCE and backend in ("",) + tuple(name for name, _, _ in SDPA_BACKENDS)
 
 
 def parse_key(key: str) -> tuple[str, str, str]:
