@@ -55,11 +55,12 @@ class ChildResult:
 
 
 def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
-              give_up: Optional[Callable[[float], bool]] = None) -> ChildResult:
+              watch: Optional[Callable[[float], bool]] = None) -> ChildResult:
     """Run ``argv``; kill its whole process group at ``timeout`` seconds.
 
-    ``give_up(elapsed)``, polled while the child runs, can abandon it earlier (as
-    timed out), e.g. when one of its steps overruns a budget of its own.
+    ``watch(elapsed)`` is called about every 50 ms while the child runs; when it
+    returns True the child is abandoned (as timed out), e.g. because one of its
+    steps overran a budget of its own.
 
     Output goes to temporary files, not pipes, and we wait for the child itself: a
     daemon it leaves behind (holding inherited pipes) must not make a finished
@@ -73,24 +74,24 @@ def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: 
         except OSError as exc:
             reason = exc.strerror or str(exc)
             return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
-        timed_out = _wait(proc, start, timeout, give_up)
+        timed_out = _wait(proc, start, timeout, watch)
         _kill_group(proc)
         proc.wait()
         seconds = time.monotonic() - start
         return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err))
 
 
-def _wait(proc: subprocess.Popen, start: float, timeout: float, give_up: Optional[Callable[[float], bool]]) -> bool:
-    """Wait for the child; True when it was abandoned (the timeout, or give_up said so)."""
+def _wait(proc: subprocess.Popen, start: float, timeout: float, watch: Optional[Callable[[float], bool]]) -> bool:
+    """Wait for the child; True when it was abandoned (the timeout, or watch said so)."""
     while True:
         elapsed = time.monotonic() - start
-        slice_ = timeout - elapsed if give_up is None else min(0.05, timeout - elapsed)
+        slice_ = timeout - elapsed if watch is None else min(0.05, timeout - elapsed)
         try:
             proc.wait(timeout=max(slice_, 0))
             return False
         except subprocess.TimeoutExpired:
             elapsed = time.monotonic() - start
-            if elapsed >= timeout or (give_up is not None and give_up(elapsed)):
+            if elapsed >= timeout or (watch is not None and watch(elapsed)):
                 return True
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from mpdoctor.probes.environment import probe_environment
@@ -16,11 +17,13 @@ def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapsh
     (``--no-kernels``, or no precision check selected).
     """
     created = utc_timestamp()
+    quiet = threading.Event()  # the CPU kernels wait for the other probes to finish
     with ThreadPoolExecutor(max_workers=2) as pool:
         nvml_job = pool.submit(probe_nvml, timeout)
-        kernel_job = pool.submit(probe_kernels, python, timeout, kernels) if kernels != "off" else None
+        kernel_job = pool.submit(probe_kernels, python, timeout, kernels, quiet) if kernels != "off" else None
         environment, torch = probe_environment(python, timeout)
         nvml = nvml_job.result()
+        quiet.set()
         kernel_info = kernel_job.result() if kernel_job else KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
     return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml),
                     kernels=kernel_info)

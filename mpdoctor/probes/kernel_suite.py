@@ -41,8 +41,8 @@ CUDA_ONLY_BACKENDS = ("efficient", "cudnn")
 
 # Problem sizes: "quick" is the default and keeps a whole device under a second.
 SIZES = {
-    ("quick", "cpu"): {"gemm": 256, "batch": 1, "channels": 32, "pixels": 32, "rows": 64, "width": 1024,
-                       "heads": 4, "seq": 128, "target": 0.003},
+    ("quick", "cpu"): {"gemm": 192, "batch": 1, "channels": 16, "pixels": 32, "rows": 64, "width": 1024,
+                       "heads": 4, "seq": 128, "target": 0.002},
     ("quick", "cuda"): {"gemm": 1024, "batch": 8, "channels": 64, "pixels": 64, "rows": 1024, "width": 4096,
                         "heads": 8, "seq": 1024, "target": 0.01},
     ("full", "cpu"): {"gemm": 512, "batch": 8, "channels": 64, "pixels": 56, "rows": 256, "width": 4096,

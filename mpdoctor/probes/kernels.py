@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import threading
 import typing
 from pathlib import Path
+from typing import Optional
 
 from mpdoctor import redact
 from mpdoctor.probes import kernel_runner
@@ -35,18 +37,28 @@ def runner_timeout(timeout: float) -> float:
     return 3 * timeout + 5
 
 
-def probe_kernels(python: str, timeout: float, mode: str) -> KernelInfo:
-    """Run every device's microkernels in ``python``; ``timeout`` is the per-probe budget."""
+def probe_kernels(python: str, timeout: float, mode: str, quiet: Optional[threading.Event] = None) -> KernelInfo:
+    """Run every device's microkernels in ``python``; ``timeout`` is the per-probe budget.
+
+    ``quiet`` is set once the other probes are done: the CPU worker waits for it
+    (up to ``timeout``), so that the CPU kernels are not timed on cores that
+    other probes are busy importing torch on. None: start at once.
+    """
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
         runner_file = os.path.join(tmp, "runner.jsonl")
+        quiet_file = os.path.join(tmp, kernel_runner.QUIET_FILE)
         Path(runner_file).touch()
+        if quiet is None:
+            Path(quiet_file).touch()
 
-        def import_overran(elapsed: float) -> bool:
+        def watch(elapsed: float) -> bool:
+            if quiet is not None and quiet.is_set() and not os.path.exists(quiet_file):
+                Path(quiet_file).touch()
             # `import torch` gets the same budget as in the torch probe, not the runner's whole one.
             return elapsed > timeout and "import" not in _read_steps(runner_file).data
 
         argv = [python, "-c", BOOTSTRAP, redact.__file__, kernel_runner.__file__, tmp, mode, repr(timeout)]
-        result = run_child(argv, runner_timeout(timeout), give_up=import_overran)
+        result = run_child(argv, runner_timeout(timeout), watch=watch)
         return kernel_facts(result, tmp, mode)
 
 
