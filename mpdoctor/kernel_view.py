@@ -170,7 +170,7 @@ def kernel_notes(snap: Snapshot) -> list[str]:
     if kernels.status == "skipped":
         return [f"Precision microkernels: skipped ({kernels.detail or '--no-kernels'})"]
     if kernels.status == "not-run":
-        return [f"Precision microkernels: not run{': ' + kernels.detail if kernels.detail else ''}"]
+        return [f"Precision microkernels: not run: {kernels.detail or 'none in this snapshot'}"]
     notes = [f"Precision microkernels ({kernels.mode}): {kernels.detail}"] if kernels.status == "error" else []
     for device in kernels.devices:
         if device.status != "ok":
