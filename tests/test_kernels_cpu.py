@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mpdoctor.probes import kernel_suite as ks  # noqa: E402
+from mpdoctor.probes import kernel_measure, kernel_suite as ks  # noqa: E402
 from mpdoctor.probes.kernels import probe_kernels  # noqa: E402
 from mpdoctor.serde import to_data  # noqa: E402
 
@@ -88,10 +88,10 @@ def test_a_kernel_that_raises_is_unsupported(cpu):
 def test_sdpa_reason_joins_the_warning_that_follows():
     messages = ["Memory efficient kernel not used because:", "Expected query, key and value to all be of dtype: "
                 "{Half, Float}. Got Query dtype: c10::BFloat16 instead.", "unrelated"]
-    assert ks._sdpa_reason(messages) == (" (Memory efficient kernel not used because: Expected query, key and "
+    assert kernel_measure.sdpa_reason(messages) == (" (Memory efficient kernel not used because: Expected query, key and "
                                          "value to all be of dtype: {Half, Float}. Got Query dtype: c10::BFloat16 "
                                          "instead.)")
-    assert ks._sdpa_reason(["something else"]) == ""
+    assert kernel_measure.sdpa_reason(["something else"]) == ""
 
 
 @pytest.mark.skipif(not hasattr(torch, "_scaled_mm"), reason="torch without _scaled_mm")

@@ -217,6 +217,7 @@ def supervise(jobs, on_done):
 def main(argv):
     out_dir, mode, timeout = argv[0], argv[1], float(argv[2])
     probe = _load("_mpdoctor_probe_target", "target.py")
+    _load("_mpdoctor_kernel_measure", "kernel_measure.py")  # before the suite, which imports it by this name
     suite = _load("_mpdoctor_kernel_suite", "kernel_suite.py")
     out = probe.StepWriter(os.path.join(out_dir, "runner.jsonl"))
     out.begin("import")

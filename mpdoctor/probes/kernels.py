@@ -18,7 +18,8 @@ from typing import Optional
 
 from mpdoctor import redact
 from mpdoctor.probes import kernel_runner
-from mpdoctor.probes.kernel_suite import OPS, SDPA_BACKENDS, TOLERANCE
+from mpdoctor.probes.kernel_measure import TOLERANCE
+from mpdoctor.probes.kernel_suite import OPS, SDPA_BACKENDS
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run
 from mpdoctor.serde import DataError, from_data
