@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mpdoctor.kernel_view import (NO_GAIN, hardware_level, is_gpu, label, measured, ratio_text, result, short,
-                                  speedup, test_name)
+                                  speedup, kernel_name)
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 FAMILY = "precision"
@@ -68,7 +68,7 @@ def missing_images(snap: Snapshot) -> list[tuple[DeviceKernels, list[str]]]:
     """Devices where a kernel failed with "no kernel image", with what failed."""
     out = []
     for device in measured(snap):
-        where = [test_name(r) for r in device.results if no_kernel_image(r)]
+        where = [kernel_name(r) for r in device.results if no_kernel_image(r)]
         if device.status != "ok" and NO_KERNEL_IMAGE in device.detail:
             where.insert(0, "starting the device")
         if where:

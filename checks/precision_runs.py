@@ -14,7 +14,7 @@ from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
                                       no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.kernel_view import capability, is_gpu, label, measured, short, test_name
+from mpdoctor.kernel_view import capability, is_gpu, label, measured, short, kernel_name
 from mpdoctor.registry import check
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
@@ -59,7 +59,7 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
         for dtype, failed in by_dtype.items():
             ops = ", ".join(r.op for r in failed)
             title = f"{short(dtype)} does not run on {label(device)}: {ops}"
-            evidence = [f"{test_name(r)}: {r.detail}" for r in failed]
+            evidence = [f"{kernel_name(r)}: {r.detail}" for r in failed]
             steps = [Step(text) for text in {use_instead(device, r.op, dtype) for r in failed} if text]
             if not is_gpu(device) and dtype == "float16":
                 steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
@@ -109,7 +109,7 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
         if not wrong:
             continue
         names = sorted({f"{short(r.dtype)} {r.op}" for r in wrong})
-        evidence = [f"{test_name(r)}: {r.detail}"
+        evidence = [f"{kernel_name(r)}: {r.detail}"
                     + (f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
                        if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
         steps = [Step(f"Do not train in these dtypes on {label(device)} until fixed")]
@@ -156,7 +156,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
         crashed = [r for r in killed if r.status == "crashed"]
         names = ", ".join(f"{short(r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}"
                           for r in killed)
-        evidence = [f"{test_name(r)}: {r.detail}" for r in killed]
+        evidence = [f"{kernel_name(r)}: {r.detail}" for r in killed]
         evidence.append(f"worker restarted {device.restarts} time(s); device run ended: {device.status}"
                         + (f" ({device.detail})" if device.detail else ""))
         make = error if crashed else warning

@@ -15,22 +15,25 @@ SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16
 SLOWER = 0.67  # a dtype at under 2/3 of fp32's speed is "far slower"
 NO_GAIN = 1.5  # on hardware that only emulates a dtype, under 1.5x fp32 is no real gain
 
+
 def measured(snap: Snapshot) -> list[DeviceKernels]:
     """Devices whose kernels ran (wholly or in part)."""
     return [d for d in snap.kernels.devices if d.results or d.status != "not-run"]
+
 
 def short(dtype: str) -> str:
     """float16 -> fp16; a dtype this mpdoctor does not know (a hand-edited snapshot) as it is."""
     return SHORT.get(dtype, dtype)
 
 
-def test_name(r: KernelResult) -> str:
+def kernel_name(r: KernelResult) -> str:
     """``matmul fp16``, ``sdpa bf16/flash``."""
     return f"{r.op} {short(r.dtype)}{'/' + r.backend if r.backend else ''}"
 
 
 def is_gpu(device: DeviceKernels) -> bool:
     return device.device.startswith("cuda")
+
 
 def label(device: DeviceKernels) -> str:
     """``cuda:1 (NVIDIA GeForce GTX 1080 Ti, cc 6.1)`` or ``the CPU (AVX2, 2 threads)``."""
@@ -41,11 +44,13 @@ def label(device: DeviceKernels) -> str:
     cc = f", cc {device.compute_capability}" if device.compute_capability else ""
     return f"{device.device} ({device.name or 'unknown GPU'}{cc})" if device.name or cc else device.device
 
+
 def result(device: DeviceKernels, op: str, dtype: str, backend: str = "") -> Optional[KernelResult]:
     for r in device.results:
         if r.op == op and r.dtype == dtype and r.backend == backend:
             return r
     return None
+
 
 def speedup(device: DeviceKernels, r: KernelResult) -> Optional[float]:
     """fp32 time / this time for the same op on the same device (>1: faster than fp32)."""
@@ -54,12 +59,14 @@ def speedup(device: DeviceKernels, r: KernelResult) -> Optional[float]:
         return None
     return base.seconds / r.seconds
 
+
 def ratio_text(ratio: float) -> str:
     """2.9 -> "2.9x faster than fp32"; 0.04 -> "25x slower than fp32"."""
     if ratio >= 1:
         return f"{ratio:.1f}x faster than fp32" if ratio >= 1.05 else "as fast as fp32"
     slower = 1 / ratio
     return f"{slower:.1f}x slower than fp32" if slower < 10 else f"{slower:.0f}x slower than fp32"
+
 
 def capability(snap: Snapshot, device: DeviceKernels) -> Optional[int]:
     """The device's compute capability: measured, else what the torch probe saw for that ordinal."""
@@ -71,6 +78,7 @@ def capability(snap: Snapshot, device: DeviceKernels) -> Optional[int]:
         if str(known.ordinal) == ordinal:
             return parse_capability(known.compute_capability)
     return None
+
 
 def hardware_level(snap: Snapshot, device: DeviceKernels, dtype: str) -> str:
     """What the GPU's architecture promises for ``dtype`` (see mpdoctor.capability); "" for the CPU."""

@@ -25,7 +25,6 @@ from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run
 from mpdoctor.serde import DataError, from_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult
 
-MODES = ("quick", "full")
 DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
 BOOKKEEPING = ("device", "end", "done", "retime")
 
