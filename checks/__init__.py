@@ -14,3 +14,5 @@ from mpdoctor.checks import pynvml_package  # noqa: F401  which NVML bindings im
 from mpdoctor.checks import precision_runs  # noqa: F401  measured: does each dtype run, correctly
 from mpdoctor.checks import precision_speed  # noqa: F401  measured: is it fast, emulated, fused attention
 from mpdoctor.checks import precision_amp  # noqa: F401  measured: autocast and GradScaler
+from mpdoctor.checks import apex_install  # noqa: F401  which apex, and do its extensions load
+from mpdoctor.checks import apex_usage  # noqa: F401  who switches to apex, who needs apex.amp

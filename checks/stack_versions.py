@@ -14,6 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from mpdoctor import fixes
+from mpdoctor.checks._apex import is_pypi_namesake
 from mpdoctor.checks._common import requirement_applies
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
@@ -66,6 +67,8 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
     markers = snap.environment.markers
     conflicts = []
     for requirer in installed.values():
+        if is_pypi_namesake(requirer):
+            continue  # APEX001 says to remove it; installing its web-framework requirements helps no one
         for line in requirer.requires:
             try:
                 req = Requirement(line)

@@ -20,6 +20,7 @@ from typing import Optional
 
 from mpdoctor import __version__
 from mpdoctor.serde import DataError, fact, from_data
+from mpdoctor.snapshot_apex import ApexInfo, ProjectScan
 
 SCHEMA_VERSION = 1
 
@@ -83,6 +84,10 @@ class PythonEnvironment:
         "importing them; empty text when not importable", factory=dict)
     distributions: list[Distribution] = fact("Every installed distribution", factory=list)
     distributions_error: str = fact("Why the inventory failed, when it did", "")
+    apex: ApexInfo = fact("NVIDIA apex (or a namesake): where, which, whether it loads, who imports it",
+                          factory=ApexInfo)
+    project: ProjectScan = fact("The code in the working directory, read for apex and torch AMP use",
+                                factory=ProjectScan)
 
 
 @dataclass

@@ -59,6 +59,15 @@ EXPECTED = {
     "kernels-cpu-old-torch": {"PREC001", "PREC004", "PREC007"},
     "kernels-faulty-gpu": {"PREC003", "PREC004", "PREC008", "PREC009"},
     "kernels-skipped": {"PREC010"},
+    # Incident 1 (xDiT) and the other apex install states.
+    "apex-incident1": {"APEX005", "APEX008"},
+    "apex-amp-removed": {"APEX005", "APEX006"},
+    "apex-python-only": {"APEX002", "APEX005"},
+    "apex-stale-torch": {"APEX003"},
+    "apex-cuda11": {"APEX004"},
+    "apex-pypi-impostor": {"APEX001"},
+    "apex-amp-mixed": {"APEX007", "APEX008"},
+    "apex-checkout-in-cwd": {"APEX009"},
 }
 
 
@@ -88,7 +97,7 @@ def test_registry_metadata():
         for section in DOC_SECTIONS:
             assert section in entry.doc, f"{entry.code} docstring lacks {section}"
         assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
-                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC"}[entry.family])
+                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC", "apex": "APEX"}[entry.family])
 
 
 def test_findings_carry_evidence_and_fix():

@@ -20,6 +20,7 @@ from mpdoctor.probes import target
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.serde import DataError, from_data
 from mpdoctor.snapshot import CudaDevice, Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
+from mpdoctor.snapshot_apex import ApexInfo, ProjectScan
 
 # Loads the two stdlib-only files by path under private names, so neither the
 # target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
@@ -75,7 +76,7 @@ def run_part(python: str, part: str, timeout: float) -> tuple[ChildResult, Steps
     with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
         out_path = os.path.join(tmp, f"{part}.jsonl")
         Path(out_path).touch()
-        argv = [python, "-c", BOOTSTRAP, redact.__file__, target.__file__, part, out_path]
+        argv = [python, "-c", BOOTSTRAP, redact.__file__, target.__file__, part, out_path, repr(timeout)]
         result = run_child(argv, timeout)
         steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
     return result, steps
@@ -118,10 +119,68 @@ def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
     env.env = _load(dict[str, str], steps.data.get("env"), {})
     env.module_origins = _load(dict[str, str], steps.data.get("modules"), {})
     env.distributions = _load(list[Distribution], steps.data.get("distributions"), [])
-    error = steps.data.get("distributions_error")
-    if isinstance(error, dict):
-        env.distributions_error = f"{error.get('type')}: {error.get('message')}"
+    env.distributions_error = _step_error(steps, "distributions")
+    env.apex = apex_facts(steps)
+    env.project = _load(ProjectScan, steps.data.get("project"), ProjectScan())
+    env.project.error = _step_error(steps, "project")
     return env
+
+
+def _step_error(steps: Steps, step: str) -> str:
+    """The error a guarded probe step recorded instead of its facts, if any."""
+    error = steps.data.get(f"{step}_error")
+    return f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else ""
+
+
+def apex_facts(steps: Steps) -> ApexInfo:
+    """The env part's apex facts: where it is, what installed it, who imports it."""
+    data = steps.data.get("apex")
+    info = ApexInfo(error=_step_error(steps, "apex"))
+    if not isinstance(data, dict):
+        return info
+    resolution = data.get("resolution") if isinstance(data.get("resolution"), dict) else {}
+    flat = {key: value for key, value in data.items() if key != "resolution"}
+    flat.update(resolution=resolution.get("kind", "none"), origin=resolution.get("origin", ""),
+                search_locations=resolution.get("locations", []), resolution_error=resolution.get("error", ""))
+    info = _load(ApexInfo, flat, info)
+    info.error = _step_error(steps, "apex")
+    users = steps.data.get("apex_users")
+    if isinstance(users, dict):
+        loaded = _load(ApexInfo, {"users": users.get("uses"), "unscanned": users.get("unscanned"),
+                                  "distributions_scanned": users.get("distributions_scanned")}, None)
+        if loaded is not None:
+            info.users_scanned = True
+            info.users, info.unscanned = loaded.users, loaded.unscanned
+            info.distributions_scanned = loaded.distributions_scanned
+    info.users_error = _step_error(steps, "apex_users")
+    return info
+
+
+def merge_extension_loads(apex: ApexInfo, steps: Steps) -> None:
+    """Attach the torch part's load results to the extensions the env part found."""
+    loads = steps.data.get("apex_loads")
+    apex.loads_error = _step_error(steps, "apex_loads")
+    if not isinstance(loads, dict):
+        why = apex.loads_error or _loads_missing_reason(steps)
+        for ext in apex.extensions:
+            ext.load_detail = why
+        return
+    for ext in apex.extensions:
+        result = loads.get(ext.name)
+        if isinstance(result, dict):
+            ext.load_status = str(result.get("status", "not-tried"))
+            ext.load_detail = str(result.get("detail", ""))
+        else:
+            ext.load_detail = "not found by the torch probe"
+
+
+def _loads_missing_reason(steps: Steps) -> str:
+    if steps.running == "apex_loads":
+        return "the torch probe stopped while loading them"
+    imported = steps.data.get("import")
+    if isinstance(imported, dict) and not imported.get("ok"):
+        return "torch did not import, so they were not tried"
+    return "not tried: torch did not get that far"
 
 
 def torch_facts(result: ChildResult, steps: Steps) -> TorchInfo:
@@ -181,5 +240,7 @@ def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, T
         env_job = pool.submit(run_part, python, "env", timeout)
         torch_job = pool.submit(run_part, python, "torch", timeout)
         env = environment_facts(*env_job.result())
-        torch = torch_facts(*torch_job.result())
+        torch_result, torch_steps = torch_job.result()
+        torch = torch_facts(torch_result, torch_steps)
+    merge_extension_loads(env.apex, torch_steps)
     return env, torch

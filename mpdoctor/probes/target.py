@@ -11,6 +11,11 @@ not cost the package inventory:
 
 * ``env``: interpreter, installed distributions, environment variables;
 * ``torch``: the result of importing torch and what the imported torch reports.
+
+Both also look at NVIDIA apex (``target_apex.py``, ``target_scan.py``, loaded
+beside this file): the env part finds it and who imports it without importing
+it; the torch part, with torch imported, loads apex's compiled extensions in
+forked children.
 """
 
 import json
@@ -21,9 +26,9 @@ import traceback
 import warnings
 
 if "_mpdoctor_redact" in sys.modules:  # run by the bootstrap, in any interpreter
-    from _mpdoctor_redact import redact_env_value, redact_text  # type: ignore
+    from _mpdoctor_redact import redact_env_value, redact_text, redact_tree  # type: ignore
 else:  # imported as part of mpdoctor (tests)
-    from mpdoctor.redact import redact_env_value, redact_text
+    from mpdoctor.redact import redact_env_value, redact_text, redact_tree
 
 # Environment variables that change how devices are enumerated or how precision
 # behaves, plus the ones that tell where packages come from.
@@ -35,6 +40,28 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
+DEFAULT_BUDGET = 60.0
+
+
+def _sibling(name):
+    """A stdlib-only helper module that lives beside this file, loaded on first use.
+
+    Run by the bootstrap, this file is loaded by path under a private name, so its
+    siblings are too; imported as part of mpdoctor (tests), they are plain imports.
+    """
+    if "_mpdoctor_redact" not in sys.modules:
+        import importlib
+
+        return importlib.import_module("mpdoctor.probes." + name)
+    private = "_mpdoctor_" + name
+    if private not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(private, os.path.join(os.path.dirname(__file__), name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[private] = module
+        spec.loader.exec_module(module)
+    return sys.modules[private]
 
 
 class StepWriter:
@@ -183,17 +210,33 @@ def module_origins():
     return origins
 
 
-def run_env(out):
+def guarded_step(out, step, func):
+    """Run one step; if it raises, record the error under ``<step>_error`` and go on."""
+    out.begin(step)
+    try:
+        result = func()
+    except Exception as exc:  # e.g. importlib.metadata missing on a very old Python
+        out.emit(step + "_error", _exception_facts(exc))
+        return None
+    out.emit(step, redact_tree(result))  # paths and error texts can carry tokens
+    return result
+
+
+def run_env(out, budget):
     out.emit("python", python_facts())
     out.emit("markers", marker_environment())
     out.emit("env", environment_variables())
     out.begin("modules")
     out.emit("modules", module_origins())
-    out.begin("distributions")
-    try:
-        out.emit("distributions", distributions())
-    except Exception as exc:  # e.g. importlib.metadata missing on a very old Python
-        out.emit("distributions_error", _exception_facts(exc))
+    guarded_step(out, "distributions", distributions)
+    apex, scan = _sibling("target_apex"), _sibling("target_scan")
+    paths, cwd = [p for p in sys.path if p], os.getcwd()
+    facts = guarded_step(out, "apex", lambda: apex.apex_facts(paths, cwd, sys.prefix))
+    if facts and apex.present(facts):
+        guarded_step(out, "apex_users", lambda: scan.installed_uses(min(3.0, budget / 4)))
+    # apex's own source tree is not the user's code, even in the working directory
+    skip = [location["path"] for location in (facts or {}).get("locations", [])]
+    guarded_step(out, "project", lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
 
 
 # ---------------------------------------------------------------- torch part
@@ -292,7 +335,14 @@ def torch_device_facts(torch, torch_count):
     return facts
 
 
-def run_torch(out):
+def apex_extension_loads(budget):
+    """Import each compiled apex extension found, after torch, each in a forked child."""
+    apex = _sibling("target_apex")
+    found = apex.find_extensions(apex.extension_names(apex.apex_distributions()))
+    return apex.load_extensions([ext["name"] for ext in found], budget)
+
+
+def run_torch(out, budget):
     import importlib.util
 
     out.begin("find")
@@ -321,6 +371,8 @@ def run_torch(out):
 
     out.begin("build")
     out.emit("build", torch_build_facts(torch))
+    # Before CUDA starts: the forked children must not inherit a CUDA context.
+    guarded_step(out, "apex_loads", lambda: apex_extension_loads(min(20.0, budget / 3)))
     out.begin("cuda")
     cuda = torch_cuda_facts(torch)
     out.emit("cuda", cuda)
@@ -337,9 +389,10 @@ PARTS = {"env": run_env, "torch": run_torch}
 
 
 def main(argv):
-    part, path = argv
+    part, path = argv[0], argv[1]
+    budget = float(argv[2]) if len(argv) > 2 else DEFAULT_BUDGET
     out = StepWriter(path)
-    PARTS[part](out)
+    PARTS[part](out, budget)
     out.emit("done", True)
 
 

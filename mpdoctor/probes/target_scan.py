@@ -1,0 +1,226 @@
+"""Find code that imports apex or uses torch's AMP, *inside the interpreter under diagnosis*.
+
+Loaded beside ``target.py`` (stdlib only, Python 3.8+, judges nothing). Two scans:
+
+* installed distributions that import apex (who will pick it up), run only when
+  some apex is present;
+* the user's project (the working directory): apex.amp and torch.amp use.
+
+Both read source with ``ast``, never run it: a docstring that mentions
+``from apex import amp`` is not an import. A byte search picks the files worth
+parsing first, and both scans stop at a time and file budget, saying so.
+"""
+
+import ast
+import os
+import re
+import time
+
+SKIP_DISTRIBUTIONS = ("apex", "nvidia-apex", "torch", "pip", "setuptools", "mpdoctor")
+SKIP_DIRECTORIES = ("node_modules", "site-packages", "dist-packages", "__pycache__", "build", "dist")
+APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
+TORCH_AMP = re.compile(rb"autocast|GradScaler|torch\.cuda\.amp|torch\.amp")
+TORCH_AMP_NAMES = ("autocast", "GradScaler")
+TORCH_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
+MAX_USES = 200
+MAX_FILE = 4 << 20
+
+
+def _clip(text, limit=200):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_FILE)
+    except OSError:
+        return None
+
+
+def _parse(source, path):
+    try:
+        return ast.parse(source, filename=path)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _walk(nodes, context):
+    """Yield (node, context) for every node, context naming the enclosing try/def/if blocks."""
+    for node in nodes:
+        yield node, context
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inner = context | {"def"}
+            children = [child for child in ast.iter_child_nodes(node)]
+            yield from _walk(children, inner)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            yield from _walk(node.body, context | {"try"})
+            rest = list(node.handlers) + list(node.orelse) + list(node.finalbody)
+            yield from _walk(rest, context)
+        elif isinstance(node, ast.If):
+            yield from _walk(list(ast.iter_child_nodes(node)), context | {"if"})
+        else:
+            yield from _walk(list(ast.iter_child_nodes(node)), context)
+
+
+def apex_imports(tree, lines):
+    """Each import of apex (or a submodule) in a parsed file, with the blocks around it."""
+    uses = []
+    for node, context in _walk(tree.body, frozenset()):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names if alias.name.split(".")[0] == "apex"]
+            names = []
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "apex":
+            modules = [node.module]
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            uses.append({
+                "module": module, "names": names, "line": node.lineno,
+                "text": _clip(lines[node.lineno - 1].strip()) if node.lineno <= len(lines) else "",
+                "guarded": "try" in context, "lazy": "def" in context, "conditional": "if" in context,
+            })
+    return uses
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def torch_amp_uses(tree, lines):
+    """Where a file uses torch's AMP (autocast, GradScaler), first hit of each spelling."""
+    seen, uses = set(), []
+    for node in ast.walk(tree):
+        what = ""
+        if isinstance(node, ast.ImportFrom) and node.module in TORCH_AMP_MODULES + ("torch",):
+            picked = [alias.name for alias in node.names if alias.name in TORCH_AMP_NAMES or node.module != "torch"]
+            what = "from %s import %s" % (node.module, ", ".join(picked)) if picked else ""
+        elif isinstance(node, ast.Attribute):
+            name = _dotted(node)
+            if name.startswith("torch.") and name.split(".")[-1] in TORCH_AMP_NAMES:
+                what = name
+        if what and what not in seen:
+            seen.add(what)
+            line = getattr(node, "lineno", 0)
+            uses.append({"what": what, "line": line,
+                         "text": _clip(lines[line - 1].strip()) if 0 < line <= len(lines) else ""})
+    return uses
+
+
+# ---------------------------------------------------------------- installed distributions
+
+
+def _python_files(dist):
+    try:
+        files = dist.files or []
+    except Exception:
+        return []
+    out = []
+    for entry in files:
+        text = str(entry)
+        if text.endswith(".py") and not text.startswith(".."):
+            try:
+                out.append(str(entry.locate()))
+            except Exception:
+                continue
+    return out
+
+
+def installed_uses(budget):
+    """Installed distributions whose code imports apex: who switches to apex when it imports."""
+    import importlib.metadata as metadata
+
+    deadline = time.monotonic() + budget
+    uses, unscanned, scanned = [], [], 0
+    for dist in metadata.distributions():
+        try:
+            name, version = dist.metadata["Name"] or "", dist.metadata["Version"] or ""
+        except Exception:
+            continue
+        if "".join("-" if ch in "_." else ch for ch in name.lower()) in SKIP_DISTRIBUTIONS:
+            continue
+        if time.monotonic() > deadline:
+            unscanned.append(name)
+            continue
+        scanned += 1
+        location = str(dist.locate_file(""))
+        for path in _python_files(dist):
+            source = _read(path)
+            if not source or not APEX_IMPORT.search(source):
+                continue
+            tree = _parse(source, path)
+            if tree is None:
+                continue
+            lines = source.decode("utf-8", "replace").splitlines()
+            for use in apex_imports(tree, lines):
+                use.update({"distribution": name, "version": version, "file": os.path.relpath(path, location)})
+                uses.append(use)
+    return {"uses": uses[:MAX_USES], "distributions_scanned": scanned, "unscanned": unscanned}
+
+
+# ---------------------------------------------------------------- the user's project
+
+
+def _skip_directory(root, name):
+    if name.startswith(".") or name in SKIP_DIRECTORIES:
+        return True
+    path = os.path.join(root, name)
+    # A virtualenv or conda environment inside the project is not the project's code.
+    return os.path.exists(os.path.join(path, "pyvenv.cfg")) or os.path.isdir(os.path.join(path, "conda-meta"))
+
+
+def project_files(top, deadline, max_files):
+    """The project's .py files, top down, skipping environments and hidden directories."""
+    files, truncated = [], False
+    for root, dirs, names in os.walk(top):
+        dirs[:] = sorted(name for name in dirs if not _skip_directory(root, name))
+        files += [os.path.join(root, name) for name in sorted(names) if name.endswith(".py")]
+        if len(files) >= max_files or time.monotonic() > deadline:
+            truncated = True
+            break
+    return files[:max_files], truncated
+
+
+def project_uses(top, budget, max_files=3000, skip=()):
+    """apex imports and torch AMP use in the code under ``top`` (the working directory)."""
+    deadline = time.monotonic() + budget
+    facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": []}
+    if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
+        facts["skipped"] = "the working directory is the filesystem root"
+        return facts
+    paths, facts["truncated"] = project_files(top, deadline, max_files)
+    skip = tuple(os.path.join(path, "") for path in skip)
+    for path in paths:
+        if time.monotonic() > deadline:
+            facts["truncated"] = True
+            break
+        if path.startswith(skip):
+            continue
+        facts["files_scanned"] += 1
+        source = _read(path)
+        if not source:
+            continue
+        has_apex, has_amp = APEX_IMPORT.search(source), TORCH_AMP.search(source)
+        if not (has_apex or has_amp):
+            continue
+        tree = _parse(source, path)
+        if tree is None:
+            continue
+        lines = source.decode("utf-8", "replace").splitlines()
+        relative = os.path.relpath(path, top)
+        if has_apex:
+            facts["apex_uses"] += [dict(use, file=relative) for use in apex_imports(tree, lines)]
+        if has_amp:
+            facts["torch_amp_uses"] += [dict(use, file=relative) for use in torch_amp_uses(tree, lines)]
+    facts["apex_uses"] = facts["apex_uses"][:MAX_USES]
+    facts["torch_amp_uses"] = facts["torch_amp_uses"][:MAX_USES]
+    return facts
