@@ -361,6 +361,9 @@ def _load_batch(names, step_timeout):
     pid = os.fork()
     if pid == 0:  # the child: import, report one JSON line per module, never return
         os.close(read_end)
+        import faulthandler
+
+        faulthandler.disable()  # a crash is reported by the parent; no traceback dump on our stderr
         for name in names:
             try:
                 __import__(name)
