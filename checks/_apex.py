@@ -142,7 +142,7 @@ def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[Step]:
     steps = []
     names = [d.name for d in snap.environment.distributions if d.name.lower() in ("apex", "nvidia-apex")]
     if names:
-        steps.append(Step(f"{why}; run it until pip says it is not installed (older setup.py installs stack up)",
+        steps.append(Step(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
                           fixes.pip(snap, "uninstall", "-y", *sorted(set(names)))))
     if apex.conda_packages:
         steps.append(Step("Remove conda's package too", "conda remove -y nvidia-apex"))
@@ -189,6 +189,6 @@ def build_steps(snap: Snapshot) -> list[Step]:
     ]
 
 
-def torch_amp_step() -> Step:
-    return Step("Or use torch's own mixed precision, which replaces apex.amp: torch.autocast and "
+def torch_amp_step(lead: str = "Or use") -> Step:
+    return Step(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
                 "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)")

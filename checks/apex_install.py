@@ -116,18 +116,20 @@ def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     evidence = [_apex.describe(snap), f"torch {snap.torch.version or '?'} (CUDA {snap.torch.cuda or 'none'})"]
     symbols, libraries = [], []
     for ext in broken:
-        evidence.append(f"{ext.name} ({ext.origin}): {ext.load_status}: {ext.load_detail}")
+        where = "" if ext.origin in ext.load_detail else f" ({ext.origin})"
+        evidence.append(f"{ext.name}{where}: {ext.load_status}: {ext.load_detail}")
         if (match := _apex.UNDEFINED_SYMBOL.search(ext.load_detail)):
             symbols.append(match.group(1))
         if (match := _apex.MISSING_LIBRARY.search(ext.load_detail)):
             libraries.append(match.group(1))
     names = ", ".join(ext.name for ext in broken)
+    plural = len(broken) > 1
     if symbols:
-        title = f"apex's {names} was built against another torch: undefined symbol {symbols[0]}"
+        title = f"apex's {names} {'were' if plural else 'was'} built against another torch: undefined symbol {symbols[0]}"
     elif libraries:
-        title = f"apex's {names} links {libraries[0]}, which is not found"
+        title = f"apex's {names} {'link' if plural else 'links'} {libraries[0]}, which is not found"
     else:
-        title = f"apex's {names} fails to load with this torch"
+        title = f"apex's {names} {'fail' if plural else 'fails'} to load with this torch"
     steps = [Step("Rebuild apex against the installed torch; uninstall the stale build first",
                   fixes.pip(snap, "uninstall", "-y", "apex"))] + _apex.build_steps(snap)
     steps += _apex.uninstall_steps(snap, "Or, if torch.amp is all you need, remove apex")

@@ -94,7 +94,7 @@ def fused_norm_swap(snap: Snapshot) -> Iterator[Finding]:
     names = ", ".join(f"{name} {uses[0].version}" for name, uses in sorted(grouped.items()))
     title = (f"{names} will swap in apex's fused norms; fp16/bf16 models with fp32 pieces then fail with "
              "`expected scalar type Float but found Half`")
-    steps = _keep_apex_note(snap) + _apex.uninstall_steps(snap, "Remove apex; torch's own AMP does not need it")
+    steps = _keep_apex_note(snap) + _apex.uninstall_steps(snap, "Remove apex, which torch's own AMP does not need")
     yield warning(title, evidence, steps + _upgrade_steps(snap, grouped, NORM_SWAP_FIXED_IN))
 
 
@@ -195,4 +195,4 @@ def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
         return
     yield info("code here relies on apex.amp, which newer apex (25.07 and later) no longer has",
                [_apex.describe(snap)] + _sites(project) + _sites(installed),
-               [_apex.torch_amp_step()])
+               [_apex.torch_amp_step("Port it to")])

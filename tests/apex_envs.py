@@ -102,7 +102,7 @@ class Env:
         for relative, content in files.items():
             self.write(relative, content)
         info = f"{name.replace('-', '_')}-{version}.dist-info"
-        metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", f"Summary: {summary}"]
+        metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", f"Summary: {summary}"]
         metadata += [f"Requires-Dist: {req}" for req in requires]
         self.write(f"{info}/METADATA", "\n".join(metadata) + "\n")
         self.write(f"{info}/INSTALLER", "pip\n")
