@@ -100,7 +100,7 @@ def has_amp(snap: Snapshot) -> bool:
 
 
 def imports_amp(use: ApexImport) -> bool:
-    return use.module in ("apex.amp",) or use.module.startswith("apex.amp.") \
+    return use.module == "apex.amp" or use.module.startswith("apex.amp.") \
         or (use.module == "apex" and "amp" in use.names)
 
 
@@ -137,21 +137,25 @@ def where(use: ApexImport) -> str:
 
 
 def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[Step]:
-    """Everything that takes apex away: pip (repeated for stacked installs), conda, stray directories."""
-    apex = facts(snap)
-    steps = []
+    """Everything that takes apex away: pip (repeated for stacked installs), conda, stray copies."""
     names = [d.name for d in snap.environment.distributions if d.name.lower() in ("apex", "nvidia-apex")]
+    steps = []
     if names:
         steps.append(Step(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
                           fixes.pip(snap, "uninstall", "-y", *sorted(set(names)))))
-    if apex.conda_packages:
+    if facts(snap).conda_packages:
         steps.append(Step("Remove conda's package too", "conda remove -y nvidia-apex"))
-    for location in strays(snap):
-        steps.append(Step(f"Move away the apex that no installer owns: {location.path}",
-                          f"mv {shlex.quote(location.path)} {shlex.quote(location.path + '.disabled')}"))
-    for line in apex.pth_lines:
-        steps.append(Step(f"Delete the line `{line.line}` from {line.file}"))
+    steps += stray_steps(snap)
     return steps or [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"))]
+
+
+def stray_steps(snap: Snapshot) -> list[Step]:
+    """Move away apex copies no installer owns, and name the .pth lines that add apex to the path."""
+    steps = [Step(f"Move away the apex that no installer owns: {location.path}",
+                  f"mv {shlex.quote(location.path)} {shlex.quote(location.path + '.disabled')}")
+             for location in strays(snap)]
+    steps += [Step(f"Delete the line `{line.line}` from {line.file}") for line in facts(snap).pth_lines]
+    return steps
 
 
 def strays(snap: Snapshot) -> list[ApexLocation]:

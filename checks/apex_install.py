@@ -187,20 +187,20 @@ def stray_apex(snap: Snapshot) -> Iterator[Finding]:
     evidence = [f"{loc.kind} {loc.path}" + (" (in the working directory: scripts run there see it first)"
                                            if loc.source == "cwd" else "") for loc in apex.locations]
     evidence += [f"{line.file}: {line.line}" for line in apex.pth_lines]
-    steps = _apex.uninstall_steps(snap, "Remove the copies you do not want")
     here = " in scripts run from the working directory" if seen_by_scripts.source == "cwd" else ""
     if seen_by_scripts.kind == "namespace":
         what = "a source checkout of NVIDIA apex" if _apex.bare_directory_kind(apex) == "checkout" else \
             "a bare apex/ directory"
         yield warning(f"`import apex`{here} gets {what} ({seen_by_scripts.path}), not an installed apex: "
-                      "`from apex import ...` finds nothing in it", evidence, steps)
+                      "`from apex import ...` finds nothing in it", evidence,
+                      _apex.stray_steps(snap) or [Step(f"Take {seen_by_scripts.entry} off PYTHONPATH")])
         return
     stray_paths = {loc.path for loc in _apex.strays(snap)}
     if seen_by_scripts.source == "cwd" and seen_by_scripts.path in stray_paths and _apex.importable(snap):
         yield warning(f"scripts run from {seen_by_scripts.entry} import {seen_by_scripts.path}, not the installed "
-                      f"apex ({apex.origin})", evidence, steps)
+                      f"apex ({apex.origin})", evidence, _apex.stray_steps(snap))
         return
     real = [loc for loc in apex.locations if loc.kind != "namespace" and loc.source == "sys.path"]
     if len(real) > 1:
         yield warning(f"{len(real)} copies of apex are on the path; {real[0].path} shadows the others",
-                      evidence, steps)
+                      evidence, _apex.uninstall_steps(snap, "Uninstall every copy, then install the one you want"))

@@ -8,7 +8,7 @@ import os
 import sys
 import textwrap
 
-from mpdoctor.probes import target_apex, target_scan
+from mpdoctor.probes import target_apex, target_loads, target_scan
 from mpdoctor.probes.environment import Steps, apex_facts, merge_extension_loads
 from mpdoctor.snapshot_apex import ApexExtension, ApexInfo
 
@@ -133,7 +133,7 @@ def test_extension_loads_each_in_a_child(tmp_path, monkeypatch):
     write(tmp_path / "mpd_hang.py", "import time\ntime.sleep(60)\n")
     write(tmp_path / "mpd_exit.py", "import os\nos._exit(7)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    results = target_apex.load_extensions(["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"], 3.0)
+    results = target_loads.load_extensions(["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"], 3.0)
     assert {name: r["status"] for name, r in results.items()} == {
         "mpd_ok": "ok", "mpd_err": "error", "mpd_crash": "crashed", "mpd_hang": "timeout", "mpd_exit": "crashed"}
     assert results["mpd_err"]["detail"] == "ImportError: undefined symbol: _ZN3c10foo"
@@ -145,7 +145,7 @@ def test_extension_loads_give_up_when_out_of_time(tmp_path, monkeypatch):
     write(tmp_path / "mpd_slow.py", "import time\ntime.sleep(60)\n")
     write(tmp_path / "mpd_after.py")
     monkeypatch.syspath_prepend(str(tmp_path))
-    results = target_apex.load_extensions(["mpd_slow", "mpd_slow2", "mpd_after"], 1.0)
+    results = target_loads.load_extensions(["mpd_slow", "mpd_slow2", "mpd_after"], 1.0)
     assert results["mpd_slow"]["status"] == "timeout"
     assert results["mpd_after"] == {"status": "not-tried", "detail": "out of time"}
 

@@ -12,10 +12,10 @@ not cost the package inventory:
 * ``env``: interpreter, installed distributions, environment variables;
 * ``torch``: the result of importing torch and what the imported torch reports.
 
-Both also look at NVIDIA apex (``target_apex.py``, ``target_scan.py``, loaded
-beside this file): the env part finds it and who imports it without importing
-it; the torch part, with torch imported, loads apex's compiled extensions in
-forked children.
+Both also look at NVIDIA apex (``target_apex.py``, ``target_scan.py`` and
+``target_loads.py``, loaded beside this file): the env part finds it and who
+imports it without importing it; the torch part, with torch imported, loads
+apex's compiled extensions in forked children.
 """
 
 import json
@@ -339,7 +339,7 @@ def apex_extension_loads(budget):
     """Import each compiled apex extension found, after torch, each in a forked child."""
     apex = _sibling("target_apex")
     found = apex.find_extensions(apex.extension_names(apex.apex_distributions()))
-    return apex.load_extensions([ext["name"] for ext in found], budget)
+    return _sibling("target_loads").load_extensions([ext["name"] for ext in found], budget)
 
 
 def run_torch(out, budget):
