@@ -193,6 +193,11 @@ def build_steps(snap: Snapshot) -> list[Step]:
     ]
 
 
+def rebuild_steps(snap: Snapshot, why: str) -> list[Step]:
+    """Uninstall the build that is there, then build apex against the installed torch."""
+    return [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"))] + build_steps(snap)
+
+
 def torch_amp_step(lead: str = "Or use") -> Step:
     return Step(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
                 "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)")

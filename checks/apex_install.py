@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor import fixes
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
 from mpdoctor.checks import _apex
@@ -43,7 +42,7 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     imports = [name for name in apex.init_imports or [] if name.split(".")[0].startswith(_apex.PYRAMID_NAMES)]
     if imports:
         evidence.append("apex/__init__.py imports " + ", ".join(imports[:6]) + (", ..." if len(imports) > 6 else ""))
-    users = [use for use in apex.users + snap.environment.project.apex_uses]
+    users = apex.users + snap.environment.project.apex_uses
     evidence += [f"expects NVIDIA apex: {_apex.where(use)}" for use in users[:5]]
     yield warning("`apex` here is an unrelated PyPI project (a Pyramid web toolkit), not NVIDIA apex", evidence,
                   _apex.uninstall_steps(snap, "Uninstall the PyPI namesake")
@@ -89,8 +88,7 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
         make = warning
     needed_by = [dist.name for dist, _ in requirers(snap, "apex")]
     steps = [] if needed_by else _apex.uninstall_steps(snap, "If you do not need apex, uninstall it")
-    steps += [Step("Or rebuild it with its CUDA extensions; uninstall the Python-only build first",
-                   fixes.pip(snap, "uninstall", "-y", "apex"))] + _apex.build_steps(snap)
+    steps += _apex.rebuild_steps(snap, "Or rebuild it with its CUDA extensions; uninstall the Python-only build first")
     yield make(title, evidence, steps)
 
 
@@ -130,8 +128,7 @@ def extension_fails(snap: Snapshot) -> Iterator[Finding]:
         title = f"apex's {names} {'link' if plural else 'links'} {libraries[0]}, which is not found"
     else:
         title = f"apex's {names} {'fail' if plural else 'fails'} to load with this torch"
-    steps = [Step("Rebuild apex against the installed torch; uninstall the stale build first",
-                  fixes.pip(snap, "uninstall", "-y", "apex"))] + _apex.build_steps(snap)
+    steps = _apex.rebuild_steps(snap, "Rebuild apex against the installed torch; uninstall the stale build first")
     steps += _apex.uninstall_steps(snap, "Or, if torch.amp is all you need, remove apex")
     yield error(title, evidence, steps)
 
@@ -160,8 +157,7 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
         evidence.append(f"{ext.name} links {', '.join(lib for lib in ext.needed or [] if lib.startswith('libcudart'))}"
                         + loads)
     title = f"apex was built for CUDA {'/'.join(map(str, built))}, but torch uses {torch_text}"
-    steps = [Step("Rebuild apex with the toolkit that matches torch; uninstall this build first",
-                  fixes.pip(snap, "uninstall", "-y", "apex"))] + _apex.build_steps(snap)
+    steps = _apex.rebuild_steps(snap, "Rebuild apex with the toolkit that matches torch; uninstall this build first")
     yield error(title, evidence, steps)
 
 

@@ -20,7 +20,7 @@ from mpdoctor.probes import target
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.serde import DataError, from_data
 from mpdoctor.snapshot import CudaDevice, Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
-from mpdoctor.snapshot_apex import ApexInfo, ProjectScan
+from mpdoctor.snapshot_apex import ApexImport, ApexInfo, ProjectScan
 
 # Loads the two stdlib-only files by path under private names, so neither the
 # target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
@@ -135,23 +135,20 @@ def _step_error(steps: Steps, step: str) -> str:
 def apex_facts(steps: Steps) -> ApexInfo:
     """The env part's apex facts: where it is, what installed it, who imports it."""
     data = steps.data.get("apex")
-    info = ApexInfo(error=_step_error(steps, "apex"))
-    if not isinstance(data, dict):
-        return info
-    resolution = data.get("resolution") if isinstance(data.get("resolution"), dict) else {}
-    flat = {key: value for key, value in data.items() if key != "resolution"}
-    flat.update(resolution=resolution.get("kind", "none"), origin=resolution.get("origin", ""),
-                search_locations=resolution.get("locations", []), resolution_error=resolution.get("error", ""))
-    info = _load(ApexInfo, flat, info)
+    info = ApexInfo()
+    if isinstance(data, dict):
+        resolution = data.get("resolution") if isinstance(data.get("resolution"), dict) else {}
+        flat = {key: value for key, value in data.items() if key != "resolution"}
+        flat.update(resolution=resolution.get("kind", "none"), origin=resolution.get("origin", ""),
+                    search_locations=resolution.get("locations", []), resolution_error=resolution.get("error", ""))
+        info = _load(ApexInfo, flat, info)
     info.error = _step_error(steps, "apex")
     users = steps.data.get("apex_users")
     if isinstance(users, dict):
-        loaded = _load(ApexInfo, {"users": users.get("uses"), "unscanned": users.get("unscanned"),
-                                  "distributions_scanned": users.get("distributions_scanned")}, None)
-        if loaded is not None:
-            info.users_scanned = True
-            info.users, info.unscanned = loaded.users, loaded.unscanned
-            info.distributions_scanned = loaded.distributions_scanned
+        info.users_scanned = True
+        info.users = _load(list[ApexImport], users.get("uses"), [])
+        info.unscanned = _load(list[str], users.get("unscanned"), [])
+        info.distributions_scanned = _load(int, users.get("distributions_scanned"), 0)
     info.users_error = _step_error(steps, "apex_users")
     return info
 
