@@ -20,7 +20,9 @@ from typing import Optional
 
 from mpdoctor import __version__
 from mpdoctor.serde import DataError, fact, from_data
-from mpdoctor.snapshot_apex import ApexInfo, ProjectScan
+from mpdoctor.snapshot_apex import ApexInfo
+from mpdoctor.snapshot_oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
+from mpdoctor.snapshot_project import ProjectScan
 
 SCHEMA_VERSION = 1
 
@@ -72,6 +74,46 @@ class Distribution:
 
 
 @dataclass
+class OneflowRuntime:
+    """What importing oneflow for real showed, in a process of its own beside torch."""
+
+    probe: ProbeRun = fact("How the oneflow probe went", factory=ProbeRun)
+    status: str = fact("imported, import-error, import-crashed, import-timeout, or not-run (no oneflow found)",
+                       "not-run")
+    error_type: str = fact("Exception class `import oneflow` raised (RuntimeError for PyPI's placeholder)", "")
+    error_message: str = fact("Its message, redacted", "")
+    import_warnings: list[str] = fact("Warnings raised while importing oneflow", factory=list)
+    torch_status: str = fact("How `import torch` went first in the same process: imported, import-error or "
+                             "not-tried", "not-tried")
+    torch_imported_as: str = fact("What that torch really was: torch, or oneflow under mock-torch", "")
+    version: str = fact("oneflow.__version__", "")
+    git_commit: str = fact("oneflow.__git_commit__", "")
+    file: str = fact("oneflow.__file__", "")
+    with_cuda: Optional[bool] = fact("oneflow.sysconfig.with_cuda(): a CUDA build", None)
+    cuda_version: str = fact("oneflow.sysconfig.get_cuda_version(), as it returned it", "")
+    with_enterprise: Optional[bool] = fact("oneflow.sysconfig.with_enterprise() (SiliconFlow builds)", None)
+    cuda_available: Optional[bool] = fact("oneflow.cuda.is_available()", None)
+    device_count: Optional[int] = fact("oneflow.cuda.device_count()", None)
+    fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
+    coexist_device: str = fact("Where the coexistence probe ran: cuda or cpu", "")
+    coexist: list[CoexistCase] = fact("The coexistence probe: one fp16 OneFlow module under each precision "
+                                      "manager", factory=list)
+    coexist_error: str = fact("Why the coexistence probe did not finish, when it did not", "")
+
+
+@dataclass
+class OneflowInfo:
+    """OneFlow, OneDiff and mock-torch in the environment: found on disk, then imported for real."""
+
+    error: str = fact("Why the static look failed, when it did", "")
+    packages: dict[str, PackageOrigin] = fact("Where oneflow, onediff, onediffx, nexfort and onediff_quant would "
+                                              "import from", factory=dict)
+    build: Optional[OneflowBuild] = fact("The oneflow package on disk, when there is one", None)
+    mock: MockTorch = fact("Whether oneflow's mock-torch answers `import torch`", factory=MockTorch)
+    runtime: OneflowRuntime = fact("What importing oneflow showed", factory=OneflowRuntime)
+
+
+@dataclass
 class PythonEnvironment:
     """Facts from the stdlib-only probe run by the target interpreter."""
 
@@ -86,8 +128,10 @@ class PythonEnvironment:
     distributions_error: str = fact("Why the inventory failed, when it did", "")
     apex: ApexInfo = fact("NVIDIA apex (or a namesake): where, which, whether it loads, who imports it",
                           factory=ApexInfo)
-    project: ProjectScan = fact("The code in the working directory, read for apex and torch AMP use",
+    project: ProjectScan = fact("The code in the working directory, read for apex, torch AMP and OneFlow use",
                                 factory=ProjectScan)
+    oneflow: OneflowInfo = fact("OneFlow/OneDiff: installed where, a working build or not, mock-torch, and how it "
+                                "behaves beside torch's autocast", factory=OneflowInfo)
 
 
 @dataclass
@@ -109,7 +153,9 @@ class TorchInfo:
     """What happened when the target interpreter imported torch, and what torch said."""
 
     probe: ProbeRun = fact("How the torch probe went", factory=ProbeRun)
-    status: str = fact("imported, missing, import-error, import-crashed, import-timeout or unknown", "unknown")
+    status: str = fact("imported, missing, import-error, import-crashed, import-timeout, mocked (`import torch` "
+                       "gave another framework: oneflow's mock-torch) or unknown", "unknown")
+    imported_as: str = fact("What `import torch` really gave: torch, or e.g. oneflow under mock-torch", "")
     origin: str = fact("File torch would be imported from", "")
     error_type: str = fact("Exception class raised by `import torch`", "")
     error_message: str = fact("Its message, redacted", "")

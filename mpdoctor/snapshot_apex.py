@@ -1,4 +1,4 @@
-"""Snapshot facts about NVIDIA apex and about the code that uses it or torch's AMP.
+"""Snapshot facts about NVIDIA apex: where it is, what installed it, who imports it.
 
 Part of the snapshot (``mpdoctor.snapshot``); kept in its own module because
 apex has many facts and no other family reads them. Same rules: plain data, one
@@ -69,29 +69,6 @@ class ApexImport:
     conditional: bool = fact("Inside an if block (e.g. `if is_apex_available():`)", False)
     distribution: str = fact("The installed distribution the file belongs to; empty for project code", "")
     version: str = fact("That distribution's version", "")
-
-
-@dataclass
-class TorchAmpUse:
-    """A use of torch's own AMP (autocast, GradScaler) in the project's code."""
-
-    what: str = fact("The spelling found, e.g. torch.cuda.amp.GradScaler", "")
-    file: str = fact("The file, relative to the project root", "")
-    line: int = fact("Line number", 0)
-    text: str = fact("The source line", "")
-
-
-@dataclass
-class ProjectScan:
-    """The user's code (the working directory), read for apex and torch AMP use."""
-
-    root: str = fact("The directory scanned", "")
-    files_scanned: int = fact("Python files read", 0)
-    truncated: bool = fact("The scan stopped at its time or file budget", False)
-    skipped: str = fact("Why the directory was not scanned, when it was not", "")
-    apex_uses: list[ApexImport] = fact("Imports of apex in the project", factory=list)
-    torch_amp_uses: list[TorchAmpUse] = fact("Uses of torch autocast and GradScaler", factory=list)
-    error: str = fact("Why the scan failed, when it did", "")
 
 
 @dataclass

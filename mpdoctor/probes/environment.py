@@ -1,7 +1,8 @@
 """Probe the Python environment under diagnosis through its own interpreter.
 
 ``target.py`` runs in child processes of the target interpreter, one for the
-package inventory and one for torch, in parallel and each with a timeout. This
+package inventory, one for torch and one for OneFlow, in parallel and each with
+a timeout. This
 module starts them and turns their step-by-step output, or their death, into
 snapshot facts. It judges nothing.
 """
@@ -12,6 +13,7 @@ import json
 import os
 import tempfile
 import typing
+from typing import Optional
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,8 +21,11 @@ from mpdoctor import redact
 from mpdoctor.probes import target
 from mpdoctor.probes.child import ChildResult, run_child
 from mpdoctor.serde import DataError, from_data
-from mpdoctor.snapshot import CudaDevice, Distribution, ProbeRun, PythonEnvironment, PythonInfo, TorchInfo
-from mpdoctor.snapshot_apex import ApexImport, ApexInfo, ProjectScan
+from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRuntime, ProbeRun, PythonEnvironment,
+                               PythonInfo, TorchInfo)
+from mpdoctor.snapshot_apex import ApexImport, ApexInfo
+from mpdoctor.snapshot_oneflow import CoexistCase
+from mpdoctor.snapshot_project import ProjectScan
 
 # Loads the two stdlib-only files by path under private names, so neither the
 # target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
@@ -123,6 +128,8 @@ def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
     env.apex = apex_facts(steps)
     env.project = _load(ProjectScan, steps.data.get("project"), ProjectScan())
     env.project.error = _step_error(steps, "project")
+    env.oneflow = _load(OneflowInfo, steps.data.get("oneflow"), OneflowInfo())
+    env.oneflow.error = _step_error(steps, "oneflow")
     return env
 
 
@@ -192,7 +199,10 @@ def torch_facts(result: ChildResult, steps: Steps) -> TorchInfo:
     imported = steps.data.get("import")
     if isinstance(imported, dict):
         info.import_warnings = _load(list[str], imported.get("warnings"), [])
-        if imported.get("ok"):
+        info.imported_as = str(imported.get("imported_as") or "")
+        if imported.get("ok") and info.imported_as not in ("", "torch"):
+            info.status = "mocked"
+        elif imported.get("ok"):
             info.status = "imported"
         else:
             info.status = "import-error"
@@ -231,13 +241,62 @@ def _record_error(info: TorchInfo, error: object) -> None:
         info.error_traceback = str(error.get("traceback", ""))
 
 
+def oneflow_runtime(result: ChildResult, steps: Steps) -> OneflowRuntime:
+    """What the oneflow part saw when it imported torch, then oneflow, and ran them together."""
+    runtime = OneflowRuntime(probe=probe_run(result, steps))
+    found = steps.data.get("find")
+    if not isinstance(found, dict) or not found.get("found"):
+        return runtime  # no oneflow: nothing was imported
+    torch = steps.data.get("torch_import")
+    if isinstance(torch, dict):
+        runtime.torch_status = "imported" if torch.get("ok") else "import-error"
+        runtime.torch_imported_as = str(torch.get("imported_as") or "")
+    imported = steps.data.get("oneflow_import")
+    if isinstance(imported, dict):
+        runtime.status = "imported" if imported.get("ok") else "import-error"
+        runtime.error_type = str(imported.get("type") or "")
+        runtime.error_message = str(imported.get("message") or "")
+        runtime.import_warnings = _load(list[str], imported.get("warnings"), [])
+    elif runtime.probe.step in ("oneflow_import", "torch_import"):
+        runtime.status = {"timeout": "import-timeout", "crashed": "import-crashed"}.get(runtime.probe.status,
+                                                                                       "import-error")
+        runtime.error_message = runtime.probe.detail
+    build = steps.data.get("oneflow_build")
+    if isinstance(build, dict):
+        _fill_build(runtime, build)
+    coexist = steps.data.get("coexist")
+    if isinstance(coexist, dict):
+        runtime.coexist_device = str(coexist.get("device") or "")
+        runtime.coexist = _load(list[CoexistCase], coexist.get("cases"), [])
+    runtime.coexist_error = _step_error(steps, "coexist") or (
+        f"the probe {runtime.probe.detail or runtime.probe.status} during it" if runtime.probe.step == "coexist" else "")
+    return runtime
+
+
+def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
+    def text(key: str) -> str:
+        value = build.get(key)
+        return "" if value is None else str(value)
+
+    def flag(key: str) -> Optional[bool]:
+        return build.get(key) if isinstance(build.get(key), bool) else None
+
+    runtime.version, runtime.git_commit, runtime.file = text("version"), text("git_commit"), text("file")
+    runtime.cuda_version = text("get_cuda_version")
+    runtime.with_cuda, runtime.with_enterprise = flag("with_cuda"), flag("with_enterprise")
+    runtime.cuda_available = flag("cuda_available")
+    count = build.get("device_count")
+    runtime.device_count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
+
+
 def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run both probe parts in parallel in the interpreter ``python``."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        env_job = pool.submit(run_part, python, "env", timeout)
-        torch_job = pool.submit(run_part, python, "torch", timeout)
-        env = environment_facts(*env_job.result())
-        torch_result, torch_steps = torch_job.result()
+    """Run the three probe parts in parallel in the interpreter ``python``."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        jobs = {part: pool.submit(run_part, python, part, timeout) for part in ("env", "torch", "oneflow")}
+        env = environment_facts(*jobs["env"].result())
+        torch_result, torch_steps = jobs["torch"].result()
         torch = torch_facts(torch_result, torch_steps)
+        env.oneflow.runtime = oneflow_runtime(*jobs["oneflow"].result())
     merge_extension_loads(env.apex, torch_steps)
     return env, torch

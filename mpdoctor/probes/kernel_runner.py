@@ -229,6 +229,12 @@ def main(argv):
             out.emit("import", {"ok": False, "error": probe._exception_facts(exc)})
             out.emit("done", True)
             return
+    imported_as = probe._sibling("target_oneflow").imported_as(torch)
+    if imported_as != "torch":  # oneflow's mock-torch answered: these kernels test torch only
+        out.emit("import", {"ok": False, "error": {
+            "type": "MockTorch", "message": "`import torch` gives %s (mock-torch), not torch" % imported_as}})
+        out.emit("done", True)
+        return
     out.emit("import", {"ok": True, "version": str(getattr(torch, "__version__", ""))})
     # Python 3.12+ warns that fork() in a threaded process may deadlock; we fork
     # before any torch work, when the only threads are idle ones torch started.

@@ -15,12 +15,13 @@ not cost the package inventory:
 Both also look at NVIDIA apex (``target_apex.py``, ``target_scan.py`` and
 ``target_loads.py``, loaded beside this file): the env part finds it and who
 imports it without importing it; the torch part, with torch imported, loads
-apex's compiled extensions in forked children.
+apex's compiled extensions in forked children. The env part also looks for
+OneFlow without importing it; a third part, ``oneflow`` (``target_oneflow.py``),
+imports it and runs it beside torch.
 """
 
 import json
 import os
-import platform
 import sys
 import traceback
 import warnings
@@ -93,42 +94,6 @@ def _exception_facts(exc):
 
 
 # ---------------------------------------------------------------- env part
-
-
-def python_facts():
-    return {
-        "executable": sys.executable,
-        "version": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "prefix": sys.prefix,
-        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-        "is_conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
-        "path": [p for p in sys.path if p],
-    }
-
-
-def marker_environment():
-    """The PEP 508 marker variables of this interpreter (as ``packaging`` computes them)."""
-    impl = sys.implementation
-    info = impl.version
-    impl_version = "{0.major}.{0.minor}.{0.micro}".format(info)
-    if info.releaselevel != "final":
-        impl_version += info.releaselevel[0] + str(info.serial)
-    return {
-        "implementation_name": impl.name,
-        "implementation_version": impl_version,
-        "os_name": os.name,
-        "platform_machine": platform.machine(),
-        "platform_release": platform.release(),
-        "platform_system": platform.system(),
-        "platform_version": platform.version(),
-        "python_full_version": platform.python_version(),
-        "platform_python_implementation": platform.python_implementation(),
-        "python_version": ".".join(platform.python_version_tuple()[:2]),
-        "sys_platform": sys.platform,
-    }
 
 
 def _read_text(dist, name):
@@ -223,8 +188,9 @@ def guarded_step(out, step, func):
 
 
 def run_env(out, budget):
-    out.emit("python", python_facts())
-    out.emit("markers", marker_environment())
+    interpreter = _sibling("target_interpreter")
+    out.emit("python", interpreter.python_facts())
+    out.emit("markers", interpreter.marker_environment())
     out.emit("env", environment_variables())
     out.begin("modules")
     out.emit("modules", module_origins())
@@ -237,6 +203,7 @@ def run_env(out, budget):
     # apex's own source tree is not the user's code, even in the working directory
     skip = [location["path"] for location in (facts or {}).get("locations", [])]
     guarded_step(out, "project", lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
+    guarded_step(out, "oneflow", lambda: _sibling("target_oneflow").oneflow_facts(paths, apex.pth_lines))
 
 
 # ---------------------------------------------------------------- torch part
@@ -367,8 +334,10 @@ def run_torch(out, budget):
         except BaseException as exc:  # SystemExit and friends from a broken torch too
             out.emit("import", {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
             return
-    out.emit("import", {"ok": True, "warnings": _warning_texts(caught)})
-
+    imported_as = _sibling("target_oneflow").imported_as(torch)
+    out.emit("import", {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
+    if imported_as != "torch":  # oneflow's mock-torch: anything further would describe OneFlow
+        return
     out.begin("build")
     out.emit("build", torch_build_facts(torch))
     # Before CUDA starts: the forked children must not inherit a CUDA context.
@@ -385,7 +354,8 @@ def run_torch(out, budget):
         out.emit("devices", devices)
 
 
-PARTS = {"env": run_env, "torch": run_torch}
+PARTS = {"env": run_env, "torch": run_torch,
+         "oneflow": lambda out, budget: _sibling("target_oneflow").run(out, guarded_step)}
 
 
 def main(argv):

@@ -185,8 +185,8 @@ def conda_packages(prefix):
     return sorted(name[:-5] for name in names if name.endswith(".json") and "apex" in name.lower())
 
 
-def pth_lines(entries):
-    """Lines of .pth files on the path that mention apex: editable installs, hand-added paths."""
+def pth_lines(entries, words=("apex",)):
+    """Lines of .pth files on the path that mention one of ``words``: editable installs, added paths, hooks."""
     lines = []
     for entry in entries:
         try:
@@ -201,7 +201,7 @@ def pth_lines(entries):
             except OSError:
                 continue
             lines += [{"file": path, "line": _clip(line.strip())} for line in text.splitlines()
-                      if "apex" in line.lower()]
+                      if any(word in line.lower() for word in words)]
     return lines[:MAX_LIST]
 
 

@@ -4,7 +4,7 @@ Loaded beside ``target.py`` (stdlib only, Python 3.8+, judges nothing). Two scan
 
 * installed distributions that import apex (who will pick it up), run only when
   some apex is present;
-* the user's project (the working directory): apex.amp and torch.amp use.
+* the user's project (the working directory): apex.amp, torch.amp and OneFlow use.
 
 Both read source with ``ast``, never run it: a docstring that mentions
 ``from apex import amp`` is not an import. A byte search picks the files worth
@@ -22,6 +22,8 @@ APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
 TORCH_AMP = re.compile(rb"autocast|GradScaler|torch\.cuda\.amp|torch\.amp")
 TORCH_AMP_NAMES = ("autocast", "GradScaler")
 TORCH_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
+ONEFLOW = re.compile(rb"oneflow|onediff")
+ONEFLOW_PACKAGES = ("oneflow", "onediff", "onediffx")
 MAX_USES = 200
 MAX_FILE = 4 << 20
 
@@ -127,6 +129,39 @@ def torch_amp_uses(tree, lines):
     return uses
 
 
+def oneflow_uses(tree, lines):
+    """Where a file imports OneFlow/OneDiff, compiles with OneFlow, or enters oneflow.autocast."""
+    aliases, seen, uses = {"oneflow"}, set(), []
+
+    def add(what, node):
+        if what not in seen:
+            seen.add(what)
+            line = getattr(node, "lineno", 0)
+            uses.append({"what": what, "line": line,
+                         "text": _clip(lines[line - 1].strip()) if 0 < line <= len(lines) else ""})
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ONEFLOW_PACKAGES:
+                    add("import " + alias.name, node)
+                    if alias.name == "oneflow":
+                        aliases.add(alias.asname or "oneflow")  # `import oneflow as flow` is the custom
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ONEFLOW_PACKAGES:
+            add("from %s import %s" % (node.module, ", ".join(alias.name for alias in node.names)), node)
+    autocasts = {alias + suffix for alias in aliases for suffix in (".autocast", ".amp.autocast", ".cuda.amp.autocast")}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        backend = [k.value.value for k in node.keywords if k.arg == "backend" and isinstance(k.value, ast.Constant)]
+        if name.split(".")[-1] == "oneflow_compile" or backend == ["oneflow"]:
+            add("oneflow_compile" if name.endswith("oneflow_compile") else "compile(backend=\"oneflow\")", node)
+        elif name in autocasts:
+            add("oneflow.autocast", node)
+    return sorted(uses, key=lambda use: use["line"])
+
+
 # ---------------------------------------------------------------- installed distributions
 
 
@@ -202,9 +237,10 @@ def project_files(top, deadline, max_files):
 
 
 def project_uses(top, budget, max_files=3000, skip=()):
-    """apex imports and torch AMP use in the code under ``top`` (the working directory)."""
+    """apex imports, torch AMP use and OneFlow use in the code under ``top`` (the working directory)."""
     deadline = time.monotonic() + budget
-    facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": []}
+    facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": [],
+             "oneflow_uses": []}
     if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
         facts["skipped"] = "the working directory is the filesystem root"
         return facts
@@ -222,7 +258,8 @@ def project_uses(top, budget, max_files=3000, skip=()):
             continue
         has_apex = b"apex" in source and APEX_IMPORT.search(source)
         has_amp = TORCH_AMP.search(source)
-        if not (has_apex or has_amp):
+        has_oneflow = ONEFLOW.search(source)
+        if not (has_apex or has_amp or has_oneflow):
             continue
         tree = _parse(source, path)
         if tree is None:
@@ -233,6 +270,8 @@ def project_uses(top, budget, max_files=3000, skip=()):
             facts["apex_uses"] += [dict(use, file=relative) for use in apex_imports(tree, lines)]
         if has_amp:
             facts["torch_amp_uses"] += [dict(use, file=relative) for use in torch_amp_uses(tree, lines)]
-    facts["apex_uses"] = facts["apex_uses"][:MAX_USES]
-    facts["torch_amp_uses"] = facts["torch_amp_uses"][:MAX_USES]
+        if has_oneflow:
+            facts["oneflow_uses"] += [dict(use, file=relative) for use in oneflow_uses(tree, lines)]
+    for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
+        facts[key] = facts[key][:MAX_USES]
     return facts

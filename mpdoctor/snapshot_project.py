@@ -1,0 +1,47 @@
+"""Snapshot facts about the user's own code: the working directory, read without running it.
+
+Part of the snapshot (``mpdoctor.snapshot``). The apex and OneFlow families read
+it: who imports apex, where torch's AMP is used, where OneFlow is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpdoctor.serde import fact
+from mpdoctor.snapshot_apex import ApexImport
+
+
+@dataclass
+class TorchAmpUse:
+    """A use of torch's own AMP (autocast, GradScaler) in the project's code."""
+
+    what: str = fact("The spelling found, e.g. torch.cuda.amp.GradScaler", "")
+    file: str = fact("The file, relative to the project root", "")
+    line: int = fact("Line number", 0)
+    text: str = fact("The source line", "")
+
+
+@dataclass
+class OneflowUse:
+    """OneFlow or OneDiff in the project's code: an import, oneflow_compile, oneflow.autocast."""
+
+    what: str = fact("What was found, e.g. import onediff.infer_compiler, oneflow_compile, oneflow.autocast", "")
+    file: str = fact("The file, relative to the project root", "")
+    line: int = fact("Line number", 0)
+    text: str = fact("The source line", "")
+
+
+@dataclass
+class ProjectScan:
+    """The user's code (the working directory), read for apex, torch AMP and OneFlow use."""
+
+    root: str = fact("The directory scanned", "")
+    files_scanned: int = fact("Python files read", 0)
+    truncated: bool = fact("The scan stopped at its time or file budget", False)
+    skipped: str = fact("Why the directory was not scanned, when it was not", "")
+    apex_uses: list[ApexImport] = fact("Imports of apex in the project", factory=list)
+    torch_amp_uses: list[TorchAmpUse] = fact("Uses of torch autocast and GradScaler", factory=list)
+    oneflow_uses: list[OneflowUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast",
+                                          factory=list)
+    error: str = fact("Why the scan failed, when it did", "")
