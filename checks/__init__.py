@@ -16,3 +16,5 @@ from mpdoctor.checks import precision_speed  # noqa: F401  measured: is it fast,
 from mpdoctor.checks import precision_amp  # noqa: F401  measured: autocast and GradScaler
 from mpdoctor.checks import apex_install  # noqa: F401  which apex, and do its extensions load
 from mpdoctor.checks import apex_usage  # noqa: F401  who switches to apex, who needs apex.amp
+from mpdoctor.checks import oneflow_install  # noqa: F401  is oneflow a working build, for OneDiff, for this CUDA
+from mpdoctor.checks import oneflow_runtime  # noqa: F401  mock-torch, and torch.autocast meeting OneFlow

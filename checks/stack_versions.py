@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from mpdoctor import fixes
 from mpdoctor.checks._apex import is_pypi_namesake
+from mpdoctor.checks._oneflow import without_core
 from mpdoctor.checks._common import requirement_applies
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.registry import check
@@ -69,6 +70,8 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
     for requirer in installed.values():
         if is_pypi_namesake(requirer):
             continue  # APEX001 says to remove it; installing its web-framework requirements helps no one
+        if canonical_name(requirer.name) == "oneflow" and without_core(snap):
+            continue  # ONEFLOW001 says to replace it; the placeholder's requirements do not matter
         for line in requirer.requires:
             try:
                 req = Requirement(line)

@@ -25,7 +25,9 @@ def environment_line(snap: Snapshot) -> str:
     py = snap.environment.python
     parts = [f"python {py.version} ({py.executable})" if py else "python: unknown"]
     torch = snap.torch
-    if torch.status == "imported" and not torch.version:
+    if torch.status == "mocked":
+        parts.append(f"torch: `import torch` gives {torch.imported_as} (mock-torch is on, see ONEFLOW004)")
+    elif torch.status == "imported" and not torch.version:
         parts.append("torch: imports, but is not a working torch")
     elif torch.status == "imported":
         build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip else "CPU-only")
@@ -52,7 +54,7 @@ def summary_line(findings: list[Finding]) -> str:
 def render_finding(console: Console, finding: Finding) -> None:
     head = Text()
     head.append(f"{finding.severity:<8}", style=STYLE.get(finding.severity, ""))
-    head.append(f"{finding.code:<9}", style="bold")
+    head.append(f"{finding.code:<10} ", style="bold")
     head.append(finding.title)
     console.print(head, soft_wrap=True)
     for line in finding.evidence:

@@ -1,0 +1,142 @@
+"""Helpers for the oneflow family: which oneflow this is, whether it works, and the fixes."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from mpdoctor import fixes
+from mpdoctor.findings import Step
+from mpdoctor.fixes import version_tuple
+from mpdoctor.snapshot import Distribution, OneflowInfo, Snapshot, canonical_name
+
+FAMILY = "oneflow"
+# The two oneflow releases on PyPI; neither has OneFlow's native core (0.7.0
+# raises "This package is a placeholder", 0.6.0 lacks oneflow._oneflow_internal).
+PYPI_PLACEHOLDERS = ("0.6.0", "0.7.0")
+# SiliconFlow's community builds, the ones OneDiff's README installs.
+COMMUNITY_CUDA = ("11.8", "12.1", "12.2")
+COMMUNITY_INDEX = "https://github.com/siliconflow/oneflow_releases/releases/expanded_assets/community_{tag}"
+ONEDIFF_PACKAGES = ("onediff", "onediffx")
+CUDA_LABEL = re.compile(r"\+cu(\d+)(\d)\b")  # 0.9.1.dev20240802+cu118 -> 11.8
+MIN_ONEFLOW_FOR_ONEDIFF = "0.9.1"  # onediff's quantization and ComfyUI nodes refuse older
+
+
+def facts(snap: Snapshot) -> OneflowInfo:
+    return snap.environment.oneflow
+
+
+def oneflow_distributions(snap: Snapshot) -> list[Distribution]:
+    """oneflow itself and the old per-CUDA names (oneflow-cu102, oneflow-cpu, ...)."""
+    return [d for d in snap.environment.distributions if canonical_name(d.name).startswith("oneflow")]
+
+
+def onediff_distributions(snap: Snapshot) -> list[Distribution]:
+    return [d for d in (snap.distribution(name) for name in ONEDIFF_PACKAGES) if d is not None]
+
+
+def describe_distributions(dists: list[Distribution]) -> str:
+    return ", ".join(f"{d.name} {d.version}" for d in dists)
+
+
+def importable(snap: Snapshot, name: str) -> bool:
+    origin = facts(snap).packages.get(name)
+    return bool(origin and origin.origin)
+
+
+def without_core(snap: Snapshot) -> bool:
+    """A oneflow package is there, but not its native core: `import oneflow` cannot work."""
+    build = facts(snap).build
+    return build is not None and not build.error and not build.native_core
+
+
+def is_pypi_placeholder(snap: Snapshot) -> bool:
+    build = facts(snap).build
+    if build is None:
+        return False
+    dist = snap.distribution("oneflow")
+    return bool(build.placeholder_message) or (without_core(snap) and (
+        build.purelib or (dist is not None and dist.version in PYPI_PLACEHOLDERS)))
+
+
+def works(snap: Snapshot) -> Optional[bool]:
+    """Does `import oneflow` work? True/False when measured or certain, None when unknown."""
+    runtime = facts(snap).runtime
+    if runtime.status == "imported":
+        return True
+    if runtime.status in ("import-error", "import-crashed", "import-timeout"):
+        return False
+    if not importable(snap, "oneflow") or without_core(snap):
+        return False
+    return None
+
+
+def version(snap: Snapshot) -> str:
+    """oneflow's version: as imported, else from its files, else its metadata."""
+    dist = snap.distribution("oneflow")
+    build = facts(snap).build
+    return facts(snap).runtime.version or (build.version if build else "") or (dist.version if dist else "")
+
+
+def cuda(snap: Snapshot) -> Optional[str]:
+    """The CUDA version oneflow was built for ("11.8"), "cpu", or None when unknown."""
+    runtime = facts(snap).runtime
+    if runtime.with_cuda is False:
+        return "cpu"
+    reported = _cuda_from_number(runtime.cuda_version)
+    if reported:
+        return reported
+    text = version(snap)
+    match = CUDA_LABEL.search(text)
+    if match:
+        return f"{int(match.group(1))}.{match.group(2)}"
+    return "cpu" if text.endswith("+cpu") else None
+
+
+def _cuda_from_number(text: str) -> Optional[str]:
+    """get_cuda_version() as 11080, "11080" or "11.8" -> "11.8"."""
+    text = text.strip()
+    if re.fullmatch(r"\d{4,5}", text):
+        number = int(text)
+        return f"{number // 1000}.{number % 1000 // 10}"
+    if re.fullmatch(r"\d+\.\d+(\.\d+)?", text):
+        return ".".join(text.split(".")[:2])
+    return None
+
+
+def community_cuda(torch_cuda: Optional[str]) -> Optional[str]:
+    """The community build for torch's CUDA: the same version, else the newest of that major."""
+    if not torch_cuda:
+        return None
+    wanted = version_tuple(torch_cuda)[:2]
+    same_major = [c for c in COMMUNITY_CUDA if version_tuple(c)[0] == wanted[0]]
+    exact = [c for c in same_major if version_tuple(c)[:2] == wanted]
+    return exact[0] if exact else (same_major[-1] if same_major else None)
+
+
+def install_steps(snap: Snapshot) -> list[Step]:
+    """Install a real OneFlow build from SiliconFlow's community index, for torch's CUDA."""
+    torch_cuda = snap.torch.cuda if snap.torch.status == "imported" else None
+    build = community_cuda(torch_cuda)
+    if build is None:
+        why = f"torch here is built for CUDA {torch_cuda}" if torch_cuda else "torch here has no CUDA build"
+        return [Step(f"OneFlow's community builds exist for CUDA {', '.join(COMMUNITY_CUDA)} only, and {why}: "
+                     "install a torch for one of those first, or use OneDiff's nexfort backend, which needs no "
+                     "OneFlow (https://github.com/siliconflow/onediff#installation)")]
+    note = "" if version_tuple(build)[:2] == version_tuple(torch_cuda)[:2] else f", the closest to torch's {torch_cuda}"
+    index = COMMUNITY_INDEX.format(tag=fixes.cuda_tag(build))
+    return [Step(f"Install a real OneFlow build for CUDA {build}{note}, from SiliconFlow's community index as "
+                 "OneDiff's README does", fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index))]
+
+
+def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> Step:
+    names = [d.name for d in dists] or ["oneflow"]
+    return Step(why, fixes.pip(snap, "uninstall", "-y", *names))
+
+
+def project_uses(snap: Snapshot) -> list:
+    return snap.environment.project.oneflow_uses
+
+
+def where(use) -> str:
+    return f"{use.file}:{use.line}: {use.text or use.what}"

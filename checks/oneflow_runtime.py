@@ -1,0 +1,147 @@
+"""oneflow at run time: does `import torch` give OneFlow, and do two precision managers meet?"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from mpdoctor import fixes
+from mpdoctor.checks import _oneflow
+from mpdoctor.checks._oneflow import FAMILY
+from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.registry import check
+from mpdoctor.snapshot import Snapshot
+from mpdoctor.snapshot_oneflow import CoexistCase
+
+MOCKED_KINDS = {
+    "oneflow-mock-torch": "oneflow's mock_torch/torch package, put on the path by `python -m oneflow.mock_torch`",
+    "oneflow-hook": "an import hook from oneflow (oneflow.mock_torch.enable() ran at start-up)",
+    "oneflow-shim": "a small torch/__init__.py that imports oneflow",
+}
+MOCK_ENV = ("ONEFLOW_MOCK_TORCH_LAZY", "ONEFLOW_MOCK_TORCH_VERBOSE", "ONEFLOW_DISABLE_MOCK_TORCH")
+
+
+@check("ONEFLOW004", "mock-torch-active", family=FAMILY)
+def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
+    """oneflow's mock-torch is on: `import torch` gives OneFlow, not PyTorch.
+
+    ## Why it matters
+    `eval $(python -m oneflow.mock_torch)` puts oneflow's `mock_torch`
+    directory on PYTHONPATH, and `oneflow.mock_torch.enable()` installs an
+    import hook: from then on every `import torch` in that shell or process
+    is OneFlow. PyTorch code then fails on what OneFlow lacks (`... is not
+    implemented, please submit an issue`), and every torch fact is OneFlow's:
+    mpdoctor skips its torch checks and precision kernels.
+
+    ## Fix
+    `eval $(python -m oneflow.mock_torch disable)` in the shell, remove the
+    .pth line or the `enable()` call that turns it on, or set
+    `ONEFLOW_DISABLE_MOCK_TORCH=1`, which makes `enable()` do nothing.
+    """
+    mock = _oneflow.facts(snap).mock
+    mocked_live = snap.torch.status == "mocked"
+    if not (mocked_live or mock.torch.kind in MOCKED_KINDS):
+        return
+    evidence = []
+    if mocked_live:
+        evidence.append(f"`import torch` gave the module {snap.torch.imported_as!r}, loaded from {snap.torch.origin}")
+    if mock.torch.kind in MOCKED_KINDS:
+        evidence.append(f"torch resolves to {mock.torch.origin or mock.torch.loader}: {MOCKED_KINDS[mock.torch.kind]}")
+    python_path = snap.environment.env.get("PYTHONPATH", "").split(os.pathsep)
+    evidence += [f"sys.path entry {entry}" + (" (from PYTHONPATH)" if entry in python_path else "")
+                 for entry in mock.path_entries]
+    evidence += [f"{line.file}: {line.line}" for line in mock.pth_lines]
+    evidence += [f"import hook at start-up: {hook}" for hook in mock.hooks]
+    evidence += [f"{path} mentions mock_torch" for path in mock.customize]
+    evidence += [f"{name}={snap.environment.env[name]}" for name in MOCK_ENV if name in snap.environment.env]
+    real = snap.distribution("torch")
+    if real is not None:
+        evidence.append(f"PyTorch {real.version} is installed in {real.location}, but `import torch` does not reach it")
+    steps = []
+    if mock.path_entries and any(entry in python_path for entry in mock.path_entries):
+        steps.append(Step("Turn mock-torch off in this shell (it prints the exports that undo "
+                          "`python -m oneflow.mock_torch`), and drop that eval from your shell profile",
+                          f"eval $({fixes.python(snap, '-m', 'oneflow.mock_torch', 'disable')})"))
+    steps += [Step(f"Remove this line from {line.file}: {line.line}") for line in mock.pth_lines]
+    steps += [Step(f"Remove the oneflow.mock_torch.enable() call from {path}") for path in mock.customize]
+    if mock.hooks or mock.customize or mock.torch.kind == "oneflow-hook":
+        steps.append(Step("Or make oneflow.mock_torch.enable() a no-op for this shell",
+                          fixes.export("ONEFLOW_DISABLE_MOCK_TORCH", "1")))
+    if not steps:
+        steps.append(Step(f"Remove what makes `import torch` load {mock.torch.origin or 'OneFlow'}"))
+    steps.append(Step("Then run mpdoctor again: this report's torch facts are OneFlow's", "mpdoctor check"))
+    yield error("`import torch` gives OneFlow, not PyTorch: oneflow's mock-torch is on, so torch checks and "
+                "precision kernels describe OneFlow or were skipped", evidence, steps)
+
+
+def _case(snap: Snapshot, name: str) -> CoexistCase | None:
+    return next((case for case in _oneflow.facts(snap).runtime.coexist if case.name == name), None)
+
+
+def _measured(snap: Snapshot) -> list[str]:
+    """The coexistence probe's results, as evidence lines."""
+    lines = []
+    plain, under_torch, under_oneflow = (_case(snap, name) for name in ("fp16 input", "torch.autocast",
+                                                                         "oneflow.autocast"))
+    if plain is not None and plain.status != "ok":
+        lines.append(f"measured on {plain.device}: an fp16 OneFlow Linear did not run even on fp16 input "
+                     f"({plain.detail}); what follows is inconclusive")
+    if under_torch is not None:
+        seen = {True: "on", False: "off", None: "unknown"}[under_torch.oneflow_autocast]
+        ran = f"gave {under_torch.output_dtype}" if under_torch.status == "ok" else f"raised {under_torch.detail}"
+        lines.append(f"measured on {under_torch.device}: inside torch.autocast OneFlow's autocast was {seen}; torch's "
+                     f"own fp16 linear gave {under_torch.torch_output_dtype or '?'} on fp32 input, the fp16 OneFlow "
+                     f"Linear {ran}")
+    if under_oneflow is not None:
+        ran = f"gave {under_oneflow.output_dtype}" if under_oneflow.status == "ok" else f"raised {under_oneflow.detail}"
+        note = f" (warned: {under_oneflow.warnings[0]})" if under_oneflow.warnings else ""
+        lines.append(f"measured on {under_oneflow.device}: inside oneflow.autocast the same Linear {ran}{note}")
+    return lines
+
+
+FIXES = [
+    Step("If the model is already fp16 (`.half()`, `torch_dtype=torch.float16`), remove the `with "
+         "torch.autocast(\"cuda\")` around the OneFlow-compiled pipeline: it has nothing left to cast"),
+    Step("If you need autocast, use OneFlow's own around OneFlow code: `with oneflow.autocast(\"cuda\"):`"),
+    Step("Never nest torch.autocast and oneflow.autocast, or run one forward pass under both"),
+]
+
+
+@check("ONEFLOW005", "two-precision-managers", family=FAMILY)
+def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
+    """torch.autocast and OneFlow both manage precision: an fp16 model under torch.autocast fails in OneFlow.
+
+    ## Why it matters
+    torch.autocast is a torch dispatcher feature: OneFlow ops do not see it.
+    Under OneDiff, a `.half()` model run inside `with torch.autocast("cuda")`
+    hands OneFlow tensors whose dtypes torch's per-op rules chose, and OneFlow's
+    type inference rejects them: `InferDataType Failed. Expected kFloat, but got
+    kFloat16` (siliconflow/onediff#582). mpdoctor runs a tiny fp16 OneFlow
+    module under each context to show what happens here.
+
+    ## Fix
+    For an fp16 pipeline drop the `torch.autocast` context; otherwise use
+    `oneflow.autocast("cuda")` around OneFlow code. Never mix the two.
+    """
+    if snap.torch.status == "mocked" or _oneflow.works(snap) is False:
+        return  # under mock-torch torch.autocast *is* OneFlow's; without OneFlow nothing can clash
+    project = snap.environment.project
+    autocast = [use for use in project.torch_amp_uses if use.what.endswith("autocast")]
+    oneflow_code = _oneflow.project_uses(snap)
+    measured = _measured(snap)
+    under_torch = _case(snap, "torch.autocast")
+    reproduced = under_torch is not None and under_torch.status == "error"
+    versions = [f"torch {snap.torch.version or '?'}, oneflow {_oneflow.version(snap) or '?'}"
+                + "".join(f", {d.name} {d.version}" for d in _oneflow.onediff_distributions(snap))]
+    if autocast and oneflow_code:
+        both = sorted({use.file for use in autocast} & {use.file for use in oneflow_code})
+        evidence = [f"torch.autocast: {_oneflow.where(use)}" for use in autocast[:3]]
+        evidence += [f"OneFlow: {_oneflow.where(use)}" for use in oneflow_code[:3]]
+        where = f" in {', '.join(both[:3])}" if both else " in your code"
+        make = error if reproduced else warning
+        yield make(f"torch.autocast and OneFlow meet{where}: OneFlow does not follow torch's autocast, and an fp16 "
+                   "model fails with `InferDataType Failed. Expected kFloat, but got kFloat16`",
+                   evidence + measured + versions, FIXES)
+    elif measured and under_torch is not None and under_torch.oneflow_autocast is not True:
+        yield info("torch.autocast does not reach OneFlow here: wrap OneFlow-compiled modules in oneflow.autocast, "
+                   "never in torch.autocast", measured + versions, FIXES[1:])
