@@ -125,7 +125,7 @@ def install_steps(snap: Snapshot) -> list[Step]:
                      "OneFlow (https://github.com/siliconflow/onediff#installation)")]
     note = "" if version_tuple(build)[:2] == version_tuple(torch_cuda)[:2] else f", the closest to torch's {torch_cuda}"
     index = COMMUNITY_INDEX.format(tag=fixes.cuda_tag(build))
-    return [Step(f"Install a real OneFlow build for CUDA {build}{note}, from SiliconFlow's community index as "
+    return [Step(f"Install the OneFlow build for CUDA {build}{note} from SiliconFlow's community index, as "
                  "OneDiff's README does", fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index))]
 
 

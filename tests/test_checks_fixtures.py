@@ -68,6 +68,13 @@ EXPECTED = {
     "apex-pypi-impostor": {"APEX001"},
     "apex-amp-mixed": {"APEX007", "APEX008"},
     "apex-checkout-in-cwd": {"APEX009"},
+    # Incident 2 (OneDiff under torch.autocast) and the other OneFlow states.
+    "oneflow-incident2": {"ONEFLOW005"},
+    "oneflow-pypi-placeholder": {"ONEFLOW001"},
+    "onediff-without-oneflow": {"ONEFLOW002"},
+    "oneflow-cuda-mismatch": {"ONEFLOW003"},
+    "oneflow-driver-too-old": {"ONEFLOW003"},
+    "oneflow-mock-torch": {"ONEFLOW004"},
 }
 
 
@@ -97,7 +104,8 @@ def test_registry_metadata():
         for section in DOC_SECTIONS:
             assert section in entry.doc, f"{entry.code} docstring lacks {section}"
         assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
-                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC", "apex": "APEX"}[entry.family])
+                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC", "apex": "APEX",
+                                      "oneflow": "ONEFLOW"}[entry.family])
 
 
 def test_findings_carry_evidence_and_fix():
