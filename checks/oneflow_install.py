@@ -63,13 +63,14 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
 
 @check("ONEFLOW002", "onediff-without-oneflow", family=FAMILY)
 def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
-    """OneDiff is installed without a working OneFlow, or with one older than it needs.
+    """OneDiff is installed without OneFlow, or with a OneFlow older than it needs.
 
     ## Why it matters
     OneDiff's `oneflow_compile` (and `compile(..., backend="oneflow")`) needs a
     real OneFlow build: without one it fails with `No module named 'oneflow'`
-    (onediff 1.2.0), or with whatever error the broken oneflow raises. OneDiff's
-    quantization and ComfyUI nodes also refuse a OneFlow older than 0.9.1.
+    (onediff 1.2.0). OneDiff's quantization and ComfyUI nodes also refuse a
+    OneFlow older than 0.9.1. (A OneFlow that is there but does not import is
+    ONEFLOW006.)
 
     ## Fix
     Install OneFlow from SiliconFlow's community index for torch's CUDA, or
@@ -79,29 +80,58 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     if not onediff or _oneflow.without_core(snap):
         return  # no OneDiff, or ONEFLOW001 names the placeholder
     works = _oneflow.works(snap)
-    runtime = _oneflow.facts(snap).runtime
     evidence = [f"installed: {_oneflow.describe_distributions(onediff)}"]
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     nexfort = snap.distribution("nexfort")
     alternative = [Step("Or compile with the nexfort backend instead: `compile(model, backend=\"nexfort\")` from "
                         "onediff.infer_compiler")] if nexfort else []
-    if works is False:
-        if not _oneflow.importable(snap, "oneflow"):
-            title = "OneDiff is installed without OneFlow: `oneflow_compile` fails with `No module named 'oneflow'`"
-        else:
-            title = f"OneDiff is installed, but its oneflow does not import ({runtime.error_type or runtime.status})"
-            evidence.append(f"`import oneflow`: {runtime.error_message or runtime.probe.detail}")
+    if not _oneflow.importable(snap, "oneflow"):
         if nexfort:
             evidence.append(f"nexfort {nexfort.version} is installed: OneDiff's nexfort backend still works")
         make = warning if nexfort and not uses else error
-        yield make(title, evidence, _oneflow.install_steps(snap) + alternative)
+        yield make("OneDiff is installed without OneFlow: `oneflow_compile` fails with `No module named 'oneflow'`",
+                   evidence, _oneflow.install_steps(snap) + alternative)
         return
     version = _oneflow.version(snap)
     if works and version and version_tuple(version) < version_tuple(_oneflow.MIN_ONEFLOW_FOR_ONEDIFF):
         evidence.append(f"oneflow {version} imports")
         yield warning(f"oneflow {version} is older than {_oneflow.MIN_ONEFLOW_FOR_ONEDIFF}, which OneDiff's "
                       "quantization and ComfyUI nodes require", evidence, _oneflow.install_steps(snap))
+
+
+@check("ONEFLOW006", "oneflow-import-fails", family=FAMILY)
+def import_fails(snap: Snapshot) -> Iterator[Finding]:
+    """A OneFlow build with its native core does not import: it raises, crashes or hangs.
+
+    ## Why it matters
+    A real OneFlow wheel is built for one Python, one glibc and one CUDA; a
+    missing system library, a wheel for another platform or a broken install
+    makes `import oneflow` raise, or kill or hang the interpreter. mpdoctor
+    imports it in a child process with a time limit to find out. OneDiff's
+    oneflow backend and any `import oneflow` fail the same way.
+
+    ## Fix
+    Reinstall OneFlow from SiliconFlow's community index for torch's CUDA; if
+    the error names a missing library, install that first.
+    """
+    runtime = _oneflow.facts(snap).runtime
+    if _oneflow.without_core(snap) or runtime.status not in ("import-error", "import-crashed", "import-timeout"):
+        return  # ONEFLOW001 names a oneflow without its core
+    how = {"import-crashed": "kills the interpreter", "import-timeout": "hangs"}.get(runtime.status, "raises")
+    origin = _oneflow.facts(snap).packages.get("oneflow")
+    evidence = [f"oneflow {_oneflow.version(snap) or '?'}" + (f" at {origin.origin}" if origin and origin.origin else ""),
+                f"`import oneflow`, tried in a child process: {runtime.error_type + ': ' if runtime.error_type else ''}"
+                f"{runtime.error_message or runtime.probe.detail}"]
+    onediff = _oneflow.onediff_distributions(snap)
+    if onediff:
+        evidence.append(f"{_oneflow.describe_distributions(onediff)} installed: its oneflow backend fails the same way")
+    uses = _oneflow.project_uses(snap)
+    evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
+    make = error if onediff or uses else warning
+    yield make(f"`import oneflow` {how} ({runtime.error_type or runtime.status})", evidence,
+               [_oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
+                *_oneflow.install_steps(snap)])
 
 
 @check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY)

@@ -83,8 +83,8 @@ class OneflowRuntime:
     error_type: str = fact("Exception class `import oneflow` raised (RuntimeError for PyPI's placeholder)", "")
     error_message: str = fact("Its message, redacted", "")
     import_warnings: list[str] = fact("Warnings raised while importing oneflow", factory=list)
-    torch_status: str = fact("How `import torch` went first in the same process: imported, import-error or "
-                             "not-tried", "not-tried")
+    torch_status: str = fact("How `import torch` went first in the same process: imported, import-error, "
+                             "import-crashed, import-timeout or not-tried", "not-tried")
     torch_imported_as: str = fact("What that torch really was: torch, or oneflow under mock-torch", "")
     version: str = fact("oneflow.__version__", "")
     git_commit: str = fact("oneflow.__git_commit__", "")

@@ -75,6 +75,7 @@ EXPECTED = {
     "oneflow-cuda-mismatch": {"ONEFLOW003"},
     "oneflow-driver-too-old": {"ONEFLOW003"},
     "oneflow-mock-torch": {"ONEFLOW004"},
+    "oneflow-import-fails": {"ONEFLOW006"},
 }
 
 

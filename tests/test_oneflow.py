@@ -166,6 +166,22 @@ def test_old_oneflow_under_onediff(tmp_path, project):
 
 
 @needs_cc
+def test_a_build_that_kills_the_interpreter_on_import(tmp_path, project):
+    env = make_env(tmp_path / "env", torch=True)
+    install_standin_oneflow(env)
+    install_onediff(env)
+    env.write("oneflow/__init__.py", "import ctypes\nctypes.string_at(0)  # a segfault, as a bad native build does\n")
+    codes, snap, _ = check(env, project)
+    runtime = snap.environment.oneflow.runtime
+    assert runtime.status == "import-crashed" and runtime.probe.step == "oneflow_import"
+    assert "SIGSEGV" in runtime.error_message
+    assert snap.torch.status == "imported"  # the crash cost only the oneflow part
+    assert oneflow_codes(codes) == ["ONEFLOW006"]
+    finding = codes["ONEFLOW006"][0]
+    assert finding["severity"] == "error" and "kills the interpreter" in finding["title"]
+
+
+@needs_cc
 def test_mock_torch_from_the_cli_exports(tmp_path, project):
     """`eval $(python -m oneflow.mock_torch)`: PYTHONPATH makes every `import torch` OneFlow."""
     env = make_env(tmp_path / "env", torch=True)

@@ -257,10 +257,12 @@ def oneflow_runtime(result: ChildResult, steps: Steps) -> OneflowRuntime:
         runtime.error_type = str(imported.get("type") or "")
         runtime.error_message = str(imported.get("message") or "")
         runtime.import_warnings = _load(list[str], imported.get("warnings"), [])
-    elif runtime.probe.step in ("oneflow_import", "torch_import"):
-        runtime.status = {"timeout": "import-timeout", "crashed": "import-crashed"}.get(runtime.probe.status,
-                                                                                       "import-error")
+    elif runtime.probe.step == "oneflow_import":
+        runtime.status = _died_importing(runtime.probe.status)
         runtime.error_message = runtime.probe.detail
+    elif runtime.probe.step == "torch_import":  # oneflow itself was never tried
+        runtime.torch_status = _died_importing(runtime.probe.status)
+        runtime.error_message = f"not tried: the probe {runtime.probe.detail or 'failed'} importing torch first"
     build = steps.data.get("oneflow_build")
     if isinstance(build, dict):
         _fill_build(runtime, build)
@@ -271,6 +273,10 @@ def oneflow_runtime(result: ChildResult, steps: Steps) -> OneflowRuntime:
     runtime.coexist_error = _step_error(steps, "coexist") or (
         f"the probe {runtime.probe.detail or runtime.probe.status} during it" if runtime.probe.step == "coexist" else "")
     return runtime
+
+
+def _died_importing(probe_status: str) -> str:
+    return {"timeout": "import-timeout", "crashed": "import-crashed"}.get(probe_status, "import-error")
 
 
 def _fill_build(runtime: OneflowRuntime, build: dict) -> None:

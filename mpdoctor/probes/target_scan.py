@@ -147,7 +147,8 @@ def oneflow_uses(tree, lines):
                     add("import " + alias.name, node)
                     if alias.name == "oneflow":
                         aliases.add(alias.asname or "oneflow")  # `import oneflow as flow` is the custom
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ONEFLOW_PACKAGES:
+        elif isinstance(node, ast.ImportFrom) and not node.level \
+                and (node.module or "").split(".")[0] in ONEFLOW_PACKAGES:  # `from .oneflow import x` is local
             add("from %s import %s" % (node.module, ", ".join(alias.name for alias in node.names)), node)
     autocasts = {alias + suffix for alias in aliases for suffix in (".autocast", ".amp.autocast", ".cuda.amp.autocast")}
     for node in ast.walk(tree):
