@@ -231,7 +231,7 @@ def test_mock_torch_in_a_pth_file(tmp_path, project):
     assert f"Remove this line from {env.site / 'zz_mock_torch.pth'}: {mock_dir}" in [s["text"] for s in finding["fix"]]
 
 
-def test_no_oneflow_no_findings_and_a_quick_part(tmp_path, project):
+def test_no_oneflow_no_findings_and_no_oneflow_process(tmp_path, project):
     env = make_env(tmp_path / "env")
     (project / "train.py").write_text(textwrap.dedent("""\
         import torch
@@ -241,4 +241,4 @@ def test_no_oneflow_no_findings_and_a_quick_part(tmp_path, project):
     codes, snap, _ = check(env, project)
     assert oneflow_codes(codes) == []
     runtime = snap.environment.oneflow.runtime
-    assert runtime.status == "not-run" and runtime.probe.status == "ok"
+    assert runtime.status == "not-run" and runtime.probe.status == "not-run"  # no oneflow: the part never started

@@ -1,8 +1,8 @@
 """Probe the Python environment under diagnosis through its own interpreter.
 
 ``target.py`` runs in child processes of the target interpreter, one for the
-package inventory, one for torch and one for OneFlow, in parallel and each with
-a timeout. This
+package inventory and one for torch, in parallel and each with a timeout, and a
+third for OneFlow when the inventory found one. This
 module starts them and turns their step-by-step output, or their death, into
 snapshot facts. It judges nothing.
 """
@@ -297,12 +297,20 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
 
 
 def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run the three probe parts in parallel in the interpreter ``python``."""
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        jobs = {part: pool.submit(run_part, python, part, timeout) for part in ("env", "torch", "oneflow")}
-        env = environment_facts(*jobs["env"].result())
-        torch_result, torch_steps = jobs["torch"].result()
+    """Run the probe parts in parallel in the interpreter ``python``.
+
+    The oneflow part starts only when the env part found a oneflow (or could not
+    tell): most environments have none, and it would be one more interpreter
+    competing with torch's import for the same cores.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        torch_job = pool.submit(run_part, python, "torch", timeout)
+        env = environment_facts(*run_part(python, "env", timeout))
+        oneflow = env.oneflow.packages.get("oneflow")
+        if oneflow is None or oneflow.origin or oneflow.error:
+            left = max(timeout - env.probe.seconds, min(10.0, timeout))  # the parts together stay near the timeout
+            env.oneflow.runtime = oneflow_runtime(*run_part(python, "oneflow", left))
+        torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
-        env.oneflow.runtime = oneflow_runtime(*jobs["oneflow"].result())
     merge_extension_loads(env.apex, torch_steps)
     return env, torch

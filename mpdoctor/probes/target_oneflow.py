@@ -286,9 +286,9 @@ def run(out, guard):
     try:
         spec = importlib.util.find_spec("oneflow")
     except Exception as exc:
-        out.emit("find", {"found": False, "error": _error(exc)})
+        guard(out, "find", lambda: {"found": False, "error": _error(exc)})
         return
-    out.emit("find", {"found": spec is not None, "origin": (spec.origin or "") if spec else ""})
+    guard(out, "find", lambda: {"found": spec is not None, "origin": (spec.origin or "") if spec else ""})
     if spec is None:
         return
     torch = None
