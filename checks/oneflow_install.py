@@ -35,8 +35,11 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
         return
     dists = _oneflow.oneflow_distributions(snap)
     build = oneflow.build
-    evidence = [f"installed: {_oneflow.describe_distributions(dists)}" + (f" (by {dists[0].installer})" if dists
-                                                                            and dists[0].installer else "")]
+    if dists:
+        by = f" (by {dists[0].installer})" if dists[0].installer else ""
+        evidence = [f"installed: {_oneflow.describe_distributions(dists)}{by}"]
+    else:
+        evidence = ["no oneflow distribution metadata: a copied or leftover oneflow directory"]
     if build is not None:
         if build.wheel_tags:
             evidence.append(f"its wheel is {', '.join(build.wheel_tags)}"
