@@ -11,7 +11,8 @@ Two layers, both applied by default:
   replaced whole, at collection time, so the secret never leaves the target
   process;
 * by shape: any string that reaches a report is scanned for credentials in URLs,
-  secret-looking query parameters and well-known token formats.
+  secret-looking query parameters, ``NAME=value`` where the name says secret, and
+  well-known token formats.
 """
 
 import re
@@ -47,6 +48,10 @@ _KNOWN_TOKENS = re.compile(
 )
 
 
+# NAME=value in free text (a log that echoes `export HF_TOKEN=...`); masked when NAME names a secret.
+_ASSIGNMENT = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,100})=(?:\"[^\"\n]{0,1000}\"|'[^'\n]{0,1000}'|[^\s'\"&]{1,1000})")
+
+
 def is_secret_name(name):
     """True when an environment variable's name says its value is a secret."""
     words = re.split(r"[^A-Z0-9]+", name.upper())
@@ -60,6 +65,9 @@ def redact_text(text):
     text = _URL_PASSWORD.sub(lambda m: m.group(1) + m.group(2) + ":" + REDACTED + "@", text)
     text = _URL_BARE_TOKEN.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+    if "=" in text:
+        text = _ASSIGNMENT.sub(lambda m: m.group(1) + "=" + REDACTED if is_secret_name(m.group(1)) else m.group(0),
+                               text)
     return _KNOWN_TOKENS.sub(REDACTED, text)
 
 

@@ -83,6 +83,14 @@ def test_shapes_of_secrets_in_text():
     assert redact_env_value("HF_TOKEN", "") == ""  # empty stays visibly empty
 
 
+def test_secret_assignments_in_free_text():
+    line = "export HF_TOKEN=canary-a1 MY_PASSWORD=\"canary b2\" DB_KEY='canary-c3' lr=1e-4 steps=10"
+    masked = redact_text(line)
+    for secret in ("canary-a1", "canary b2", "canary-c3"):
+        assert secret not in masked
+    assert "lr=1e-4 steps=10" in masked and masked.startswith("export HF_TOKEN=<redacted>")
+
+
 def test_redact_tree_masks_secret_keys_and_walks_lists():
     tree = {"env": {"MY_TOKEN": "x1", "OTHER": ["https://a:b@c"]}, "n": 3}
     assert redact_tree(tree) == {"env": {"MY_TOKEN": REDACTED, "OTHER": [f"https://a:{REDACTED}@c"]}, "n": 3}
