@@ -1,0 +1,14 @@
+"""The known failures, one module per family. Add a family with one line here."""
+
+from __future__ import annotations
+
+from mpdoctor.explain.signature import Signature
+from mpdoctor.explain.known import (apex, attention, cpu_half, driver, dtype, dtype_legacy, dtype_updates, hardware,
+                                    hardware_fp8, kernel_image, oneflow, scaler)
+
+MODULES = (dtype, dtype_updates, dtype_legacy, cpu_half, scaler, hardware, hardware_fp8, attention, kernel_image, apex,
+           oneflow, driver)
+
+
+def all_signatures() -> list[Signature]:
+    return [signature for module in MODULES for signature in module.SIGNATURES]

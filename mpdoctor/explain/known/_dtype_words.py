@@ -1,0 +1,25 @@
+"""Words the dtype signatures share: torch's spellings of each dtype, and the two usual cures."""
+
+from __future__ import annotations
+
+from mpdoctor.explain.signature import fix
+
+# Frames of libraries that swap in their own kernels: with one of them in the traceback the
+# same message is their problem (see apex.py), not the caller's casting.
+SWAPPED_KERNEL_FRAMES = (r"/apex/normalization/",)
+
+# Dtype spellings, as torch prints them. ScalarType names: "Half", "BFloat16", "Float", "Double".
+# caffe2 type-meta names: "c10::Half" (Linux/macOS), "struct c10::Half" (MSVC on Windows), "float".
+HALF = r"(?:Half|BFloat16)"
+FULL = r"(?:Float|Double)"
+HALF_CPP = r"(?:struct )?c10::(?:Half|BFloat16)"
+FULL_CPP = r"(?:float|double)"
+TENSOR_PREFIX = r"(?:torch\.cuda\.|torch\.)?"  # legacy tensor-type prefix: torch.cuda.HalfTensor, torch.HalfTensor
+HALF_DTYPE = r"(?:float16|bfloat16)"  # torch.dtype names, as Python prints them
+FULL_DTYPE = r"(?:float32|float64)"
+
+AUTOCAST = fix("Run the forward pass (and the loss) under autocast instead of converting tensors by hand; autocast "
+               "picks the dtype per op so the two sides always agree: `with torch.autocast(\"cuda\", "
+               "dtype=torch.float16):` (`torch.bfloat16` on Ampere or newer)")
+CAST_INPUTS = fix("Or, for a model converted with `.half()`/`.to(torch.bfloat16)` and run without autocast, cast the "
+                  "inputs to the model's dtype: `x = x.to(next(model.parameters()).dtype)`")

@@ -1,0 +1,92 @@
+"""Dtype mismatches in the words of torch 1.0-1.5 (``Expected object of scalar type``, ``expected type
+torch.cuda.FloatTensor``): old code and old containers still print them."""
+
+from __future__ import annotations
+
+from mpdoctor.explain.known._dtype_words import FULL, HALF, TENSOR_PREFIX
+from mpdoctor.explain.signature import Signature, fix
+
+SIGNATURES: list[Signature] = [
+    Signature(
+        id="dtype-legacy-expected-object",
+        family="dtype",
+        title="torch 1.0-1.5: an op got fp16 and fp32 arguments (\"Expected object of scalar type\")",
+        needles=("expected object of scalar type",),
+        patterns=(rf"Expected object of scalar type (?:{HALF} but got scalar type {FULL}|{FULL} but got scalar type "
+                  rf"{HALF})\b",),
+        cause="The pre-1.6 TH/THC wording of a dtype mix in `mm`/`bmm`/`addmm`, `index_copy_`, `cat` "
+              "(`sequence element`): a tensor created in fp32 (a bias parameter, a mask, a relative-position "
+              "term) meets fp16 activations under apex amp O1/O2 or `.half()`. Those torch versions have no "
+              "native autocast.",
+        fixes=(
+            fix("Upgrade torch to 1.6 or newer and replace apex amp / `.half()` with native autocast + "
+                "GradScaler, which casts per op and so avoids the mix"),
+            fix("On the old torch, cast the stray tensor to the activations' dtype where they meet: "
+                "`bias.to(x.dtype)`, `torch.cat([a, b.to(a.dtype)])`"),
+        ),
+        checks=("APEX008", "APEX007"),
+        sources=("https://github.com/huggingface/transformers/issues/7371",
+                 "https://github.com/idiap/fast-transformers/issues/62",
+                 "https://github.com/open-mmlab/mmdetection/issues/1494",
+                 "https://github.com/pytorch/pytorch/issues/44724",
+                 "https://github.com/NVIDIA/apex/issues/667"),
+        examples=(
+            '  File "/root/anaconda/envs/ai/lib/python3.7/site-packages/torch/functional.py", line 292, in einsum\n'
+            '    return _VF.einsum(equation, operands)\n'
+            "RuntimeError: Expected object of scalar type Float but got scalar type Half for argument #2 'mat2' "
+            "in call to _th_bmm",
+            "RuntimeError: Expected object of scalar type Float but got scalar type Half for argument #2 'mat2' "
+            "in call to _th_bmm_out",
+            "RuntimeError: Expected object of scalar type Half but got scalar type Float for argument #4 'mat1'",
+            "RuntimeError: Expected object of scalar type Half but got scalar type Float for argument #4 'source' "
+            "in call to _th_index_copy_",
+            "RuntimeError: Expected object of scalar type Float but got scalar type Half for sequence element 2 in "
+            "sequence argument at position #1 'tensors'",
+        ),
+        near_misses=(
+            "Expected object of scalar type Long but got scalar type Int for argument #3 'index' in call to "
+            "_th_scatter_",
+            "RuntimeError: Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor for "
+            "argument #4 'mat1'",
+        ),
+    ),
+    Signature(
+        id="dtype-legacy-expected-type",
+        family="dtype",
+        title="torch 0.4-1.x: an op or in-place update got fp16 and fp32 tensors (\"expected type ... "
+              "HalfTensor\")",
+        needles=("expected type ", "doesn't match the desired type"),
+        patterns=(
+            rf"expected type {TENSOR_PREFIX}(?:FloatTensor but got {TENSOR_PREFIX}HalfTensor|HalfTensor but got {TENSOR_PREFIX}FloatTensor)",
+            r"expected type CUDA(?:FloatType but got CUDAHalfType|HalfType but got CUDAFloatType)",
+            rf"output with type {TENSOR_PREFIX}(?:HalfTensor doesn't match the desired type {TENSOR_PREFIX}FloatTensor|FloatTensor "
+            rf"doesn't match the desired type {TENSOR_PREFIX}HalfTensor)",
+        ),
+        cause="The oldest wording of a dtype mix: an element-wise op or an in-place update (`mul_`, `add_`, "
+              "`tensor.data = ...`) between an fp16 tensor and an fp32 one: masks, running statistics or extra "
+              "parameters left fp32 in a model converted with `.half()`/`to_fp16()`/apex O2, or the reverse.",
+        fixes=(
+            fix("Upgrade torch and use native autocast + GradScaler instead of converting the model, so "
+                "buffers and masks do not have to follow by hand"),
+            fix("On the old torch, cast the odd tensor where they meet: `tensor * mask.to(tensor.dtype)`, "
+                "`running_mean.add_(mean.to(running_mean.dtype))`"),
+        ),
+        checks=("APEX008", "APEX007"),
+        sources=("https://github.com/NVIDIA/apex/issues/168",
+                 "https://github.com/TimDettmers/sparse_learning/issues/2",
+                 "https://github.com/tianrengao/SqueezeWave/issues/3",
+                 "https://github.com/mapillary/inplace_abn/issues/86"),
+        examples=(
+            '  File "/root/workdir/SparseLearning/sparse_learning/sparselearning/core.py", line 240, in '
+            'apply_mask\n'
+            '    tensor.data = tensor.data*self.masks[name]\n'
+            'RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor',
+            "RuntimeError: \nexpected type CUDAFloatType but got CUDAHalfType",
+            "RuntimeError: output with type torch.cuda.HalfTensor doesn't match the desired type "
+            "torch.cuda.FloatTensor",
+        ),
+        near_misses=(
+            "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",  # device, not dtype
+        ),
+    ),
+]

@@ -1,0 +1,83 @@
+"""What `mpdoctor explain` found, as data. Its JSON is a contract like the check report's.
+
+``EXPLAIN_SCHEMA_VERSION`` changes when a field is removed, renamed or changes
+type; new fields may appear within a version. The JSON Schema shipped in
+``mpdoctor/schema/`` is generated from these dataclasses (``python -m
+mpdoctor.explain.report``), and a test fails when the shipped file is out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpdoctor import __version__
+from mpdoctor.findings import Finding, Step
+from mpdoctor.serde import fact, json_schema, to_data
+
+EXPLAIN_SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).parent.parent / "schema" / f"explain-v{EXPLAIN_SCHEMA_VERSION}.schema.json"
+
+
+@dataclass
+class MatchedLine:
+    """A line of the input that the failure was recognised on."""
+
+    line: int = fact("1-based line number in the input")
+    text: str = fact("The line, redacted")
+
+
+@dataclass
+class Explanation:
+    """One recognised failure: what happened, why, what to do, and how to confirm it."""
+
+    id: str = fact("The signature's id (see `mpdoctor explain --list`)")
+    family: str = fact("dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow or driver")
+    title: str = fact("What happened, in one line")
+    cause: str = fact("Why it happens, in plain words")
+    lines: list[MatchedLine] = fact("The input lines it was recognised on (at most 5)", factory=list)
+    frames: list[str] = fact("Traceback frames that matter for it (file:line in function)", factory=list)
+    fixes: list[Step] = fact("Ranked fixes, the most likely first", factory=list)
+    checks: list[str] = fact("Codes (or prefixes) of the `mpdoctor check` checks that confirm it", factory=list)
+    sources: list[str] = fact("Public threads and sources it was learned from", factory=list)
+    findings: list[Finding] = fact("With --check: what those checks found on this machine", factory=list)
+
+
+@dataclass
+class ExplainReport:
+    """Everything `mpdoctor explain` recognised in its input."""
+
+    source: str = fact("Where the input came from: argument, stdin or the file's path")
+    input_lines: int = fact("Lines read", 0)
+    input_bytes: int = fact("Bytes read", 0)
+    truncated: bool = fact("The input was longer than mpdoctor reads; only its end was scanned", False)
+    recognised: list[Explanation] = fact("Every known failure found, in the order it first appears", factory=list)
+    checked: bool = fact("--check ran the confirming checks", False)
+    check_error: str = fact("Why --check could not run them, when it could not", "")
+    schema_version: int = fact("Version of this JSON layout", EXPLAIN_SCHEMA_VERSION)
+    mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
+
+
+def explain_data(report: ExplainReport) -> dict:
+    data = to_data(report)
+    head = ("schema_version", "mpdoctor_version")
+    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+
+
+def explain_schema() -> dict:
+    defs: dict = {}
+    root = json_schema(ExplainReport, defs)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://mpdoctor.dev/schema/explain-v{EXPLAIN_SCHEMA_VERSION}.schema.json",
+        "title": "mpdoctor explain report",
+        **root,
+        "$defs": defs,
+    }
+
+
+if __name__ == "__main__":  # regenerate the shipped schema
+    SCHEMA_PATH.write_text(json.dumps(explain_schema(), indent=2) + "\n", encoding="utf-8")
+    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")

@@ -1,0 +1,101 @@
+"""`mpdoctor explain` output: what was recognised, why, what to do; or plainly that nothing was."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from mpdoctor.explain.explainer import selected_codes
+from mpdoctor.explain.report import ExplainReport, Explanation, explain_data
+from mpdoctor.explain.signature import Signature
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def headline(report: ExplainReport) -> str:
+    where = f"{_plural(report.input_lines, 'line')} from {report.source}"
+    if report.truncated:
+        where += " (only its end was read)"
+    if not report.recognised:
+        return (f"No known mixed-precision failure recognised in {where}. mpdoctor does not guess: "
+                "`mpdoctor explain --list` shows what it knows.")
+    return f"{_plural(len(report.recognised), 'known failure')} recognised in {where}:"
+
+
+def _dim(console: Console, text: str, indent: int = 2) -> None:
+    console.print(" " * indent + escape(text), style="dim", highlight=False, soft_wrap=True)
+
+
+def render_explanation(console: Console, item: Explanation, checked: bool) -> None:
+    head = Text()
+    head.append(item.title, style="bold")
+    head.append(f"  [{item.id}]", style="cyan")
+    console.print(head, soft_wrap=True)
+    for line in item.lines:
+        _dim(console, f"line {line.line}: {line.text}")
+    if item.frames:
+        console.print("  where:", highlight=False)
+        for frame in item.frames:
+            _dim(console, frame, 4)
+    console.print(f"  why: {escape(item.cause)}", highlight=False, soft_wrap=True)
+    for number, step in enumerate(item.fixes, 1):
+        console.print(f"  {number}. {escape(step.text)}", highlight=False, soft_wrap=True)
+        if step.command:
+            console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
+    if item.checks:
+        console.print(Text(f"  confirm: mpdoctor check --select {','.join(item.checks)}", style="dim"), soft_wrap=True)
+    if checked:
+        if item.findings:
+            from mpdoctor.render.text import render_finding
+
+            console.print("  on this machine:", highlight=False)
+            for finding in item.findings:
+                render_finding(console, finding)
+        elif item.checks:
+            console.print("  on this machine: those checks found nothing; the cause is in the code or the data, "
+                          "not the environment", highlight=False, soft_wrap=True)
+    console.print()
+
+
+def render_text(report: ExplainReport, console: Console) -> None:
+    console.print(Text(headline(report), style="bold"), soft_wrap=True)
+    console.print()
+    for item in report.recognised:
+        render_explanation(console, item, report.checked)
+    if report.check_error:
+        console.print(f"--check could not run the checks: {escape(report.check_error)}", style="yellow",
+                      highlight=False, soft_wrap=True)
+    codes = selected_codes(report)
+    if codes and not report.checked:
+        console.print(Text(f"Confirm on this machine: mpdoctor explain --check ... or mpdoctor check --select "
+                           f"{codes}", style="dim"), soft_wrap=True)
+
+
+def render_json(report: ExplainReport) -> str:
+    return json.dumps(explain_data(report), indent=2) + "\n"
+
+
+def render_list(signatures: list[Signature], console: Console) -> None:
+    """The knowledge: one block per signature, grouped by family."""
+    for signature in sorted(signatures, key=lambda s: (s.family, s.id)):
+        console.print(Text(f"{signature.id}  ({signature.family})", style="bold"), soft_wrap=True)
+        _dim(console, signature.title)
+        _dim(console, f"e.g. {signature.examples[0].strip().splitlines()[-1]}")
+        if signature.checks:
+            _dim(console, f"confirmed by: {', '.join(signature.checks)}")
+        _dim(console, f"learned from: {', '.join(signature.sources)}")
+    console.print(Text(f"{_plural(len(signatures), 'known failure')}", style="bold"))
+
+
+def list_json(signatures: list[Signature]) -> str:
+    return json.dumps([{
+        "id": s.id, "family": s.family, "title": s.title, "cause": s.cause, "patterns": list(s.patterns),
+        "needles": list(s.needles), "frames": list(s.frames), "not_frames": list(s.not_frames), "rank": s.rank,
+        "fixes": [{"text": f.text, "command": f.command} for f in s.fixes], "checks": list(s.checks),
+        "sources": list(s.sources), "examples": list(s.examples), "near_misses": list(s.near_misses),
+    } for s in signatures], indent=2) + "\n"
