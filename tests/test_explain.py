@@ -209,3 +209,27 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
 def test_the_report_counts_what_it_read():
     report = explain(b"one\ntwo\n" + DTYPE.encode(), "stdin")
     assert report.input_lines == 3 and report.input_bytes == len(b"one\ntwo\n" + DTYPE.encode())
+
+
+INCIDENTS = [  # ../shared/incidents.md: the message each one began with, the explanation, a confirming check
+    (APEX_TRACEBACK, "apex-fused-norm-dtype", "APEX005"),
+    ("RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16", "oneflow-infer-dtype-mismatch",
+     "ONEFLOW005"),
+    ("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half", "dtype-matmul-mismatch",
+     "PREC007"),
+    ("RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+     "dtype-conv-input-weight-type", "PREC007"),
+    ("RuntimeError: Input type (float) and bias type (c10::Half) should be the same", "dtype-conv-input-weight-type",
+     "PREC007"),
+    ("RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::Half != float",
+     "dtype-matmul-mismatch", "GPU002"),
+    ("RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: "
+     "c10::Half and value.dtype: c10::Half instead.", "dtype-sdpa-qkv-mismatch", "PREC007"),
+]
+
+
+@pytest.mark.parametrize("message,expected,check", INCIDENTS, ids=[i[1] + "-" + i[2] for i in INCIDENTS])
+def test_every_incident_message_gets_its_explanation(message, expected, check):
+    (match,) = find(message, all_signatures())
+    assert match.signature.id == expected
+    assert check in match.signature.checks

@@ -72,8 +72,8 @@ def render_text(report: ExplainReport, console: Console) -> None:
                       highlight=False, soft_wrap=True)
     codes = selected_codes(report)
     if codes and not report.checked:
-        console.print(Text(f"Confirm on this machine: mpdoctor explain --check ... or mpdoctor check --select "
-                           f"{codes}", style="dim"), soft_wrap=True)
+        console.print(Text(f"To confirm on this machine, add --check (or run: mpdoctor check --select {codes})",
+                           style="dim"), soft_wrap=True)
 
 
 def render_json(report: ExplainReport) -> str:

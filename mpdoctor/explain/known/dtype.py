@@ -88,8 +88,11 @@ SIGNATURES: list[Signature] = [
             CAST_INPUTS,
             fix("For an adapter or extra projection created after loading (LoRA, IP-Adapter, a new head), move it "
                 "to the base model's dtype: `adapter.to(dtype=base_model.dtype)`"),
+            fix("On a box with different GPUs, make sure `cuda:0` is the card you meant: CUDA numbers the "
+                "fastest first, nvidia-smi by PCI bus, and an older card takes another precision path",
+                "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
         ),
-        checks=("PREC007",),
+        checks=("PREC007", "GPU001", "GPU002", "GPU003"),
         sources=("https://github.com/hiyouga/LlamaFactory/issues/567",
                  "https://github.com/cubiq/ComfyUI_IPAdapter_plus/issues/140",
                  "https://github.com/Comfy-Org/ComfyUI/issues/4684",
