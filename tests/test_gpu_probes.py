@@ -17,6 +17,7 @@ from conftest import dist_info
 from helpers import load_fixture
 from mpdoctor.doctor import judge
 from mpdoctor.probes.environment import probe_environment
+from mpdoctor.probes.kernels import probe_kernels_and_torch
 from mpdoctor.probes.machine import probe_nvml
 from mpdoctor.probes.target import device_facts
 
@@ -64,6 +65,11 @@ class backends:
 class cuda:
     @staticmethod
     def is_available():
+        if os.environ.get("FAKE_TORCH_CUDA_INIT") == "abort":  # a driver that kills CUDA initialisation
+            os.abort()
+        if os.environ.get("FAKE_TORCH_CUDA_INIT") == "hang":
+            import time
+            time.sleep(600)
         return True
     @staticmethod
     def device_count():
@@ -94,6 +100,30 @@ def test_probe_records_each_cuda_ordinal_with_uuid_and_pci(cuda_torch_python):
     assert first.uuid == "b8c41e02-7d6a-4f3b-a9e5-2c0d8f1b7a64" and first.pci_bus_id == "0000:81:00.0"
     assert (first.memory_total, first.multiprocessor_count, first.is_integrated) == (24 * 2**30, 72, False)
     assert second.pci_bus_id == "0000:02:00.0"
+
+
+def test_the_kernel_runner_gives_the_same_torch_facts_from_one_import(cuda_torch_python):
+    """With kernels on, the runner is the torch part: its facts must equal the separate part's."""
+    _, alone = probe_environment(cuda_torch_python, timeout=60)
+    kernels, combined, steps = probe_kernels_and_torch(cuda_torch_python, 60, "quick")
+    assert combined.probe.status == "ok", combined.probe
+    assert combined.devices == alone.devices and combined.runtime_device_count == 2
+    assert (combined.version, combined.cuda, combined.arch_list) == (alone.version, alone.cuda, alone.arch_list)
+    assert combined.cuda_available is True and combined.device_count == 2
+    assert "apex_loads" in steps.data  # the apex extension loads ran there too
+    assert [device.device for device in kernels.devices] == ["cpu", "cuda:0", "cuda:1"]
+
+
+@pytest.mark.parametrize("fault,status", [("abort", "crashed"), ("hang", "timeout")])
+def test_cuda_init_that_dies_in_the_kernel_runner_is_torch010(cuda_torch_python, monkeypatch, fault, status):
+    monkeypatch.setenv("FAKE_TORCH_CUDA_INIT", fault)
+    kernels, torch, _ = probe_kernels_and_torch(cuda_torch_python, 4, "quick")
+    assert torch.status == "imported" and torch.version == "2.13.0+cu126"
+    assert (torch.probe.status, torch.probe.step) == (status, "cuda"), torch.probe
+    assert [device.device for device in kernels.devices] == ["cpu"]  # the CPU still gets measured
+    snap = load_fixture("cpu-laptop")
+    snap.torch = torch
+    assert "TORCH010" in {f.code for f in judge(snap, select=["TORCH010"])}
 
 
 def test_probed_devices_against_recorded_nvml_find_incident_4(cuda_torch_python, monkeypatch):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from mpdoctor.probes.environment import probe_environment
-from mpdoctor.probes.kernels import probe_kernels
+from mpdoctor.probes.environment import merge_extension_loads, probe_environment, probe_inventory
+from mpdoctor.probes.kernels import probe_kernels_and_torch
 from mpdoctor.probes.machine import probe_nvml
 from mpdoctor.snapshot import KernelInfo, Machine, Snapshot, utc_timestamp
+
 
 def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapshot:
     """Facts about the interpreter ``python`` and this machine.
@@ -20,10 +21,17 @@ def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapsh
     quiet = threading.Event()  # the CPU kernels wait for the other probes to finish
     with ThreadPoolExecutor(max_workers=2) as pool:
         nvml_job = pool.submit(probe_nvml, timeout)
-        kernel_job = pool.submit(probe_kernels, python, timeout, kernels, quiet) if kernels != "off" else None
-        environment, torch = probe_environment(python, timeout)
+        if kernels == "off":
+            environment, torch = probe_environment(python, timeout)
+            kernel_info = KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
+        else:
+            # One `import torch` serves the torch facts and the kernels: the kernel runner is the torch part.
+            kernel_job = pool.submit(probe_kernels_and_torch, python, timeout, kernels, quiet)
+            environment = probe_inventory(python, timeout)
         nvml = nvml_job.result()
         quiet.set()
-        kernel_info = kernel_job.result() if kernel_job else KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
+        if kernels != "off":
+            kernel_info, torch, torch_steps = kernel_job.result()
+            merge_extension_loads(environment.apex, torch_steps)
     return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml),
                     kernels=kernel_info)

@@ -187,8 +187,9 @@ def _loads_missing_reason(steps: Steps) -> str:
     return "not tried: torch did not get that far"
 
 
-def torch_facts(result: ChildResult, steps: Steps) -> TorchInfo:
-    info = TorchInfo(probe=probe_run(result, steps))
+def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = None) -> TorchInfo:
+    """The torch part's facts; ``run`` says how it went when not the child's own end (see kernels.torch_part)."""
+    info = TorchInfo(probe=run or probe_run(result, steps))
     found = steps.data.get("find")
     if isinstance(found, dict):
         info.origin = str(found.get("origin") or "")
@@ -297,20 +298,26 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
 
 
 def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run the probe parts in parallel in the interpreter ``python``.
-
-    The oneflow part starts only when the env part found a oneflow (or could not
-    tell): most environments have none, and it would be one more interpreter
-    competing with torch's import for the same cores.
-    """
+    """Run the probe parts in parallel in the interpreter ``python``."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         torch_job = pool.submit(run_part, python, "torch", timeout)
-        env = environment_facts(*run_part(python, "env", timeout))
-        oneflow = env.oneflow.packages.get("oneflow")
-        if oneflow is None or oneflow.origin or oneflow.error:
-            left = max(timeout - env.probe.seconds, min(10.0, timeout))  # the parts together stay near the timeout
-            env.oneflow.runtime = oneflow_runtime(*run_part(python, "oneflow", left))
+        env = probe_inventory(python, timeout)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
     merge_extension_loads(env.apex, torch_steps)
     return env, torch
+
+
+def probe_inventory(python: str, timeout: float) -> PythonEnvironment:
+    """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
+
+    Most environments have no oneflow, and its part would be one more interpreter
+    competing with torch's import for the same cores. The torch part runs
+    elsewhere: beside this (probe_environment), or in the kernel runner.
+    """
+    env = environment_facts(*run_part(python, "env", timeout))
+    oneflow = env.oneflow.packages.get("oneflow")
+    if oneflow is None or oneflow.origin or oneflow.error:
+        left = max(timeout - env.probe.seconds, min(10.0, timeout))  # the parts together stay near the timeout
+        env.oneflow.runtime = oneflow_runtime(*run_part(python, "oneflow", left))
+    return env

@@ -1,13 +1,16 @@
 """Run the precision microkernels on every device. Runs inside the interpreter under diagnosis.
 
 Started by ``mpdoctor.probes.kernels`` through the same bootstrap as ``target.py``
-(stdlib only, Python 3.8+, POSIX). It imports torch once, then forks:
+(stdlib only, Python 3.8+, POSIX). It imports torch once, and that one import also
+serves the environment probe's torch part: this process writes the torch part's
+steps up to CUDA (find, import, build, apex_loads) to ``torch.jsonl``, then forks:
 
+* a short-lived counting child that runs the torch part's CUDA steps (``cuda``,
+  ``devices``) and so learns the device count, so that this process never starts
+  CUDA itself: a CUDA context does not survive ``fork``, and every GPU worker
+  needs its own;
 * one worker per device (the CPU at once; each CUDA device once the count is known),
-  each writing its results, one JSON line per step, to a file of its own;
-* before that, a short-lived child that asks torch for the CUDA device count, so
-  that this process never starts CUDA itself: a CUDA context does not survive
-  ``fork``, and every GPU worker needs its own.
+  each writing its results, one JSON line per step, to a file of its own.
 
 This process does no torch work at all before forking (an OpenMP thread pool does
 not survive ``fork`` either). It supervises: a worker that dies or stops making
@@ -27,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RESTARTS = 3  # per device; a device that keeps crashing is given up
 POLL = 0.05
 QUIET_FILE = "quiet"  # the parent creates it once its other probes are done
+TORCH_FILE = "torch.jsonl"  # the environment probe's torch part, written by this process and its counting child
 
 
 def _load(name, filename):
@@ -70,12 +74,20 @@ def _how_it_ended(status):
     return "exited with status %d" % os.WEXITSTATUS(status)
 
 
-def cuda_count(torch):
-    """Whether CUDA is usable and how many devices it has (this starts CUDA, in its own child)."""
+def cuda_count(probe, torch):
+    """The torch part's `cuda` facts, plus how many devices get a worker (this starts CUDA, in its own child)."""
+    facts = probe.torch_cuda_facts(torch)
+    count = facts.get("device_count")
+    facts["count"] = count if facts.get("available") and isinstance(count, int) else 0
     if not (getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)):
-        return {"available": False, "count": 0, "why": "torch is a CPU-only build"}
-    available = bool(torch.cuda.is_available())
-    return {"available": available, "count": int(torch.cuda.device_count()) if available else 0}
+        facts["why"] = "torch is a CPU-only build"
+    return facts
+
+
+def _counted(path):
+    """The `cuda` facts the counting child wrote a step ago."""
+    counted = _steps(path)[0].get(FIRST_STEP)
+    return counted if isinstance(counted, dict) else {}
 
 
 FIRST_STEP = "device"  # a plan's first step starts the device; nothing after it runs without it
@@ -220,22 +232,20 @@ def main(argv):
     _load("_mpdoctor_kernel_measure", "kernel_measure.py")  # before the suite, which imports it by this name
     suite = _load("_mpdoctor_kernel_suite", "kernel_suite.py")
     out = probe.StepWriter(os.path.join(out_dir, "runner.jsonl"))
+    # This process is also the environment probe's torch part: one `import torch` serves both.
+    torch_out = probe.StepWriter(os.path.join(out_dir, TORCH_FILE))
     out.begin("import")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            import torch
-        except BaseException as exc:
-            out.emit("import", {"ok": False, "error": probe._exception_facts(exc)})
-            out.emit("done", True)
-            return
-    imported_as = probe._sibling("target_oneflow").imported_as(torch)
-    if imported_as != "torch":  # oneflow's mock-torch answered: these kernels test torch only
-        out.emit("import", {"ok": False, "error": {
-            "type": "MockTorch", "message": "`import torch` gives %s (mock-torch), not torch" % imported_as}})
+        torch, why = probe.import_torch(torch_out)
+    if torch is None:  # missing, broken or OneFlow's: facts for the torch part, not a failure of it
+        torch_out.emit("done", True)
+        out.emit("import", {"ok": False, "error": why})
         out.emit("done", True)
         return
     out.emit("import", {"ok": True, "version": str(getattr(torch, "__version__", ""))})
+    probe.torch_before_cuda(torch_out, torch, timeout)
+    torch_out.emit("done", True)  # the rest of the torch part runs in the counting child below
     # Python 3.12+ warns that fork() in a threaded process may deadlock; we fork
     # before any torch work, when the only threads are idle ones torch started.
     warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
@@ -257,7 +267,9 @@ def main(argv):
 
     devices = ["cpu"]
     count_path = os.path.join(out_dir, "count.jsonl")
-    count_job = Job(count_path, lambda: [(FIRST_STEP, lambda: cuda_count(torch))], timeout, timeout, deadline)
+    count_job = Job(count_path, lambda: [(FIRST_STEP, lambda: cuda_count(probe, torch)),
+                                         ("devices", lambda: probe.torch_devices_step(torch, _counted(count_path)))],
+                    timeout, timeout, deadline)
 
     def after(job):
         if job is not count_job:

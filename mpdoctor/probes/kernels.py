@@ -21,9 +21,9 @@ from mpdoctor.probes import kernel_runner
 from mpdoctor.probes.kernel_measure import TOLERANCE
 from mpdoctor.probes.kernel_suite import OPS, SDPA_BACKENDS
 from mpdoctor.probes.child import ChildResult, run_child
-from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run
+from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run, torch_facts
 from mpdoctor.serde import DataError, from_data
-from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult
+from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TorchInfo
 
 DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
 BOOKKEEPING = ("device", "end", "done", "retime")
@@ -44,6 +44,17 @@ def probe_kernels(python: str, timeout: float, mode: str, quiet: Optional[thread
     (up to ``timeout``), so that the CPU kernels are not timed on cores that
     other probes are busy importing torch on. None: start at once.
     """
+    return probe_kernels_and_torch(python, timeout, mode, quiet)[0]
+
+
+def probe_kernels_and_torch(python: str, timeout: float, mode: str,
+                            quiet: Optional[threading.Event] = None) -> tuple[KernelInfo, TorchInfo, Steps]:
+    """The microkernels, and the environment probe's torch part from the same `import torch`.
+
+    The runner writes the torch part's steps up to CUDA itself and its counting
+    child writes `cuda` and `devices` (see kernel_runner); returns the kernel facts,
+    the torch facts and the torch steps (for apex's extension loads).
+    """
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
         runner_file = os.path.join(tmp, "runner.jsonl")
         quiet_file = os.path.join(tmp, kernel_runner.QUIET_FILE)
@@ -59,7 +70,32 @@ def probe_kernels(python: str, timeout: float, mode: str, quiet: Optional[thread
 
         argv = [python, "-c", BOOTSTRAP, redact.__file__, kernel_runner.__file__, tmp, mode, repr(timeout)]
         result = run_child(argv, runner_timeout(timeout), watch=watch)
-        return kernel_facts(result, tmp, mode)
+        run, steps = torch_part(result, tmp)
+        return kernel_facts(result, tmp, mode), torch_facts(result, steps, run), steps
+
+
+def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, Steps]:
+    """The torch part as the runner and its counting child wrote it, and how it went.
+
+    Up to CUDA it ran in the runner itself, so the runner's own end tells how it
+    went; `cuda` and `devices` ran in the counting child, whose death the runner
+    recorded against the step it died in.
+    """
+    steps = _read_steps(os.path.join(directory, kernel_runner.TORCH_FILE))
+    counted = _read_steps(os.path.join(directory, "count.jsonl"))
+    if not steps.done:  # the runner died (or was killed) before CUDA: its own end says how
+        return probe_run(result, steps), steps
+    failure = None
+    for source, step in ((kernel_runner.FIRST_STEP, "cuda"), ("devices", "devices")):
+        data = counted.data.get(source)
+        if isinstance(data, dict) and data.get("by") == "runner":
+            failure = failure or ProbeRun(status=str(data.get("status") or "error"), step=step,
+                                          detail=str(data.get("detail") or ""), seconds=round(result.seconds, 3))
+        elif isinstance(data, dict):
+            steps.data[step] = {k: v for k, v in data.items() if k not in ("count", "why")}
+    if failure is not None:
+        return failure, steps
+    return probe_run(result, steps), steps
 
 
 def _read_steps(path: str) -> Steps:

@@ -309,19 +309,19 @@ def apex_extension_loads(budget):
     return _sibling("target_loads").load_extensions([ext["name"] for ext in found], budget)
 
 
-def run_torch(out, budget):
+def import_torch(out):
+    """The steps find and import: torch, or (None, why) when it is missing, broken or OneFlow's."""
     import importlib.util
 
     out.begin("find")
     try:
         spec = importlib.util.find_spec("torch")
     except Exception as exc:
-        spec = None
         out.emit("find", {"found": False, "error": _exception_facts(exc)})
-        return
+        return None, _exception_facts(exc)
     if spec is None:
         out.emit("find", {"found": False})
-        return
+        return None, {"type": "ModuleNotFoundError", "message": "No module named 'torch'"}
     # A namespace package (a leftover torch/ directory) has no origin, only locations.
     locations = list(spec.submodule_search_locations or [])
     out.emit("find", {"found": True, "origin": spec.origin or (locations[0] if locations else "")})
@@ -333,25 +333,43 @@ def run_torch(out, budget):
             import torch
         except BaseException as exc:  # SystemExit and friends from a broken torch too
             out.emit("import", {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
-            return
+            return None, _exception_facts(exc)
     imported_as = _sibling("target_oneflow").imported_as(torch)
     out.emit("import", {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
     if imported_as != "torch":  # oneflow's mock-torch: anything further would describe OneFlow
-        return
+        return None, {"type": "MockTorch", "message": "`import torch` gives %s (mock-torch), not torch" % imported_as}
+    return torch, None
+
+
+def torch_before_cuda(out, torch, budget):
+    """The steps that must run before CUDA starts: forked children must not inherit a CUDA context."""
     out.begin("build")
     out.emit("build", torch_build_facts(torch))
-    # Before CUDA starts: the forked children must not inherit a CUDA context.
     guarded_step(out, "apex_loads", lambda: apex_extension_loads(min(20.0, budget / 3)))
+
+
+def torch_devices_step(torch, cuda):
+    """Every CUDA device's properties (starts CUDA), with the warnings that raised; None when there is none."""
+    if not cuda.get("available") or getattr(torch.version, "hip", None):
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        devices = torch_device_facts(torch, cuda.get("device_count"))
+    devices["warnings"] = _warning_texts(caught)
+    return devices
+
+
+def run_torch(out, budget):
+    torch, _ = import_torch(out)
+    if torch is None:
+        return
+    torch_before_cuda(out, torch, budget)
     out.begin("cuda")
     cuda = torch_cuda_facts(torch)
     out.emit("cuda", cuda)
     if cuda.get("available") and not getattr(torch.version, "hip", None):
         out.begin("devices")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            devices = torch_device_facts(torch, cuda.get("device_count"))
-        devices["warnings"] = _warning_texts(caught)
-        out.emit("devices", devices)
+        out.emit("devices", torch_devices_step(torch, cuda))
 
 
 PARTS = {"env": run_env, "torch": run_torch,

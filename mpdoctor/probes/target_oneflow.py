@@ -286,7 +286,8 @@ def run(out, guard):
     try:
         spec = importlib.util.find_spec("oneflow")
     except Exception as exc:
-        guard(out, "find", lambda: {"found": False, "error": _error(exc)})
+        failed = {"found": False, "error": _error(exc)}
+        guard(out, "find", lambda: failed)
         return
     guard(out, "find", lambda: {"found": spec is not None, "origin": (spec.origin or "") if spec else ""})
     if spec is None:
