@@ -66,9 +66,9 @@ def explanation(match: Match) -> Explanation:
 def explain(data: bytes | str, source: str, truncated: bool = False) -> ExplainReport:
     """Every known failure in ``data``."""
     matches = find(data, all_signatures())
-    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
-    return ExplainReport(source=source, input_lines=text.count("\n") + (1 if text and not text.endswith("\n") else 0),
-                         input_bytes=len(data.encode() if isinstance(data, str) else data), truncated=truncated,
+    raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
+    lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
+    return ExplainReport(source=source, input_lines=lines, input_bytes=len(raw), truncated=truncated,
                          recognised=[explanation(m) for m in matches])
 
 
