@@ -234,6 +234,54 @@ def explain(
     raise typer.Exit(0 if report.recognised else 1)
 
 
+@app.command()
+def audit(
+    path: Annotated[str, typer.Argument(help="A .safetensors/.pt/.bin/.ckpt file, a sharded checkpoint's "
+                                             "index.json, or a transformers/diffusers model folder.")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
+    python: Annotated[Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one pickled file may take to list.", min=0.1)] = 120.0,
+) -> None:
+    """Which dtypes a checkpoint or model folder holds, and the modules whose tensors mix them.
+
+    Safetensors are read by their header only; pickled files through
+    torch.load(weights_only=True) in a child process, never a full unpickle.
+    """
+    from mpdoctor import doctor
+    from mpdoctor.audit.report import audit_files, redacted
+    from mpdoctor.audit.safetensors import AuditError
+    from mpdoctor.audit.sources import read, weight_files
+    from mpdoctor.render import audit as view
+
+    _check_writable("--output", output)
+    interpreter = _resolve_python(python)
+    try:
+        files = [read(file, interpreter, timeout) for file in weight_files(path)]
+    except AuditError as exc:
+        usage_error(str(exc))
+    report = redacted(audit_files(path, files))
+    if format is Format.json:
+        text = view.render_json(report)
+    elif format is Format.markdown:
+        text = view.render_markdown(report)
+    else:
+        from rich.console import Console
+
+        if not output:
+            view.render_text(report, Console(highlight=False))
+            raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+        buffer = io.StringIO()
+        view.render_text(report, Console(file=buffer, no_color=True, width=100, highlight=False))
+        text = buffer.getvalue()
+    if output:
+        _write("--output", output, text)
+    else:
+        sys.stdout.write(text)
+    raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+
+
 @app.command("checks")
 def list_checks() -> None:
     """List every check: code, name, family and what it finds."""

@@ -27,7 +27,7 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _finding(finding: Finding) -> list[str]:
+def finding_lines(finding: Finding) -> list[str]:
     lines = [f"### {finding.severity.upper()} `{finding.code}` {finding.title}", ""]
     if finding.evidence:
         lines += ["Evidence:", "", _fence("\n".join(finding.evidence)), ""]
@@ -96,7 +96,7 @@ def render_markdown(report: Report) -> str:
     if report.findings:
         lines += ["## Findings", ""]
         for finding in report.findings:
-            lines += _finding(finding)
+            lines += finding_lines(finding)
     else:
         lines += ["No problems found.", ""]
     lines += ["## Environment", "", "| | |", "|---|---|"]

@@ -1,0 +1,6 @@
+"""`mpdoctor audit PATH`: which dtypes a checkpoint or model folder holds, and where they mix.
+
+Safetensors files are read by their header only (no torch, no tensor data);
+pickled checkpoints go through ``torch.load(weights_only=True)`` in a child
+process of the interpreter under diagnosis, never an unrestricted unpickle.
+"""

@@ -1,0 +1,170 @@
+"""The audit of a checkpoint as data: its dtype mix, its modules, and the ones that mix dtypes.
+
+Its JSON is a contract like the check report's: ``AUDIT_SCHEMA_VERSION`` changes
+when a field is removed, renamed or changes type, and the shipped schema
+(``python -m mpdoctor.audit.report``) is checked in a test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpdoctor import __version__
+from mpdoctor.audit.sources import WeightFile
+from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.redact import redact_tree
+from mpdoctor.serde import fact, from_data, json_schema, to_data
+
+AUDIT_SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).parent.parent / "schema" / f"audit-v{AUDIT_SCHEMA_VERSION}.schema.json"
+FLOATING = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
+MAX_LISTED = 20
+
+
+@dataclass
+class FileSummary:
+    path: str = fact("The weight file")
+    component: str = fact("Its diffusers component (unet, text_encoder, ...); empty otherwise", "")
+    format: str = fact("safetensors (header read) or pickle (torch.load weights_only in a child)", "")
+    tensors: int = fact("Tensors in it", 0)
+    error: str = fact("Why it could not be read, when it could not", "")
+
+
+@dataclass
+class DtypeTotal:
+    dtype: str = fact("torch's name of the dtype, e.g. float16")
+    tensors: int = fact("How many tensors have it", 0)
+    bytes: int = fact("Their size in bytes", 0)
+
+
+@dataclass
+class OddTensor:
+    name: str = fact("The tensor's full name")
+    dtype: str = fact("Its dtype")
+    shape: list[int] = fact("Its shape", factory=list)
+
+
+@dataclass
+class MixedModule:
+    """A module whose own tensors are in more than one floating dtype."""
+
+    module: str = fact("The module (the tensors' common name prefix, with its component)")
+    majority: str = fact("The dtype most of its bytes are in")
+    dtypes: dict[str, int] = fact("Floating dtype -> tensors of the module in it", factory=dict)
+    odd: list[OddTensor] = fact("Its tensors in another floating dtype", factory=list)
+
+
+@dataclass
+class AuditReport:
+    """What `mpdoctor audit PATH` found."""
+
+    path: str = fact("What was audited")
+    files: list[FileSummary] = fact("Every weight file read", factory=list)
+    dtypes: list[DtypeTotal] = fact("Tensors and bytes per dtype, largest first", factory=list)
+    components: dict[str, dict[str, int]] = fact("Component -> floating dtype -> bytes (diffusers folders)",
+                                                 factory=dict)
+    modules: int = fact("Modules (tensor name prefixes) seen", 0)
+    mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
+    findings: list[Finding] = fact("What is wrong, errors first", factory=list)
+    schema_version: int = fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
+    mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
+
+
+def _module(name: str) -> str:
+    return name.rsplit(".", 1)[0] if "." in name else ""
+
+
+def audit_files(path: str, files: list[WeightFile]) -> AuditReport:
+    """The dtype mix of the files' tensors, module by module."""
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    components: dict[str, Counter] = defaultdict(Counter)
+    modules: dict[str, list] = defaultdict(list)
+    for file in files:
+        for tensor in file.tensors:
+            totals[tensor.dtype][0] += 1
+            totals[tensor.dtype][1] += tensor.nbytes
+            if tensor.dtype in FLOATING:
+                components[file.component][tensor.dtype] += tensor.nbytes
+                key = "/".join(part for part in (file.component, _module(tensor.name)) if part)
+                modules[key].append(tensor)
+    report = AuditReport(
+        path=path,
+        files=[FileSummary(f.path, f.component, f.format, len(f.tensors), f.error) for f in files],
+        dtypes=[DtypeTotal(d, n, b) for d, (n, b) in sorted(totals.items(), key=lambda kv: -kv[1][1])],
+        components={c: dict(counter) for c, counter in components.items() if c},
+        modules=len(modules),
+    )
+    for module, tensors in sorted(modules.items()):
+        kinds = Counter(t.dtype for t in tensors)
+        if len(kinds) < 2:
+            continue
+        weight = Counter()
+        for t in tensors:
+            weight[t.dtype] += t.nbytes
+        majority = max(weight, key=lambda d: (weight[d], kinds[d]))
+        odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in tensors if t.dtype != majority]
+        report.mixed.append(MixedModule(module, majority, dict(kinds), odd))
+    report.findings = findings(report, files)
+    return report
+
+
+def findings(report: AuditReport, files: list[WeightFile]) -> list[Finding]:
+    found = []
+    broken = [f for f in files if f.error]
+    if broken:
+        found.append(_coded("AUDIT001", "unreadable-weights", error)(f"{len(broken)} weight file(s) could not be read", [f.error for f in broken[:MAX_LISTED]],
+                           [Step("Re-download or re-save the file; a truncated download is the usual cause")]))
+    if report.mixed:
+        lines = [f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}"
+                                                               for o in m.odd[:6]) for m in report.mixed[:MAX_LISTED]]
+        found.append(_coded("AUDIT002", "module-mixes-dtypes", warning)(
+            f"{len(report.mixed)} module(s) hold tensors in more than one floating dtype: under a `.half()` model "
+            "their inputs and weights disagree", lines,
+            [Step("Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
+                  "parameter), and run it under torch.autocast, which casts per op"),
+             Step("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
+                  "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")]))
+    floating = [d.dtype for d in report.dtypes if d.dtype in FLOATING]
+    if len(floating) > 1 and not report.mixed:
+        per_component = [f"{c}: " + ", ".join(sorted(dtypes)) for c, dtypes in sorted(report.components.items())]
+        found.append(_coded("AUDIT003", "checkpoint-mixes-dtypes", info)(f"The checkpoint mixes {', '.join(floating)} across modules (each module is uniform)",
+                          per_component or [f"{d.dtype}: {d.tensors} tensors, {d.bytes} bytes" for d in report.dtypes],
+                          [Step("Fine under torch.autocast; a model converted by hand must cast between these "
+                                "parts")]))
+    return found
+
+
+def _coded(code: str, name: str, make):
+    """A finding maker that stamps the audit's own code and name on what it makes."""
+    def stamped(*args) -> Finding:
+        return dataclasses.replace(make(*args), code=code, name=name, family="audit")
+    return stamped
+
+
+def redacted(report: AuditReport) -> AuditReport:
+    """A copy with secret-looking text masked (paths and error messages can carry tokens)."""
+    return from_data(AuditReport, redact_tree(to_data(report)))
+
+
+def audit_data(report: AuditReport) -> dict:
+    data = to_data(report)
+    head = ("schema_version", "mpdoctor_version")
+    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+
+
+def audit_schema() -> dict:
+    defs: dict = {}
+    root = json_schema(AuditReport, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://mpdoctor.dev/schema/audit-v{AUDIT_SCHEMA_VERSION}.schema.json",
+            "title": "mpdoctor audit report", **root, "$defs": defs}
+
+
+if __name__ == "__main__":  # regenerate the shipped schema
+    SCHEMA_PATH.write_text(json.dumps(audit_schema(), indent=2) + "\n", encoding="utf-8")
+    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")
