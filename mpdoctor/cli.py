@@ -250,9 +250,9 @@ def audit(
     torch.load(weights_only=True) in a child process, never a full unpickle.
     """
     from mpdoctor import doctor
-    from mpdoctor.audit.report import audit_files, redacted
-    from mpdoctor.audit.safetensors import AuditError
-    from mpdoctor.audit.sources import read, weight_files
+    from mpdoctor.weights.report import audit_files, redacted
+    from mpdoctor.weights.safetensors import AuditError
+    from mpdoctor.weights.sources import read, weight_files
     from mpdoctor.render import audit as view
 
     _check_writable("--output", output)

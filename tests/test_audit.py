@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from helpers import run_cli
-from mpdoctor.audit.report import SCHEMA_PATH, audit_files, audit_schema
-from mpdoctor.audit.safetensors import AuditError, read_header
-from mpdoctor.audit.sources import read, weight_files
+from mpdoctor.weights.report import SCHEMA_PATH, audit_files, audit_schema
+from mpdoctor.weights.safetensors import AuditError, read_header
+from mpdoctor.weights.sources import read, weight_files
 
 CODES = {torch.float16: "F16", torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
 
@@ -172,7 +172,7 @@ def test_a_truncated_download_is_an_error_finding_and_the_cli_exits_1(tmp_path):
 
 
 def test_cli_formats_and_schema(tmp_path):
-    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.audit.report
+    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.weights.report
     path = write_safetensors(tmp_path / "m.safetensors", unet_state())
     data = json.loads(run_cli("audit", str(path), "--format", "json").stdout)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
@@ -188,3 +188,25 @@ def test_cli_usage_errors(tmp_path):
     assert missing.returncode == 2 and "no such file or directory" in missing.stderr
     empty = run_cli("audit", str(tmp_path))
     assert empty.returncode == 2 and "no weight files" in empty.stderr
+
+
+def test_python_api_audits_a_module_a_state_dict_and_a_path(tmp_path):
+    import subprocess
+    import sys
+
+    import mpdoctor
+
+    block = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 3).half(), torch.nn.GroupNorm(2, 4).half())
+    block[0].bias.data = block[0].bias.data.float()  # the fp32 piece of incident 3
+    report = mpdoctor.audit(block)
+    assert [(m.module, [o.name for o in m.odd]) for m in report.mixed] == [("0", ["0.bias"])]
+    assert "mixed: 0: mostly float16; 0.bias float32 [4]" in str(report)
+    assert report.to_data()["schema_version"] == 1
+    assert mpdoctor.audit(block.state_dict()).mixed == report.mixed
+    path = write_safetensors(tmp_path / "m.safetensors", unet_state())
+    assert [m.module for m in mpdoctor.audit(path).mixed] == ["down.conv"]
+    with pytest.raises(TypeError, match="a module, a state dict or a path"):
+        mpdoctor.audit(42)
+    # the API is there without importing torch until it is used
+    code = "import sys, mpdoctor; mpdoctor.dtype_trace; mpdoctor.audit; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -39,7 +39,7 @@ def test_schema_and_probe_ship(wheel):
     assert "mpdoctor/probes/target.py" in names and "mpdoctor/redact.py" in names
     # the planned modules of every package, so a new package cannot be left out of pyproject.toml
     assert "mpdoctor/explain/matcher.py" in names and "mpdoctor/explain/known/dtype.py" in names
-    assert "mpdoctor/audit/safetensors.py" in names and "mpdoctor/schema/audit-v1.schema.json" in names
+    assert "mpdoctor/weights/safetensors.py" in names and "mpdoctor/schema/audit-v1.schema.json" in names
 
 
 def test_torch_is_only_an_optional_extra(wheel):

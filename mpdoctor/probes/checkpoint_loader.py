@@ -1,6 +1,6 @@
 """List a pickled checkpoint's tensors, *inside the interpreter under diagnosis*, safely.
 
-Run by ``mpdoctor.audit.torch_files`` through the same bootstrap as ``target.py``
+Run by ``mpdoctor.weights.sources`` through the same bootstrap as ``target.py``
 (stdlib plus the target's torch, Python 3.8+), in a child process with a timeout.
 Only ``torch.load(weights_only=True)`` is ever used: a checkpoint that needs a
 full unpickle is refused, because unpickling runs arbitrary code. ``mmap=True``

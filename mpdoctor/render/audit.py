@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from mpdoctor.audit.report import AuditReport, audit_data
+from mpdoctor.weights.report import AuditReport, audit_data
 from mpdoctor.render.text import render_finding, summary_line
 
 
@@ -22,12 +22,24 @@ def _size(n: int) -> str:
 
 def overview(report: AuditReport) -> list[str]:
     tensors = sum(d.tensors for d in report.dtypes)
-    lines = [f"{len(report.files)} weight file(s), {tensors} tensors in {report.modules} modules"]
+    where = "a state dict in memory" if [f.format for f in report.files] == ["memory"] else \
+        f"{len(report.files)} weight file(s)"
+    lines = [f"{where}, {tensors} tensors in {report.modules} modules"]
     lines += [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}"
               for d in report.dtypes]
     lines += [f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
               for c, dtypes in sorted(report.components.items())]
     return lines
+
+
+def plain_text(report: AuditReport) -> str:
+    """The report as plain lines (what `print(mpdoctor.audit(model))` shows)."""
+    lines = [f"mpdoctor audit: {report.path}", *(f"  {line}" for line in overview(report))]
+    for mixed in report.mixed:
+        lines.append(f"  mixed: {mixed.module}: mostly {mixed.majority}; "
+                     + ", ".join(f"{o.name} {o.dtype} {list(o.shape)}" for o in mixed.odd))
+    lines += [f"  {f.severity} {f.code}: {f.title}" for f in report.findings]
+    return "\n".join(lines)
 
 
 def render_text(report: AuditReport, console: Console) -> None:

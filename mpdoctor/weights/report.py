@@ -2,7 +2,7 @@
 
 Its JSON is a contract like the check report's: ``AUDIT_SCHEMA_VERSION`` changes
 when a field is removed, renamed or changes type, and the shipped schema
-(``python -m mpdoctor.audit.report``) is checked in a test.
+(``python -m mpdoctor.weights.report``) is checked in a test.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpdoctor import __version__
-from mpdoctor.audit.sources import WeightFile
+from mpdoctor.weights.sources import WeightFile
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.redact import redact_tree
 from mpdoctor.serde import fact, from_data, json_schema, to_data
@@ -73,6 +73,16 @@ class AuditReport:
     findings: list[Finding] = fact("What is wrong, errors first", factory=list)
     schema_version: int = fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
+
+    def to_data(self) -> dict:
+        """JSON-ready data, as `mpdoctor audit --format json` writes it."""
+        return audit_data(self)
+
+    def __str__(self) -> str:
+        """A plain table: the dtype mix, then each module that mixes dtypes with its odd tensors."""
+        from mpdoctor.render.audit import plain_text
+
+        return plain_text(self)
 
 
 def _module(name: str) -> str:

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpdoctor.audit.safetensors import AuditError, TensorEntry, read_header
+from mpdoctor.weights.safetensors import AuditError, TensorEntry, read_header
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")

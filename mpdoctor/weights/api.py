@@ -1,0 +1,32 @@
+"""`mpdoctor.audit(obj)`: the same audit for a model, a state dict or a path, from Python."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Mapping, Optional
+
+from mpdoctor.weights.report import AuditReport, audit_files
+from mpdoctor.weights.safetensors import TensorEntry
+from mpdoctor.weights.sources import WeightFile, read, weight_files
+
+IN_MEMORY = "<in memory>"
+
+
+def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> AuditReport:
+    """Audit an ``nn.Module`` (its state dict), a state dict, or a path (as `mpdoctor audit PATH`).
+
+    ``print(report)`` shows the dtype mix and the modules that mix dtypes;
+    ``report.to_data()`` is the JSON-ready form (the audit schema).
+    """
+    if isinstance(obj, (str, os.PathLike)):
+        path = os.fspath(obj)
+        return audit_files(path, [read(file, python or sys.executable, timeout) for file in weight_files(path)])
+    state = obj.state_dict() if callable(getattr(obj, "state_dict", None)) else obj
+    if not isinstance(state, Mapping):
+        raise TypeError(f"mpdoctor.audit takes a module, a state dict or a path, not {type(obj).__name__}")
+    entries = [TensorEntry(str(name), str(tensor.dtype).replace("torch.", ""), tuple(tensor.shape),
+                           int(tensor.numel()) * int(tensor.element_size()), IN_MEMORY)
+               for name, tensor in state.items() if hasattr(tensor, "dtype") and hasattr(tensor, "numel")]
+    label = type(obj).__name__
+    return audit_files(label, [WeightFile(IN_MEMORY, format="memory", tensors=entries)])
