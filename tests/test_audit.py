@@ -71,6 +71,8 @@ def test_the_module_that_mixes_dtypes_is_named_with_its_odd_tensor(tmp_path):
     assert mixed.module == "down.conv" and mixed.majority == "float16"
     assert [(o.name, o.dtype) for o in mixed.odd] == [("down.conv.bias", "float32")]
     assert {d.dtype: d.tensors for d in report.dtypes} == {"float16": 4, "float32": 1, "int64": 1}
+    assert report.groups == {"down": {"float16": 2, "float32": 1}, "mask": {"float16": 1}, "mid": {"float16": 1},
+                             "position_ids": {"int64": 1}}
     assert [f.code for f in report.findings] == ["AUDIT002"]
 
 

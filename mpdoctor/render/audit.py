@@ -11,6 +11,8 @@ from rich.text import Text
 from mpdoctor.weights.report import AuditReport, audit_data
 from mpdoctor.render.text import render_finding, summary_line
 
+MAX_GROUPS = 16  # top-level module prefixes listed in the overview; a bigger model shows its totals only
+
 
 def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
@@ -29,6 +31,9 @@ def overview(report: AuditReport) -> list[str]:
               for d in report.dtypes]
     lines += [f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
               for c, dtypes in sorted(report.components.items())]
+    if 1 < len(report.groups) <= MAX_GROUPS:
+        lines += [f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
+                  for prefix, dtypes in report.groups.items()]
     return lines
 
 

@@ -69,6 +69,8 @@ class AuditReport:
     components: dict[str, dict[str, int]] = fact("Component -> floating dtype -> bytes (diffusers folders)",
                                                  factory=dict)
     modules: int = fact("Modules (tensor name prefixes) seen", 0)
+    groups: dict[str, dict[str, int]] = fact("Top-level module prefix (with its component) -> dtype -> tensors",
+                                             factory=dict)
     mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
     findings: list[Finding] = fact("What is wrong, errors first", factory=list)
     schema_version: int = fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
@@ -94,8 +96,10 @@ def audit_files(path: str, files: list[WeightFile]) -> AuditReport:
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     components: dict[str, Counter] = defaultdict(Counter)
     modules: dict[str, list] = defaultdict(list)
+    groups: dict[str, Counter] = defaultdict(Counter)
     for file in files:
         for tensor in file.tensors:
+            groups["/".join(part for part in (file.component, tensor.name.split(".", 1)[0]) if part)][tensor.dtype] += 1
             totals[tensor.dtype][0] += 1
             totals[tensor.dtype][1] += tensor.nbytes
             if tensor.dtype in FLOATING:
@@ -108,6 +112,7 @@ def audit_files(path: str, files: list[WeightFile]) -> AuditReport:
         dtypes=[DtypeTotal(d, n, b) for d, (n, b) in sorted(totals.items(), key=lambda kv: -kv[1][1])],
         components={c: dict(counter) for c, counter in components.items() if c},
         modules=len(modules),
+        groups={prefix: dict(counter) for prefix, counter in sorted(groups.items())},
     )
     for module, tensors in sorted(modules.items()):
         kinds = Counter(t.dtype for t in tensors)
