@@ -137,7 +137,7 @@ class DtypeTrace:
             rows.append((str(c.index), c.label, c.cls, cell(c.inputs), ",".join(c.param_dtypes) or "-",
                          outputs, autocast, mark))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines = ["  ".join(text.ljust(w) for text, w in zip(row, widths)).rstrip() for row in rows]
         if self.dropped:
             lines.append(f"... {self.dropped} more calls not recorded (max_calls={self.max_calls})")
         if self.failure is not None:
