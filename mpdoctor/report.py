@@ -2,25 +2,23 @@
 
 ``schema_version`` is shared with the snapshot: it changes when a field is removed,
 renamed or changes type. The JSON Schema shipped in ``mpdoctor/schema/`` is
-generated from these dataclasses (``python -m mpdoctor.report``), and a test
+generated from these dataclasses (``python -m mpdoctor.contract``), and a test
 fails when the shipped file is out of date.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from mpdoctor import __version__
+from mpdoctor.contract import ordered_data, schema_document, schema_path
 from mpdoctor.findings import Finding
 from mpdoctor.gpu_table import GpuView
 from mpdoctor.redact import redact_tree
-from mpdoctor.serde import fact, from_data, json_schema, to_data
+from mpdoctor.serde import fact, from_data, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot
 
-SCHEMA_PATH = Path(__file__).parent / "schema" / f"report-v{SCHEMA_VERSION}.schema.json"
+SCHEMA_PATH = schema_path("report", SCHEMA_VERSION)
 
 
 @dataclass
@@ -42,29 +40,8 @@ def redacted(report: Report) -> Report:
 
 
 def report_data(report: Report) -> dict:
-    data = to_data(report)
-    # Readers look for the version first; put the header keys on top.
-    head = ("schema_version", "mpdoctor_version", "created")
-    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+    return ordered_data(report, ("schema_version", "mpdoctor_version", "created"))
 
 
 def report_schema() -> dict:
-    defs: dict = {}
-    root = json_schema(Report, defs)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://mpdoctor.dev/schema/report-v{SCHEMA_VERSION}.schema.json",
-        "title": "mpdoctor report",
-        **root,
-        "$defs": defs,
-    }
-
-
-def schema_text() -> str:
-    return json.dumps(report_schema(), indent=2) + "\n"
-
-
-if __name__ == "__main__":  # regenerate the shipped schema
-    SCHEMA_PATH.parent.mkdir(exist_ok=True)
-    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
-    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")
+    return schema_document(Report, "report", SCHEMA_VERSION, "mpdoctor report")

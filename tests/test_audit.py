@@ -174,7 +174,7 @@ def test_a_truncated_download_is_an_error_finding_and_the_cli_exits_1(tmp_path):
 
 
 def test_cli_formats_and_schema(tmp_path):
-    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.weights.report
+    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.contract
     path = write_safetensors(tmp_path / "m.safetensors", unet_state())
     data = json.loads(run_cli("audit", str(path), "--format", "json").stdout)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)

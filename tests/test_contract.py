@@ -21,7 +21,7 @@ def validator():
 
 
 def test_shipped_schema_is_generated_from_the_dataclasses():
-    # Regenerate with: python -m mpdoctor.report
+    # Regenerate with: python -m mpdoctor.contract
     assert json.loads(SCHEMA_PATH.read_text()) == report_schema()
 
 

@@ -152,7 +152,7 @@ def test_usage_errors_exit_2_without_a_traceback(args, message):
 
 
 def test_json_is_versioned_and_matches_the_shipped_schema():
-    assert json.loads(SCHEMA_PATH.read_text()) == explain_schema()  # regenerate: python -m mpdoctor.explain.report
+    assert json.loads(SCHEMA_PATH.read_text()) == explain_schema()  # regenerate: python -m mpdoctor.contract
     data = json.loads(run_cli("explain", "-", "--format", "json", input=APEX_TRACEBACK).stdout)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     assert list(data)[:2] == ["schema_version", "mpdoctor_version"]

@@ -3,22 +3,20 @@
 ``EXPLAIN_SCHEMA_VERSION`` changes when a field is removed, renamed or changes
 type; new fields may appear within a version. The JSON Schema shipped in
 ``mpdoctor/schema/`` is generated from these dataclasses (``python -m
-mpdoctor.explain.report``), and a test fails when the shipped file is out of date.
+mpdoctor.contract``), and a test fails when the shipped file is out of date.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from mpdoctor import __version__
+from mpdoctor.contract import ordered_data, schema_document, schema_path
 from mpdoctor.findings import Finding, Step
-from mpdoctor.serde import fact, json_schema, to_data
+from mpdoctor.serde import fact
 
 EXPLAIN_SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).parent.parent / "schema" / f"explain-v{EXPLAIN_SCHEMA_VERSION}.schema.json"
+SCHEMA_PATH = schema_path("explain", EXPLAIN_SCHEMA_VERSION)
 
 
 @dataclass
@@ -61,23 +59,8 @@ class ExplainReport:
 
 
 def explain_data(report: ExplainReport) -> dict:
-    data = to_data(report)
-    head = ("schema_version", "mpdoctor_version")
-    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+    return ordered_data(report, ("schema_version", "mpdoctor_version"))
 
 
 def explain_schema() -> dict:
-    defs: dict = {}
-    root = json_schema(ExplainReport, defs)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://mpdoctor.dev/schema/explain-v{EXPLAIN_SCHEMA_VERSION}.schema.json",
-        "title": "mpdoctor explain report",
-        **root,
-        "$defs": defs,
-    }
-
-
-if __name__ == "__main__":  # regenerate the shipped schema
-    SCHEMA_PATH.write_text(json.dumps(explain_schema(), indent=2) + "\n", encoding="utf-8")
-    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")
+    return schema_document(ExplainReport, "explain", EXPLAIN_SCHEMA_VERSION, "mpdoctor explain report")

@@ -2,26 +2,24 @@
 
 Its JSON is a contract like the check report's: ``AUDIT_SCHEMA_VERSION`` changes
 when a field is removed, renamed or changes type, and the shipped schema
-(``python -m mpdoctor.weights.report``) is checked in a test.
+(``python -m mpdoctor.contract``) is checked in a test.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
 from mpdoctor import __version__
+from mpdoctor.contract import ordered_data, schema_document, schema_path
 from mpdoctor.weights.sources import WeightFile
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.redact import redact_tree
-from mpdoctor.serde import fact, from_data, json_schema, to_data
+from mpdoctor.serde import fact, from_data, to_data
 
 AUDIT_SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).parent.parent / "schema" / f"audit-v{AUDIT_SCHEMA_VERSION}.schema.json"
+SCHEMA_PATH = schema_path("audit", AUDIT_SCHEMA_VERSION)
 FLOATING = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
 MAX_LISTED = 20
 
@@ -167,19 +165,8 @@ def redacted(report: AuditReport) -> AuditReport:
 
 
 def audit_data(report: AuditReport) -> dict:
-    data = to_data(report)
-    head = ("schema_version", "mpdoctor_version")
-    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+    return ordered_data(report, ("schema_version", "mpdoctor_version"))
 
 
 def audit_schema() -> dict:
-    defs: dict = {}
-    root = json_schema(AuditReport, defs)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://mpdoctor.dev/schema/audit-v{AUDIT_SCHEMA_VERSION}.schema.json",
-            "title": "mpdoctor audit report", **root, "$defs": defs}
-
-
-if __name__ == "__main__":  # regenerate the shipped schema
-    SCHEMA_PATH.write_text(json.dumps(audit_schema(), indent=2) + "\n", encoding="utf-8")
-    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")
+    return schema_document(AuditReport, "audit", AUDIT_SCHEMA_VERSION, "mpdoctor audit report")
