@@ -13,20 +13,11 @@ from mpdoctor.snapshot_apex import ApexImport
 
 
 @dataclass
-class TorchAmpUse:
-    """A use of torch's own AMP (autocast, GradScaler) in the project's code."""
+class CodeUse:
+    """One use of torch's AMP or of OneFlow/OneDiff in the project's code, read without running it."""
 
-    what: str = fact("The spelling found, e.g. torch.cuda.amp.GradScaler", "")
-    file: str = fact("The file, relative to the project root", "")
-    line: int = fact("Line number", 0)
-    text: str = fact("The source line", "")
-
-
-@dataclass
-class OneflowUse:
-    """OneFlow or OneDiff in the project's code: an import, oneflow_compile, oneflow.autocast."""
-
-    what: str = fact("What was found, e.g. import onediff.infer_compiler, oneflow_compile, oneflow.autocast", "")
+    what: str = fact("What was found, e.g. torch.cuda.amp.GradScaler, import onediff.infer_compiler, "
+                     "oneflow_compile, oneflow.autocast", "")
     file: str = fact("The file, relative to the project root", "")
     line: int = fact("Line number", 0)
     text: str = fact("The source line", "")
@@ -41,7 +32,7 @@ class ProjectScan:
     truncated: bool = fact("The scan stopped at its time or file budget", False)
     skipped: str = fact("Why the directory was not scanned, when it was not", "")
     apex_uses: list[ApexImport] = fact("Imports of apex in the project", factory=list)
-    torch_amp_uses: list[TorchAmpUse] = fact("Uses of torch autocast and GradScaler", factory=list)
-    oneflow_uses: list[OneflowUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast",
+    torch_amp_uses: list[CodeUse] = fact("Uses of torch autocast and GradScaler", factory=list)
+    oneflow_uses: list[CodeUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast",
                                           factory=list)
     error: str = fact("Why the scan failed, when it did", "")
