@@ -6,10 +6,10 @@ import re
 import shlex
 from typing import Optional
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.findings import Step
 from mpdoctor.snapshot import Distribution, Snapshot
-from mpdoctor.snapshot_apex import ApexExtension, ApexImport, ApexInfo, ApexLocation
+from mpdoctor.snapshot.apex import ApexExtension, ApexImport, ApexInfo, ApexLocation
 
 FAMILY = "apex"
 REPO = "https://github.com/NVIDIA/apex"

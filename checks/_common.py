@@ -7,8 +7,8 @@ from typing import Optional
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 
-from mpdoctor import fixes
-from mpdoctor.capability import parse_capability
+from mpdoctor.checks import fixes
+from mpdoctor.analysis.capability import parse_capability
 from mpdoctor.findings import Step
 from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 

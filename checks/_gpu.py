@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor import capability
-from mpdoctor.gpu_table import DeviceRow, GpuView
+from mpdoctor.analysis import capability
+from mpdoctor.analysis.gpu_table import DeviceRow, GpuView
 
 
 def gib(size: Optional[int]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.kernel_view import (NO_GAIN, hardware_level, is_gpu, label, measured, ratio_text, result, short,
+from mpdoctor.analysis.kernel_view import (NO_GAIN, hardware_level, is_gpu, label, measured, ratio_text, result, short,
                                   speedup, kernel_name)
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.findings import Step
-from mpdoctor.fixes import version_tuple
+from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.snapshot import Distribution, OneflowInfo, Snapshot, canonical_name
 
 FAMILY = "oneflow"

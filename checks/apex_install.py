@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.checks import _apex
 from mpdoctor.checks._apex import FAMILY
 from mpdoctor.checks._common import requirers

@@ -7,14 +7,14 @@ from typing import Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.checks import _apex
 from mpdoctor.checks._apex import FAMILY
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
-from mpdoctor.snapshot_apex import ApexImport
+from mpdoctor.snapshot.apex import ApexImport
 
 # First releases without the apex code path, verified in the published wheels:
 # transformers 5.7.0's modeling_t5.py still swaps in FusedRMSNorm, 5.8.0's does not

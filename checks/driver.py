@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.checks._common import is_cuda_build
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "driver"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Iterator
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "environment"

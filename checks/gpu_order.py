@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks._gpu import (clearly_stronger, describe, env_evidence, gib, precision_profile, predicted,
                                   strength)
-from mpdoctor.capability import weaker_precisions
+from mpdoctor.analysis.capability import weaker_precisions
 from mpdoctor.findings import Finding, Step, info, warning
-from mpdoctor.gpu_map import gpu_view, visible_devices_as_meant
-from mpdoctor.registry import check
+from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "gpu"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks._gpu import describe, env_evidence
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.gpu_map import gpu_view, visible_devices_as_meant
-from mpdoctor.gpu_table import ORDERS, GpuView
-from mpdoctor.registry import check
+from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
+from mpdoctor.analysis.gpu_table import ORDERS, GpuView
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "gpu"

@@ -7,8 +7,8 @@ from typing import Iterator
 from mpdoctor.checks import _oneflow
 from mpdoctor.checks._oneflow import FAMILY
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.fixes import version_tuple
-from mpdoctor.registry import check
+from mpdoctor.analysis.versions import version_tuple
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 

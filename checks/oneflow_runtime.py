@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks import _oneflow
 from mpdoctor.checks._oneflow import FAMILY
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
-from mpdoctor.snapshot_oneflow import CoexistCase
+from mpdoctor.snapshot.oneflow import CoexistCase
 
 MOCKED_KINDS = {
     "oneflow-mock-torch": "oneflow's mock_torch/torch package, put on the path by `python -m oneflow.mock_torch`",

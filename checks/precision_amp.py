@@ -6,8 +6,8 @@ from typing import Iterator
 
 from mpdoctor.checks._kernels import FAILED, FAMILY
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.kernel_view import is_gpu, label, measured, result, short
-from mpdoctor.registry import check
+from mpdoctor.analysis.kernel_view import is_gpu, label, measured, result, short
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 

@@ -1,6 +1,6 @@
 """precision, part one: does each dtype run on each device, correctly, without killing the process.
 
-Judged from the live microkernels (``mpdoctor.probes.kernel_suite``): an op in a
+Judged from the live microkernels (``mpdoctor.probes.remote.kernel_suite``): an op in a
 dtype on a device either ran and matched a float64 reference, raised, gave wrong
 numbers, or took its worker process down.
 """
@@ -14,8 +14,8 @@ from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
                                       no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.kernel_view import capability, is_gpu, label, measured, short, kernel_name
-from mpdoctor.registry import check
+from mpdoctor.analysis.kernel_view import capability, is_gpu, label, measured, short, kernel_name
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 

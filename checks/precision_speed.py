@@ -10,9 +10,9 @@ from typing import Iterator
 
 from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
 from mpdoctor.findings import Finding, Step, info, warning
-from mpdoctor.kernel_view import (NO_GAIN, hardware_level, is_gpu, is_slow, label, measured, ratio_text, result,
+from mpdoctor.analysis.kernel_view import (NO_GAIN, hardware_level, is_gpu, is_slow, label, measured, ratio_text, result,
                                   short, speedup)
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 

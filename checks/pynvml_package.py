@@ -6,9 +6,9 @@ from typing import Iterator
 
 from packaging.version import InvalidVersion, Version
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.findings import Finding, Step, info, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
 

@@ -13,12 +13,12 @@ from typing import Iterator, Optional
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks._apex import is_pypi_namesake
 from mpdoctor.checks._oneflow import without_core
 from mpdoctor.checks._common import requirement_applies
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
 
 FAMILY = "stack"

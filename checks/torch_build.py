@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks._kernels import missing_images
 from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
-from mpdoctor.gpu_map import gpu_view
-from mpdoctor.kernel_view import capability as measured_capability
+from mpdoctor.analysis.gpu_map import gpu_view
+from mpdoctor.analysis.kernel_view import capability as measured_capability
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "torch"

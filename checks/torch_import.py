@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 from typing import Iterator
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks._common import capability, driver_evidence, gpus, tail
 from mpdoctor.findings import Finding, Step, error
-from mpdoctor.registry import check
+from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "torch"

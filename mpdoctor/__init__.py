@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     """The Python API, imported on first use: `import mpdoctor` (and the CLI) never imports torch."""
     if name == "audit":
-        from mpdoctor.weights.api import audit
+        from mpdoctor.checkpoint_audit.api import audit
 
         return audit
     if name == "dtype_trace":

@@ -81,7 +81,7 @@ def _check_writable(option: str, path: Optional[str]) -> None:
 
 
 def _write(option: str, path: str, text: str) -> None:
-    from mpdoctor.output import write_atomic
+    from mpdoctor.render.output import write_atomic
 
     try:
         write_atomic(path, text)
@@ -121,9 +121,10 @@ def check(
                                                                   "(the precision family).")] = False,
 ) -> None:
     """Diagnose the environment and print a triaged fix list."""
-    from mpdoctor import doctor
-    from mpdoctor.registry import builtin_registry
-    from mpdoctor.report import redacted
+    from mpdoctor.checks.registry import builtin_registry
+    from mpdoctor.doctor.diagnose import Options, diagnose
+    from mpdoctor.findings import exit_code
+    from mpdoctor.doctor.report import redacted
     from mpdoctor.snapshot import SnapshotError
 
     chosen, dropped = _codes(select), _codes(ignore)
@@ -135,10 +136,10 @@ def check(
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
     _check_writable("--output", output)
     _check_writable("--save-snapshot", save_snapshot)
-    options = doctor.Options(python=_resolve_python(python), timeout=timeout, snapshot=snapshot,
+    options = Options(python=_resolve_python(python), timeout=timeout, snapshot=snapshot,
                              select=chosen, ignore=dropped, kernels="off" if no_kernels else kernels.value)
     try:
-        report = redacted(doctor.diagnose(options))
+        report = redacted(diagnose(options))
     except SnapshotError as exc:
         usage_error(str(exc))
     if save_snapshot:
@@ -146,7 +147,7 @@ def check(
 
         _write("--save-snapshot", save_snapshot, render_snapshot_json(report.snapshot))
     _emit(report, format, output)
-    raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+    raise typer.Exit(exit_code(report.findings, fail_on.value))
 
 
 def _emit(report, format: Format, output: Optional[str]) -> None:
@@ -249,10 +250,10 @@ def audit(
     Safetensors are read by their header only; pickled files through
     torch.load(weights_only=True) in a child process, never a full unpickle.
     """
-    from mpdoctor import doctor
-    from mpdoctor.weights.report import audit_files, redacted
-    from mpdoctor.weights.safetensors import AuditError
-    from mpdoctor.weights.sources import read, weight_files
+    from mpdoctor.checkpoint_audit.report import audit_files, redacted
+    from mpdoctor.checkpoint_audit.safetensors import AuditError
+    from mpdoctor.checkpoint_audit.sources import read, weight_files
+    from mpdoctor.findings import exit_code
     from mpdoctor.render import audit as view
 
     _check_writable("--output", output)
@@ -271,7 +272,7 @@ def audit(
 
         if not output:
             view.render_text(report, Console(highlight=False))
-            raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+            raise typer.Exit(exit_code(report.findings, fail_on.value))
         buffer = io.StringIO()
         view.render_text(report, Console(file=buffer, no_color=True, width=100, highlight=False))
         text = buffer.getvalue()
@@ -279,13 +280,13 @@ def audit(
         _write("--output", output, text)
     else:
         sys.stdout.write(text)
-    raise typer.Exit(doctor.exit_code(report.findings, fail_on.value))
+    raise typer.Exit(exit_code(report.findings, fail_on.value))
 
 
 @app.command("checks")
 def list_checks() -> None:
     """List every check: code, name, family and what it finds."""
-    from mpdoctor.registry import builtin_registry
+    from mpdoctor.checks.registry import builtin_registry
 
     # Plain fixed columns, one line per check: readable piped, and grep-able.
     for entry in builtin_registry():
@@ -295,7 +296,7 @@ def list_checks() -> None:
 @app.command()
 def rule(code: Annotated[str, typer.Argument(help="A check code (TORCH005) or name (cpu-only-torch-with-gpus).")]) -> None:
     """Print the documentation of one check."""
-    from mpdoctor.registry import CHECK_CRASHED, CHECK_CRASHED_DOC, builtin_registry
+    from mpdoctor.checks.registry import CHECK_CRASHED, CHECK_CRASHED_DOC, builtin_registry
 
     if code.strip().upper() == CHECK_CRASHED[0] or code.strip().lower() == CHECK_CRASHED[1]:
         typer.echo(f"{' '.join(CHECK_CRASHED[:2])} ({CHECK_CRASHED[2]})\n\n{CHECK_CRASHED_DOC.strip()}")

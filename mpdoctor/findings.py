@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from mpdoctor.serde import fact
+from mpdoctor.schema.serde import fact
 
 
 class Severity(str, enum.Enum):
@@ -61,3 +61,11 @@ def info(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> 
 def triage(findings: list[Finding]) -> list[Finding]:
     """Errors first, then warnings, then info; by code within a severity."""
     return sorted(findings, key=lambda f: (-f.level.rank, f.code))
+
+
+def exit_code(findings: list[Finding], fail_on: str) -> int:
+    """1 when any finding is at or above ``fail_on`` (error, warning, info; never: always 0), else 0."""
+    if fail_on == "never":
+        return 0
+    threshold = Severity(fail_on).rank
+    return 1 if any(f.level.rank >= threshold for f in findings) else 0

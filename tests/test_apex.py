@@ -19,8 +19,8 @@ import pytest
 from apex_envs import (EXT_SUFFIX, PYPI_APEX_SDIST, STALE_TORCH_SYMBOL, compiler, cuda11_extension, install_nvidia_apex,
                        install_pypi_apex, install_transformers, make_env, stale_extension)
 from helpers import run_cli
-from mpdoctor.doctor import judge
-from mpdoctor.probes import target_apex
+from mpdoctor.doctor.judge import judge
+from mpdoctor.probes.remote import apex as target_apex
 from mpdoctor.snapshot import snapshot_from_data
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="needs a C compiler to build real extension modules")

@@ -8,9 +8,9 @@ import os
 import sys
 import textwrap
 
-from mpdoctor.probes import target_apex, target_loads, target_scan
+from mpdoctor.probes.remote import apex as target_apex, loads as target_loads, scan as target_scan
 from mpdoctor.probes.environment import Steps, apex_facts, merge_extension_loads
-from mpdoctor.snapshot_apex import ApexExtension, ApexInfo
+from mpdoctor.snapshot.apex import ApexExtension, ApexInfo
 
 
 def imports_in(source):

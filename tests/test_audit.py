@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from helpers import run_cli
-from mpdoctor.weights.report import SCHEMA_PATH, audit_files, audit_schema
-from mpdoctor.weights.safetensors import AuditError, read_header
-from mpdoctor.weights.sources import read, weight_files
+from mpdoctor.checkpoint_audit.report import SCHEMA_PATH, audit_files, audit_schema
+from mpdoctor.checkpoint_audit.safetensors import AuditError, read_header
+from mpdoctor.checkpoint_audit.sources import read, weight_files
 
 CODES = {torch.float16: "F16", torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
 
@@ -174,7 +174,7 @@ def test_a_truncated_download_is_an_error_finding_and_the_cli_exits_1(tmp_path):
 
 
 def test_cli_formats_and_schema(tmp_path):
-    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.contract
+    assert json.loads(SCHEMA_PATH.read_text()) == audit_schema()  # regenerate: python -m mpdoctor.schema
     path = write_safetensors(tmp_path / "m.safetensors", unet_state())
     data = json.loads(run_cli("audit", str(path), "--format", "json").stdout)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)

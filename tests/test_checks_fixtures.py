@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from helpers import load_fixture, snapshot_fixture_names
-from mpdoctor.doctor import judge
-from mpdoctor.registry import DOC_SECTIONS, builtin_registry
+from mpdoctor.doctor.judge import judge
+from mpdoctor.checks.registry import DOC_SECTIONS, builtin_registry
 
 EXPECTED = {
     "cpu-laptop": set(),

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from helpers import fixture_path, run_cli
 from mpdoctor.cli import app
-from mpdoctor.registry import builtin_registry
+from mpdoctor.checks.registry import builtin_registry
 
 runner = CliRunner()
 

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from helpers import fixture_path, live_report_json, load_fixture, run_cli, snapshot_fixture_names  # noqa: F401
-from mpdoctor.report import SCHEMA_PATH, report_schema
-from mpdoctor.serde import to_data
+from mpdoctor.doctor.report import SCHEMA_PATH, report_schema
+from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, SnapshotError, snapshot_from_data
 
 
@@ -21,7 +21,7 @@ def validator():
 
 
 def test_shipped_schema_is_generated_from_the_dataclasses():
-    # Regenerate with: python -m mpdoctor.contract
+    # Regenerate with: python -m mpdoctor.schema
     assert json.loads(SCHEMA_PATH.read_text()) == report_schema()
 
 

@@ -152,7 +152,7 @@ def test_usage_errors_exit_2_without_a_traceback(args, message):
 
 
 def test_json_is_versioned_and_matches_the_shipped_schema():
-    assert json.loads(SCHEMA_PATH.read_text()) == explain_schema()  # regenerate: python -m mpdoctor.contract
+    assert json.loads(SCHEMA_PATH.read_text()) == explain_schema()  # regenerate: python -m mpdoctor.schema
     data = json.loads(run_cli("explain", "-", "--format", "json", input=APEX_TRACEBACK).stdout)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     assert list(data)[:2] == ["schema_version", "mpdoctor_version"]
@@ -201,9 +201,12 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
     assert result.returncode == 0
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     # torch is what users debug; pydantic is what typer 0.29 would pull in (pyproject pins below it);
-    # the snapshot and probes are only for --check
-    for heavy in ("torch", "pydantic", "mpdoctor.snapshot", "mpdoctor.probes", "mpdoctor.doctor"):
+    # the snapshot and probes are only for --check (the redactor, shared with the probed interpreter, lives
+    # in mpdoctor.probes.remote and is the one module of that package explain uses)
+    for heavy in ("torch", "pydantic", "mpdoctor.snapshot", "mpdoctor.doctor.diagnose"):
         assert heavy not in imported, heavy
+    shared = {"mpdoctor.probes", "mpdoctor.probes.remote", "mpdoctor.probes.remote.redact"}
+    assert not {name for name in imported if name.startswith("mpdoctor.probes")} - shared
 
 
 def test_the_report_counts_what_it_read():

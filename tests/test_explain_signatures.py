@@ -16,7 +16,7 @@ import pytest
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import find
 from mpdoctor.explain.signature import FAMILIES, ID_PATTERN
-from mpdoctor.registry import builtin_registry
+from mpdoctor.checks.registry import builtin_registry
 
 SIGNATURES = all_signatures()
 BY_ID = {s.id: s for s in SIGNATURES}

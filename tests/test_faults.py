@@ -22,7 +22,7 @@ import pytest
 
 from conftest import dist_info
 from mpdoctor.probes.machine import probe_nvml
-from mpdoctor.registry import Registry, run_checks
+from mpdoctor.checks.registry import Registry, run_checks
 from mpdoctor.findings import Step, error, warning
 from mpdoctor.snapshot import Machine, Snapshot
 
@@ -546,7 +546,7 @@ def test_a_crashing_check_is_mpd001_and_the_others_still_report():
 
 
 def test_fresh_registry_leaves_the_builtin_one_alone():
-    from mpdoctor.registry import builtin_registry
+    from mpdoctor.checks.registry import builtin_registry
 
     registry = Registry()
     registry.add("TST001", "test-only", "test", lambda snap: [])
@@ -582,7 +582,7 @@ def test_nvml_version_mismatch_is_an_error_fact():
 def test_drv001_tells_to_reboot_after_a_driver_upgrade():
     info = probe_nvml(timeout=5, loader=_rm_mismatch_nvml)
     snap = Snapshot(machine=Machine(nvml=info))
-    from mpdoctor.registry import builtin_registry
+    from mpdoctor.checks.registry import builtin_registry
 
     result = run_checks(snap, builtin_registry().select(["DRV001"]))
     (finding,) = result
@@ -674,7 +674,7 @@ def test_real_pynvml_without_a_driver_is_unavailable():
     assert info.status == "unavailable"
     assert info.reason == "LibraryNotFound"
     snap = Snapshot(machine=Machine(nvml=info))
-    from mpdoctor.registry import builtin_registry
+    from mpdoctor.checks.registry import builtin_registry
 
     assert run_checks(snap, builtin_registry().select(["DRV001"])) == []  # no driver is not a fault
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpdoctor import fixes
+from mpdoctor.checks import fixes
 from mpdoctor.checks.torch_build import _runs_on
 from mpdoctor.snapshot import Snapshot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import fixture_path, load_fixture
-from mpdoctor.doctor import judge
+from mpdoctor.doctor.judge import judge
 from mpdoctor.snapshot import Distribution
 
 TITAN_UUID = "GPU-b8c41e02-7d6a-4f3b-a9e5-2c0d8f1b7a64"
@@ -147,14 +147,15 @@ def test_healthy_topologies_have_no_gpu_findings():
 
 
 def test_a_mapping_that_raises_costs_the_table_and_gpu_checks_only(monkeypatch):
-    from mpdoctor import doctor, gpu_map
+    from mpdoctor.doctor.diagnose import Options, diagnose
+    from mpdoctor.analysis import gpu_map
     from mpdoctor.render.markdown import render_markdown
 
     def broken(self):
         raise KeyError("boom")
 
     monkeypatch.setattr(gpu_map._Mapper, "observed_rows", broken)
-    report = doctor.diagnose(doctor.Options(python="python", snapshot=str(fixture_path("titan-1080ti-pci-order"))))
+    report = diagnose(Options(python="python", snapshot=str(fixture_path("titan-1080ti-pci-order"))))
     assert report.gpus.devices == [] and "KeyError" in report.gpus.notes[0]
     crashed = {f.title.split()[1] for f in report.findings if f.code == "MPD001"}
     assert {"GPU001", "GPU002", "GPU004"} <= crashed

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import load_fixture
-from mpdoctor.doctor import judge
-from mpdoctor.gpu_map import effective_order, gpu_view, strip_prefix, visible_devices_as_meant
+from mpdoctor.doctor.judge import judge
+from mpdoctor.analysis.gpu_map import effective_order, gpu_view, strip_prefix, visible_devices_as_meant
 from mpdoctor.snapshot import CudaDevice
 
 TITAN_UUID = "GPU-b8c41e02-7d6a-4f3b-a9e5-2c0d8f1b7a64"  # nvidia-smi 1 on incident 4's box

@@ -15,11 +15,11 @@ import pytest
 
 from conftest import dist_info
 from helpers import load_fixture
-from mpdoctor.doctor import judge
+from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.environment import probe_environment
 from mpdoctor.probes.kernels import probe_kernels_and_torch
 from mpdoctor.probes.machine import probe_nvml
-from mpdoctor.probes.target import device_facts
+from mpdoctor.probes.remote.target import device_facts
 
 FAKE_CUDA_TORCH = '''
 import os

@@ -30,14 +30,14 @@ from pathlib import Path
 
 import pytest
 
-from mpdoctor.doctor import judge
+from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding
-from mpdoctor.probes import kernel_runner, kernel_suite
+from mpdoctor.probes.remote import kernel_runner, kernel_suite
 from mpdoctor.probes.child import ChildResult
 from mpdoctor.probes.environment import Steps
 from mpdoctor.probes.kernels import device_facts, kernel_facts, probe_kernels, runner_timeout
 from mpdoctor.render.json_out import render_snapshot_json
-from mpdoctor.serde import to_data
+from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, Snapshot, snapshot_from_data
 
 GENEROUS = 30.0  # the per-probe timeout where the test is not about time: no spurious stalls on a busy machine

@@ -14,9 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mpdoctor.probes import kernel_measure, kernel_suite as ks  # noqa: E402
+from mpdoctor.probes.remote import kernel_measure, kernel_suite as ks  # noqa: E402
 from mpdoctor.probes.kernels import probe_kernels  # noqa: E402
-from mpdoctor.serde import to_data  # noqa: E402
+from mpdoctor.schema.serde import to_data  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from mpdoctor.probes import target_apex, target_oneflow, target_scan
+from mpdoctor.probes.remote import apex as target_apex, oneflow as target_oneflow, scan as target_scan
 from mpdoctor.probes.child import ChildResult
 from mpdoctor.probes.environment import Steps, oneflow_runtime, run_part
-from mpdoctor.serde import from_data
-from mpdoctor.snapshot_oneflow import CoexistCase, OneflowBuild
+from mpdoctor.schema.serde import from_data
+from mpdoctor.snapshot.oneflow import CoexistCase, OneflowBuild
 
 REPO = Path(__file__).resolve().parent.parent
 PYPI_WHEEL = REPO / "tests" / "fixtures" / "pypi" / "oneflow-0.7.0-py3-none-any.whl"
@@ -111,14 +111,14 @@ def test_build_facts_of_an_unreadable_directory_are_an_error_not_an_exception(tm
 
 MOCK_FACTS = """\
 import json, sys
-from mpdoctor.probes import target_apex, target_oneflow
+from mpdoctor.probes.remote import apex as target_apex, oneflow as target_oneflow
 entries = [p for p in sys.path if p]
 print(json.dumps(target_oneflow.mock_torch_facts(entries, target_apex.pth_lines)))
 """
 
 HOOK = """\
 import importlib.abc, importlib.machinery, json, sys
-from mpdoctor.probes import target_apex, target_oneflow
+from mpdoctor.probes.remote import apex as target_apex, oneflow as target_oneflow
 
 class MockTorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):

@@ -36,10 +36,10 @@ def test_schema_and_probe_ship(wheel):
     names = wheel.namelist()
     assert "mpdoctor/schema/report-v1.schema.json" in names
     assert "mpdoctor/schema/explain-v1.schema.json" in names
-    assert "mpdoctor/probes/target.py" in names and "mpdoctor/redact.py" in names
+    assert "mpdoctor/probes/remote/target.py" in names and "mpdoctor/probes/remote/redact.py" in names
     # the planned modules of every package, so a new package cannot be left out of pyproject.toml
     assert "mpdoctor/explain/matcher.py" in names and "mpdoctor/explain/known/dtype.py" in names
-    assert "mpdoctor/weights/safetensors.py" in names and "mpdoctor/schema/audit-v1.schema.json" in names
+    assert "mpdoctor/checkpoint_audit/safetensors.py" in names and "mpdoctor/schema/audit-v1.schema.json" in names
 
 
 def test_torch_is_only_an_optional_extra(wheel):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 from helpers import load_fixture, run_cli
-from mpdoctor.doctor import judge
-from mpdoctor.kernel_view import kernel_notes, matrix, matrix_groups, speed
+from mpdoctor.doctor.judge import judge
+from mpdoctor.analysis.kernel_view import kernel_notes, matrix, matrix_groups, speed
 from mpdoctor.render.markdown import render_markdown
-from mpdoctor.report import Report
+from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import KernelInfo
 
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from helpers import fixture_path, run_cli
-from mpdoctor.redact import REDACTED, is_secret_name, redact_env_value, redact_text, redact_tree
+from mpdoctor.probes.remote.redact import REDACTED, is_secret_name, redact_env_value, redact_text, redact_tree
 
 CANARIES = {
     "HF_TOKEN": "hf_CanaryCanaryCanaryCanary0001",

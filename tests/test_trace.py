@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from mpdoctor import trace as trace_module  # noqa: E402  (after the torch skip)
-from mpdoctor import trace_records  # noqa: E402
+from mpdoctor.trace import hooks as trace_module  # noqa: E402  (after the torch skip)
+from mpdoctor.trace import records as trace_records  # noqa: E402
 from mpdoctor.trace import dtype_trace  # noqa: E402
 
 HALF, FLOAT = torch.float16, torch.float32
@@ -237,7 +237,7 @@ def test_a_linear_with_fp16_weights_given_fp32_input_is_the_failure():
     # The exception is torch's own, raised where torch raised it: the trace left no frame in it.
     frames = traceback.extract_tb(exc.__traceback__)
     assert frames[-1].filename.replace("\\", "/").endswith("torch/nn/modules/linear.py")
-    assert not any(f.filename.replace("\\", "/").endswith("mpdoctor/trace.py") for f in frames)
+    assert not any(f.filename.replace("\\", "/").endswith("mpdoctor/trace/hooks.py") for f in frames)
 
 
 def test_the_table_marks_only_the_failing_and_mismatched_rows():
@@ -479,7 +479,7 @@ def test_the_args_path_leaves_a_non_text_message_alone(monkeypatch):
 
 
 def test_importing_the_trace_does_not_import_torch():
-    code = "import sys, mpdoctor.trace; sys.exit('torch' in sys.modules)"
+    code = "import sys, mpdoctor.trace.hooks; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpdoctor.visible_devices import Device, read_visible_devices
+from mpdoctor.analysis.visible_devices import Device, read_visible_devices
 
 A = Device("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", 0)
 B = Device("GPU-8932aaaa-0000-4106-c12f-20bd9faed9f7", 1)

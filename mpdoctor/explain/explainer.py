@@ -8,7 +8,7 @@ from typing import BinaryIO, Optional
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine
-from mpdoctor.redact import redact_text
+from mpdoctor.probes.remote.redact import redact_text
 
 # A log longer than this is read from its end: the failure that stopped a run is at the bottom.
 MAX_INPUT = 512 << 20
@@ -74,15 +74,15 @@ def explain(data: bytes | str, source: str, truncated: bool = False) -> ExplainR
 
 def confirm(report: ExplainReport, python: str, timeout: float) -> None:
     """Run the checks the explanations name on this machine (or ``python``); attach what they find."""
-    from mpdoctor import doctor
-    from mpdoctor.report import redacted
+    from mpdoctor.doctor.diagnose import Options, diagnose
+    from mpdoctor.doctor.report import redacted
 
     codes = sorted({code for item in report.recognised for code in item.checks})
     report.checked = True
     if not codes:
         return
     try:
-        result = redacted(doctor.diagnose(doctor.Options(python=python, timeout=timeout, select=codes)))
+        result = redacted(diagnose(Options(python=python, timeout=timeout, select=codes)))
     except Exception as exc:  # a failed probe must not cost the explanation
         report.check_error = f"{type(exc).__name__}: {exc}"
         return

@@ -3,7 +3,7 @@
 ``EXPLAIN_SCHEMA_VERSION`` changes when a field is removed, renamed or changes
 type; new fields may appear within a version. The JSON Schema shipped in
 ``mpdoctor/schema/`` is generated from these dataclasses (``python -m
-mpdoctor.contract``), and a test fails when the shipped file is out of date.
+mpdoctor.schema``), and a test fails when the shipped file is out of date.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpdoctor import __version__
-from mpdoctor.contract import ordered_data, schema_document, schema_path
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
 from mpdoctor.findings import Finding, Step
-from mpdoctor.serde import fact
+from mpdoctor.schema.serde import fact
 
 EXPLAIN_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("explain", EXPLAIN_SCHEMA_VERSION)

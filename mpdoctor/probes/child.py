@@ -15,9 +15,35 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from mpdoctor.redact import redact_text
+from mpdoctor.probes import remote
+from mpdoctor.probes.remote.redact import redact_text
 
 STDERR_TAIL = 3000
+
+# Loads mpdoctor/probes/remote/ in the target interpreter as one private package,
+# `_mpdoctor_remote`, by path: neither the target's sys.path nor another installed
+# mpdoctor can interfere, and its modules import each other relatively. Kept to
+# syntax that old interpreters parse, so a Python 2 fails with a readable error.
+BOOTSTRAP = """\
+import sys
+if sys.version_info < (3, 8):
+    sys.stderr.write("Python %d.%d is too old: mpdoctor can diagnose Python 3.8 or newer\\n" % sys.version_info[:2])
+    sys.exit(3)
+if sys.path and sys.path[0] == "":
+    del sys.path[0]  # `-c` put the working directory first; a training script would not
+import importlib, importlib.util, os
+spec = importlib.util.spec_from_file_location("_mpdoctor_remote", sys.argv[1],
+                                              submodule_search_locations=[os.path.dirname(sys.argv[1])])
+package = importlib.util.module_from_spec(spec)
+sys.modules["_mpdoctor_remote"] = package
+spec.loader.exec_module(package)
+importlib.import_module("_mpdoctor_remote." + sys.argv[2]).main(sys.argv[3:])
+"""
+
+
+def remote_argv(python: str, module: str, *args: str) -> list[str]:
+    """The command that runs ``mpdoctor.probes.remote.<module>.main(args)`` in the interpreter ``python``."""
+    return [python, "-c", BOOTSTRAP, remote.__file__, module, *args]
 
 
 @dataclass

@@ -17,37 +17,14 @@ from typing import Optional
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mpdoctor import redact
-from mpdoctor.probes import target
-from mpdoctor.probes.child import ChildResult, run_child
-from mpdoctor.serde import DataError, from_data
+from mpdoctor.probes.child import ChildResult, remote_argv, run_child
+from mpdoctor.probes.remote import redact
+from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRuntime, ProbeRun, PythonEnvironment,
                                PythonInfo, TorchInfo)
-from mpdoctor.snapshot_apex import ApexImport, ApexInfo
-from mpdoctor.snapshot_oneflow import CoexistCase
-from mpdoctor.snapshot_project import ProjectScan
-
-# Loads the two stdlib-only files by path under private names, so neither the
-# target's sys.path nor another installed mpdoctor can interfere. Kept to syntax
-# that old interpreters parse, so a Python 2 fails with a readable error.
-BOOTSTRAP = """\
-import sys
-if sys.version_info < (3, 8):
-    sys.stderr.write("Python %d.%d is too old: mpdoctor can diagnose Python 3.8 or newer\\n" % sys.version_info[:2])
-    sys.exit(3)
-if sys.path and sys.path[0] == "":
-    del sys.path[0]  # `-c` put the working directory first; a training script would not
-import importlib.util
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-_load("_mpdoctor_redact", sys.argv[1])
-_load("_mpdoctor_probe", sys.argv[2]).main(sys.argv[3:])
-"""
-
+from mpdoctor.snapshot.apex import ApexImport, ApexInfo
+from mpdoctor.snapshot.oneflow import CoexistCase
+from mpdoctor.snapshot.project import ProjectScan
 
 class Steps:
     """The JSON lines a probe part wrote: completed steps and the last one begun."""
@@ -81,7 +58,7 @@ def run_part(python: str, part: str, timeout: float) -> tuple[ChildResult, Steps
     with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
         out_path = os.path.join(tmp, f"{part}.jsonl")
         Path(out_path).touch()
-        argv = [python, "-c", BOOTSTRAP, redact.__file__, target.__file__, part, out_path, repr(timeout)]
+        argv = remote_argv(python, "target", part, out_path, repr(timeout))
         result = run_child(argv, timeout)
         steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
     return result, steps

@@ -16,13 +16,12 @@ import typing
 from pathlib import Path
 from typing import Optional
 
-from mpdoctor import redact
-from mpdoctor.probes import kernel_runner
-from mpdoctor.probes.kernel_measure import TOLERANCE
-from mpdoctor.probes.kernel_suite import OPS, SDPA_BACKENDS
-from mpdoctor.probes.child import ChildResult, run_child
-from mpdoctor.probes.environment import BOOTSTRAP, Steps, probe_run, torch_facts
-from mpdoctor.serde import DataError, from_data
+from mpdoctor.probes.child import ChildResult, remote_argv, run_child
+from mpdoctor.probes.environment import Steps, probe_run, torch_facts
+from mpdoctor.probes.remote import kernel_runner
+from mpdoctor.probes.remote.kernel_measure import TOLERANCE
+from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
+from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TorchInfo
 
 DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
@@ -68,7 +67,7 @@ def probe_kernels_and_torch(python: str, timeout: float, mode: str,
             # `import torch` gets the same budget as in the torch probe, not the runner's whole one.
             return elapsed > timeout and "import" not in _read_steps(runner_file).data
 
-        argv = [python, "-c", BOOTSTRAP, redact.__file__, kernel_runner.__file__, tmp, mode, repr(timeout)]
+        argv = remote_argv(python, "kernel_runner", tmp, mode, repr(timeout))
         result = run_child(argv, runner_timeout(timeout), watch=watch)
         run, steps = torch_part(result, tmp)
         return kernel_facts(result, tmp, mode), torch_facts(result, steps, run), steps

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpdoctor.gpu_table import DeviceRow, GpuView
+from mpdoctor.analysis.gpu_table import DeviceRow, GpuView
 
 HEADERS = ("cuda", "nvidia-smi", "name", "PCI bus", "cc", "memory", "fp16", "bf16", "tf32", "fp8", "how")
 SHORT = {"tensor-cores": "TC", "native": "yes", "slow": "slow", "emulated": "emul", "no": "-", "": "?"}

@@ -1,11 +1,11 @@
-"""The JSON contract: see ``mpdoctor/report.py`` and the shipped JSON Schema."""
+"""The JSON contract: see ``mpdoctor/doctor/report.py`` and the shipped JSON Schema."""
 
 from __future__ import annotations
 
 import json
 
-from mpdoctor.report import Report, report_data
-from mpdoctor.serde import to_data
+from mpdoctor.doctor.report import Report, report_data
+from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import Snapshot
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 from mpdoctor.findings import Finding
-from mpdoctor.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
+from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes
 from mpdoctor.render.text import environment_line, summary_line
-from mpdoctor.report import Report, report_data
+from mpdoctor.doctor.report import Report, report_data
 
 
 def _cell(text: str) -> str:

@@ -11,10 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from mpdoctor.findings import Finding
-from mpdoctor.gpu_table import GpuView
-from mpdoctor.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
+from mpdoctor.analysis.gpu_table import GpuView
+from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how
-from mpdoctor.report import Report
+from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import Snapshot
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mpdoctor.serde import fact
+from mpdoctor.schema.serde import fact
 
 
 @dataclass

@@ -36,7 +36,7 @@ import threading
 from collections import deque
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from mpdoctor.trace_records import (MAX_PRODUCED, ROOT, Failure, Mismatch, ModuleCall, Produced, TensorInfo,
+from mpdoctor.trace.records import (MAX_PRODUCED, ROOT, Failure, Mismatch, ModuleCall, Produced, TensorInfo,
                                     attach_note, cell, first_line, with_note)
 
 MAX_TENSORS = 64  # floating tensors recorded per side of one call: a module fed a list of 10,000 stays cheap

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor import __version__
-from mpdoctor.serde import DataError, fact, from_data
-from mpdoctor.snapshot_apex import ApexInfo
-from mpdoctor.snapshot_oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
-from mpdoctor.snapshot_project import ProjectScan
+from mpdoctor.schema.serde import DataError, fact, from_data
+from mpdoctor.snapshot.apex import ApexInfo
+from mpdoctor.snapshot.oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
+from mpdoctor.snapshot.project import ProjectScan
 
 SCHEMA_VERSION = 1
 

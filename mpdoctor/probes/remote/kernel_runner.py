@@ -18,7 +18,6 @@ progress is killed and its test recorded as crashed or timed out, then a fresh
 worker resumes the device at the next test, so one bad kernel costs only itself.
 """
 
-import importlib.util
 import json
 import os
 import signal
@@ -26,21 +25,10 @@ import sys
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RESTARTS = 3  # per device; a device that keeps crashing is given up
 POLL = 0.05
 QUIET_FILE = "quiet"  # the parent creates it once its other probes are done
 TORCH_FILE = "torch.jsonl"  # the environment probe's torch part, written by this process and its counting child
-
-
-def _load(name, filename):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _steps(path):
@@ -187,7 +175,8 @@ def _kill(pid):
 
 
 def run_plan(plan, path, skip):
-    probe = sys.modules["_mpdoctor_probe_target"]
+    from . import target as probe
+
     out = probe.StepWriter(path)
     for key, func in plan:
         if key in skip:
@@ -228,9 +217,8 @@ def supervise(jobs, on_done):
 
 def main(argv):
     out_dir, mode, timeout = argv[0], argv[1], float(argv[2])
-    probe = _load("_mpdoctor_probe_target", "target.py")
-    _load("_mpdoctor_kernel_measure", "kernel_measure.py")  # before the suite, which imports it by this name
-    suite = _load("_mpdoctor_kernel_suite", "kernel_suite.py")
+    from . import kernel_suite as suite, target as probe
+
     out = probe.StepWriter(os.path.join(out_dir, "runner.jsonl"))
     # This process is also the environment probe's torch part: one `import torch` serves both.
     torch_out = probe.StepWriter(os.path.join(out_dir, TORCH_FILE))

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from mpdoctor import capability
-from mpdoctor.fixes import version_tuple
-from mpdoctor.gpu_table import ORDERS, DeviceRow, GpuView, VisibleEntry
+from mpdoctor.analysis import capability
+from mpdoctor.analysis.versions import version_tuple
+from mpdoctor.analysis.gpu_table import ORDERS, DeviceRow, GpuView, VisibleEntry
 from mpdoctor.snapshot import CudaDevice, MigDevice, NvmlGpu, Snapshot
-from mpdoctor.visible_devices import Device, read_visible_devices
+from mpdoctor.analysis.visible_devices import Device, read_visible_devices
 
 
 def effective_order(raw: Optional[str]) -> str:

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpdoctor.weights.safetensors import AuditError, TensorEntry, read_header
+from mpdoctor.checkpoint_audit.safetensors import AuditError, TensorEntry, read_header
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
@@ -99,16 +99,13 @@ def read(file: WeightFile, python: str, timeout: float) -> WeightFile:
 
 def _read_pickle(path: str, python: str, timeout: float) -> list[TensorEntry]:
     """torch.load(weights_only=True) in a child of ``python``, with a time limit."""
-    from mpdoctor import redact
-    from mpdoctor.probes import checkpoint_loader
-    from mpdoctor.probes.child import run_child
-    from mpdoctor.probes.environment import BOOTSTRAP
+    from mpdoctor.probes.child import remote_argv, run_child
 
     if not os.path.isfile(path):
         raise AuditError(f"{path}: listed, but missing")
     with tempfile.TemporaryDirectory(prefix="mpdoctor-audit-") as tmp:
         out = os.path.join(tmp, "tensors.json")
-        result = run_child([python, "-c", BOOTSTRAP, redact.__file__, checkpoint_loader.__file__, path, out], timeout)
+        result = run_child(remote_argv(python, "checkpoint_loader", path, out), timeout)
         try:
             data = json.loads(Path(out).read_text(encoding="utf-8"))
         except (OSError, ValueError):

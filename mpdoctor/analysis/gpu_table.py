@@ -1,6 +1,6 @@
 """The device table: every GPU as NVML and CUDA see it. Plain data, part of the JSON report.
 
-Built by :mod:`mpdoctor.gpu_map` from a snapshot; rendered by the text and
+Built by :mod:`mpdoctor.analysis.gpu_map` from a snapshot; rendered by the text and
 Markdown views; read by the gpu checks.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mpdoctor import capability
-from mpdoctor.serde import fact
-from mpdoctor.visible_devices import before_invalid
+from mpdoctor.analysis import capability
+from mpdoctor.schema.serde import fact
+from mpdoctor.analysis.visible_devices import before_invalid
 
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
 PRECISION_DOC = "Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no"

@@ -12,24 +12,22 @@ not cost the package inventory:
 * ``env``: interpreter, installed distributions, environment variables;
 * ``torch``: the result of importing torch and what the imported torch reports.
 
-Both also look at NVIDIA apex (``target_apex.py``, ``target_scan.py`` and
-``target_loads.py``, loaded beside this file): the env part finds it and who
+Both also look at NVIDIA apex (``apex.py``, ``scan.py`` and
+``loads.py``, siblings in this package): the env part finds it and who
 imports it without importing it; the torch part, with torch imported, loads
 apex's compiled extensions in forked children. The env part also looks for
-OneFlow without importing it; a third part, ``oneflow`` (``target_oneflow.py``),
+OneFlow without importing it; a third part, ``oneflow`` (``oneflow.py``),
 imports it and runs it beside torch.
 """
 
+import importlib
 import json
 import os
 import sys
 import traceback
 import warnings
 
-if "_mpdoctor_redact" in sys.modules:  # run by the bootstrap, in any interpreter
-    from _mpdoctor_redact import redact_env_value, redact_text, redact_tree  # type: ignore
-else:  # imported as part of mpdoctor (tests)
-    from mpdoctor.redact import redact_env_value, redact_text, redact_tree
+from .redact import redact_env_value, redact_text, redact_tree
 
 # Environment variables that change how devices are enumerated or how precision
 # behaves, plus the ones that tell where packages come from.
@@ -45,24 +43,8 @@ DEFAULT_BUDGET = 60.0
 
 
 def _sibling(name):
-    """A stdlib-only helper module that lives beside this file, loaded on first use.
-
-    Run by the bootstrap, this file is loaded by path under a private name, so its
-    siblings are too; imported as part of mpdoctor (tests), they are plain imports.
-    """
-    if "_mpdoctor_redact" not in sys.modules:
-        import importlib
-
-        return importlib.import_module("mpdoctor.probes." + name)
-    private = "_mpdoctor_" + name
-    if private not in sys.modules:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location(private, os.path.join(os.path.dirname(__file__), name + ".py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[private] = module
-        spec.loader.exec_module(module)
-    return sys.modules[private]
+    """A sibling module of this package, imported on first use (most runs need only some of them)."""
+    return importlib.import_module("." + name, __package__)
 
 
 class StepWriter:
@@ -188,14 +170,14 @@ def guarded_step(out, step, func):
 
 
 def run_env(out, budget):
-    interpreter = _sibling("target_interpreter")
+    interpreter = _sibling("interpreter")
     out.emit("python", interpreter.python_facts())
     out.emit("markers", interpreter.marker_environment())
     out.emit("env", environment_variables())
     out.begin("modules")
     out.emit("modules", module_origins())
     guarded_step(out, "distributions", distributions)
-    apex, scan = _sibling("target_apex"), _sibling("target_scan")
+    apex, scan = _sibling("apex"), _sibling("scan")
     paths, cwd = [p for p in sys.path if p], os.getcwd()
     facts = guarded_step(out, "apex", lambda: apex.apex_facts(paths, cwd, sys.prefix))
     if facts and apex.present(facts):
@@ -203,7 +185,7 @@ def run_env(out, budget):
     # apex's own source tree is not the user's code, even in the working directory
     skip = [location["path"] for location in (facts or {}).get("locations", [])]
     guarded_step(out, "project", lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
-    guarded_step(out, "oneflow", lambda: _sibling("target_oneflow").oneflow_facts(paths, apex.pth_lines))
+    guarded_step(out, "oneflow", lambda: _sibling("oneflow").oneflow_facts(paths, apex.pth_lines))
 
 
 # ---------------------------------------------------------------- torch part
@@ -304,9 +286,9 @@ def torch_device_facts(torch, torch_count):
 
 def apex_extension_loads(budget):
     """Import each compiled apex extension found, after torch, each in a forked child."""
-    apex = _sibling("target_apex")
+    apex = _sibling("apex")
     found = apex.find_extensions(apex.extension_names(apex.apex_distributions()))
-    return _sibling("target_loads").load_extensions([ext["name"] for ext in found], budget)
+    return _sibling("loads").load_extensions([ext["name"] for ext in found], budget)
 
 
 def import_torch(out):
@@ -334,7 +316,7 @@ def import_torch(out):
         except BaseException as exc:  # SystemExit and friends from a broken torch too
             out.emit("import", {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
             return None, _exception_facts(exc)
-    imported_as = _sibling("target_oneflow").imported_as(torch)
+    imported_as = _sibling("oneflow").imported_as(torch)
     out.emit("import", {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
     if imported_as != "torch":  # oneflow's mock-torch: anything further would describe OneFlow
         return None, {"type": "MockTorch", "message": "`import torch` gives %s (mock-torch), not torch" % imported_as}
@@ -373,7 +355,7 @@ def run_torch(out, budget):
 
 
 PARTS = {"env": run_env, "torch": run_torch,
-         "oneflow": lambda out, budget: _sibling("target_oneflow").run(out, guarded_step)}
+         "oneflow": lambda out, budget: _sibling("oneflow").run(out, guarded_step)}
 
 
 def main(argv):

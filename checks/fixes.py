@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
+from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.findings import Step
 from mpdoctor.snapshot import Snapshot
 
@@ -38,15 +39,6 @@ def export(name: str, value: str) -> str:
 
 def python(snap: Snapshot, *args: str) -> str:
     return " ".join(shlex.quote(a) for a in (snap.python_command(), *args))
-
-
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"12.8"`` -> ``(12, 8)``; junk parts count as 0 so comparisons never raise."""
-    parts = []
-    for piece in text.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
 
 
 def cuda_tag(cuda_version: str) -> str:

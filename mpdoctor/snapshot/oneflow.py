@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mpdoctor.serde import fact
-from mpdoctor.snapshot_apex import PthLine
+from mpdoctor.schema.serde import fact
+from mpdoctor.snapshot.apex import PthLine
 
 
 @dataclass

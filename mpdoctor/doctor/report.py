@@ -2,7 +2,7 @@
 
 ``schema_version`` is shared with the snapshot: it changes when a field is removed,
 renamed or changes type. The JSON Schema shipped in ``mpdoctor/schema/`` is
-generated from these dataclasses (``python -m mpdoctor.contract``), and a test
+generated from these dataclasses (``python -m mpdoctor.schema``), and a test
 fails when the shipped file is out of date.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpdoctor import __version__
-from mpdoctor.contract import ordered_data, schema_document, schema_path
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
 from mpdoctor.findings import Finding
-from mpdoctor.gpu_table import GpuView
-from mpdoctor.redact import redact_tree
-from mpdoctor.serde import fact, from_data, to_data
+from mpdoctor.analysis.gpu_table import GpuView
+from mpdoctor.probes.remote.redact import redact_tree
+from mpdoctor.schema.serde import fact, from_data, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot
 
 SCHEMA_PATH = schema_path("report", SCHEMA_VERSION)

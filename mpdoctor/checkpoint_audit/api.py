@@ -6,9 +6,9 @@ import os
 import sys
 from typing import Any, Mapping, Optional
 
-from mpdoctor.weights.report import AuditReport, audit_files
-from mpdoctor.weights.safetensors import TensorEntry
-from mpdoctor.weights.sources import WeightFile, read, weight_files
+from mpdoctor.checkpoint_audit.report import AuditReport, audit_files
+from mpdoctor.checkpoint_audit.safetensors import TensorEntry
+from mpdoctor.checkpoint_audit.sources import WeightFile, read, weight_files
 
 IN_MEMORY = "<in memory>"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.capability import parse_capability, support
+from mpdoctor.analysis.capability import parse_capability, support
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}
@@ -81,7 +81,7 @@ def capability(snap: Snapshot, device: DeviceKernels) -> Optional[int]:
 
 
 def hardware_level(snap: Snapshot, device: DeviceKernels, dtype: str) -> str:
-    """What the GPU's architecture promises for ``dtype`` (see mpdoctor.capability); "" for the CPU."""
+    """What the GPU's architecture promises for ``dtype`` (see mpdoctor.analysis.capability); "" for the CPU."""
     cc = capability(snap, device)
     return support(cc).get(SHORT.get(dtype, ""), "") if is_gpu(device) and cc is not None else ""
 

@@ -1,6 +1,6 @@
 """List a pickled checkpoint's tensors, *inside the interpreter under diagnosis*, safely.
 
-Run by ``mpdoctor.weights.sources`` through the same bootstrap as ``target.py``
+Run by ``mpdoctor.checkpoint_audit.sources`` through the same bootstrap as ``target.py``
 (stdlib plus the target's torch, Python 3.8+), in a child process with a timeout.
 Only ``torch.load(weights_only=True)`` is ever used: a checkpoint that needs a
 full unpickle is refused, because unpickling runs arbitrary code. ``mmap=True``
@@ -11,10 +11,7 @@ read without it. It writes one JSON object to the file named on its command line
 import json
 import sys
 
-if "_mpdoctor_redact" in sys.modules:  # run by the bootstrap
-    from _mpdoctor_redact import redact_text  # type: ignore
-else:  # imported as part of mpdoctor (tests)
-    from mpdoctor.redact import redact_text
+from .redact import redact_text
 
 MAX_TENSORS = 200000
 

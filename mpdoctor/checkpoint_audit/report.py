@@ -2,7 +2,7 @@
 
 Its JSON is a contract like the check report's: ``AUDIT_SCHEMA_VERSION`` changes
 when a field is removed, renamed or changes type, and the shipped schema
-(``python -m mpdoctor.contract``) is checked in a test.
+(``python -m mpdoctor.schema``) is checked in a test.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from mpdoctor import __version__
-from mpdoctor.contract import ordered_data, schema_document, schema_path
-from mpdoctor.weights.sources import WeightFile
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
+from mpdoctor.checkpoint_audit.sources import WeightFile
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.redact import redact_tree
-from mpdoctor.serde import fact, from_data, to_data
+from mpdoctor.probes.remote.redact import redact_tree
+from mpdoctor.schema.serde import fact, from_data, to_data
 
 AUDIT_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("audit", AUDIT_SCHEMA_VERSION)
@@ -80,8 +80,6 @@ class AuditReport:
 
     def __str__(self) -> str:
         """A plain table: the dtype mix, then each module that mixes dtypes with its odd tensors."""
-        from mpdoctor.render.audit import plain_text
-
         return plain_text(self)
 
 
@@ -170,3 +168,40 @@ def audit_data(report: AuditReport) -> dict:
 
 def audit_schema() -> dict:
     return schema_document(AuditReport, "audit", AUDIT_SCHEMA_VERSION, "mpdoctor audit report")
+
+
+# The report's own plain summary (print(report)); the renderers build on `overview`.
+MAX_GROUPS = 16  # top-level module prefixes listed in the overview; a bigger model shows its totals only
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def overview(report: AuditReport) -> list[str]:
+    tensors = sum(d.tensors for d in report.dtypes)
+    where = "a state dict in memory" if [f.format for f in report.files] == ["memory"] else \
+        f"{len(report.files)} weight file(s)"
+    lines = [f"{where}, {tensors} tensors in {report.modules} modules"]
+    lines += [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}"
+              for d in report.dtypes]
+    lines += [f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
+              for c, dtypes in sorted(report.components.items())]
+    if 1 < len(report.groups) <= MAX_GROUPS:
+        lines += [f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
+                  for prefix, dtypes in report.groups.items()]
+    return lines
+
+
+def plain_text(report: AuditReport) -> str:
+    """The report as plain lines (what `print(mpdoctor.audit(model))` shows)."""
+    lines = [f"mpdoctor audit: {report.path}", *(f"  {line}" for line in overview(report))]
+    for mixed in report.mixed:
+        lines.append(f"  mixed: {mixed.module}: mostly {mixed.majority}; "
+                     + ", ".join(f"{o.name} {o.dtype} {list(o.shape)}" for o in mixed.odd))
+    lines += [f"  {f.severity} {f.code}: {f.title}" for f in report.findings]
+    return "\n".join(lines)

@@ -3,4 +3,7 @@
 Safetensors files are read by their header only (no torch, no tensor data);
 pickled checkpoints go through ``torch.load(weights_only=True)`` in a child
 process of the interpreter under diagnosis, never an unrestricted unpickle.
+
+The package is not called ``audit`` because that name is the Python API,
+``mpdoctor.audit(obj)`` (``api.py``): a subpackage of that name would replace it.
 """

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpdoctor.serde import fact
-from mpdoctor.snapshot_apex import ApexImport
+from mpdoctor.schema.serde import fact
+from mpdoctor.snapshot.apex import ApexImport
 
 
 @dataclass

@@ -1,20 +1,18 @@
 """The JSON contracts mpdoctor writes (check, explain, audit): one way to lay out and describe each.
 
 Each report puts its version keys first and ships a JSON Schema generated from
-its dataclasses. Regenerate all of them with ``python -m mpdoctor.contract``;
+its dataclasses. Regenerate all of them with ``python -m mpdoctor.schema``;
 tests fail when a shipped file is out of date.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from mpdoctor.serde import json_schema, to_data
+from mpdoctor.schema.serde import json_schema, to_data
 
-SCHEMA_DIR = Path(__file__).parent / "schema"
+SCHEMA_DIR = Path(__file__).parent  # the shipped .schema.json files live beside this module
 
 
 def schema_path(name: str, version: int) -> Path:
@@ -33,20 +31,3 @@ def schema_document(cls: type, name: str, version: int, title: str) -> dict:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://mpdoctor.dev/schema/{name}-v{version}.schema.json",
             "title": title, **root, "$defs": defs}
-
-
-def schemas() -> dict[Path, Callable[[], dict]]:
-    """Every shipped schema and the function that generates it."""
-    from mpdoctor.explain import report as explain
-    from mpdoctor.report import SCHEMA_PATH, report_schema
-    from mpdoctor.weights import report as audit
-
-    return {SCHEMA_PATH: report_schema, explain.SCHEMA_PATH: explain.explain_schema,
-            audit.SCHEMA_PATH: audit.audit_schema}
-
-
-if __name__ == "__main__":  # regenerate every shipped schema
-    SCHEMA_DIR.mkdir(exist_ok=True)
-    for path, make in schemas().items():
-        path.write_text(json.dumps(make(), indent=2) + "\n", encoding="utf-8")
-        sys.stdout.write(f"wrote {path}\n")

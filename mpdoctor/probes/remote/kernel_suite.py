@@ -8,16 +8,11 @@ tolerance".
 """
 
 import math
-import sys
 import time
 import warnings
 import zlib
 
-if "_mpdoctor_kernel_measure" in sys.modules:  # loaded by path by the runner, in any interpreter
-    from _mpdoctor_kernel_measure import REFERENCE_ROWS, Device, error_text, measure, record, retime, skipped
-else:  # imported as part of mpdoctor (the parent, tests)
-    from mpdoctor.probes.kernel_measure import (REFERENCE_ROWS, Device, error_text, measure, record, retime,
-                                                skipped)
+from .kernel_measure import REFERENCE_ROWS, Device, error_text, measure, record, retime, skipped
 
 OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
 LOW_PRECISION = ("float16", "bfloat16")

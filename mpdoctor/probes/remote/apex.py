@@ -3,7 +3,7 @@
 Loaded beside ``target.py`` by the environment probe, so the same rules hold:
 stdlib only, Python 3.8+, judge nothing. Nothing here imports apex or its
 compiled extensions; an extension that was built against another torch can
-abort the interpreter on import. ``target_loads.py`` imports them, in forked
+abort the interpreter on import. ``loads.py`` imports them, in forked
 children, after torch.
 """
 
