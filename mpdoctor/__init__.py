@@ -3,6 +3,36 @@
 __version__ = "0.1.0"
 
 
+def _checks_from_a_source_checkout() -> None:
+    """Let ``python -m mpdoctor`` run from a checkout that was never installed.
+
+    The design card puts ``checks/`` at the top of the repository, and the
+    installer maps it to ``mpdoctor.checks`` (pyproject.toml). Without an install
+    nothing does, so this finder, consulted only after every other one has failed,
+    maps ``mpdoctor.checks`` to the ``checks/`` beside this package when there is one.
+    """
+    import importlib.abc
+    import importlib.util
+    import os
+    import sys
+
+    checks = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checks")
+    init = os.path.join(checks, "__init__.py")
+    if not os.path.isfile(init):
+        return
+
+    class CheckoutChecks(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "mpdoctor.checks":
+                return None
+            return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[checks])
+
+    sys.meta_path.append(CheckoutChecks())
+
+
+_checks_from_a_source_checkout()
+
+
 def __getattr__(name: str):
     """The Python API, imported on first use: `import mpdoctor` (and the CLI) never imports torch."""
     if name == "audit":
