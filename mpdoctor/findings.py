@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence
 
 from mpdoctor.schema.serde import fact
+
+
+# The values of Severity, for annotations (Finding.severity); mpdoctor.snapshot.vocab re-exports it.
+SeverityName = Literal["error", "warning", "info"]
 
 
 class Severity(str, enum.Enum):
@@ -33,7 +37,7 @@ class Step:
 class Finding:
     """One problem found by one check."""
 
-    severity: str = fact("error, warning or info")
+    severity: SeverityName = fact("error, warning or info")
     title: str = fact("What is wrong, in one line")
     evidence: list[str] = fact("The facts the finding rests on", factory=list)
     fix: list[Step] = fact("Steps that fix it, in order", factory=list)

@@ -12,9 +12,11 @@ from typing import Optional
 from mpdoctor.analysis import capability
 from mpdoctor.schema.serde import fact
 from mpdoctor.analysis.visible_devices import before_invalid
+from mpdoctor.snapshot.vocab import CudaOrder, DeviceSource, MatchedBy, PrecisionLevel, VisibleEntryKind
 
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
-PRECISION_DOC = "Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no"
+PRECISION_DOC = ("Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no; "
+                 "empty when the compute capability is unknown")
 
 
 @dataclass
@@ -29,16 +31,18 @@ class DeviceRow:
     compute_capability: str = fact("e.g. 8.6", "")
     memory_total: Optional[int] = fact("Total memory in bytes", None)
     mig: bool = fact("A MIG device rather than a whole GPU", False)
-    source: str = fact("cuda (torch reported it), predicted (from NVML and CUDA's rules) or nvml (NVML only)", "")
-    matched_by: str = fact("How cuda:N was tied to the NVML GPU: uuid, pci-bus-id, properties or order-rules", "")
+    source: DeviceSource = fact("cuda (torch reported it), predicted (from NVML and CUDA's rules) or nvml (NVML "
+                                "only)", "")
+    matched_by: MatchedBy = fact("How cuda:N was tied to the NVML GPU: uuid, pci-bus-id, properties or order-rules; "
+                                 "empty when no NVML GPU matched", "")
     expected_nvml_index: Optional[int] = fact(
         "The nvidia-smi index a user would take cuda:N to be, reading CUDA_VISIBLE_DEVICES as nvidia-smi indices "
         "(N itself when it is unset)", None)
     not_visible_reason: str = fact("Why CUDA does not see this GPU, when it does not", "")
-    fp16: str = fact(PRECISION_DOC, "")
-    bf16: str = fact(PRECISION_DOC, "")
-    tf32: str = fact(PRECISION_DOC, "")
-    fp8: str = fact(PRECISION_DOC, "")
+    fp16: PrecisionLevel = fact(PRECISION_DOC, "")
+    bf16: PrecisionLevel = fact(PRECISION_DOC, "")
+    tf32: PrecisionLevel = fact(PRECISION_DOC, "")
+    fp8: PrecisionLevel = fact(PRECISION_DOC, "")
 
     @property
     def cc(self) -> Optional[int]:
@@ -57,7 +61,7 @@ class VisibleEntry:
     """One entry of CUDA_VISIBLE_DEVICES and what CUDA makes of it."""
 
     text: str = fact("The entry as written", "")
-    kind: str = fact("index, gpu-uuid, mig-uuid or invalid", "")
+    kind: VisibleEntryKind = fact("index, gpu-uuid, mig-uuid or invalid", "")
     selects: str = fact("UUID of the device it selects, when known", "")
     problem: str = fact("Why it is invalid or suspicious", "")
 
@@ -68,7 +72,7 @@ class GpuView:
 
     cuda_visible_devices: Optional[str] = fact("CUDA_VISIBLE_DEVICES as set; null when unset", None)
     cuda_device_order: Optional[str] = fact("CUDA_DEVICE_ORDER as set; null when unset", None)
-    order: str = fact("The order CUDA numbers GPUs in: FASTEST_FIRST, PCI_BUS_ID or unknown", "FASTEST_FIRST")
+    order: CudaOrder = fact("The order CUDA numbers GPUs in: FASTEST_FIRST, PCI_BUS_ID or unknown", "FASTEST_FIRST")
     visible_entries: list[VisibleEntry] = fact("CUDA_VISIBLE_DEVICES read with CUDA's rules", factory=list)
     ignored_entries: list[str] = fact("Entries after the first invalid one, which CUDA ignores", factory=list)
     visible_problems: list[str] = fact("What is wrong with CUDA_VISIBLE_DEVICES, in words", factory=list)

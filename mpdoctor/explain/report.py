@@ -9,6 +9,7 @@ mpdoctor.schema``), and a test fails when the shipped file is out of date.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
@@ -17,6 +18,11 @@ from mpdoctor.schema.serde import fact
 
 EXPLAIN_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("explain", EXPLAIN_SCHEMA_VERSION)
+
+# Explanation.family: the families of explain/signature.FAMILIES (a test keeps the two equal). A vocabulary like
+# those of mpdoctor.snapshot.vocab, declared here because `mpdoctor explain` does not load the snapshot package.
+ExplainFamily = Literal["dtype", "cpu-half", "scaler", "overflow", "hardware", "attention", "kernel-image", "apex",
+                        "oneflow", "driver"]
 
 
 @dataclass
@@ -32,7 +38,7 @@ class Explanation:
     """One recognised failure: what happened, why, what to do, and how to confirm it."""
 
     id: str = fact("The signature's id (see `mpdoctor explain --list`)")
-    family: str = fact("dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow or driver")
+    family: ExplainFamily = fact("dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow or driver")
     title: str = fact("What happened, in one line")
     cause: str = fact("Why it happens, in plain words")
     lines: list[MatchedLine] = fact("The input lines it was recognised on (at most 5)", factory=list)

@@ -25,9 +25,16 @@ def ordered_data(obj: Any, head: tuple[str, ...]) -> dict:
     return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
 
 
+EVOLUTION = ("Within schema version {version}, newer mpdoctor versions may add fields (every object allows "
+             "properties it does not list; ignore them) and values to the vocabularies (a field whose description "
+             "says so is one of its enum's values or any other string; treat one not listed as unknown). `required` "
+             "lists the fields without a default; a reader gives a missing field its default. A field is removed, "
+             "renamed or changes type only with a new schema version.")
+
+
 def schema_document(cls: type, name: str, version: int, title: str) -> dict:
     defs: dict = {}
     root = json_schema(cls, defs)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://mpdoctor.dev/schema/{name}-v{version}.schema.json",
-            "title": title, **root, "$defs": defs}
+            "title": title, "description": EVOLUTION.format(version=version), **root, "$defs": defs}

@@ -4,6 +4,19 @@ The snapshot and the report are plain dataclasses whose fields carry their user
 documentation in ``metadata["doc"]`` (see :func:`fact`). This module is the only
 place that knows how those classes map to JSON, so the loader, the writer and the
 shipped JSON Schema cannot drift apart.
+
+Evolution within a schema version, as the loader and the schema both state it:
+
+* fields may be added: the loader ignores keys it does not know, and the schema
+  allows extra properties on every object;
+* a field with a default may be missing: the loader gives it its default, and the
+  schema's ``required`` lists only the fields without one;
+* a ``Literal`` field (a vocabulary: ``mpdoctor.snapshot.vocab``) may carry a value
+  this version does not know: the loader keeps the string, for readers to treat as
+  unknown, and the schema says so (``anyOf`` this version's ``enum``, or any string).
+  :func:`undeclared_values` finds such values, e.g. for tests that hold mpdoctor's
+  own output to its declared vocabularies;
+* a value of the wrong type is refused by both.
 """
 
 from __future__ import annotations
@@ -12,7 +25,7 @@ import dataclasses
 import functools
 import math
 import typing
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 
 class DataError(ValueError):
@@ -38,14 +51,27 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _literal_values(args: tuple) -> tuple[str, ...]:
+    if not args or not all(isinstance(a, str) for a in args):
+        raise TypeError(f"only Literals of strings are supported, not {args!r}")
+    return args
+
+
 def from_data(cls: Any, data: Any, where: str = "$") -> Any:
     """Build ``cls`` from JSON data, checking every type; unknown keys are ignored.
 
     Missing keys take the field's default, so a snapshot written by an older
-    mpdoctor of the same schema version still loads.
+    mpdoctor of the same schema version still loads. A ``Literal`` field takes
+    any string: a value it does not declare (from a newer mpdoctor of the same
+    schema version) is kept as it is, for readers to treat as unknown.
     """
     origin = typing.get_origin(cls)
     args = typing.get_args(cls)
+    if origin is Literal:
+        _literal_values(args)
+        if isinstance(data, str):
+            return data
+        raise DataError(f"{where}: expected str, got {_type_name(data)}")
     if origin is Union:
         if data is None and type(None) in args:
             return None
@@ -83,13 +109,57 @@ def from_data(cls: Any, data: Any, where: str = "$") -> Any:
     raise TypeError(f"unsupported field type {cls!r} at {where}")
 
 
+def undeclared_values(cls: Any, data: Any, where: str = "$") -> list[str]:
+    """``where: value`` for every ``Literal`` field in ``data`` whose value ``cls`` does not declare.
+
+    Loading accepts such values (see :func:`from_data`); this says where they are.
+    Data that does not fit ``cls`` otherwise is skipped here: :func:`from_data` reports it.
+    """
+    origin = typing.get_origin(cls)
+    args = typing.get_args(cls)
+    if origin is Literal:
+        return [f"{where}: {data!r}"] if isinstance(data, str) and data not in _literal_values(args) else []
+    if origin is Union:
+        return [] if data is None else undeclared_values([a for a in args if a is not type(None)][0], data, where)
+    if origin is list and isinstance(data, list):
+        return [found for i, item in enumerate(data) for found in undeclared_values(args[0], item, f"{where}[{i}]")]
+    if origin is dict and isinstance(data, dict):
+        return [found for k, v in data.items() for found in undeclared_values(args[1], v, f"{where}.{k}")]
+    if dataclasses.is_dataclass(cls) and isinstance(data, dict):
+        hints = _hints(cls)
+        return [found for f in dataclasses.fields(cls) if f.name in data
+                for found in undeclared_values(hints[f.name], data[f.name], f"{where}.{f.name}")]
+    return []
+
+
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+OPEN_VOCABULARY = ("One of the values listed in the enum; a newer mpdoctor of this schema version may write another, "
+                   "which readers should treat as unknown.")
+
+
+def _has_default(f: dataclasses.Field) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+def _class_doc(cls: type) -> str:
+    """The first line of the class's docstring; none for the signature dataclass() writes when there is none."""
+    doc = (cls.__doc__ or "").strip()
+    if not doc or doc.startswith(f"{cls.__name__}("):
+        return ""
+    return doc.splitlines()[0]
 
 
 def json_schema(cls: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of ``cls``; dataclasses are collected into ``defs``."""
+    """The JSON Schema of ``cls``; dataclasses are collected into ``defs``.
+
+    Objects allow properties they do not list and require only the fields
+    without a default; a ``Literal`` is its ``enum`` or any other string (see the
+    module's docstring).
+    """
     origin = typing.get_origin(cls)
     args = typing.get_args(cls)
+    if origin is Literal:
+        return {"anyOf": [{"enum": list(_literal_values(args))}, {"type": "string"}]}
     if origin is Union:
         inner = [a for a in args if a is not type(None)]
         return {"anyOf": [json_schema(inner[0], defs), {"type": "null"}]}
@@ -109,15 +179,30 @@ def json_schema(cls: Any, defs: dict[str, Any]) -> dict[str, Any]:
             properties = {}
             for f in dataclasses.fields(cls):
                 prop = json_schema(hints[f.name], defs)
-                if f.metadata.get("doc"):
-                    prop = {"description": f.metadata["doc"], **prop}
+                doc = _sentences(f.metadata.get("doc", ""), _vocabulary_note(hints[f.name]))
+                if doc:
+                    prop = {"description": doc, **prop}
                 properties[f.name] = prop
+            described = {"description": _class_doc(cls)} if _class_doc(cls) else {}
             defs[name] = {
                 "type": "object",
-                "description": (cls.__doc__ or "").strip().splitlines()[0],
+                **described,
                 "properties": properties,
-                "required": [f.name for f in dataclasses.fields(cls)],
-                "additionalProperties": False,
+                "required": [f.name for f in dataclasses.fields(cls) if not _has_default(f)],
             }
         return {"$ref": f"#/$defs/{name}"}
     raise TypeError(f"unsupported field type {cls!r}")
+
+
+def _vocabulary_note(cls: Any) -> str:
+    """OPEN_VOCABULARY for a field that holds a Literal (alone, optional, or in a list or dict); else ""."""
+    if typing.get_origin(cls) is Literal:
+        return OPEN_VOCABULARY
+    return next((OPEN_VOCABULARY for a in typing.get_args(cls) if _vocabulary_note(a)), "")
+
+
+def _sentences(*parts: str) -> str:
+    """The non-empty parts as one text, each ending in a full stop when followed by another."""
+    parts = tuple(p for p in parts if p)
+    return " ".join(p if i == len(parts) - 1 or p.endswith((".", "!", "?")) else f"{p}."
+                    for i, p in enumerate(parts))

@@ -23,6 +23,9 @@ from mpdoctor.schema.serde import DataError, fact, from_data
 from mpdoctor.snapshot.apex import ApexInfo
 from mpdoctor.snapshot.oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
 from mpdoctor.snapshot.project import ProjectScan
+from mpdoctor.snapshot.vocab import (CoexistDevice, DeviceRunStatus, KernelDtype, KernelMode, KernelOp,
+                                     KernelResultStatus, KernelStatus, NvmlStatus, OneflowRuntimeStatus,
+                                     OneflowTorchStatus, ProbeStatus, SdpaBackend, TorchStatus)
 
 SCHEMA_VERSION = 1
 
@@ -35,7 +38,7 @@ class SnapshotError(ValueError):
 class ProbeRun:
     """How one probe (a child process or a guarded call) went."""
 
-    status: str = fact("ok, error, crashed, timeout or not-run", "not-run")
+    status: ProbeStatus = fact("ok, error, crashed, timeout or not-run", "not-run")
     step: str = fact("The step that was running when the probe failed", "")
     detail: str = fact("What went wrong, in words", "")
     exit_code: Optional[int] = fact("Exit status of the child; negative is the signal that killed it", None)
@@ -78,12 +81,12 @@ class OneflowRuntime:
     """What importing oneflow for real showed, in a process of its own beside torch."""
 
     probe: ProbeRun = fact("How the oneflow probe went", factory=ProbeRun)
-    status: str = fact("imported, import-error, import-crashed, import-timeout, or not-run (no oneflow found)",
-                       "not-run")
+    status: OneflowRuntimeStatus = fact("imported, import-error, import-crashed, import-timeout, or not-run (no oneflow "
+                                        "found)", "not-run")
     error_type: str = fact("Exception class `import oneflow` raised (RuntimeError for PyPI's placeholder)", "")
     error_message: str = fact("Its message, redacted", "")
     import_warnings: list[str] = fact("Warnings raised while importing oneflow", factory=list)
-    torch_status: str = fact("How `import torch` went first in the same process: imported, import-error, "
+    torch_status: OneflowTorchStatus = fact("How `import torch` went first in the same process: imported, import-error, "
                              "import-crashed, import-timeout or not-tried", "not-tried")
     torch_imported_as: str = fact("What that torch really was: torch, or oneflow under mock-torch", "")
     version: str = fact("oneflow.__version__", "")
@@ -95,7 +98,7 @@ class OneflowRuntime:
     cuda_available: Optional[bool] = fact("oneflow.cuda.is_available()", None)
     device_count: Optional[int] = fact("oneflow.cuda.device_count()", None)
     fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
-    coexist_device: str = fact("Where the coexistence probe ran: cuda or cpu", "")
+    coexist_device: CoexistDevice = fact("Where the coexistence probe ran: cuda or cpu", "")
     coexist: list[CoexistCase] = fact("The coexistence probe: one fp16 OneFlow module under each precision "
                                       "manager", factory=list)
     coexist_error: str = fact("Why the coexistence probe did not finish, when it did not", "")
@@ -153,7 +156,7 @@ class TorchInfo:
     """What happened when the target interpreter imported torch, and what torch said."""
 
     probe: ProbeRun = fact("How the torch probe went", factory=ProbeRun)
-    status: str = fact("imported, missing, import-error, import-crashed, import-timeout, mocked (`import torch` "
+    status: TorchStatus = fact("imported, missing, import-error, import-crashed, import-timeout, mocked (`import torch` "
                        "gave another framework: oneflow's mock-torch) or unknown", "unknown")
     imported_as: str = fact("What `import torch` really gave: torch, or e.g. oneflow under mock-torch", "")
     origin: str = fact("File torch would be imported from", "")
@@ -210,7 +213,7 @@ class NvmlGpu:
 class NvmlInfo:
     """The NVIDIA driver as NVML reports it, or why NVML could not be used."""
 
-    status: str = fact("ok, unavailable, error, timeout or not-run", "not-run")
+    status: NvmlStatus = fact("ok, unavailable, error, timeout or not-run", "not-run")
     reason: str = fact("NVML error name when not ok, e.g. LibraryNotFound, DriverNotLoaded", "")
     detail: str = fact("The error text", "")
     driver_version: str = fact("Driver version, e.g. 535.113.01", "")
@@ -229,10 +232,10 @@ class NvmlInfo:
 class KernelResult:
     """One microkernel (an op in a dtype) run on one device."""
 
-    op: str = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
-    dtype: str = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
-    backend: str = fact("The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", "")
-    status: str = fact(
+    op: KernelOp = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
+    dtype: KernelDtype = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
+    backend: SdpaBackend = fact("The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", "")
+    status: KernelResultStatus = fact(
         "ok; unsupported (raised); wrong (outside tolerance or unexpected dtypes); error (failed before "
         "the kernel ran); crashed or timeout (killed the worker); skipped (does not apply)", "")
     detail: str = fact("The error text, what was wrong, or why it was skipped", "")
@@ -260,7 +263,7 @@ class DeviceKernels:
     init_seconds: Optional[float] = fact("GPUs: seconds to start CUDA on the device", None)
     bf16_supported: Optional[bool] = fact("GPUs: torch.cuda.is_bf16_supported(), which counts emulation", None)
     bf16_native: Optional[bool] = fact("GPUs: torch.cuda.is_bf16_supported(including_emulation=False)", None)
-    status: str = fact("How the device's run ended: ok, crashed, timeout, error or not-run", "not-run")
+    status: DeviceRunStatus = fact("How the device's run ended: ok, crashed, timeout, error or not-run", "not-run")
     detail: str = fact("What went wrong, when it did", "")
     restarts: int = fact("Workers started again after a test crashed or hung", 0)
     seconds: float = fact("Wall time of the device's run, CUDA start-up included", 0.0)
@@ -271,8 +274,8 @@ class DeviceKernels:
 class KernelInfo:
     """Live precision microkernels on every device, or why they did not run."""
 
-    status: str = fact("ok, skipped (--no-kernels), not-run (no usable torch) or error", "not-run")
-    mode: str = fact("quick or full: the problem sizes", "")
+    status: KernelStatus = fact("ok, skipped (--no-kernels), not-run (no usable torch) or error", "not-run")
+    mode: KernelMode = fact("quick or full: the problem sizes; empty when the kernels did not run", "")
     detail: str = fact("Why they did not run, or what went wrong", "")
     probe: ProbeRun = fact("How the kernel runner process went", factory=ProbeRun)
     cuda_available: Optional[bool] = fact("torch.cuda.is_available() as the runner saw it", None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.schema.serde import fact
+from mpdoctor.snapshot.vocab import ApexLocationKind, ApexResolution, ApexSearchSource, LoadStatus
 
 
 @dataclass
@@ -18,9 +19,9 @@ class ApexLocation:
     """One place on the module search path that provides a top-level ``apex``."""
 
     path: str = fact("The apex/ directory or apex module file", "")
-    kind: str = fact("package (has __init__.py), namespace (a bare directory) or module", "")
+    kind: ApexLocationKind = fact("package (has __init__.py), namespace (a bare directory) or module", "")
     entry: str = fact("The search path entry it sits in", "")
-    source: str = fact("sys.path, or cwd: only scripts run from the working directory see it", "sys.path")
+    source: ApexSearchSource = fact("sys.path, or cwd: only scripts run from the working directory see it", "sys.path")
 
 
 @dataclass
@@ -49,7 +50,7 @@ class ApexExtension:
     origin: str = fact("The file it loads from", "")
     needed: Optional[list[str]] = fact(
         "Shared libraries it links (ELF DT_NEEDED), e.g. libcudart.so.12; null when not an ELF file", None)
-    load_status: str = fact(
+    load_status: LoadStatus = fact(
         "ok, error, crashed, timeout or not-tried: importing it after `import torch`, in a forked child",
         "not-tried")
     load_detail: str = fact("The import error (e.g. undefined symbol ...), or why it was not tried", "")
@@ -76,7 +77,7 @@ class ApexInfo:
     """Which apex is installed, whether its compiled parts load, and who imports it."""
 
     error: str = fact("Why the apex probe failed, when it did", "")
-    resolution: str = fact("What `import apex` would load: package, namespace, module, none or error", "none")
+    resolution: ApexResolution = fact("What `import apex` would load: package, namespace, module, none or error", "none")
     origin: str = fact("The file `import apex` would run (its __init__.py), found without running it", "")
     search_locations: list[str] = fact("Directories the apex package spans (several for a namespace)", factory=list)
     resolution_error: str = fact("Why finding apex raised, when it did", "")

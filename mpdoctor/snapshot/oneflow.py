@@ -12,6 +12,7 @@ from typing import Optional
 
 from mpdoctor.schema.serde import fact
 from mpdoctor.snapshot.apex import PthLine
+from mpdoctor.snapshot.vocab import CoexistCaseName, CoexistDevice, CoexistStatus, MockTorchKind
 
 
 @dataclass
@@ -42,7 +43,7 @@ class OneflowBuild:
 class TorchResolution:
     """What `import torch` would load, found without running it."""
 
-    kind: str = fact("torch; missing; oneflow-mock-torch (oneflow/mock_torch/torch on the path); oneflow-hook "
+    kind: MockTorchKind = fact("torch; missing; oneflow-mock-torch (oneflow/mock_torch/torch on the path); oneflow-hook "
                      "(an import hook from oneflow answers for torch); oneflow-shim (a small torch/__init__.py "
                      "that imports oneflow); or error", "torch")
     origin: str = fact("The file it would run", "")
@@ -67,9 +68,9 @@ class MockTorch:
 class CoexistCase:
     """One run of a tiny fp16 OneFlow module fed an fp32 tensor from torch."""
 
-    name: str = fact("fp16 input (no context, fp16 fed), torch.autocast or oneflow.autocast", "")
-    device: str = fact("cuda or cpu", "")
-    status: str = fact("ok, or error: OneFlow raised", "")
+    name: CoexistCaseName = fact("fp16 input (no context, fp16 fed), torch.autocast or oneflow.autocast", "")
+    device: CoexistDevice = fact("cuda or cpu", "")
+    status: CoexistStatus = fact("ok, or error: OneFlow raised", "")
     output_dtype: str = fact("dtype of the OneFlow module's output", "")
     torch_output_dtype: str = fact("torch.autocast: what torch's own linear gave for the same input", "")
     oneflow_autocast: Optional[bool] = fact("Whether OneFlow considered autocast on inside the context", None)
