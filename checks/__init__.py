@@ -1,6 +1,7 @@
 """The built-in check families, one module each. Installed as ``mpdoctor.checks``.
 
-Importing a family registers its checks; add a new family with one line here.
+Importing a family registers its checks; add a new family with one line here (and its code
+prefix in ``registry.FAMILIES``). MPD001, mpdoctor's own code, is declared in ``registry``.
 """
 
 from mpdoctor.checks import environment  # noqa: F401  Python environment inventory
@@ -18,3 +19,4 @@ from mpdoctor.checks import apex_install  # noqa: F401  which apex, and do its e
 from mpdoctor.checks import apex_usage  # noqa: F401  who switches to apex, who needs apex.amp
 from mpdoctor.checks import oneflow_install  # noqa: F401  is oneflow a working build, for OneDiff, for this CUDA
 from mpdoctor.checks import oneflow_runtime  # noqa: F401  mock-torch, and torch.autocast meeting OneFlow
+from mpdoctor.checks import audit  # noqa: F401  checkpoints (mpdoctor audit): rules only, judged by checkpoint_audit

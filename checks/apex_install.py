@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.checks.registry import check
+from mpdoctor.checks.registry import check, defer
 from mpdoctor.checks import _apex
 from mpdoctor.checks._apex import FAMILY
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
 
 
-@check("APEX001", "pypi-apex-impostor", family=FAMILY)
+@check("APEX001", "pypi-apex-impostor", family=FAMILY, needs=("project",))
 def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     """The `apex` installed is an unrelated PyPI project, not NVIDIA apex.
 
@@ -92,7 +92,7 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
     yield make(title, evidence, steps)
 
 
-@check("APEX003", "apex-extension-fails-to-load", family=FAMILY)
+@check("APEX003", "apex-extension-fails-to-load", family=FAMILY, defers_to=("APEX004",))
 def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     """A compiled apex extension does not load against the installed torch.
 
@@ -105,17 +105,27 @@ def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Rebuild apex against the installed torch (same CUDA version as
     `torch.version.cuda`), or `pip uninstall apex` if torch.amp is all you need.
+    Extensions built for another CUDA than torch's fail to load too: APEX004
+    names that cause, and this check then leaves them to it.
     """
-    # A build for another CUDA fails to load too; APEX004 names that cause.
-    broken = [ext for ext in _apex.extensions(snap)
-              if ext.load_status in ("error", "crashed", "timeout") and not _apex.cuda_mismatch(snap, ext)]
-    if not broken:
-        return
+    broken = [ext for ext in _apex.extensions(snap) if ext.load_status in ("error", "crashed", "timeout")]
+    other_cuda = [ext for ext in broken if _apex.cuda_mismatch(snap, ext)]
+    rest = [ext for ext in broken if ext not in other_cuda]
+    if rest:
+        yield _load_failure(snap, rest)
+    if other_cuda:
+        yield defer(_load_failure(snap, other_cuda), "APEX004")
+
+
+def _load_failure(snap: Snapshot, broken) -> Finding:
     evidence = [_apex.describe(snap), f"torch {snap.torch.version or '?'} (CUDA {snap.torch.cuda or 'none'})"]
     symbols, libraries = [], []
     for ext in broken:
         where = "" if ext.origin in ext.load_detail else f" ({ext.origin})"
         evidence.append(f"{ext.name}{where}: {ext.load_status}: {ext.load_detail}")
+        if _apex.cuda_mismatch(snap, ext):
+            evidence.append(f"{ext.name} was built for CUDA {_apex.cuda_major(ext)}; torch uses "
+                            f"{'CUDA ' + snap.torch.cuda if snap.torch.cuda else 'no CUDA'}")
         if (match := _apex.UNDEFINED_SYMBOL.search(ext.load_detail)):
             symbols.append(match.group(1))
         if (match := _apex.MISSING_LIBRARY.search(ext.load_detail)):
@@ -130,7 +140,7 @@ def extension_fails(snap: Snapshot) -> Iterator[Finding]:
         title = f"apex's {names} {'fail' if plural else 'fails'} to load with this torch"
     steps = _apex.rebuild_steps(snap, "Rebuild apex against the installed torch; uninstall the stale build first")
     steps += _apex.uninstall_steps(snap, "Or, if torch.amp is all you need, remove apex")
-    yield error(title, evidence, steps)
+    return error(title, evidence, steps)
 
 
 @check("APEX004", "apex-cuda-mismatch", family=FAMILY)

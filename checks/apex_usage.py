@@ -104,7 +104,7 @@ def _amp_users(snap: Snapshot) -> tuple[list[ApexImport], list[ApexImport]]:
     return installed, project
 
 
-@check("APEX006", "apex-amp-unavailable", family=FAMILY)
+@check("APEX006", "apex-amp-unavailable", family=FAMILY, needs=("project",))
 def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """Code imports `apex.amp`, but the apex here has none.
 
@@ -152,7 +152,7 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     yield error(title, evidence, steps)
 
 
-@check("APEX007", "apex-amp-and-torch-amp", family=FAMILY)
+@check("APEX007", "apex-amp-and-torch-amp", family=FAMILY, needs=("project",))
 def both_amps(snap: Snapshot) -> Iterator[Finding]:
     """Your code uses apex.amp and torch's AMP together.
 
@@ -176,7 +176,7 @@ def both_amps(snap: Snapshot) -> Iterator[Finding]:
                         "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)")])
 
 
-@check("APEX008", "apex-amp-deprecated", family=FAMILY)
+@check("APEX008", "apex-amp-deprecated", family=FAMILY, needs=("project",))
 def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
     """Code relies on apex.amp, which works here but is gone from newer apex.
 

@@ -130,7 +130,7 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
     yield warning(title, env_evidence(view) + [describe(row) for row in rows], steps)
 
 
-@check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY)
+@check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY, superseded_by=("GPU002",))
 def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     """The visible GPUs differ in what precisions they support.
 
@@ -139,7 +139,7 @@ def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     model on the weaker card: bf16 there is emulated and slow, Triton and cuDNN
     refuse it, fp16 may lack tensor cores. A dtype chosen for cuda:0 then fails or
     crawls on another device. (When cuda:0 itself is the weaker card, GPU002
-    reports it instead.)
+    reports it instead, unless GPU002 is ignored.)
 
     ## Fix
     Restrict `CUDA_VISIBLE_DEVICES` to GPUs alike, by UUID.
@@ -148,15 +148,17 @@ def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     rows = view.visible
     if len(rows) < 2 or len({precision_profile(row) for row in rows}) < 2:
         return
+    # Measured against cuda:0, unless a visible GPU is clearly stronger (cuda:0 is then one of the weaker ones,
+    # which GPU002 reports; with GPU002 ignored, this finding speaks of the strongest instead).
     first = rows[0]
-    if any(clearly_stronger(row, first) for row in rows):
-        return  # GPU002
-    weaker = [row for row in rows if precision_profile(row) != precision_profile(first)]
-    gaps = "; ".join(f"cuda:{row.cuda_ordinal} {row.name}: " + ", ".join(weaker_precisions(row, first))
+    best = max(rows, key=strength)
+    reference = best if clearly_stronger(best, first) else first
+    weaker = [row for row in rows if precision_profile(row) != precision_profile(reference)]
+    gaps = "; ".join(f"cuda:{row.cuda_ordinal} {row.name}: " + ", ".join(weaker_precisions(row, reference))
                      for row in weaker)
-    alike = [row for row in rows if precision_profile(row) == precision_profile(first)]
+    alike = [row for row in rows if precision_profile(row) == precision_profile(reference)]
     yield warning(
         f"The visible GPUs differ in precision support; multi-GPU work will use the weaker ones too ({gaps})",
         env_evidence(view) + [describe(row) for row in rows],
-        _uuid_steps(alike, f"Keep only the GPUs like cuda:0 ({first.name})"),
+        _uuid_steps(alike, f"Keep only the GPUs like cuda:{reference.cuda_ordinal} ({reference.name})"),
     )

@@ -46,11 +46,12 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     fewer GPUs than you think, or on none.
 
     ## Fix
-    List each GPU once, all as UUIDs (`nvidia-smi -L`) or all as indices.
+    List each GPU once, all as UUIDs (`nvidia-smi -L`) or all as indices. (A
+    value that hides every GPU is GPU005's.)
     """
     view = gpu_view(snap)
     if view.cuda_visible_devices is None or view.hides_all:
-        return
+        return  # nothing dropped silently: it selects nothing at all (GPU005's problem, not a relation)
     troubled = [e for e in view.visible_entries if e.problem]
     if not (troubled or view.ignored_entries or view.visible_problems):
         return

@@ -12,7 +12,7 @@ from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 
-@check("ONEFLOW001", "oneflow-placeholder", family=FAMILY)
+@check("ONEFLOW001", "oneflow-placeholder", family=FAMILY, needs=("project",))
 def placeholder(snap: Snapshot) -> Iterator[Finding]:
     """The `oneflow` installed is PyPI's placeholder, or another oneflow without its native core.
 
@@ -64,7 +64,8 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
     yield make(title, evidence, [_oneflow.uninstall_step(snap, dists, "Uninstall it"), *_oneflow.install_steps(snap)])
 
 
-@check("ONEFLOW002", "onediff-without-oneflow", family=FAMILY)
+@check("ONEFLOW002", "onediff-without-oneflow", family=FAMILY, superseded_by=("ONEFLOW001",),
+       needs=("project",))
 def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     """OneDiff is installed without OneFlow, or with a OneFlow older than it needs.
 
@@ -73,15 +74,15 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     real OneFlow build: without one it fails with `No module named 'oneflow'`
     (onediff 1.2.0). OneDiff's quantization and ComfyUI nodes also refuse a
     OneFlow older than 0.9.1. (A OneFlow that is there but does not import is
-    ONEFLOW006.)
+    ONEFLOW006; PyPI's placeholder is ONEFLOW001.)
 
     ## Fix
     Install OneFlow from SiliconFlow's community index for torch's CUDA, or
     compile with OneDiff's nexfort backend, which does not need OneFlow.
     """
     onediff = _oneflow.onediff_distributions(snap)
-    if not onediff or _oneflow.without_core(snap):
-        return  # no OneDiff, or ONEFLOW001 names the placeholder
+    if not onediff:
+        return
     works = _oneflow.works(snap)
     evidence = [f"installed: {_oneflow.describe_distributions(onediff)}"]
     uses = _oneflow.project_uses(snap)
@@ -103,7 +104,8 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
                       "quantization and ComfyUI nodes require", evidence, _oneflow.install_steps(snap))
 
 
-@check("ONEFLOW006", "oneflow-import-fails", family=FAMILY)
+@check("ONEFLOW006", "oneflow-import-fails", family=FAMILY, superseded_by=("ONEFLOW001",),
+       needs=("project",))
 def import_fails(snap: Snapshot) -> Iterator[Finding]:
     """A OneFlow build with its native core does not import: it raises, crashes or hangs.
 
@@ -116,11 +118,12 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Reinstall OneFlow from SiliconFlow's community index for torch's CUDA; if
-    the error names a missing library, install that first.
+    the error names a missing library, install that first. (A oneflow without
+    its native core, such as PyPI's placeholder, is ONEFLOW001.)
     """
     runtime = _oneflow.facts(snap).runtime
-    if _oneflow.without_core(snap) or runtime.status not in ("import-error", "import-crashed", "import-timeout"):
-        return  # ONEFLOW001 names a oneflow without its core
+    if runtime.status not in ("import-error", "import-crashed", "import-timeout"):
+        return
     how = {"import-crashed": "kills the interpreter", "import-timeout": "hangs"}.get(runtime.status, "raises")
     origin = _oneflow.facts(snap).packages.get("oneflow")
     evidence = [f"oneflow {_oneflow.version(snap) or '?'}" + (f" at {origin.origin}" if origin and origin.origin else ""),
@@ -137,7 +140,7 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
                 *_oneflow.install_steps(snap)])
 
 
-@check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY)
+@check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY, superseded_by=("ONEFLOW001", "ONEFLOW006"))
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """oneflow is built for another CUDA than torch, or for one the driver cannot run.
 
@@ -150,10 +153,11 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Reinstall OneFlow from the community index that matches torch's CUDA
-    (community_cu118, cu121 or cu122).
+    (community_cu118, cu121 or cu122). A oneflow that does not import at all is
+    reported by ONEFLOW001 or ONEFLOW006 instead.
     """
-    if _oneflow.works(snap) is False:
-        return
+    if not (_oneflow.importable(snap, "oneflow") or _oneflow.facts(snap).runtime.status == "imported"):
+        return  # no oneflow here to judge (one that is there but fails: ONEFLOW001, ONEFLOW006)
     oneflow_cuda = _oneflow.cuda(snap)
     torch_cuda = snap.torch.cuda if snap.torch.status == "imported" else None
     nvml = snap.machine.nvml

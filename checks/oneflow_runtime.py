@@ -107,7 +107,7 @@ FIXES = [
 ]
 
 
-@check("ONEFLOW005", "two-precision-managers", family=FAMILY)
+@check("ONEFLOW005", "two-precision-managers", family=FAMILY, needs=("project",))
 def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     """torch.autocast and OneFlow both manage precision: an fp16 model under torch.autocast fails in OneFlow.
 

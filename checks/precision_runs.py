@@ -15,7 +15,7 @@ from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUME
                                       no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.analysis.kernel_view import capability, is_gpu, label, measured, short, kernel_name
-from mpdoctor.checks.registry import check
+from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 
@@ -36,7 +36,7 @@ def _failures(device: DeviceKernels) -> list[KernelResult]:
     return out
 
 
-@check("PREC001", "precision-does-not-run", family=FAMILY)
+@check("PREC001", "precision-does-not-run", family=FAMILY, needs=("kernels",))
 def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
     """An op raises in a dtype on a device (matmul, conv2d, layer_norm, softmax, attention).
 
@@ -51,6 +51,9 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
     Use a dtype that runs on that device (the finding names the fastest one that
     did), or move the work to a device that supports it; for fp16 on the CPU,
     upgrade torch.
+
+    A failure with "no kernel image is available" is not this check's: it is
+    PREC002 (measured) and TORCH007 (predicted from the arch list).
     """
     for device in measured(snap):
         by_dtype: dict[str, list[KernelResult]] = defaultdict(list)
@@ -60,14 +63,14 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             ops = ", ".join(r.op for r in failed)
             title = f"{short(dtype)} does not run on {label(device)}: {ops}"
             evidence = [f"{kernel_name(r)}: {r.detail}" for r in failed]
-            steps = [Step(text) for text in {use_instead(device, r.op, dtype) for r in failed} if text]
+            steps = [Step(text) for text in dict.fromkeys(use_instead(device, r.op, dtype) for r in failed) if text]
             if not is_gpu(device) and dtype == "float16":
                 steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
             make = warning if dtype == "float8_e4m3fn" else error
             yield make(title, evidence, steps or [Step(f"Avoid {short(dtype)} on {label(device)}")])
 
 
-@check("PREC002", "no-kernel-image", family=FAMILY)
+@check("PREC002", "no-kernel-image", family=FAMILY, needs=("kernels",))
 def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
     """A kernel failed with "no kernel image is available for execution on the device".
 
@@ -90,7 +93,7 @@ def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
         )
 
 
-@check("PREC003", "wrong-results", family=FAMILY)
+@check("PREC003", "wrong-results", family=FAMILY, needs=("kernels",))
 def wrong_results(snap: Snapshot) -> Iterator[Finding]:
     """An op gives results outside its dtype's tolerance, or inf/NaN, on a device.
 
@@ -121,7 +124,8 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
         yield error(f"Wrong results on {label(device)}: {', '.join(names)}", evidence, steps)
 
 
-@check("PREC009", "kernel-worker-failed", family=FAMILY)
+@check("PREC009", "kernel-worker-failed", family=FAMILY, defers_to=("PREC002", "TORCH007"),
+       needs=("kernels",))
 def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """A microkernel crashed or hung its worker process, or a device could not start at all.
 
@@ -134,7 +138,9 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Avoid the named op and dtype on that device; update torch and the NVIDIA
     driver. A device that cannot start (busy, out of memory, in exclusive mode
-    held by another process) needs that cleared first: see `nvidia-smi`.
+    held by another process) needs that cleared first: see `nvidia-smi`. One
+    that cannot start for want of a kernel image is PREC002's (or TORCH007's),
+    unless those are ignored.
     """
     kernels = snap.kernels
     if kernels.status == "error":
@@ -145,7 +151,13 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     for device in measured(snap):
         if device.status in ("crashed", "timeout", "error") and not device.results:
             if NO_KERNEL_IMAGE in device.detail:
-                continue  # PREC002
+                # PREC002 (measured) or TORCH007 (predicted) names the cause and the build to install; this
+                # speaks when neither is selected or fires.
+                cc = capability(snap, device)
+                yield defer(error(f"Could not start {label(device)} to run kernels: torch has no kernel image for it",
+                                  [f"{device.device}: {device.status}: {device.detail}"],
+                                  arch_fix_steps(snap, [cc] if cc else [])), "PREC002", "TORCH007")
+                continue
             yield error(f"Could not start {label(device)} to run kernels: {device.detail}",
                         [f"{device.device}: {device.status}"],
                         [Step("See what holds the GPU or why it fails", "nvidia-smi")])
@@ -164,7 +176,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                    [Step("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
 
 
-@check("PREC010", "kernels-not-run", family=FAMILY)
+@check("PREC010", "kernels-not-run", family=FAMILY, needs=("kernels",))
 def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     """The precision microkernels were skipped, so precision support is predicted, not measured.
 

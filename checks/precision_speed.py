@@ -12,15 +12,15 @@ from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, 
 from mpdoctor.findings import Finding, Step, info, warning
 from mpdoctor.analysis.kernel_view import (NO_GAIN, hardware_level, is_gpu, is_slow, label, measured, ratio_text, result,
                                   short, speedup)
-from mpdoctor.checks.registry import check
-from mpdoctor.snapshot import Snapshot
+from mpdoctor.checks.registry import check, defer
+from mpdoctor.snapshot import DeviceKernels, Snapshot
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms"
 
 
-@check("PREC004", "precision-slower-than-fp32", family=FAMILY)
+@check("PREC004", "precision-slower-than-fp32", family=FAMILY, defers_to=("PREC005",), needs=("kernels",))
 def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
     """A low-precision dtype runs, but its matmul is far slower than fp32, or emulated.
 
@@ -35,31 +35,41 @@ def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Use the dtype that was measured fastest on that device (the finding names
     it), stay in fp32 there, or move the work to a GPU with tensor cores.
+
+    Slow bf16 on a GPU whose torch says bf16 is supported is PREC005's, which
+    also says why code picks bf16 there; with PREC005 ignored, it is a finding
+    of its own here.
     """
     for device in measured(snap):
         slow = []
         for dtype in LOW + ("float8_e4m3fn",):
-            if dtype == "bfloat16" and bf16_misreported(snap, device):
-                continue  # PREC005 says it, with the reason code picks bf16 here
             r = result(device, "matmul", dtype)
             if r is not None and is_slow(snap, device, r):
                 slow.append((dtype, r, speedup(device, r), hardware_level(snap, device, dtype)))
-        if not slow:
-            continue
-        names = " and ".join(short(dtype) for dtype, *_ in slow)
-        base = result(device, "matmul", "float32")
-        evidence = [f"matmul fp32: {_ms(base.seconds)} per call" if base and base.seconds else "matmul fp32: ?"]
-        for dtype, r, ratio, level in slow:
-            emulated = f"; the hardware has {level} {short(dtype)}" if level in ("emulated", "slow") else ""
-            evidence.append(f"matmul {short(dtype)}: {_ms(r.seconds)} per call, {ratio_text(ratio)}{emulated}")
-            conv = result(device, "conv2d", dtype)
-            conv_ratio = speedup(device, conv) if conv else None
-            if conv_ratio is not None:
-                evidence.append(f"conv2d {short(dtype)}: {ratio_text(conv_ratio)}")
-        advice = use_instead(device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
-        title = f"{names} {'run' if len(slow) > 1 else 'runs'} {_summary(slow)} on {label(device)}"
-        make = warning if is_gpu(device) else info  # few train on the CPU; it is advice there
-        yield make(title, evidence, [Step(advice[0].upper() + advice[1:])])
+        misreported = [entry for entry in slow if entry[0] == "bfloat16" and bf16_misreported(snap, device)]
+        rest = [entry for entry in slow if entry not in misreported]
+        if rest:
+            yield _slow_finding(snap, device, rest)
+        if misreported:
+            yield defer(_slow_finding(snap, device, misreported), "PREC005")
+
+
+def _slow_finding(snap: Snapshot, device: DeviceKernels, slow: list) -> Finding:
+    """One device's dtypes that run far slower than fp32: (dtype, result, speed-up, hardware level) each."""
+    names = " and ".join(short(dtype) for dtype, *_ in slow)
+    base = result(device, "matmul", "float32")
+    evidence = [f"matmul fp32: {_ms(base.seconds)} per call" if base and base.seconds else "matmul fp32: ?"]
+    for dtype, r, ratio, level in slow:
+        emulated = f"; the hardware has {level} {short(dtype)}" if level in ("emulated", "slow") else ""
+        evidence.append(f"matmul {short(dtype)}: {_ms(r.seconds)} per call, {ratio_text(ratio)}{emulated}")
+        conv = result(device, "conv2d", dtype)
+        conv_ratio = speedup(device, conv) if conv else None
+        if conv_ratio is not None:
+            evidence.append(f"conv2d {short(dtype)}: {ratio_text(conv_ratio)}")
+    advice = use_instead(device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
+    title = f"{names} {'run' if len(slow) > 1 else 'runs'} {_summary(slow)} on {label(device)}"
+    make = warning if is_gpu(device) else info  # few train on the CPU; it is advice there
+    return make(title, evidence, [Step(advice[0].upper() + advice[1:])])
 
 
 def _summary(slow) -> str:
@@ -71,7 +81,7 @@ def _summary(slow) -> str:
     return " and ".join(texts)
 
 
-@check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY)
+@check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY, needs=("kernels",))
 def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
     """`torch.cuda.is_bf16_supported()` says True on a GPU that only emulates bf16.
 
@@ -107,7 +117,7 @@ def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
                       evidence, steps)
 
 
-@check("PREC006", "no-fused-attention", family=FAMILY)
+@check("PREC006", "no-fused-attention", family=FAMILY, needs=("kernels",))
 def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
     """No fused attention kernel (flash, memory-efficient or cuDNN) runs a dtype on a GPU.
 

@@ -1,6 +1,6 @@
-"""The check registry: checks declare their code, name and family next to their code.
+"""The registry: every code mpdoctor reports, declared next to the code that reports it.
 
-A check is a pure function of the snapshot that yields findings::
+A snapshot check is a pure function of the snapshot that yields findings::
 
     @check("TORCH005", "cpu-only-torch-with-gpus", family="torch")
     def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
@@ -14,6 +14,26 @@ A check is a pure function of the snapshot that yields findings::
 
 Its docstring is its user documentation (``mpdoctor rule CODE``). A check that
 raises is reported as an MPD001 finding naming it; the other checks still run.
+
+Each family has one code prefix (``FAMILIES``); a code must carry its family's.
+Not every code judges a snapshot (``subject``): AUDIT001-003 judge a checkpoint
+(``mpdoctor audit``, which stamps its findings with the declared rules) and
+MPD001 is mpdoctor's own. ``mpdoctor check`` runs only the snapshot checks; all
+of them are listed by ``mpdoctor checks`` and documented by ``mpdoctor rule``.
+
+Relations between snapshot checks are declared, never hidden in an ``if``:
+
+* ``superseded_by=("GPU002",)``: all of this check's findings stand down when
+  GPU002 is selected and fires (produces a finding), because it says it better;
+* ``defers_to=("TORCH006", "GPU005")``: only the findings this check wraps in
+  ``defer(finding, "TORCH006")`` stand down, when TORCH006 is selected and fires:
+  for a finding whose cause that check names (TORCH009's "CUDA unavailable"
+  when the driver is too old), or one device or package among several;
+* ``needs=("kernels",)``: facts the check reads beyond those always taken, so the
+  run takes them only when a selected check needs them (``FACTS``).
+
+Selection comes first, every selected check runs, and only then do findings
+stand down. With a superseding check ``--ignore``d, the superseded one speaks.
 """
 
 from __future__ import annotations
@@ -24,53 +44,127 @@ import inspect
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
 
 from mpdoctor.findings import Finding, Step, warning
 from mpdoctor.snapshot import Snapshot
 
-CheckFunc = Callable[[Snapshot], Iterable[Finding]]
-CODE_PATTERN = re.compile(r"^[A-Z]+[0-9]{3}$")
+CODE_PATTERN = re.compile(r"^([A-Z]+)[0-9]{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## Why it matters", "## Fix")
 
+# Every family and its code prefix. A new family adds a line here and one in checks/__init__.py.
+FAMILIES: dict[str, str] = {
+    "environment": "ENV",
+    "torch": "TORCH",
+    "driver": "DRV",
+    "gpu": "GPU",
+    "stack": "STACK",
+    "precision": "PREC",
+    "apex": "APEX",
+    "oneflow": "ONEFLOW",
+    "audit": "AUDIT",
+    "mpdoctor": "MPD",
+}
 
-CHECK_CRASHED = ("MPD001", "check-crashed", "mpdoctor")
-CHECK_CRASHED_DOC = """A check raised an exception instead of giving a verdict.
+# What a rule judges, and the command that reports it. Only snapshot checks run in `mpdoctor check`.
+SNAPSHOT, CHECKPOINT, INTERNAL = "snapshot", "checkpoint", "internal"
+SUBJECTS = {
+    SNAPSHOT: "reported by `mpdoctor check`",
+    CHECKPOINT: "reported by `mpdoctor audit PATH`",
+    INTERNAL: "reported by `mpdoctor check` when a check crashes",
+}
 
-## Why it matters
-Its problem may or may not be present: treat the check as not run. The other
-checks are unaffected and their findings stand.
+# Facts a snapshot check may need beyond the ones every run takes (``needs=``).
+FACTS = {
+    "kernels": "the precision microkernels' measurements (snapshot.kernels); taken only when a selected check "
+               "needs them",
+    "project": "the scan of the working directory's code (snapshot.environment.project); taken on every run "
+               "today",
+}
 
-## Fix
-It is a bug in mpdoctor: report it with the Markdown report attached
-(`mpdoctor check --format markdown --output mpdoctor-report.md`); meanwhile
-`--ignore` the crashing code to keep CI gating on the rest.
-"""
+CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A finding that stands down when one of ``to`` (declared in the check's ``defers_to``) is selected and fires."""
+
+    finding: Finding
+    to: tuple[str, ...]
+
+
+def defer(finding: Finding, *to: str) -> Deferred:
+    """Yield this instead of ``finding`` when only this finding gives way to the codes ``to``."""
+    if not to:
+        raise ValueError("defer() needs the codes the finding gives way to")
+    return Deferred(finding, to)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One finding of a check that ran, with the codes it stands down for."""
+
+    finding: Finding
+    superseded_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Check:
+    """A registered code: its name, family, what it judges, its relations and its documentation."""
+
     code: str
     name: str
     family: str
-    func: CheckFunc
+    func: Optional[CheckFunc] = None  # None for rules judged outside the registry (checkpoint, internal)
+    subject: str = SNAPSHOT
+    superseded_by: tuple[str, ...] = ()
+    defers_to: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    text: str = ""  # the documentation of a rule without a function; a check's is its docstring
 
     @property
     def doc(self) -> str:
-        return inspect.cleandoc(self.func.__doc__ or "")
+        return inspect.cleandoc(self.text or (self.func.__doc__ if self.func else "") or "")
 
     @property
     def summary(self) -> str:
         return self.doc.splitlines()[0] if self.doc else ""
 
-    def run(self, snap: Snapshot) -> list[Finding]:
-        """Run the check; findings come back stamped with its code, name and family."""
+    @property
+    def runs_on_snapshot(self) -> bool:
+        return self.subject == SNAPSHOT and self.func is not None
+
+    def stamp(self, finding: Finding) -> Finding:
+        """The finding, marked as this rule's (code, name, family)."""
+        return dataclasses.replace(finding, code=self.code, name=self.name, family=self.family)
+
+    def verdicts(self, snap: Snapshot) -> list[Verdict]:
+        """Run the check: its findings, stamped, each with the codes it stands down for.
+
+        A check that raises gives one MPD001 finding instead, which stands down for nothing.
+        """
+        if self.func is None:
+            raise TypeError(f"{self.code} judges {self.subject}, not a snapshot")
         try:
             found = list(self.func(snap))
+            out = []
+            for item in found:
+                if isinstance(item, Deferred):
+                    undeclared = [code for code in item.to if code not in self.defers_to]
+                    if undeclared:
+                        raise ValueError(f"{self.code} defers a finding to {', '.join(undeclared)}, which it does "
+                                         f"not declare in defers_to {self.defers_to}")
+                    out.append(Verdict(self.stamp(item.finding), self.superseded_by + item.to))
+                else:
+                    out.append(Verdict(self.stamp(item), self.superseded_by))
+            return out
         except Exception as exc:  # one broken check must not cost the others
-            return [self._crash_finding(exc)]
-        return [dataclasses.replace(f, code=self.code, name=self.name, family=self.family) for f in found]
+            return [Verdict(self._crash_finding(exc))]
+
+    def run(self, snap: Snapshot) -> list[Finding]:
+        """Run the check alone: every finding it makes, stamped with its code, name and family."""
+        return [v.finding for v in self.verdicts(snap)]
 
     def _crash_finding(self, exc: Exception) -> Finding:
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
@@ -80,28 +174,89 @@ class Check:
             fix=[Step("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
                       "mpdoctor check --format markdown --output mpdoctor-report.md")],
         )
-        code, name, family = CHECK_CRASHED
-        return dataclasses.replace(crash, code=code, name=name, family=family)
+        return CHECK_CRASHED.stamp(crash)
 
 
 class Registry:
-    """Codes to checks. Built-in checks register into ``REGISTRY`` on import."""
+    """Codes to rules. Built-in ones register into ``REGISTRY`` on import."""
 
-    def __init__(self) -> None:
+    def __init__(self, families: Mapping[str, str] = FAMILIES) -> None:
+        self.families = dict(families)
         self._checks: dict[str, Check] = {}
 
-    def add(self, code: str, name: str, family: str, func: CheckFunc) -> Check:
-        if not CODE_PATTERN.match(code):
+    def add(self, code: str, name: str, family: str, func: Optional[CheckFunc] = None, *,
+            subject: str = SNAPSHOT, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
+            needs: Iterable[str] = (), doc: str = "") -> Check:
+        match = CODE_PATTERN.match(code)
+        if not match:
             raise ValueError(f"check code {code!r} must be letters then three digits")
         if not NAME_PATTERN.match(name):
             raise ValueError(f"check name {name!r} must be kebab-case")
+        if family not in self.families:
+            raise ValueError(f"{code}: unknown family {family!r} (families: {', '.join(self.families)})")
+        if match.group(1) != self.families[family]:
+            raise ValueError(f"{code}: family {family} has the prefix {self.families[family]}, not {match.group(1)}")
         if code in self._checks:
             raise ValueError(f"check code {code} registered twice")
         if any(c.name == name for c in self._checks.values()):
             raise ValueError(f"check name {name} registered twice")
-        entry = Check(code, name, family, func)
+        if subject not in SUBJECTS:
+            raise ValueError(f"{code}: unknown subject {subject!r} (one of {', '.join(SUBJECTS)})")
+        superseded_by, defers_to, needs = tuple(superseded_by), tuple(defers_to), tuple(needs)
+        if subject == SNAPSHOT:
+            if func is None:
+                raise ValueError(f"{code}: a snapshot check needs a function")
+        elif func is not None or superseded_by or defers_to or needs:
+            raise ValueError(f"{code} judges {subject}: the registry does not run it, so it takes documentation "
+                             "only, no function, relations or needs")
+        if subject != SNAPSHOT and not doc.strip():
+            raise ValueError(f"{code}: a rule without a function needs its documentation")
+        for fact in needs:
+            if fact not in FACTS:
+                raise ValueError(f"{code} needs {fact!r}, which is no fact a run can take ({', '.join(FACTS)})")
+        for other in superseded_by + defers_to:
+            if other == code:
+                raise ValueError(f"{code} cannot be superseded by itself")
+        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc)
         self._checks[code] = entry
         return entry
+
+    def validate(self) -> None:
+        """Relations name known snapshot checks and have no cycles (codes may be declared in any order)."""
+        for entry in self._checks.values():
+            for other in entry.superseded_by + entry.defers_to:
+                target = self._checks.get(other)
+                if target is None:
+                    raise ValueError(f"{entry.code} is superseded by {other}, which is no registered code")
+                if not target.runs_on_snapshot:
+                    raise ValueError(f"{entry.code} is superseded by {other}, which judges {target.subject}, "
+                                     "not a snapshot: it can never fire beside it")
+        cycle = self._cycle()
+        if cycle:
+            raise ValueError("checks supersede each other in a cycle, so all of them would stand down: "
+                             + " -> ".join(cycle))
+
+    def _cycle(self) -> list[str]:
+        """One cycle of "is superseded by", as codes, or [] when there is none."""
+        done: set[str] = set()
+
+        def visit(path: list[str]) -> list[str]:
+            entry = self._checks.get(path[-1])
+            for other in (entry.superseded_by + entry.defers_to) if entry else ():
+                if other in path:
+                    return path[path.index(other):] + [other]
+                if other not in done:
+                    found = visit(path + [other])
+                    if found:
+                        return found
+            done.add(path[-1])
+            return []
+
+        for code in sorted(self._checks):
+            found = [] if code in done else visit([code])
+            if found:
+                return found
+        return []
 
     def __iter__(self) -> Iterator[Check]:
         return iter(sorted(self._checks.values(), key=lambda c: c.code))
@@ -112,41 +267,86 @@ class Registry:
             return self._checks[key.upper()]
         return next((c for c in self._checks.values() if c.name == key.lower()), None)
 
+    def snapshot_checks(self) -> list[Check]:
+        """The checks `mpdoctor check` can run."""
+        return [c for c in self if c.runs_on_snapshot]
+
     def select(self, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Check]:
-        """Checks whose code starts with a --select prefix and with no --ignore prefix."""
-        chosen = [p.upper() for p in select]
-        dropped = [p.upper() for p in ignore]
+        """Snapshot checks whose code starts with a --select prefix and with no --ignore prefix."""
+        chosen = tuple(p.upper() for p in select)
+        dropped = tuple(p.upper() for p in ignore)
         return [
-            c for c in self
-            if (not chosen or c.code.startswith(tuple(chosen)))
-            and not (dropped and c.code.startswith(tuple(dropped)))
+            c for c in self.snapshot_checks()
+            if (not chosen or c.code.startswith(chosen))
+            and not (dropped and c.code.startswith(dropped))
         ]
 
-    def matches(self, prefix: str) -> bool:
-        return any(c.code.startswith(prefix.upper()) for c in self)
+    def needs(self, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> frozenset[str]:
+        """The facts the selected checks need beyond those every run takes."""
+        return frozenset(fact for entry in self.select(select, ignore) for fact in entry.needs)
+
+    def matches(self, prefix: str, subjects: Iterable[str] = (SNAPSHOT,)) -> bool:
+        """Does some code of these subjects start with ``prefix``? (--select/--ignore take snapshot codes.)"""
+        wanted = set(subjects)
+        return any(c.code.startswith(prefix.upper()) and c.subject in wanted for c in self)
+
+    def matching(self, prefix: str) -> list[Check]:
+        """Every rule whose code starts with ``prefix``, whatever it judges."""
+        return [c for c in self if c.code.startswith(prefix.strip().upper())]
 
 
 REGISTRY = Registry()
 
 
-def check(code: str, name: str, *, family: str) -> Callable[[CheckFunc], CheckFunc]:
-    """Register the decorated function as check ``code``."""
+def check(code: str, name: str, *, family: str, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
+          needs: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
+    """Register the decorated function as snapshot check ``code``, with its relations and needs."""
 
     def register(func: CheckFunc) -> CheckFunc:
-        REGISTRY.add(code, name, family, func)
+        REGISTRY.add(code, name, family, func, superseded_by=superseded_by, defers_to=defers_to, needs=needs)
         return func
 
     return register
 
 
+def rule(code: str, name: str, *, family: str, subject: str, doc: str) -> Check:
+    """Register a rule that something other than a snapshot check reports; stamp its findings with it."""
+    return REGISTRY.add(code, name, family, subject=subject, doc=doc)
+
+
+CHECK_CRASHED = rule("MPD001", "check-crashed", family="mpdoctor", subject=INTERNAL, doc="""
+    A check raised an exception instead of giving a verdict.
+
+    ## Why it matters
+    Its problem may or may not be present: treat the check as not run. The other
+    checks are unaffected and their findings stand; a check that crashed counts
+    as not having fired, so the checks it would supersede still speak.
+
+    ## Fix
+    It is a bug in mpdoctor: report it with the Markdown report attached
+    (`mpdoctor check --format markdown --output mpdoctor-report.md`); meanwhile
+    `--ignore` the crashing code to keep CI gating on the rest.
+    """)
+
+_validated = False
+
+
 def builtin_registry() -> Registry:
-    """The registry with every built-in family loaded (see ``mpdoctor/checks``)."""
+    """The registry with every built-in family loaded (see ``mpdoctor/checks``), its relations checked."""
+    global _validated
     importlib.import_module("mpdoctor.checks")
+    if not _validated:
+        REGISTRY.validate()
+        _validated = True
     return REGISTRY
 
 
 def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
-    findings: list[Finding] = []
-    for entry in checks:
-        findings.extend(entry.run(snap))
-    return findings
+    """Run the given (selected) snapshot checks; drop what a selected check that fired supersedes.
+
+    A check fired when it produced at least one finding of its own (a crash is not one).
+    Supersession is judged on what each check found, so the order they run in does not matter.
+    """
+    verdicts = [v for entry in checks if entry.runs_on_snapshot for v in entry.verdicts(snap)]
+    fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
+    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)]

@@ -18,7 +18,7 @@ from mpdoctor.checks._apex import is_pypi_namesake
 from mpdoctor.checks._oneflow import without_core
 from mpdoctor.checks._common import requirement_applies
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.checks.registry import check
+from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
 
 FAMILY = "stack"
@@ -68,10 +68,12 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
     markers = snap.environment.markers
     conflicts = []
     for requirer in installed.values():
+        # Not the packages their names promise, so not part of the precision stack: installing what they
+        # require (a web framework, a placeholder's pins) helps no one. APEX001 and ONEFLOW001 say what they are.
         if is_pypi_namesake(requirer):
-            continue  # APEX001 says to remove it; installing its web-framework requirements helps no one
+            continue
         if canonical_name(requirer.name) == "oneflow" and without_core(snap):
-            continue  # ONEFLOW001 says to replace it; the placeholder's requirements do not matter
+            continue
         for line in requirer.requires:
             try:
                 req = Requirement(line)
@@ -81,8 +83,7 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
                 continue
             have = installed.get(canonical_name(req.name))
             if have is None:
-                if canonical_name(req.name) != "safetensors":  # STACK002 explains that one
-                    conflicts.append(Conflict(requirer, req, None))
+                conflicts.append(Conflict(requirer, req, None))
                 continue
             try:
                 ok = req.specifier.contains(Version(have.version), prereleases=True)
@@ -110,7 +111,7 @@ def _fix(snap: Snapshot, conflict: Conflict) -> list[Step]:
                  fixes.pip(snap, "install", wanted, *pin_torch))]
 
 
-@check("STACK001", "precision-stack-conflict", family=FAMILY)
+@check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",))
 def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
     """An installed package that takes part in mixed precision has an unmet requirement.
 
@@ -122,14 +123,17 @@ def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Keep the torch you chose and move the other package to a matching release, with
-    torch pinned in the same pip command so that pip cannot change it.
+    torch pinned in the same pip command so that pip cannot change it. A missing
+    safetensors is STACK002's, which says what it costs, unless STACK002 is ignored.
     """
     for conflict in find_conflicts(snap):
         severe = conflict.required == "torch" and canonical_name(conflict.requirer.name) in TORCH_ABI_PARTNERS
         severe = severe or conflict.installed is None
         make = error if severe else warning
-        yield make(conflict.describe(), [f"{conflict.requirer.name} metadata: {conflict.requirer.metadata_path}"],
-                   _fix(snap, conflict))
+        finding = make(conflict.describe(), [f"{conflict.requirer.name} metadata: {conflict.requirer.metadata_path}"],
+                       _fix(snap, conflict))
+        yield defer(finding, "STACK002") if conflict.required == "safetensors" and conflict.installed is None \
+            else finding
 
 
 @check("STACK002", "safetensors-missing", family=FAMILY)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from mpdoctor.checks import fixes
-from mpdoctor.checks._kernels import missing_images
 from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
 from mpdoctor.analysis.gpu_map import gpu_view
-from mpdoctor.analysis.kernel_view import capability as measured_capability
 from mpdoctor.findings import Finding, Step, error, warning
-from mpdoctor.checks.registry import check
+from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "torch"
@@ -61,6 +59,19 @@ def driver_too_old(snap: Snapshot) -> Optional[tuple[str, str]]:
 MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 
 
+def _driver_steps(snap: Snapshot) -> list[Step]:
+    """Upgrade the driver to one for torch's CUDA, or install the torch build the driver runs."""
+    torch, nvml = snap.torch, snap.machine.nvml
+    built = fixes.version_tuple(torch.cuda)
+    caps = [c for c in map(capability, gpus(snap)) if c]
+    cuda = fixes.best_cuda_variant(snap, nvml.cuda_driver_version, caps)
+    steps = [Step(f"Upgrade the NVIDIA driver to at least {MIN_DRIVER.get(built[0], 'the one for CUDA ' + torch.cuda)} "
+                  f"(CUDA {torch.cuda}); a reboot may be needed")]
+    if cuda:
+        steps.append(fixes.reinstall_torch_step(snap, cuda, f"Or install the torch build for CUDA {cuda}"))
+    return steps
+
+
 @check("TORCH006", "cuda-runtime-newer-than-driver", family=FAMILY)
 def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     """torch was built for a newer CUDA than the NVIDIA driver supports.
@@ -82,12 +93,7 @@ def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     built, supported = fixes.version_tuple(torch.cuda), fixes.version_tuple(nvml.cuda_driver_version)
     if built[:2] <= supported[:2]:
         return
-    caps = [c for c in map(capability, gpus(snap)) if c]
-    cuda = fixes.best_cuda_variant(snap, nvml.cuda_driver_version, caps)
-    steps = [Step(f"Upgrade the NVIDIA driver to at least {MIN_DRIVER.get(built[0], 'the one for CUDA ' + torch.cuda)} "
-                  f"(CUDA {torch.cuda}); a reboot may be needed")]
-    if cuda:
-        steps.append(fixes.reinstall_torch_step(snap, cuda, f"Or install the torch build for CUDA {cuda}"))
+    steps = _driver_steps(snap)
     evidence = [f"torch {torch.version} is built with CUDA {torch.cuda}"] + driver_evidence(snap)
     evidence += [w for w in torch.cuda_warnings if "driver" in w.lower()]
     if built[0] > supported[0]:
@@ -117,7 +123,7 @@ def _runs_on(arch_list: list[str], cc: int) -> bool:
     return False
 
 
-@check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY)
+@check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY, superseded_by=("PREC002",))
 def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     """A GPU's compute capability is missing from the torch build's arch list.
 
@@ -130,15 +136,13 @@ def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Install the same torch version built for a CUDA version that includes this
     GPU's architecture (the finding picks one from torch's own release table).
-    When the microkernels saw the failure themselves, PREC002 reports it instead.
+    This is a prediction from the arch list: when the microkernels ran and saw the
+    failure themselves, PREC002 reports it instead (unless PREC002 is ignored).
     """
     torch = snap.torch
     if not is_cuda_build(snap) or not torch.arch_list:
         return
-    # A GPU the microkernels already ran on is judged by what they saw (PREC002).
-    measured = {measured_capability(snap, device) for device, _ in missing_images(snap)}
-    missing = [g for g in gpus(snap) if capability(g) and not _runs_on(torch.arch_list, capability(g))
-               and capability(g) not in measured]
+    missing = [g for g in gpus(snap) if capability(g) and not _runs_on(torch.arch_list, capability(g))]
     if not missing:
         return
     names = ", ".join(f"GPU {g.index} {g.name} (sm_{capability(g)})" for g in missing)
@@ -176,7 +180,7 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
     yield warning("torch cannot load cuDNN: convolutions and cuDNN attention will be slow or fail", evidence, steps)
 
 
-@check("TORCH009", "cuda-unavailable", family=FAMILY)
+@check("TORCH009", "cuda-unavailable", family=FAMILY, defers_to=("TORCH006", "GPU005"))
 def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch, NVIDIA GPUs present, yet `torch.cuda.is_available()` is False.
 
@@ -188,25 +192,40 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Follow the reason in torch's warning; `mpdoctor check --select GPU` lists what
-    CUDA_VISIBLE_DEVICES selects.
+    CUDA_VISIBLE_DEVICES selects. When the cause is a driver too old for torch's
+    CUDA (TORCH006) or a CUDA_VISIBLE_DEVICES that hides every GPU (GPU005), that
+    check reports it with the fix instead; with that check ignored, this one names
+    the cause.
     """
     torch = snap.torch
     if not is_cuda_build(snap) or torch.cuda_available is not False or not gpus(snap):
         return
-    if driver_too_old(snap):
-        return  # TORCH006 reports it with the fix
-    if gpu_view(snap).hides_all:
-        return  # GPU005 reports it with the fix
     env = snap.environment.env
     evidence = [f"torch {torch.version} built with CUDA {torch.cuda}", "torch.cuda.is_available() is False"]
     evidence += driver_evidence(snap) + torch.cuda_warnings
+    title = "torch cannot use the GPUs: torch.cuda.is_available() is False"
     steps = []
+    # Two causes have checks of their own, which name them with the fix: the finding gives way to the one that
+    # applies (TORCH006 fires whenever the driver is too old, GPU005 whenever every GPU is hidden). When that
+    # check is not selected, the finding names the cause itself.
+    too_old = driver_too_old(snap)
+    if too_old:
+        title += f": the driver supports CUDA {too_old[1]}, torch needs CUDA {too_old[0]}"
+        steps += _driver_steps(snap)
+    view = gpu_view(snap)
+    hidden = view.hides_all
+    if hidden:
+        title += f": CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} hides every GPU"
     if "CUDA_VISIBLE_DEVICES" in env:
         evidence.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r}")
-        steps.append(Step("CUDA_VISIBLE_DEVICES may hide every GPU; try without it", "unset CUDA_VISIBLE_DEVICES"))
-    steps.append(Step("In a container, pass the GPUs through", "docker run --gpus all ..."))
+        steps.append(Step("Let CUDA see every GPU" if hidden else "CUDA_VISIBLE_DEVICES may hide every GPU; try "
+                          "without it", "unset CUDA_VISIBLE_DEVICES"))
+    if not (too_old or hidden):
+        steps.append(Step("In a container, pass the GPUs through", "docker run --gpus all ..."))
     steps.append(Step("See CUDA's own error", fixes.python(snap, "-c", "import torch; torch.cuda.init()")))
-    yield error("torch cannot use the GPUs: torch.cuda.is_available() is False", evidence, steps)
+    causes = (["TORCH006"] if too_old else []) + (["GPU005"] if hidden else [])
+    finding = error(title, evidence, steps)
+    yield defer(finding, *causes) if causes else finding
 
 
 @check("TORCH010", "cuda-init-crashes", family=FAMILY)

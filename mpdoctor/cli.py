@@ -128,10 +128,7 @@ def check(
     from mpdoctor.snapshot import SnapshotError
 
     chosen, dropped = _codes(select), _codes(ignore)
-    registry = builtin_registry()
-    for prefix in chosen + dropped:
-        if not registry.matches(prefix):
-            usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
+    _check_selection(builtin_registry(), chosen + dropped)
     if snapshot and python:
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
     _check_writable("--output", output)
@@ -148,6 +145,23 @@ def check(
         _write("--save-snapshot", save_snapshot, render_snapshot_json(report.snapshot))
     _emit(report, format, output)
     raise typer.Exit(exit_code(report.findings, fail_on.value))
+
+
+def _check_selection(registry, prefixes: list[str]) -> None:
+    """--select/--ignore take codes that `mpdoctor check` runs: snapshot checks, not audit or internal codes."""
+    from mpdoctor.checks.registry import CHECKPOINT, INTERNAL
+
+    for prefix in prefixes:
+        if registry.matches(prefix):
+            continue
+        subjects = {entry.subject for entry in registry.matching(prefix)}
+        if CHECKPOINT in subjects:
+            usage_error(f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
+                        "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)")
+        if INTERNAL in subjects:
+            usage_error(f"{prefix!r} names mpdoctor's own code for a check that crashed; it cannot be selected or "
+                        "ignored: --ignore the crashing check's code instead (see `mpdoctor rule MPD001`)")
+        usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
 
 
 def _emit(report, format: Format, output: Optional[str]) -> None:
@@ -285,30 +299,49 @@ def audit(
 
 @app.command("checks")
 def list_checks() -> None:
-    """List every check: code, name, family and what it finds."""
+    """List every code: the snapshot checks, the checkpoint-audit rules and mpdoctor's own; what each finds."""
     from mpdoctor.checks.registry import builtin_registry
 
-    # Plain fixed columns, one line per check: readable piped, and grep-able.
-    for entry in builtin_registry():
-        typer.echo(f"{entry.code:<9} {entry.name:<32} {entry.family:<12} {entry.summary}")
+    # Plain columns as wide as their longest entry, one line per code: readable piped, and grep-able.
+    header = ("CODE", "NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")
+    rows = [(entry.code, entry.name, entry.family, entry.subject, entry.summary) for entry in builtin_registry()]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
 
 
 @app.command()
-def rule(code: Annotated[str, typer.Argument(help="A check code (TORCH005) or name (cpu-only-torch-with-gpus).")]) -> None:
-    """Print the documentation of one check."""
-    from mpdoctor.checks.registry import CHECK_CRASHED, CHECK_CRASHED_DOC, builtin_registry
+def rule(code: Annotated[str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001) or name "
+                                                  "(cpu-only-torch-with-gpus).")]) -> None:
+    """Print the documentation of one check or rule."""
+    from mpdoctor.checks.registry import SNAPSHOT, SUBJECTS, builtin_registry
 
-    if code.strip().upper() == CHECK_CRASHED[0] or code.strip().lower() == CHECK_CRASHED[1]:
-        typer.echo(f"{' '.join(CHECK_CRASHED[:2])} ({CHECK_CRASHED[2]})\n\n{CHECK_CRASHED_DOC.strip()}")
-        return
     entry = builtin_registry().get(code)
     if entry is None:
         usage_error(f"no check {code!r} (see `mpdoctor checks`)")
-    typer.echo(f"{entry.code} {entry.name} ({entry.family})\n\n{entry.doc}")
+    where = "" if entry.subject == SNAPSHOT else f", {SUBJECTS[entry.subject]}"
+    typer.echo(f"{entry.code} {entry.name} ({entry.family}{where})\n\n{entry.doc}")
 
 
 def main() -> None:
-    """Console-script entry point: usage errors exit 2, internal errors 3, never a traceback."""
+    """Console-script entry point: usage errors exit 2, internal errors 3, never a traceback.
+
+    SIGINT (Ctrl-C) exits 130 and SIGTERM 143 (128 + the signal), at once: every
+    child process mpdoctor started is killed with its whole process group first
+    (``mpdoctor.probes.child.on_signal``); a second signal exits without waiting
+    for anything. The handler imports nothing: commands that start no child
+    (``--help``, ``explain``) never load the probes.
+    """
+    import signal
+
+    def on_signal(signum: int, frame: object) -> None:
+        handler = getattr(sys.modules.get("mpdoctor.probes.child"), "on_signal", None)
+        if handler is None:
+            raise SystemExit(128 + signum)  # no probe was ever loaded, so no child is running
+        handler(signum, frame)  # kills every child's group, then raises Interrupted (a SystemExit)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
     try:
         app()
     except KeyboardInterrupt:

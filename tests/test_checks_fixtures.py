@@ -6,7 +6,7 @@ import pytest
 
 from helpers import load_fixture, snapshot_fixture_names
 from mpdoctor.doctor.judge import judge
-from mpdoctor.checks.registry import DOC_SECTIONS, builtin_registry
+from mpdoctor.checks.registry import DOC_SECTIONS, FAMILIES, builtin_registry
 
 EXPECTED = {
     "cpu-laptop": set(),
@@ -49,7 +49,7 @@ EXPECTED = {
     "pynvml-legacy-shadows": {"GPU009"},
     "pynvml-deprecated-shim": {"GPU009"},
     # Measured precision. The CPU device is a real capture of an AVX2 machine (fp16/bf16 ~100x slower: PREC004
-    # info); the GPU devices are constructed (tests/fixtures/kernel_fixtures.py).
+    # info); the GPU devices are constructed (tests/fixtures/kernels.py).
     "cpu-kernels": {"PREC004"},
     "kernels-h100": {"PREC004"},
     "kernels-a100": {"PREC004"},
@@ -93,8 +93,9 @@ def test_fixture_triggers_exactly_its_codes(name):
 
 
 def test_every_code_is_triggered_by_some_fixture():
+    """Every snapshot check; the checkpoint and internal codes are triggered in tests/test_registry.py."""
     triggered = set().union(*EXPECTED.values())
-    assert {c.code for c in builtin_registry()} == triggered
+    assert {c.code for c in builtin_registry().snapshot_checks()} == triggered
 
 
 def test_registry_metadata():
@@ -104,9 +105,7 @@ def test_registry_metadata():
         assert entry.summary, entry.code
         for section in DOC_SECTIONS:
             assert section in entry.doc, f"{entry.code} docstring lacks {section}"
-        assert entry.code.startswith({"torch": "TORCH", "stack": "STACK", "environment": "ENV",
-                                      "driver": "DRV", "gpu": "GPU", "precision": "PREC", "apex": "APEX",
-                                      "oneflow": "ONEFLOW"}[entry.family])
+        assert entry.code.startswith(FAMILIES[entry.family])  # the declared prefixes: tests/test_registry.py
 
 
 def test_findings_carry_evidence_and_fix():

@@ -21,7 +21,7 @@ import pynvml
 import pytest
 
 from conftest import dist_info
-from mpdoctor.probes.machine import probe_nvml
+from mpdoctor.probes.machine import nvml_facts, probe_nvml
 from mpdoctor.checks.registry import Registry, run_checks
 from mpdoctor.findings import Step, error, warning
 from mpdoctor.snapshot import Machine, Snapshot
@@ -511,7 +511,7 @@ def test_unwritable_output_path_does_not_traceback(tmp_path):
 
 
 def test_a_crashing_check_is_mpd001_and_the_others_still_report():
-    registry = Registry()
+    registry = Registry({"test": "TST"})  # a family of its own, prefix TST
 
     def explodes(snap):
         """Raises."""
@@ -548,7 +548,7 @@ def test_a_crashing_check_is_mpd001_and_the_others_still_report():
 def test_fresh_registry_leaves_the_builtin_one_alone():
     from mpdoctor.checks.registry import builtin_registry
 
-    registry = Registry()
+    registry = Registry({"test": "TST"})
     registry.add("TST001", "test-only", "test", lambda snap: [])
     assert builtin_registry().get("TST001") is None
 
@@ -573,14 +573,14 @@ def _rm_mismatch_nvml():
 def test_nvml_version_mismatch_is_an_error_fact():
     exc = pynvml.NVMLError(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
     assert type(exc).__name__ == "NVMLError_LibRmVersionMismatch"  # the real pynvml class
-    info = probe_nvml(timeout=5, loader=_rm_mismatch_nvml)
+    info = nvml_facts(_rm_mismatch_nvml)
     assert info.status == "error"
     assert info.reason == "LibRmVersionMismatch"
     assert info.detail
 
 
 def test_drv001_tells_to_reboot_after_a_driver_upgrade():
-    info = probe_nvml(timeout=5, loader=_rm_mismatch_nvml)
+    info = nvml_facts(_rm_mismatch_nvml)
     snap = Snapshot(machine=Machine(nvml=info))
     from mpdoctor.checks.registry import builtin_registry
 
@@ -591,15 +591,16 @@ def test_drv001_tells_to_reboot_after_a_driver_upgrade():
     assert any("reboot" in step.text.lower() or "reboot" in (step.command or "") for step in finding.fix)
 
 
-def test_nvml_hang_is_abandoned_at_the_timeout():
-    def hanging():
-        def init():
-            time.sleep(10)
+def fake_pynvml(tmp_path: Path, monkeypatch, init_body: str) -> None:
+    """A stand-in pynvml for the NVML child (a child of this interpreter: it inherits PYTHONPATH)."""
+    (tmp_path / "pynvml.py").write_text(f"def nvmlInit():\n    {init_body}\n\ndef nvmlShutdown():\n    pass\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
 
-        return types.SimpleNamespace(nvmlInit=init, nvmlShutdown=lambda: None)
 
+def test_nvml_hang_is_abandoned_at_the_timeout(tmp_path, monkeypatch):
+    fake_pynvml(tmp_path, monkeypatch, "import time; time.sleep(10)")
     start = time.monotonic()
-    info = probe_nvml(timeout=0.5, loader=hanging)
+    info = probe_nvml(timeout=0.5)
     elapsed = time.monotonic() - start
     assert elapsed < 1.5, elapsed
     assert info.status == "timeout"
@@ -611,9 +612,33 @@ def test_nvml_loader_that_raises_is_unavailable():
     def missing():
         raise ImportError("No module named 'pynvml'")
 
-    info = probe_nvml(timeout=5, loader=missing)
+    info = nvml_facts(missing)
     assert info.status == "unavailable"
     assert info.reason == "PynvmlMissing"
+
+
+def test_nvml_that_crashes_is_an_error_fact_and_mpdoctor_survives(tmp_path, monkeypatch):
+    """A segfault inside libnvidia-ml kills only the NVML child: mpdoctor (this process) goes on."""
+    from mpdoctor.checks.registry import builtin_registry
+
+    fake_pynvml(tmp_path, monkeypatch, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    info = probe_nvml(timeout=10)
+    assert (info.status, info.reason) == ("error", "Crashed"), info
+    assert "SIGSEGV" in info.detail
+    (finding,) = run_checks(Snapshot(machine=Machine(nvml=info)), builtin_registry().select(["DRV001"]))
+    assert finding.severity == "error" and "Crashed" in finding.title
+
+
+def test_check_survives_an_nvml_that_crashes(tmp_path):
+    (tmp_path / "pynvml.py").write_text("import os, signal\n\ndef nvmlInit():\n"
+                                        "    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHOME"}
+    env["PYTHONPATH"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--no-kernels", "--format", "json",
+                           "--timeout", "20"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    report = json_report(proc)
+    assert report["snapshot"]["machine"]["nvml"]["reason"] == "Crashed"
+    assert "NVML fails: Crashed" in one(report, "DRV001")["title"]
 
 
 def _two_gpu_nvml():
@@ -640,7 +665,7 @@ def _two_gpu_nvml():
 
 
 def test_nvml_facts_are_normalised():
-    info = probe_nvml(timeout=5, loader=_two_gpu_nvml)
+    info = nvml_facts(_two_gpu_nvml)
     assert info.status == "ok", info
     assert info.driver_version == "535.113.01"
     assert info.cuda_driver_version == "12.2"
@@ -661,7 +686,7 @@ def test_nvml_gpu_that_cannot_be_opened_keeps_its_index():
             pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION))()
         return fake
 
-    info = probe_nvml(timeout=5, loader=no_permission)
+    info = nvml_facts(no_permission)
     assert info.status == "ok"
     assert [g.index for g in info.gpus] == [0, 1]
     assert info.gpus[1].error.startswith("NoPermission")

@@ -7,16 +7,17 @@ when a field is removed, renamed or changes type, and the shipped schema
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
 from mpdoctor.checkpoint_audit.sources import WeightFile
+from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.probes.remote.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
+from mpdoctor.snapshot.vocab import WeightFormat
 
 AUDIT_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("audit", AUDIT_SCHEMA_VERSION)
@@ -28,7 +29,8 @@ MAX_LISTED = 20
 class FileSummary:
     path: str = fact("The weight file")
     component: str = fact("Its diffusers component (unet, text_encoder, ...); empty otherwise", "")
-    format: str = fact("safetensors (header read) or pickle (torch.load weights_only in a child)", "")
+    format: WeightFormat = fact("safetensors (header read), pickle (torch.load weights_only in a child), memory (a "
+                                "state dict audited in memory); empty when the file is missing or not a weight file", "")
     tensors: int = fact("Tensors in it", 0)
     error: str = fact("Why it could not be read, when it could not", "")
 
@@ -128,33 +130,27 @@ def findings(report: AuditReport, files: list[WeightFile]) -> list[Finding]:
     found = []
     broken = [f for f in files if f.error]
     if broken:
-        found.append(_coded("AUDIT001", "unreadable-weights", error)(f"{len(broken)} weight file(s) could not be read", [f.error for f in broken[:MAX_LISTED]],
-                           [Step("Re-download or re-save the file; a truncated download is the usual cause")]))
+        found.append(UNREADABLE_WEIGHTS.stamp(error(
+            f"{len(broken)} weight file(s) could not be read", [f.error for f in broken[:MAX_LISTED]],
+            [Step("Re-download or re-save the file; a truncated download is the usual cause")])))
     if report.mixed:
         lines = [f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}"
                                                                for o in m.odd[:6]) for m in report.mixed[:MAX_LISTED]]
-        found.append(_coded("AUDIT002", "module-mixes-dtypes", warning)(
+        found.append(MODULE_MIXES_DTYPES.stamp(warning(
             f"{len(report.mixed)} module(s) hold tensors in more than one floating dtype: under a `.half()` model "
             "their inputs and weights disagree", lines,
             [Step("Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
                   "parameter), and run it under torch.autocast, which casts per op"),
              Step("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
-                  "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")]))
+                  "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")])))
     floating = [d.dtype for d in report.dtypes if d.dtype in FLOATING]
     if len(floating) > 1 and not report.mixed:
         per_component = [f"{c}: " + ", ".join(sorted(dtypes)) for c, dtypes in sorted(report.components.items())]
-        found.append(_coded("AUDIT003", "checkpoint-mixes-dtypes", info)(f"The checkpoint mixes {', '.join(floating)} across modules (each module is uniform)",
-                          per_component or [f"{d.dtype}: {d.tensors} tensors, {d.bytes} bytes" for d in report.dtypes],
-                          [Step("Fine under torch.autocast; a model converted by hand must cast between these "
-                                "parts")]))
+        found.append(CHECKPOINT_MIXES_DTYPES.stamp(info(
+            f"The checkpoint mixes {', '.join(floating)} across modules (each module is uniform)",
+            per_component or [f"{d.dtype}: {d.tensors} tensors, {d.bytes} bytes" for d in report.dtypes],
+            [Step("Fine under torch.autocast; a model converted by hand must cast between these parts")])))
     return found
-
-
-def _coded(code: str, name: str, make):
-    """A finding maker that stamps the audit's own code and name on what it makes."""
-    def stamped(*args) -> Finding:
-        return dataclasses.replace(make(*args), code=code, name=name, family="audit")
-    return stamped
 
 
 def redacted(report: AuditReport) -> AuditReport:

@@ -19,16 +19,20 @@ class Options:
     ignore: list[str] = field(default_factory=list)
 
 
+def needed_facts(options: Options) -> frozenset[str]:
+    """The optional facts (``registry.FACTS``) that the selected checks declare they need."""
+    return builtin_registry().needs(options.select, options.ignore)
+
+
 def gather(options: Options) -> Snapshot:
     """Load the snapshot the user gave, or take a fresh one.
 
-    The microkernels are the slow probe: they only run when a precision check
-    is selected.
+    The microkernels are the slow probe: they run only when a selected check
+    needs them (``needs=("kernels",)``), and not with ``--no-kernels``.
     """
     if options.snapshot:
         return load_snapshot(options.snapshot)
     from mpdoctor.probes.collect import take_snapshot
 
-    checks = builtin_registry().select(options.select, options.ignore)
-    wanted = any(entry.family == "precision" for entry in checks)
-    return take_snapshot(options.python, options.timeout, options.kernels if wanted else "off")
+    kernels = options.kernels if "kernels" in needed_facts(options) else "off"
+    return take_snapshot(options.python, options.timeout, kernels)

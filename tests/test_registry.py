@@ -1,0 +1,252 @@
+"""The registry owns every code mpdoctor reports: the snapshot checks, the checkpoint-audit rules and MPD001.
+
+Families are declared with their prefixes, a code must carry its family's, relations are
+validated, and the CLI lists, documents and accepts codes according to what they judge.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
+from mpdoctor.checkpoint_audit.report import audit_files
+from mpdoctor.checkpoint_audit.safetensors import TensorEntry
+from mpdoctor.checkpoint_audit.sources import WeightFile
+from mpdoctor.checks.registry import (CHECK_CRASHED, CHECKPOINT, DOC_SECTIONS, FAMILIES, INTERNAL, SNAPSHOT,
+                                      Registry, builtin_registry, run_checks)
+from mpdoctor.cli import app
+from mpdoctor.doctor.judge import judge
+from mpdoctor.snapshot import Snapshot
+
+runner = CliRunner()
+
+DECLARED_PREFIXES = {
+    "environment": "ENV", "torch": "TORCH", "driver": "DRV", "gpu": "GPU", "stack": "STACK",
+    "precision": "PREC", "apex": "APEX", "oneflow": "ONEFLOW", "audit": "AUDIT", "mpdoctor": "MPD",
+}
+OUTSIDE_CHECK = {"AUDIT001": ("unreadable-weights", CHECKPOINT), "AUDIT002": ("module-mixes-dtypes", CHECKPOINT),
+                 "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT), "MPD001": ("check-crashed", INTERNAL)}
+
+
+def _nothing(snap):
+    """Finds nothing."""
+    return []
+
+
+# ---------------------------------------------------------------- families and prefixes
+
+
+def test_every_family_is_declared_with_its_prefix():
+    assert FAMILIES == DECLARED_PREFIXES
+    assert builtin_registry().families == DECLARED_PREFIXES
+
+
+def test_every_code_carries_its_familys_prefix_and_is_documented():
+    entries = list(builtin_registry())
+    assert len({e.code for e in entries}) == len(entries) and len({e.name for e in entries}) == len(entries)
+    assert {e.family for e in entries} == set(FAMILIES)  # every declared family is in use
+    for entry in entries:
+        assert re.fullmatch(FAMILIES[entry.family] + r"[0-9]{3}", entry.code), entry.code
+        assert entry.summary, entry.code
+        for section in DOC_SECTIONS:
+            assert section in entry.doc, f"{entry.code} lacks {section}"
+
+
+@pytest.mark.parametrize("code, family, message", [
+    ("GPU010", "torch", "family torch has the prefix TORCH, not GPU"),
+    ("TORCH099", "gpu", "family gpu has the prefix GPU, not TORCH"),
+    ("PRECISION001", "precision", "family precision has the prefix PREC, not PRECISION"),
+    ("TST001", "testing", "unknown family 'testing'"),
+])
+def test_a_code_outside_its_familys_prefix_is_refused(code, family, message):
+    registry = Registry({**FAMILIES, "test": "TST"})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        registry.add(code, "some-check", family, _nothing)
+
+
+# ---------------------------------------------------------------- codes that judge no snapshot
+
+
+def test_audit_and_internal_codes_are_registered_with_what_they_judge():
+    registry = builtin_registry()
+    for code, (name, subject) in OUTSIDE_CHECK.items():
+        entry = registry.get(code)
+        assert entry is not None and entry.name == name and entry.subject == subject, code
+        assert registry.get(name) is entry
+        assert not entry.runs_on_snapshot
+    assert {e.code for e in registry if e.subject != SNAPSHOT} == set(OUTSIDE_CHECK)
+
+
+def test_mpdoctor_check_runs_only_snapshot_checks():
+    registry = builtin_registry()
+    assert all(c.subject == SNAPSHOT and c.func for c in registry.select())
+    assert not {c.code for c in registry.select(select=["A", "M"])} & set(OUTSIDE_CHECK)
+    for name in snapshot_fixture_names():
+        assert not {f.code for f in judge(load_fixture(name))} & {"AUDIT001", "AUDIT002", "AUDIT003"}, name
+
+
+def _tensor(name: str, dtype: str, nbytes: int = 8) -> TensorEntry:
+    return TensorEntry(name, dtype, (2,), nbytes, "m.safetensors")
+
+
+def test_audit_findings_are_stamped_with_the_registered_rules():
+    mixed = WeightFile("m.safetensors", format="safetensors",
+                       tensors=[_tensor("down.conv.weight", "float16"), _tensor("down.conv.bias", "float32", 4)])
+    parts = [WeightFile("unet.safetensors", "unet", "safetensors", [_tensor("conv.weight", "float16")]),
+             WeightFile("te.safetensors", "text_encoder", "safetensors", [_tensor("embed.weight", "float32")])]
+    broken = WeightFile("bad.safetensors", format="safetensors", error="bad.safetensors: truncated")
+    found = {f.code: f for files in ([mixed], parts, [broken]) for f in audit_files("x", files).findings}
+    assert set(found) == {"AUDIT001", "AUDIT002", "AUDIT003"}
+    for code, finding in found.items():
+        entry = builtin_registry().get(code)
+        assert (finding.name, finding.family) == (entry.name, entry.family) == (OUTSIDE_CHECK[code][0], "audit")
+
+
+def test_a_crash_is_stamped_with_the_registered_mpd001():
+    registry = Registry({"test": "TST"})
+
+    def explodes(snap):
+        """Raises."""
+        raise KeyError("gone")
+
+    registry.add("TST001", "test-explodes", "test", explodes)
+    (crash,) = run_checks(Snapshot(), registry.select())
+    entry = builtin_registry().get("MPD001")
+    assert entry is CHECK_CRASHED
+    assert (crash.code, crash.name, crash.family) == (entry.code, entry.name, entry.family)
+
+
+def test_a_rule_without_a_function_takes_only_documentation():
+    registry = Registry()
+    with pytest.raises(ValueError, match="needs its documentation"):
+        registry.add("AUDIT009", "audit-thing", "audit", subject=CHECKPOINT)
+    with pytest.raises(ValueError, match="documentation only"):
+        registry.add("AUDIT009", "audit-thing", "audit", _nothing, subject=CHECKPOINT, doc="x")
+    with pytest.raises(ValueError, match="documentation only"):
+        registry.add("AUDIT009", "audit-thing", "audit", subject=CHECKPOINT, doc="x", needs=["kernels"])
+    with pytest.raises(ValueError, match="needs a function"):
+        registry.add("GPU099", "gpu-thing", "gpu")
+    with pytest.raises(ValueError, match="unknown subject"):
+        registry.add("GPU099", "gpu-thing", "gpu", _nothing, subject="weights")
+
+
+# ---------------------------------------------------------------- relations and needs are validated
+
+
+def _two(**relations) -> Registry:
+    registry = Registry({"test": "TST", "audit": "AUDIT"})
+    registry.add("TST001", "test-one", "test", _nothing, **relations)
+    registry.add("TST002", "test-two", "test", _nothing)
+    return registry
+
+
+def test_the_builtin_relations_are_valid():
+    builtin_registry().validate()
+
+
+def test_a_supersession_naming_an_unknown_code_is_refused():
+    with pytest.raises(ValueError, match="TST001 is superseded by TST404, which is no registered code"):
+        _two(superseded_by=["TST404"]).validate()
+    with pytest.raises(ValueError, match="TST404, which is no registered code"):
+        _two(defers_to=["TST404"]).validate()
+
+
+def test_a_supersession_by_a_code_that_judges_no_snapshot_is_refused():
+    registry = _two(superseded_by=["AUDIT001"])
+    registry.add("AUDIT001", "audit-one", "audit", subject=CHECKPOINT, doc="An audit rule.")
+    with pytest.raises(ValueError, match="judges checkpoint, not a snapshot"):
+        registry.validate()
+
+
+def test_a_check_superseded_by_itself_is_refused():
+    with pytest.raises(ValueError, match="cannot be superseded by itself"):
+        _two(superseded_by=["TST001"])
+
+
+@pytest.mark.parametrize("links", [
+    {"TST001": ["TST002"], "TST002": ["TST001"]},
+    {"TST001": ["TST002"], "TST002": ["TST003"], "TST003": ["TST001"]},
+    {"TST001": ["TST003"], "TST002": ["TST003"], "TST003": ["TST004"], "TST004": ["TST002"]},
+])
+def test_a_cycle_of_supersessions_is_refused(links):
+    registry = Registry({"test": "TST"})
+    for n in range(1, 5):
+        code = f"TST00{n}"
+        relation = {"defers_to": links.get(code, [])} if n == 4 else {"superseded_by": links.get(code, [])}
+        registry.add(code, f"test-{n}", "test", _nothing, **relation)
+    with pytest.raises(ValueError, match="cycle") as raised:
+        registry.validate()
+    cycle = str(raised.value).split(": ", 1)[1].split(" -> ")
+    assert cycle[0] == cycle[-1] and len(cycle) >= 3
+
+
+def test_a_chain_without_a_cycle_is_fine():
+    registry = Registry({"test": "TST"})
+    registry.add("TST001", "test-1", "test", _nothing, superseded_by=["TST002", "TST003"])
+    registry.add("TST002", "test-2", "test", _nothing, superseded_by=["TST003"])
+    registry.add("TST003", "test-3", "test", _nothing)
+    registry.validate()
+
+
+def test_an_unknown_fact_is_refused():
+    with pytest.raises(ValueError, match="no fact a run can take"):
+        _two(needs=["weights"])
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_checks_lists_every_code_in_columns_under_a_header():
+    result = runner.invoke(app, ["checks"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    header, *rows = result.output.splitlines()
+    assert header.split() == ["CODE", "NAME", "FAMILY", "JUDGES", "WHAT", "IT", "FINDS"]
+    entries = list(builtin_registry())
+    assert len(rows) == len(entries)
+    columns = [header.index(title) for title in ("NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")]
+    for row, entry in zip(rows, entries):
+        # Every column starts where its title does, however long the names are.
+        assert row.startswith(entry.code + " ")
+        for start, value in zip(columns, (entry.name, entry.family, entry.subject, entry.summary)):
+            assert row[start:].startswith(value) and row[start - 1] == " ", (row, value)
+    assert {row.split()[0] for row in rows} >= set(OUTSIDE_CHECK)
+    longest = max(entries, key=lambda e: len(e.name))
+    assert columns[1] > columns[0] + len(longest.name)
+
+
+@pytest.mark.parametrize("code, words", [
+    ("AUDIT002", ["AUDIT002 module-mixes-dtypes (audit", "mpdoctor audit PATH", "## Why it matters", "## Fix"]),
+    ("unreadable-weights", ["AUDIT001 unreadable-weights", "## Fix"]),
+    ("audit003", ["AUDIT003 checkpoint-mixes-dtypes", "## Why it matters"]),
+    ("MPD001", ["MPD001 check-crashed (mpdoctor", "## Why it matters", "## Fix"]),
+    ("TORCH005", ["TORCH005 cpu-only-torch-with-gpus (torch)", "## Fix"]),
+])
+def test_rule_documents_every_code(code, words):
+    result = runner.invoke(app, ["rule", code])
+    assert result.exit_code == 0, result.output
+    for text in words:
+        assert text in result.output
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--select", "AUDIT", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
+    ("--ignore", "AUDIT002", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
+    ("--select", "TORCH005,AUDIT001", "`mpdoctor audit PATH`"),
+    ("--ignore", "MPD001", "mpdoctor's own code for a check that crashed"),
+    ("--select", "MPD", "--ignore the crashing check's code instead"),
+    ("--select", "NOPE", "no check code starts with 'NOPE'"),
+])
+def test_select_and_ignore_take_only_codes_that_check_runs(option, value, message):
+    result = run_cli("check", "--snapshot", str(fixture_path("cpu-laptop")), option, value)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_prefix_that_also_starts_an_audit_code_is_fine():
+    result = runner.invoke(app, ["check", "--snapshot", str(fixture_path("apex-pypi-impostor")), "--select", "A",
+                                 "--fail-on", "never"])
+    assert result.exit_code == 0 and "APEX001" in result.output
