@@ -12,6 +12,7 @@ import time
 import warnings
 import zlib
 
+from . import steps
 from .kernel_measure import REFERENCE_ROWS, Device, error_text, measure, record, retime, skipped
 
 OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
@@ -283,7 +284,7 @@ def _seeded(dev, key, func):
 
 def _plan(torch, name, mode):
     dev = Device(torch, name, mode)
-    plan = [("device", lambda: device_info(torch, name))]
+    plan = [(steps.DEVICE, lambda: device_info(torch, name))]
     plan.append(("matmul/float32", lambda: gemm(dev, "float32")))
     plan.append(("matmul/tf32", lambda: gemm(dev, "tf32") if dev.is_cuda
                  else skipped("matmul", "tf32", "TF32 is a CUDA tensor-core mode")))
@@ -301,5 +302,5 @@ def _plan(torch, name, mode):
     for dtype in LOW_PRECISION:
         plan.append(("autocast/" + dtype, lambda d=dtype: autocast(dev, d)))
     plan.append(("grad_scaler/float16", lambda: grad_scaler(dev)))
-    plan.append(("retime", lambda: retime(dev)))
+    plan.append((steps.RETIME, lambda: retime(dev)))
     return dev, plan

@@ -2,105 +2,84 @@
 
 Loaded beside ``target.py`` by the torch part of the environment probe (stdlib
 only, Python 3.8+, judges nothing). torch is imported first, as apex's
-maintainers ask; each extension is then imported in a forked child with a time
-limit, so an extension built against another torch that aborts or hangs the
-interpreter costs only its own result.
+maintainers ask; then one supervised job (``supervise.py``) imports the
+extensions in a forked worker, one step each, with a time limit per import, so
+an extension built against another torch that aborts or hangs the interpreter
+costs only its own result: a fresh worker goes on with the next one.
 """
 
-import json
 import os
-import select
-import signal
-import sys
+import tempfile
 import time
 
+from . import supervise
 
-def _clip(text, limit=2000):
+STEP = "import %s"  # one step per extension; its own names, so none can clash with the supervisor's records
+DETAIL_LIMIT = 2000
+WORDING = {
+    "crashed": "the interpreter %(how)s while importing it",
+    "timeout": "the import did not finish within %(limit)s s and was killed",
+    "deadline": "the import was still running when the time for loading extensions ran out, and was killed",
+}
+
+
+def _clip(text, limit=DETAIL_LIMIT):
     text = str(text)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
 def load_extensions(names, budget):
-    """Import each extension in a forked child; a crash or hang costs only that extension.
+    """Import each extension in a forked worker; a crash or hang costs only that extension.
 
     One import may take a third of the budget (at most 10 s), so a single hang
     leaves time for the rest.
 
     Returns {name: {"status": ok|error|crashed|timeout|not-tried, "detail": text}}.
     """
+    return load_each(names, max(1.0, min(10.0, budget / 3)), budget)
+
+
+def load_each(names, limit, budget):
+    """Import ``names`` in turn, ``limit`` s each, all within ``budget`` s (see load_extensions)."""
+    names = list(dict.fromkeys(names))  # each name once, in order
     if not names:
         return {}
     if not hasattr(os, "fork"):
         return {name: {"status": "not-tried", "detail": "this platform cannot fork"} for name in names}
-    results = {}
-    step_timeout = max(1.0, min(10.0, budget / 3))
     deadline = time.monotonic() + budget
-    pending = list(names)
-    while pending:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            for name in pending:
-                results[name] = {"status": "not-tried", "detail": "out of time"}
-            break
-        done = _load_batch(pending, min(step_timeout, left))
-        results.update(done)
-        pending = [name for name in pending if name not in results]
-    return results
-
-
-def _load_batch(names, step_timeout):
-    """One forked child imports names in turn until one crashes or hangs."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: import, report one JSON line per module, never return
-        os.close(read_end)
-        import faulthandler
-
-        faulthandler.disable()  # a crash is reported by the parent; no traceback dump on our stderr
-        for name in names:
-            try:
-                __import__(name)
-                record = {"name": name, "status": "ok", "detail": ""}
-            except BaseException as exc:
-                record = {"name": name, "status": "error", "detail": _clip("%s: %s" % (type(exc).__name__, exc))}
-            os.write(write_end, (json.dumps(record) + "\n").encode("utf-8"))
-        os._exit(0)
-    os.close(write_end)
-    results, buffer = {}, b""
+    handle, path = tempfile.mkstemp(prefix="mpdoctor-loads-", suffix=".jsonl")
+    os.close(handle)
     try:
-        while len(results) < len(names):
-            ready, _, _ = select.select([read_end], [], [], step_timeout)
-            current = names[len(results)]
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                results[current] = {"status": "timeout", "detail": "import did not finish in %.0f s" % step_timeout}
-                break
-            chunk = os.read(read_end, 65536)
-            if not chunk:
-                results[current] = {"status": "crashed", "detail": _death(pid)}
-                pid = 0
-                break
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                record = json.loads(line.decode("utf-8"))
-                results[record.pop("name")] = record
+        # Each failure costs a restart, so there can be as many as there are extensions.
+        job = supervise.Job(path, lambda: _plan(names), limit, deadline, max_restarts=len(names), wording=WORDING)
+        supervise.run([job])
+        data = supervise.read_steps(path)[0]
     finally:
-        os.close(read_end)
-        if pid:
-            os.waitpid(pid, 0)
+        os.unlink(path)
+    unreached = "out of time" if time.monotonic() >= deadline else job.detail
+    results = {}
+    for name in names:
+        result = data.get(STEP % name)
+        if isinstance(result, dict):
+            results[name] = {"status": str(result.get("status")), "detail": str(result.get("detail", ""))}
+        else:
+            results[name] = {"status": "not-tried", "detail": unreached}
     return results
 
 
-def _death(pid):
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
+def _plan(names):
+    """The worker's plan (built in the worker): one import per step."""
+    import faulthandler
+
+    faulthandler.disable()  # a crash is reported by the supervisor; no traceback dump on our stderr
+    return [(STEP % name, _importer(name)) for name in names]
+
+
+def _importer(name):
+    def load():
         try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = "signal %d" % number
-        return "the interpreter died with %s while importing it" % name
-    return "the interpreter exited with status %d while importing it" % os.WEXITSTATUS(status)
+            __import__(name)
+        except BaseException as exc:  # a broken extension can raise SystemExit too
+            return {"status": "error", "detail": _clip("%s: %s" % (type(exc).__name__, exc))}
+        return {"status": "ok", "detail": ""}
+    return load

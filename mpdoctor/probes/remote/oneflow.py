@@ -19,6 +19,8 @@ import re
 import sys
 import warnings
 
+from . import steps
+
 PACKAGES = ("oneflow", "onediff", "onediffx", "nexfort", "onediff_quant")
 # PyPI's oneflow 0.7.0 raises this from its __init__.py; 0.6.0 just lacks the core.
 PLACEHOLDER = re.compile(r"""raise\s+RuntimeError\(\s*["'](This package is a placeholder[^"']*)""")
@@ -287,9 +289,9 @@ def run(out, guard):
         spec = importlib.util.find_spec("oneflow")
     except Exception as exc:
         failed = {"found": False, "error": _error(exc)}
-        guard(out, "find", lambda: failed)
+        guard(out, steps.FIND, lambda: failed)
         return
-    guard(out, "find", lambda: {"found": spec is not None, "origin": (spec.origin or "") if spec else ""})
+    guard(out, steps.FIND, lambda: {"found": spec is not None, "origin": (spec.origin or "") if spec else ""})
     if spec is None:
         return
     torch = None
@@ -297,16 +299,16 @@ def run(out, guard):
     # not for a oneflow without its core, whose import is only worth confirming
     directory = list(spec.submodule_search_locations or [""])[0]
     if build_facts(directory).get("native_core"):
-        out.begin("torch_import")
+        out.begin(steps.TORCH_IMPORT)
         torch, torch_facts = _import("torch")
         if torch is not None:
             torch_facts["imported_as"] = imported_as(torch)
-        guard(out, "torch_import", lambda: torch_facts)  # guard redacts what it records
-    out.begin("oneflow_import")
+        guard(out, steps.TORCH_IMPORT, lambda: torch_facts)  # guard redacts what it records
+    out.begin(steps.ONEFLOW_IMPORT)
     flow, flow_facts = _import("oneflow")
-    guard(out, "oneflow_import", lambda: flow_facts)
+    guard(out, steps.ONEFLOW_IMPORT, lambda: flow_facts)
     if flow is None:
         return
-    guard(out, "oneflow_build", lambda: oneflow_build(flow))
+    guard(out, steps.ONEFLOW_BUILD, lambda: oneflow_build(flow))
     if torch is not None and imported_as(torch) == "torch":
-        guard(out, "coexist", lambda: coexistence(torch, flow))
+        guard(out, steps.COEXIST, lambda: coexistence(torch, flow))

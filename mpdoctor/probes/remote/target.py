@@ -15,19 +15,23 @@ not cost the package inventory:
 Both also look at NVIDIA apex (``apex.py``, ``scan.py`` and
 ``loads.py``, siblings in this package): the env part finds it and who
 imports it without importing it; the torch part, with torch imported, loads
-apex's compiled extensions in forked children. The env part also looks for
-OneFlow without importing it; a third part, ``oneflow`` (``oneflow.py``),
-imports it and runs it beside torch.
+apex's compiled extensions in a supervised forked worker (``supervise.py``). The
+env part also looks for OneFlow without importing it; a third part, ``oneflow``
+(``oneflow.py``), imports it and runs it beside torch.
+
+The parts' and steps' names are ``steps.py``'s: the host reads them back by the
+same names. The step file is written by ``supervise.StepWriter``.
 """
 
 import importlib
-import json
 import os
 import sys
 import traceback
 import warnings
 
+from . import steps
 from .redact import redact_env_value, redact_text, redact_tree
+from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
 
 # Environment variables that change how devices are enumerated or how precision
 # behaves, plus the ones that tell where packages come from.
@@ -45,21 +49,6 @@ DEFAULT_BUDGET = 60.0
 def _sibling(name):
     """A sibling module of this package, imported on first use (most runs need only some of them)."""
     return importlib.import_module("." + name, __package__)
-
-
-class StepWriter:
-    """Appends one JSON line per step to the result file and flushes it at once."""
-
-    def __init__(self, path):
-        self._file = open(path, "a", encoding="utf-8")
-
-    def begin(self, step):
-        self.emit(step, None, begin=True)
-
-    def emit(self, step, data, begin=False):
-        record = {"step": step, "begin": True} if begin else {"step": step, "data": data}
-        self._file.write(json.dumps(record, default=str) + "\n")
-        self._file.flush()
 
 
 def _clip(text, limit=MAX_TEXT):
@@ -158,12 +147,12 @@ def module_origins():
 
 
 def guarded_step(out, step, func):
-    """Run one step; if it raises, record the error under ``<step>_error`` and go on."""
+    """Run one step; if it raises, record the error under ``steps.ERROR % step`` and go on."""
     out.begin(step)
     try:
         result = func()
     except Exception as exc:  # e.g. importlib.metadata missing on a very old Python
-        out.emit(step + "_error", _exception_facts(exc))
+        out.emit(steps.ERROR % step, _exception_facts(exc))
         return None
     out.emit(step, redact_tree(result))  # paths and error texts can carry tokens
     return result
@@ -171,21 +160,21 @@ def guarded_step(out, step, func):
 
 def run_env(out, budget):
     interpreter = _sibling("interpreter")
-    out.emit("python", interpreter.python_facts())
-    out.emit("markers", interpreter.marker_environment())
-    out.emit("env", environment_variables())
-    out.begin("modules")
-    out.emit("modules", module_origins())
-    guarded_step(out, "distributions", distributions)
+    out.emit(steps.PYTHON, interpreter.python_facts())
+    out.emit(steps.MARKERS, interpreter.marker_environment())
+    out.emit(steps.ENV, environment_variables())
+    out.begin(steps.MODULES)
+    out.emit(steps.MODULES, module_origins())
+    guarded_step(out, steps.DISTRIBUTIONS, distributions)
     apex, scan = _sibling("apex"), _sibling("scan")
     paths, cwd = [p for p in sys.path if p], os.getcwd()
-    facts = guarded_step(out, "apex", lambda: apex.apex_facts(paths, cwd, sys.prefix))
+    facts = guarded_step(out, steps.APEX, lambda: apex.apex_facts(paths, cwd, sys.prefix))
     if facts and apex.present(facts):
-        guarded_step(out, "apex_users", lambda: scan.installed_uses(min(3.0, budget / 4)))
+        guarded_step(out, steps.APEX_USERS, lambda: scan.installed_uses(min(3.0, budget / 4)))
     # apex's own source tree is not the user's code, even in the working directory
     skip = [location["path"] for location in (facts or {}).get("locations", [])]
-    guarded_step(out, "project", lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
-    guarded_step(out, "oneflow", lambda: _sibling("oneflow").oneflow_facts(paths, apex.pth_lines))
+    guarded_step(out, steps.PROJECT, lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
+    guarded_step(out, steps.ONEFLOW, lambda: _sibling("oneflow").oneflow_facts(paths, apex.pth_lines))
 
 
 # ---------------------------------------------------------------- torch part
@@ -295,29 +284,29 @@ def import_torch(out):
     """The steps find and import: torch, or (None, why) when it is missing, broken or OneFlow's."""
     import importlib.util
 
-    out.begin("find")
+    out.begin(steps.FIND)
     try:
         spec = importlib.util.find_spec("torch")
     except Exception as exc:
-        out.emit("find", {"found": False, "error": _exception_facts(exc)})
+        out.emit(steps.FIND, {"found": False, "error": _exception_facts(exc)})
         return None, _exception_facts(exc)
     if spec is None:
-        out.emit("find", {"found": False})
+        out.emit(steps.FIND, {"found": False})
         return None, {"type": "ModuleNotFoundError", "message": "No module named 'torch'"}
     # A namespace package (a leftover torch/ directory) has no origin, only locations.
     locations = list(spec.submodule_search_locations or [])
-    out.emit("find", {"found": True, "origin": spec.origin or (locations[0] if locations else "")})
+    out.emit(steps.FIND, {"found": True, "origin": spec.origin or (locations[0] if locations else "")})
 
-    out.begin("import")
+    out.begin(steps.IMPORT)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             import torch
         except BaseException as exc:  # SystemExit and friends from a broken torch too
-            out.emit("import", {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
+            out.emit(steps.IMPORT, {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
             return None, _exception_facts(exc)
     imported_as = _sibling("oneflow").imported_as(torch)
-    out.emit("import", {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
+    out.emit(steps.IMPORT, {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
     if imported_as != "torch":  # oneflow's mock-torch: anything further would describe OneFlow
         return None, {"type": "MockTorch", "message": "`import torch` gives %s (mock-torch), not torch" % imported_as}
     return torch, None
@@ -325,9 +314,9 @@ def import_torch(out):
 
 def torch_before_cuda(out, torch, budget):
     """The steps that must run before CUDA starts: forked children must not inherit a CUDA context."""
-    out.begin("build")
-    out.emit("build", torch_build_facts(torch))
-    guarded_step(out, "apex_loads", lambda: apex_extension_loads(min(20.0, budget / 3)))
+    out.begin(steps.BUILD)
+    out.emit(steps.BUILD, torch_build_facts(torch))
+    guarded_step(out, steps.APEX_LOADS, lambda: apex_extension_loads(min(20.0, budget / 3)))
 
 
 def torch_devices_step(torch, cuda):
@@ -346,16 +335,16 @@ def run_torch(out, budget):
     if torch is None:
         return
     torch_before_cuda(out, torch, budget)
-    out.begin("cuda")
+    out.begin(steps.CUDA)
     cuda = torch_cuda_facts(torch)
-    out.emit("cuda", cuda)
+    out.emit(steps.CUDA, cuda)
     if cuda.get("available") and not getattr(torch.version, "hip", None):
-        out.begin("devices")
-        out.emit("devices", torch_devices_step(torch, cuda))
+        out.begin(steps.DEVICES)
+        out.emit(steps.DEVICES, torch_devices_step(torch, cuda))
 
 
-PARTS = {"env": run_env, "torch": run_torch,
-         "oneflow": lambda out, budget: _sibling("oneflow").run(out, guarded_step)}
+PARTS = {steps.PART_ENV: run_env, steps.PART_TORCH: run_torch,
+         steps.PART_ONEFLOW: lambda out, budget: _sibling("oneflow").run(out, guarded_step)}
 
 
 def main(argv):
@@ -363,7 +352,7 @@ def main(argv):
     budget = float(argv[2]) if len(argv) > 2 else DEFAULT_BUDGET
     out = StepWriter(path)
     PARTS[part](out, budget)
-    out.emit("done", True)
+    out.emit(steps.DONE, True)
 
 
 if __name__ == "__main__":
