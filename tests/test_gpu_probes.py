@@ -18,7 +18,7 @@ from helpers import load_fixture
 from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.environment import probe_environment
 from mpdoctor.probes.kernels import probe_kernels_and_torch
-from mpdoctor.probes.machine import probe_nvml
+from mpdoctor.probes.machine import nvml_facts, nvml_record
 from mpdoctor.probes.remote.target import device_facts
 
 FAKE_CUDA_TORCH = '''
@@ -198,7 +198,7 @@ def _nvml_with_mig():
 
 
 def test_nvml_records_mig_mode_and_each_mig_device():
-    info = probe_nvml(timeout=5, loader=_nvml_with_mig)
+    info = nvml_facts(_nvml_with_mig)
     assert info.status == "ok", info
     mig_gpu, old_gpu, off_gpu = info.gpus
     assert mig_gpu.mig_enabled is True
@@ -208,3 +208,18 @@ def test_nvml_records_mig_mode_and_each_mig_device():
     assert old_gpu.mig_enabled is None and old_gpu.mig_devices == []  # NotSupported: a GPU without MIG
     assert off_gpu.mig_enabled is False
     assert mig_gpu.pci_bus_id == "0000:07:00.0"
+
+
+def test_the_nvml_childs_record_has_exactly_the_snapshots_fields():
+    """The NVML child prints plain data that the host loads as NvmlInfo: a misspelt key would be dropped silently."""
+    from dataclasses import fields
+
+    from mpdoctor.snapshot import MigDevice, NvmlGpu, NvmlInfo
+
+    record = nvml_record(_nvml_with_mig())
+    names = lambda cls: {f.name for f in fields(cls)}  # noqa: E731
+    assert set(record) == names(NvmlInfo) - {"reason", "detail", "seconds"}  # set on failure; seconds by the host
+    for gpu in record["gpus"]:
+        assert set(gpu) == names(NvmlGpu) - {"error"}
+        for mig in gpu["mig_devices"]:
+            assert set(mig) == names(MigDevice)

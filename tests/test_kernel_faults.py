@@ -6,8 +6,8 @@ The real kernel runner runs real torch on the CPU, with one kernel sabotaged by 
 * a kernel that kills its worker (SIGSEGV) is recorded as ``crashed``, a fresh
   worker resumes at the next test, every later test still has its real result,
   and PREC009 reports it as an error;
-* a kernel that never returns is killed at the stall limit (``max(2, timeout/4)``
-  s, not the device's or the runner's whole budget), recorded as ``timeout``,
+* a kernel that never returns is killed at the stall limit (``Budget.kernel_step``,
+  ``max(2, timeout/4)`` s, not the device's or the runner's whole limit), recorded as ``timeout``,
   the later tests still run, and PREC009 reports it as a warning;
 * a kernel that returns garbage (NaN, random numbers) is ``wrong``, PREC003 says
   so, and no NaN reaches the snapshot's JSON;
@@ -35,7 +35,8 @@ from mpdoctor.findings import Finding
 from mpdoctor.probes.remote import kernel_runner, kernel_suite
 from mpdoctor.probes.child import ChildResult
 from mpdoctor.probes.environment import Steps
-from mpdoctor.probes.kernels import device_facts, kernel_facts, probe_kernels, runner_timeout
+from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.kernels import device_facts, kernel_facts, probe_kernels
 from mpdoctor.render.json_out import render_snapshot_json
 from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, Snapshot, snapshot_from_data
@@ -158,11 +159,13 @@ def test_segfaulting_kernel_is_recorded_and_later_tests_still_run(tmp_path, monk
 
 def test_hanging_kernel_is_killed_at_the_stall_limit_and_later_tests_still_run(tmp_path, monkeypatch):
     timeout = 8.0  # stall limit max(2, 8/4) = 2 s; the device's deadline is 2 * timeout after the import
+    budget = Budget.from_timeout(timeout)
+    assert (budget.kernel_step, budget.device_run) == (2.0, 2 * timeout)
     info, wall = run_with_site(tmp_path, monkeypatch, """
         _fault(torch, "softmax", "bfloat16", lambda real, *a, **k: time.sleep(3600))
     """, timeout=timeout)
-    # Killed by the stall watch, not by the device deadline or run_child's 3*timeout+5 budget.
-    assert wall < 2 * timeout < runner_timeout(timeout), wall
+    # Killed by the stall watch, not by the device deadline or the runner's whole limit.
+    assert wall < budget.device_run < budget.runner, wall
     device = cpu(info)
     results = assert_only_faulted(device, {"softmax/bfloat16": "timeout"})
     assert "did not finish within 2 s" in results["softmax/bfloat16"].detail

@@ -98,14 +98,16 @@ def read(file: WeightFile, python: str, timeout: float) -> WeightFile:
 
 
 def _read_pickle(path: str, python: str, timeout: float) -> list[TensorEntry]:
-    """torch.load(weights_only=True) in a child of ``python``, with a time limit."""
+    """torch.load(weights_only=True) in a child of ``python``, within ``Budget.checkpoint`` of ``--timeout``."""
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.child import remote_argv, run_child
 
     if not os.path.isfile(path):
         raise AuditError(f"{path}: listed, but missing")
     with tempfile.TemporaryDirectory(prefix="mpdoctor-audit-") as tmp:
         out = os.path.join(tmp, "tensors.json")
-        result = run_child(remote_argv(python, "checkpoint_loader", path, out), timeout)
+        limit = Budget.from_timeout(timeout).checkpoint
+        result = run_child(remote_argv(python, "checkpoint_loader", path, out), limit)
         try:
             data = json.loads(Path(out).read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -1,19 +1,30 @@
 """Run a child process with a hard timeout, and say in words how it ended.
 
 Everything that can crash or hang (importing torch, CUDA initialisation, GPU
-kernels) runs through :func:`run_child`. The child gets its own process group, so
-a timeout kills it together with anything it spawned.
+kernels, NVML, torch.load) runs through :func:`run_child`, the one host-side way
+to run a child. The child gets its own process group (a new session), so a
+timeout kills it together with anything it spawned.
+
+Every running child is in a registry, so that whatever ends mpdoctor, its
+children end with it. :func:`on_signal`, the SIGINT and SIGTERM handler (the
+CLI's ``main`` installs it for every command; :func:`stop_on_signals` does the
+same for a block of code), kills every child's process group, lets no new child
+start, and raises :class:`Interrupted` in the main thread: mpdoctor exits 128 +
+the signal's number. The threads that waited on children see them die and stop
+too, so nothing is left to wait for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from mpdoctor.probes import remote
 from mpdoctor.probes.remote.redact import redact_text
@@ -46,6 +57,13 @@ def remote_argv(python: str, module: str, *args: str) -> list[str]:
     return [python, "-c", BOOTSTRAP, remote.__file__, module, *args]
 
 
+def seconds_text(seconds: float) -> str:
+    """A limit as people write it: 0.5, 2, 6.7, 185 (never "1" for half a second)."""
+    if seconds >= 10:
+        return f"{seconds:.0f}"
+    return f"{seconds:.1f}".rstrip("0").rstrip(".") if seconds >= 0.1 else f"{seconds:.2g}"
+
+
 @dataclass
 class ChildResult:
     exit_code: Optional[int]  # None when it could not start or was killed at the timeout
@@ -54,6 +72,7 @@ class ChildResult:
     stdout: str
     stderr: str
     start_error: str = ""  # why the program could not be started at all
+    limit: Optional[float] = None  # when timed out: the limit it overran (None: say how long it ran)
 
     @property
     def signal_name(self) -> str:
@@ -69,56 +88,181 @@ class ChildResult:
         text = redact_text(self.stderr.strip())
         return text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
 
+    @property
+    def stderr_last_line(self) -> str:
+        """The last non-empty line of stderr (redacted): usually the error that ended it."""
+        lines = [line.strip() for line in self.stderr.strip().splitlines() if line.strip()]
+        return redact_text(lines[-1]) if lines else ""
+
     def describe(self) -> str:
         """How the child ended, in words."""
         if self.start_error:
             return self.start_error
         if self.timed_out:
-            return f"did not finish within {self.seconds:.0f} s and was killed"
+            return f"did not finish within {seconds_text(self.limit or self.seconds)} s and was killed"
         if self.signal_name:
             return f"was killed by {self.signal_name}"
         return f"exited with status {self.exit_code}"
 
 
+class Interrupted(SystemExit):
+    """SIGINT or SIGTERM arrived: every child has been killed; unwind and exit 128 + the signal's number.
+
+    A SystemExit (exit status :attr:`exit_code`), so that neither a probe's
+    ``except Exception`` nor click's own Ctrl-C handling (which would exit 1)
+    stops it on its way out, and the interpreter exits with that status.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + int(signum))
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+# The registry of running children (pid -> Popen), so that a signal can kill them all.
+_lock = threading.RLock()  # re-entrant: the signal handler runs in the main thread, which may hold it
+_live: dict[int, subprocess.Popen] = {}
+_stopped_by: Optional[int] = None  # the signal on_signal got: from then on no child starts
+_local = threading.local()  # .starting: this thread is between starting a child and registering it
+
+
+def live_children() -> list[int]:
+    """The pids of the children running now (each leads its own process group)."""
+    with _lock:
+        return list(_live)
+
+
+def kill_children() -> None:
+    """Kill the process group of every running child; their run_child calls return at once."""
+    with _lock:
+        procs = list(_live.values())
+    for proc in procs:
+        _kill_group(proc)
+
+
+@contextlib.contextmanager
+def kill_children_on_error() -> Iterator[None]:
+    """Around code whose threads wait on children: if it raises (Ctrl-C included), kill every child first.
+
+    Its threads' children then die at once, so an executor's exit does not wait
+    out their limits (up to ``Budget.runner``) for results nobody will read.
+    Kills every running child, not only this block's: mpdoctor takes one
+    snapshot at a time.
+    """
+    try:
+        yield
+    except BaseException:
+        kill_children()
+        raise
+
+
+def on_signal(signum: int, frame: object = None) -> None:
+    """The SIGINT/SIGTERM handler: kill every child's group, start no more, raise :class:`Interrupted`."""
+    global _stopped_by
+    with _lock:
+        again, _stopped_by = _stopped_by is not None, signum
+    kill_children()
+    if again:  # a second Ctrl-C while unwinding: wait for nothing more
+        os._exit(128 + signum)
+    if getattr(_local, "starting", False):
+        return  # run_child raises once the child it is starting is registered and killed
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_on_signals(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    """Within it, SIGINT or SIGTERM kill every child's group and raise :class:`Interrupted` in the main thread.
+
+    From the signal on, run_child starts no child (it raises Interrupted too), and
+    one waiting on a child that was killed raises Interrupted instead of returning
+    its result, so the probe threads stop as soon as their child is dead. A second
+    signal exits at once (``os._exit``). Outside the main thread this changes nothing.
+    """
+    global _stopped_by
+    previous = {}
+    try:
+        for signum in signums:
+            previous[signum] = signal.signal(signum, on_signal)
+    except ValueError:  # signal handlers can only be set in the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        with _lock:
+            _stopped_by = None
+
+
+def _raise_if_stopped() -> None:
+    stopped_by = _stopped_by
+    if stopped_by is not None:
+        raise Interrupted(stopped_by)
+
+
 def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
-              watch: Optional[Callable[[float], bool]] = None) -> ChildResult:
+              watch: Optional[Callable[[float], Optional[float]]] = None) -> ChildResult:
     """Run ``argv``; kill its whole process group at ``timeout`` seconds.
 
     ``watch(elapsed)`` is called about every 50 ms while the child runs; when it
-    returns True the child is abandoned (as timed out), e.g. because one of its
-    steps overran a budget of its own.
+    returns a number the child is abandoned (as timed out) and that number is the
+    limit it overran, e.g. because one of its steps overran a budget of its own.
 
     Output goes to temporary files, not pipes, and we wait for the child itself: a
     daemon it leaves behind (holding inherited pipes) must not make a finished
-    probe look hung. Whatever it left in its process group is killed afterwards.
+    probe look hung. However this returns or raises, the child's whole process
+    group is killed first. Within :func:`stop_on_signals`, once a signal came it
+    raises :class:`Interrupted` rather than start a child or report a killed one.
     """
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        _raise_if_stopped()
+        _local.starting = True  # a signal now is raised below, once the child is registered
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
                                     start_new_session=True)
+            with _lock:
+                _live[proc.pid] = proc
         except OSError as exc:
+            _raise_if_stopped()
             reason = exc.strerror or str(exc)
             return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
-        timed_out = _wait(proc, start, timeout, watch)
-        _kill_group(proc)
-        proc.wait()
+        finally:
+            _local.starting = False
+        try:
+            _raise_if_stopped()
+            limit = _wait(proc, start, timeout, watch)
+        finally:
+            _kill_group(proc)
+            proc.wait()
+            with _lock:
+                _live.pop(proc.pid, None)
+        _raise_if_stopped()  # killed by the signal, not by its own fault: its result means nothing
         seconds = time.monotonic() - start
-        return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err))
+        timed_out = limit is not None
+        return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err),
+                           limit=limit)
 
 
-def _wait(proc: subprocess.Popen, start: float, timeout: float, watch: Optional[Callable[[float], bool]]) -> bool:
-    """Wait for the child; True when it was abandoned (the timeout, or watch said so)."""
+def _wait(proc: subprocess.Popen, start: float, timeout: float,
+          watch: Optional[Callable[[float], Optional[float]]]) -> Optional[float]:
+    """Wait for the child; None when it ended, else the limit it overran (the timeout, or watch's)."""
     while True:
         elapsed = time.monotonic() - start
         slice_ = timeout - elapsed if watch is None else min(0.05, timeout - elapsed)
         try:
             proc.wait(timeout=max(slice_, 0))
-            return False
+            return None
         except subprocess.TimeoutExpired:
             elapsed = time.monotonic() - start
-            if elapsed >= timeout or (watch is not None and watch(elapsed)):
-                return True
+            if elapsed >= timeout:
+                return timeout
+            overran = watch(elapsed) if watch is not None else None
+            if overran is not None:
+                return overran
 
 
 def _read(handle) -> str:

@@ -1,33 +1,38 @@
-"""Take a snapshot: run every probe, in parallel, each within the timeout."""
+"""Take a snapshot: run every probe, in parallel, each within its limit from the Budget."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Union
 
+from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.child import kill_children_on_error
 from mpdoctor.probes.environment import merge_extension_loads, probe_environment, probe_inventory
 from mpdoctor.probes.kernels import probe_kernels_and_torch
 from mpdoctor.probes.machine import probe_nvml
 from mpdoctor.snapshot import KernelInfo, Machine, Snapshot, utc_timestamp
 
 
-def take_snapshot(python: str, timeout: float, kernels: str = "quick") -> Snapshot:
-    """Facts about the interpreter ``python`` and this machine.
+def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "quick") -> Snapshot:
+    """Facts about the interpreter ``python`` and this machine, within ``timeout`` (--timeout, or its Budget).
 
     ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
-    (``--no-kernels``, or no precision check selected).
+    (``--no-kernels``, or no precision check selected). Every probe is a child
+    process; the whole ends within ``Budget.whole``.
     """
+    budget = Budget.of(timeout)
     created = utc_timestamp()
     quiet = threading.Event()  # the CPU kernels wait for the other probes to finish
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        nvml_job = pool.submit(probe_nvml, timeout)
+    with ThreadPoolExecutor(max_workers=2) as pool, kill_children_on_error():
+        nvml_job = pool.submit(probe_nvml, budget.nvml)
         if kernels == "off":
-            environment, torch = probe_environment(python, timeout)
+            environment, torch = probe_environment(python, budget)
             kernel_info = KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
         else:
             # One `import torch` serves the torch facts and the kernels: the kernel runner is the torch part.
-            kernel_job = pool.submit(probe_kernels_and_torch, python, timeout, kernels, quiet)
-            environment = probe_inventory(python, timeout)
+            kernel_job = pool.submit(probe_kernels_and_torch, python, budget, kernels, quiet)
+            environment = probe_inventory(python, budget)
         nvml = nvml_job.result()
         quiet.set()
         if kernels != "off":

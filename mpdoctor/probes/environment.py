@@ -13,12 +13,13 @@ import json
 import os
 import tempfile
 import typing
-from typing import Optional
+from typing import Optional, Union
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mpdoctor.probes.child import ChildResult, remote_argv, run_child
-from mpdoctor.probes.remote import redact
+from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.child import ChildResult, kill_children_on_error, remote_argv, run_child
+from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRuntime, ProbeRun, PythonEnvironment,
                                PythonInfo, TorchInfo)
@@ -46,7 +47,7 @@ class Steps:
 
     @property
     def done(self) -> bool:
-        return "done" in self.data
+        return step_names.DONE in self.data
 
     @property
     def running(self) -> str:
@@ -55,8 +56,9 @@ class Steps:
 
 
 def run_part(python: str, part: str, timeout: float) -> tuple[ChildResult, Steps]:
+    """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget)."""
     with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
-        out_path = os.path.join(tmp, f"{part}.jsonl")
+        out_path = os.path.join(tmp, step_names.PART_FILE % part)
         Path(out_path).touch()
         argv = remote_argv(python, "target", part, out_path, repr(timeout))
         result = run_child(argv, timeout)
@@ -75,15 +77,11 @@ def probe_run(result: ChildResult, steps: Steps) -> ProbeRun:
         run.status, run.step, run.detail = "crashed", steps.running, result.describe()
     elif result.exit_code != 0 or not steps.done:
         run.status, run.step = "error", steps.running
-        run.detail = f"the probe {result.describe()}" + _last_line(result.stderr)
+        last = result.stderr_last_line
+        run.detail = f"the probe {result.describe()}" + (f": {last}" if last else "")
     else:
         run.status = "ok"
     return run
-
-
-def _last_line(stderr: str) -> str:
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    return f": {redact.redact_text(lines[-1].strip())}" if lines else ""
 
 
 def _load(cls, data, default):
@@ -96,29 +94,29 @@ def _load(cls, data, default):
 
 def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
     env = PythonEnvironment(probe=probe_run(result, steps))
-    env.python = _load(PythonInfo, steps.data.get("python"), None)
-    env.markers = _load(dict[str, str], steps.data.get("markers"), {})
-    env.env = _load(dict[str, str], steps.data.get("env"), {})
-    env.module_origins = _load(dict[str, str], steps.data.get("modules"), {})
-    env.distributions = _load(list[Distribution], steps.data.get("distributions"), [])
-    env.distributions_error = _step_error(steps, "distributions")
+    env.python = _load(PythonInfo, steps.data.get(step_names.PYTHON), None)
+    env.markers = _load(dict[str, str], steps.data.get(step_names.MARKERS), {})
+    env.env = _load(dict[str, str], steps.data.get(step_names.ENV), {})
+    env.module_origins = _load(dict[str, str], steps.data.get(step_names.MODULES), {})
+    env.distributions = _load(list[Distribution], steps.data.get(step_names.DISTRIBUTIONS), [])
+    env.distributions_error = _step_error(steps, step_names.DISTRIBUTIONS)
     env.apex = apex_facts(steps)
-    env.project = _load(ProjectScan, steps.data.get("project"), ProjectScan())
-    env.project.error = _step_error(steps, "project")
-    env.oneflow = _load(OneflowInfo, steps.data.get("oneflow"), OneflowInfo())
-    env.oneflow.error = _step_error(steps, "oneflow")
+    env.project = _load(ProjectScan, steps.data.get(step_names.PROJECT), ProjectScan())
+    env.project.error = _step_error(steps, step_names.PROJECT)
+    env.oneflow = _load(OneflowInfo, steps.data.get(step_names.ONEFLOW), OneflowInfo())
+    env.oneflow.error = _step_error(steps, step_names.ONEFLOW)
     return env
 
 
 def _step_error(steps: Steps, step: str) -> str:
     """The error a guarded probe step recorded instead of its facts, if any."""
-    error = steps.data.get(f"{step}_error")
+    error = steps.data.get(step_names.ERROR % step)
     return f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else ""
 
 
 def apex_facts(steps: Steps) -> ApexInfo:
     """The env part's apex facts: where it is, what installed it, who imports it."""
-    data = steps.data.get("apex")
+    data = steps.data.get(step_names.APEX)
     info = ApexInfo()
     if isinstance(data, dict):
         resolution = data.get("resolution") if isinstance(data.get("resolution"), dict) else {}
@@ -126,21 +124,21 @@ def apex_facts(steps: Steps) -> ApexInfo:
         flat.update(resolution=resolution.get("kind", "none"), origin=resolution.get("origin", ""),
                     search_locations=resolution.get("locations", []), resolution_error=resolution.get("error", ""))
         info = _load(ApexInfo, flat, info)
-    info.error = _step_error(steps, "apex")
-    users = steps.data.get("apex_users")
+    info.error = _step_error(steps, step_names.APEX)
+    users = steps.data.get(step_names.APEX_USERS)
     if isinstance(users, dict):
         info.users_scanned = True
         info.users = _load(list[ApexImport], users.get("uses"), [])
         info.unscanned = _load(list[str], users.get("unscanned"), [])
         info.distributions_scanned = _load(int, users.get("distributions_scanned"), 0)
-    info.users_error = _step_error(steps, "apex_users")
+    info.users_error = _step_error(steps, step_names.APEX_USERS)
     return info
 
 
 def merge_extension_loads(apex: ApexInfo, steps: Steps) -> None:
     """Attach the torch part's load results to the extensions the env part found."""
-    loads = steps.data.get("apex_loads")
-    apex.loads_error = _step_error(steps, "apex_loads")
+    loads = steps.data.get(step_names.APEX_LOADS)
+    apex.loads_error = _step_error(steps, step_names.APEX_LOADS)
     if not isinstance(loads, dict):
         why = apex.loads_error or _loads_missing_reason(steps)
         for ext in apex.extensions:
@@ -156,9 +154,9 @@ def merge_extension_loads(apex: ApexInfo, steps: Steps) -> None:
 
 
 def _loads_missing_reason(steps: Steps) -> str:
-    if steps.running == "apex_loads":
+    if steps.running == step_names.APEX_LOADS:
         return "the torch probe stopped while loading them"
-    imported = steps.data.get("import")
+    imported = steps.data.get(step_names.IMPORT)
     if isinstance(imported, dict) and not imported.get("ok"):
         return "torch did not import, so they were not tried"
     return "not tried: torch did not get that far"
@@ -167,14 +165,14 @@ def _loads_missing_reason(steps: Steps) -> str:
 def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = None) -> TorchInfo:
     """The torch part's facts; ``run`` says how it went when not the child's own end (see kernels.torch_part)."""
     info = TorchInfo(probe=run or probe_run(result, steps))
-    found = steps.data.get("find")
+    found = steps.data.get(step_names.FIND)
     if isinstance(found, dict):
         info.origin = str(found.get("origin") or "")
         if not found.get("found"):
             info.status = "missing"
             _record_error(info, found.get("error"))
             return info
-    imported = steps.data.get("import")
+    imported = steps.data.get(step_names.IMPORT)
     if isinstance(imported, dict):
         info.import_warnings = _load(list[str], imported.get("warnings"), [])
         info.imported_as = str(imported.get("imported_as") or "")
@@ -185,24 +183,24 @@ def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = Non
         else:
             info.status = "import-error"
             _record_error(info, imported.get("error"))
-    elif info.probe.step == "import":
+    elif info.probe.step == step_names.IMPORT:
         info.status = {"timeout": "import-timeout", "crashed": "import-crashed"}.get(info.probe.status, "import-error")
         if info.status == "import-error":
             info.error_message = info.probe.detail
-    build = steps.data.get("build")
+    build = steps.data.get(step_names.BUILD)
     if isinstance(build, dict):
         hints = typing.get_type_hints(TorchInfo)
         for key in ("version", "cuda", "hip", "cudnn", "git_version", "arch_list", "release_archs"):
             if key in build:
                 setattr(info, key, _load(hints[key], build[key], getattr(info, key)))
         info.fact_errors.update(_load(dict[str, str], build.get("errors", {}), {}))
-    cuda = steps.data.get("cuda")
+    cuda = steps.data.get(step_names.CUDA)
     if isinstance(cuda, dict):
         info.cuda_available = cuda.get("available") if isinstance(cuda.get("available"), bool) else None
         info.device_count = cuda.get("device_count") if isinstance(cuda.get("device_count"), int) else None
         info.cuda_warnings = _load(list[str], cuda.get("warnings"), [])
         info.fact_errors.update(_load(dict[str, str], cuda.get("errors", {}), {}))
-    devices = steps.data.get("devices")
+    devices = steps.data.get(step_names.DEVICES)
     if isinstance(devices, dict):
         count = devices.get("runtime_device_count")
         info.runtime_device_count = count if isinstance(count, int) and not isinstance(count, bool) else None
@@ -222,34 +220,35 @@ def _record_error(info: TorchInfo, error: object) -> None:
 def oneflow_runtime(result: ChildResult, steps: Steps) -> OneflowRuntime:
     """What the oneflow part saw when it imported torch, then oneflow, and ran them together."""
     runtime = OneflowRuntime(probe=probe_run(result, steps))
-    found = steps.data.get("find")
+    found = steps.data.get(step_names.FIND)
     if not isinstance(found, dict) or not found.get("found"):
         return runtime  # no oneflow: nothing was imported
-    torch = steps.data.get("torch_import")
+    torch = steps.data.get(step_names.TORCH_IMPORT)
     if isinstance(torch, dict):
         runtime.torch_status = "imported" if torch.get("ok") else "import-error"
         runtime.torch_imported_as = str(torch.get("imported_as") or "")
-    imported = steps.data.get("oneflow_import")
+    imported = steps.data.get(step_names.ONEFLOW_IMPORT)
     if isinstance(imported, dict):
         runtime.status = "imported" if imported.get("ok") else "import-error"
         runtime.error_type = str(imported.get("type") or "")
         runtime.error_message = str(imported.get("message") or "")
         runtime.import_warnings = _load(list[str], imported.get("warnings"), [])
-    elif runtime.probe.step == "oneflow_import":
+    elif runtime.probe.step == step_names.ONEFLOW_IMPORT:
         runtime.status = _died_importing(runtime.probe.status)
         runtime.error_message = runtime.probe.detail
-    elif runtime.probe.step == "torch_import":  # oneflow itself was never tried
+    elif runtime.probe.step == step_names.TORCH_IMPORT:  # oneflow itself was never tried
         runtime.torch_status = _died_importing(runtime.probe.status)
         runtime.error_message = f"not tried: the probe {runtime.probe.detail or 'failed'} importing torch first"
-    build = steps.data.get("oneflow_build")
+    build = steps.data.get(step_names.ONEFLOW_BUILD)
     if isinstance(build, dict):
         _fill_build(runtime, build)
-    coexist = steps.data.get("coexist")
+    coexist = steps.data.get(step_names.COEXIST)
     if isinstance(coexist, dict):
         runtime.coexist_device = str(coexist.get("device") or "")
         runtime.coexist = _load(list[CoexistCase], coexist.get("cases"), [])
-    runtime.coexist_error = _step_error(steps, "coexist") or (
-        f"the probe {runtime.probe.detail or runtime.probe.status} during it" if runtime.probe.step == "coexist" else "")
+    runtime.coexist_error = _step_error(steps, step_names.COEXIST) or (
+        f"the probe {runtime.probe.detail or runtime.probe.status} during it"
+        if runtime.probe.step == step_names.COEXIST else "")
     return runtime
 
 
@@ -274,27 +273,29 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
     runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
 
 
-def probe_environment(python: str, timeout: float) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run the probe parts in parallel in the interpreter ``python``."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        torch_job = pool.submit(run_part, python, "torch", timeout)
-        env = probe_inventory(python, timeout)
+def probe_environment(python: str, timeout: Union[Budget, float]) -> tuple[PythonEnvironment, TorchInfo]:
+    """Run the probe parts in parallel in the interpreter ``python``, within ``timeout`` (a Budget, or --timeout)."""
+    budget = Budget.of(timeout)
+    with ThreadPoolExecutor(max_workers=1) as pool, kill_children_on_error():
+        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part)
+        env = probe_inventory(python, budget)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
     merge_extension_loads(env.apex, torch_steps)
     return env, torch
 
 
-def probe_inventory(python: str, timeout: float) -> PythonEnvironment:
+def probe_inventory(python: str, timeout: Union[Budget, float]) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
     Most environments have no oneflow, and its part would be one more interpreter
     competing with torch's import for the same cores. The torch part runs
     elsewhere: beside this (probe_environment), or in the kernel runner.
     """
-    env = environment_facts(*run_part(python, "env", timeout))
+    budget = Budget.of(timeout)
+    env = environment_facts(*run_part(python, step_names.PART_ENV, budget.part))
     oneflow = env.oneflow.packages.get("oneflow")
     if oneflow is None or oneflow.origin or oneflow.error:
-        left = max(timeout - env.probe.seconds, min(10.0, timeout))  # the parts together stay near the timeout
-        env.oneflow.runtime = oneflow_runtime(*run_part(python, "oneflow", left))
+        limit = budget.oneflow_part(env.probe.seconds)
+        env.oneflow.runtime = oneflow_runtime(*run_part(python, step_names.PART_ONEFLOW, limit))
     return env

@@ -8,67 +8,68 @@ hung, or wrote junk costs only its own entries. It judges nothing.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
 import threading
 import typing
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, remote_argv, run_child
 from mpdoctor.probes.environment import Steps, probe_run, torch_facts
-from mpdoctor.probes.remote import kernel_runner
+from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TorchInfo
 
 DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
-BOOKKEEPING = ("device", "end", "done", "retime")
+BOOKKEEPING = (step_names.DEVICE, step_names.END, step_names.DONE, step_names.RETIME)
 
 
-def runner_timeout(timeout: float) -> float:
-    """The runner's whole budget: importing torch, then every device's (restartable) run.
-
-    Each device may take ``2 * timeout`` (see kernel_runner), all in parallel.
-    """
-    return 3 * timeout + 5
-
-
-def probe_kernels(python: str, timeout: float, mode: str, quiet: Optional[threading.Event] = None) -> KernelInfo:
-    """Run every device's microkernels in ``python``; ``timeout`` is the per-probe budget.
+def probe_kernels(python: str, timeout: Union[Budget, float], mode: str,
+                  quiet: Optional[threading.Event] = None) -> KernelInfo:
+    """Run every device's microkernels in ``python`` within ``timeout`` (a Budget, or --timeout).
 
     ``quiet`` is set once the other probes are done: the CPU worker waits for it
-    (up to ``timeout``), so that the CPU kernels are not timed on cores that
-    other probes are busy importing torch on. None: start at once.
+    (up to ``Budget.quiet_wait``), so that the CPU kernels are not timed on cores
+    that other probes are busy importing torch on. None: start at once.
     """
     return probe_kernels_and_torch(python, timeout, mode, quiet)[0]
 
 
-def probe_kernels_and_torch(python: str, timeout: float, mode: str,
+def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: str,
                             quiet: Optional[threading.Event] = None) -> tuple[KernelInfo, TorchInfo, Steps]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
     child writes `cuda` and `devices` (see kernel_runner); returns the kernel facts,
-    the torch facts and the torch steps (for apex's extension loads).
+    the torch facts and the torch steps (for apex's extension loads). The runner
+    as a whole gets ``Budget.runner``, its `import torch` ``Budget.torch_import``
+    (watched from here), and enforces the rest of its limits itself, handed to it
+    on its command line (``Budget.runner_limits``).
     """
+    budget = Budget.of(timeout)
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
-        runner_file = os.path.join(tmp, "runner.jsonl")
-        quiet_file = os.path.join(tmp, kernel_runner.QUIET_FILE)
+        runner_file = os.path.join(tmp, step_names.RUNNER_FILE)
+        quiet_file = os.path.join(tmp, step_names.QUIET_FILE)
         Path(runner_file).touch()
         if quiet is None:
             Path(quiet_file).touch()
 
-        def watch(elapsed: float) -> bool:
+        def watch(elapsed: float) -> Optional[float]:
             if quiet is not None and quiet.is_set() and not os.path.exists(quiet_file):
                 Path(quiet_file).touch()
-            # `import torch` gets the same budget as in the torch probe, not the runner's whole one.
-            return elapsed > timeout and "import" not in _read_steps(runner_file).data
+            # `import torch` gets the same limit as in the torch probe, not the runner's whole one.
+            if elapsed > budget.torch_import and step_names.IMPORT not in _read_steps(runner_file).data:
+                return budget.torch_import
+            return None
 
-        argv = remote_argv(python, "kernel_runner", tmp, mode, repr(timeout))
-        result = run_child(argv, runner_timeout(timeout), watch=watch)
+        argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()))
+        result = run_child(argv, budget.runner, watch=watch)
         run, steps = torch_part(result, tmp)
         return kernel_facts(result, tmp, mode), torch_facts(result, steps, run), steps
 
@@ -80,14 +81,14 @@ def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, Steps]:
     went; `cuda` and `devices` ran in the counting child, whose death the runner
     recorded against the step it died in.
     """
-    steps = _read_steps(os.path.join(directory, kernel_runner.TORCH_FILE))
-    counted = _read_steps(os.path.join(directory, "count.jsonl"))
+    steps = _read_steps(os.path.join(directory, step_names.TORCH_FILE))
+    counted = _read_steps(os.path.join(directory, step_names.COUNT_FILE))
     if not steps.done:  # the runner died (or was killed) before CUDA: its own end says how
         return probe_run(result, steps), steps
     failure = None
-    for source, step in ((kernel_runner.FIRST_STEP, "cuda"), ("devices", "devices")):
-        data = counted.data.get(source)
-        if isinstance(data, dict) and data.get("by") == "runner":
+    for step in (step_names.CUDA, step_names.DEVICES):
+        data = counted.data.get(step)
+        if isinstance(data, dict) and data.get(step_names.BY) == step_names.SUPERVISOR:
             failure = failure or ProbeRun(status=str(data.get("status") or "error"), step=step,
                                           detail=str(data.get("detail") or ""), seconds=round(result.seconds, 3))
         elif isinstance(data, dict):
@@ -106,21 +107,21 @@ def _read_steps(path: str) -> Steps:
 
 def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
     """Facts from the runner's step files in ``directory`` and how the runner ended."""
-    runner = _read_steps(os.path.join(directory, "runner.jsonl"))
+    runner = _read_steps(os.path.join(directory, step_names.RUNNER_FILE))
     info = KernelInfo(mode=mode, probe=probe_run(result, runner))
-    imported = runner.data.get("import")
+    imported = runner.data.get(step_names.IMPORT)
     if isinstance(imported, dict) and imported.get("ok") is False:
         error = imported.get("error")
         message = error.get("message", "") if isinstance(error, dict) else ""
         mocked = isinstance(error, dict) and error.get("type") == "MockTorch"  # torch imported, as OneFlow
         info.status, info.detail = "not-run", message if mocked else f"torch did not import: {message}".rstrip(": ")
         return info
-    counted = runner.data.get("cuda")
+    counted = runner.data.get(step_names.CUDA)
     if isinstance(counted, dict) and isinstance(counted.get("available"), bool):
         info.cuda_available = counted["available"]
-    names = runner.data.get("devices")
+    names = runner.data.get(step_names.DEVICES)
     names = names if isinstance(names, list) else []
-    info.devices = [device_facts(name, _read_steps(os.path.join(directory, f"device-{i}.jsonl")))
+    info.devices = [device_facts(name, _read_steps(os.path.join(directory, step_names.DEVICE_FILE % i)))
                     for i, name in enumerate(names) if isinstance(name, str)]  # numbered as the runner did
     if info.probe.status == "ok":
         info.status = "ok"
@@ -136,7 +137,7 @@ def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
 def device_facts(name: str, steps: Steps) -> DeviceKernels:
     """One device's facts; a step whose data does not fit its shape becomes an error entry."""
     device = DeviceKernels(device=name)
-    claims = steps.data.get("device")
+    claims = steps.data.get(step_names.DEVICE)
     if isinstance(claims, dict):
         for key in DEVICE_FACTS:
             if key in claims:
@@ -146,7 +147,7 @@ def device_facts(name: str, steps: Steps) -> DeviceKernels:
                     pass
         if claims.get("status") in ("crashed", "timeout", "error"):  # the device never started
             device.status, device.detail = claims["status"], str(claims.get("detail", ""))
-    end = steps.data.get("end")
+    end = steps.data.get(step_names.END)
     if isinstance(end, dict):
         if device.status == "not-run":
             device.status = str(end.get("status") or "error")
@@ -156,7 +157,7 @@ def device_facts(name: str, steps: Steps) -> DeviceKernels:
         device.seconds = float(seconds) if _number(seconds) else 0.0
     device.results = [kernel_result(key, data) for key, data in steps.data.items()
                       if key not in BOOKKEEPING and known_key(key)]
-    _keep_faster(device.results, steps.data.get("retime"))
+    _keep_faster(device.results, steps.data.get(step_names.RETIME))
     return device
 
 

@@ -1,18 +1,31 @@
-"""Probe the NVIDIA driver and GPUs through NVML, in mpdoctor's own process.
+"""Probe the NVIDIA driver and GPUs through NVML, in a child of mpdoctor's own interpreter.
 
-NVML calls go into the driver and can block (a GPU falling off the bus, a wedged
-driver), so the whole probe runs in a daemon thread that is abandoned at the
-timeout. Each failure becomes a fact with NVML's own error name, never a crash.
+NVML calls go into the driver: they can block (a GPU falling off the bus, a
+wedged driver) and libnvidia-ml can crash. So, like every other probe, NVML runs
+in a child process through :func:`mpdoctor.probes.child.run_child`, with its own
+limit (``Budget.nvml``): a hang becomes a ``timeout`` fact, a crash an ``error``
+fact (reason ``Crashed``), and neither costs mpdoctor. The child is mpdoctor's
+own interpreter (``sys.executable``, where nvidia-ml-py is installed with
+mpdoctor), not the one under diagnosis: NVML is a fact about the machine.
+
+The child runs :func:`nvml_child`: :func:`nvml_record`, a pure function of the
+NVML module, as JSON on stdout; :func:`collect_nvml` is the same as an
+``NvmlInfo``. Each NVML failure becomes a fact with NVML's own error name,
+never a crash. This module imports only the standard library at the top, so the
+child costs an interpreter start and pynvml (about 40 ms of CPU), not
+mpdoctor's snapshot classes.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import json
+import os
+import sys
 from types import ModuleType
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from mpdoctor.snapshot import MigDevice, NvmlGpu, NvmlInfo
+if TYPE_CHECKING:
+    from mpdoctor.snapshot import NvmlInfo
 
 # NVML error names that mean "no usable NVIDIA driver here", as opposed to a fault.
 UNAVAILABLE = {"LibraryNotFound", "DriverNotLoaded", "FunctionNotFound"}
@@ -53,8 +66,8 @@ def _optional(call: Callable[[], object]) -> Optional[object]:
         return None
 
 
-def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list[MigDevice]]:
-    """MIG mode and MIG devices; pre-Ampere GPUs raise NotSupported (mode None)."""
+def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list[dict[str, Any]]]:
+    """MIG mode and MIG devices (``MigDevice`` fields); pre-Ampere GPUs raise NotSupported (mode None)."""
     mode = _optional(lambda: nvml.nvmlDeviceGetMigMode(handle))
     if not mode:
         return None, []
@@ -67,84 +80,131 @@ def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list
             if mig is None:  # NotFound: an empty slot
                 continue
             memory = _optional(lambda: nvml.nvmlDeviceGetMemoryInfo(mig))
-            devices.append(MigDevice(
-                index=slot,
-                name=_text(_optional(lambda: nvml.nvmlDeviceGetName(mig)) or ""),
-                uuid=_text(_optional(lambda: nvml.nvmlDeviceGetUUID(mig)) or ""),
-                memory_total=int(memory.total) if memory is not None else None,
-            ))
+            devices.append({
+                "index": slot,
+                "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(mig)) or ""),
+                "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(mig)) or ""),
+                "memory_total": int(memory.total) if memory is not None else None,
+            })
     return enabled, devices
 
 
-def _gpu(nvml: ModuleType, index: int) -> NvmlGpu:
+def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
+    """One GPU's ``NvmlGpu`` fields."""
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
-    gpu = NvmlGpu(index=index)
-    gpu.name = _text(_optional(lambda: nvml.nvmlDeviceGetName(handle)) or "")
-    gpu.uuid = _text(_optional(lambda: nvml.nvmlDeviceGetUUID(handle)) or "")
     pci = _optional(lambda: nvml.nvmlDeviceGetPciInfo(handle))
-    gpu.pci_bus_id = normalise_pci_bus_id(pci.busId) if pci is not None else ""
     memory = _optional(lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
-    gpu.memory_total = int(memory.total) if memory is not None else None
     capability = _optional(lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle))
-    gpu.compute_capability = f"{capability[0]}.{capability[1]}" if capability else ""
-    gpu.mig_enabled, gpu.mig_devices = _mig_devices(nvml, handle)
-    return gpu
+    mig_enabled, mig_devices = _mig_devices(nvml, handle)
+    return {
+        "index": index,
+        "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(handle)) or ""),
+        "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(handle)) or ""),
+        "pci_bus_id": normalise_pci_bus_id(pci.busId) if pci is not None else "",
+        "memory_total": int(memory.total) if memory is not None else None,
+        "compute_capability": f"{capability[0]}.{capability[1]}" if capability else "",
+        "mig_enabled": mig_enabled,
+        "mig_devices": mig_devices,
+    }
 
 
-def collect_nvml(nvml: ModuleType) -> NvmlInfo:
-    """Every NVML fact, or the error that stopped the collection."""
-    info = NvmlInfo()
+def nvml_record(nvml: ModuleType) -> dict[str, Any]:
+    """Every NVML fact, or the error that stopped the collection: ``NvmlInfo``'s fields, as plain data."""
     try:
         nvml.nvmlInit()
     except Exception as exc:
         name = nvml_error_name(exc)
-        info.status = "unavailable" if name in UNAVAILABLE else "error"
-        info.reason, info.detail = name, _text(exc)
-        return info
+        return {"status": "unavailable" if name in UNAVAILABLE else "error", "reason": name, "detail": _text(exc)}
+    info: dict[str, Any] = {}
     try:
-        info.driver_version = _text(_optional(nvml.nvmlSystemGetDriverVersion) or "")
-        info.nvml_version = _text(_optional(nvml.nvmlSystemGetNVMLVersion) or "")
+        info["driver_version"] = _text(_optional(nvml.nvmlSystemGetDriverVersion) or "")
+        info["nvml_version"] = _text(_optional(nvml.nvmlSystemGetNVMLVersion) or "")
         encoded = _optional(nvml.nvmlSystemGetCudaDriverVersion)
-        info.cuda_driver_version = cuda_version_text(int(encoded)) if encoded else ""
-        count = nvml.nvmlDeviceGetCount()
-        for index in range(count):
+        info["cuda_driver_version"] = cuda_version_text(int(encoded)) if encoded else ""
+        gpus = info["gpus"] = []
+        for index in range(nvml.nvmlDeviceGetCount()):
             try:
-                info.gpus.append(_gpu(nvml, index))
+                gpus.append(_gpu(nvml, index))
             except Exception as exc:  # e.g. NoPermission on a GPU of another container
-                info.gpus.append(NvmlGpu(index=index, error=f"{nvml_error_name(exc)}: {_text(exc)}"))
-        info.status = "ok"
+                gpus.append({"index": index, "error": f"{nvml_error_name(exc)}: {_text(exc)}"})
+        info["status"] = "ok"
     except Exception as exc:
-        info.status, info.reason, info.detail = "error", nvml_error_name(exc), _text(exc)
+        info.update(status="error", reason=nvml_error_name(exc), detail=_text(exc))
     finally:
         _optional(nvml.nvmlShutdown)
     return info
 
 
+def collect_nvml(nvml: ModuleType) -> NvmlInfo:
+    """:func:`nvml_record` as the snapshot's ``NvmlInfo``."""
+    from mpdoctor.schema.serde import from_data
+    from mpdoctor.snapshot import NvmlInfo
+
+    return from_data(NvmlInfo, nvml_record(nvml))
+
+
 def _import_pynvml() -> ModuleType:
-    import pynvml  # from nvidia-ml-py; imported lazily, it is not needed for --help
+    import pynvml  # from nvidia-ml-py; imported in the NVML child only
 
     return pynvml
 
 
-def probe_nvml(timeout: float, loader: Callable[[], ModuleType] = _import_pynvml) -> NvmlInfo:
-    """NVML facts within ``timeout`` seconds; a hang becomes a 'timeout' fact."""
-    start = time.monotonic()
-    box: dict[str, NvmlInfo] = {}
+def nvml_facts(loader: Callable[[], ModuleType] = _import_pynvml) -> NvmlInfo:
+    """What NVML says, in this process, as ``NvmlInfo`` (tests call it with a stand-in module)."""
+    from mpdoctor.schema.serde import from_data
+    from mpdoctor.snapshot import NvmlInfo
 
-    def work() -> None:
-        try:
-            nvml = loader()
-        except Exception as exc:
-            box["info"] = NvmlInfo(status="unavailable", reason="PynvmlMissing",
-                                   detail=f"cannot import pynvml (nvidia-ml-py): {exc}")
-            return
-        box["info"] = collect_nvml(nvml)
+    return from_data(NvmlInfo, _record(loader))
 
-    thread = threading.Thread(target=work, name="mpdoctor-nvml", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    info = box.get("info") or NvmlInfo(
-        status="timeout", detail=f"NVML did not answer within {timeout:g} s; the driver may be hung"
-    )
-    info.seconds = round(time.monotonic() - start, 3)
+
+def _record(loader: Callable[[], ModuleType]) -> dict[str, Any]:
+    try:
+        nvml = loader()
+    except Exception as exc:
+        return {"status": "unavailable", "reason": "PynvmlMissing",
+                "detail": f"cannot import pynvml (nvidia-ml-py): {exc}"}
+    return nvml_record(nvml)
+
+
+def nvml_child() -> None:
+    """The NVML child's main: the facts as one line of JSON on stdout."""
+    sys.stdout.write(json.dumps(_record(_import_pynvml)) + "\n")
+    sys.stdout.flush()
+
+
+def nvml_argv() -> list[str]:
+    """This interpreter, running :func:`nvml_child` of this very mpdoctor (not one the working directory holds)."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys\n"
+            "if sys.path and sys.path[0] == '': del sys.path[0]  # -c put the working directory first\n"
+            f"if {package_parent!r} not in sys.path: sys.path.insert(0, {package_parent!r})\n"
+            "from mpdoctor.probes.machine import nvml_child\n"
+            "nvml_child()\n")
+    return [sys.executable, "-c", code]
+
+
+def probe_nvml(timeout: float) -> NvmlInfo:
+    """NVML facts from a child given ``timeout`` seconds (``Budget.nvml``); a hang or crash is a fact too."""
+    from mpdoctor.probes.child import run_child, seconds_text
+    from mpdoctor.schema.serde import DataError, from_data
+    from mpdoctor.snapshot import NvmlInfo
+
+    result = run_child(nvml_argv(), timeout)
+    if result.timed_out:
+        info = NvmlInfo(status="timeout",
+                        detail=f"NVML did not answer within {seconds_text(timeout)} s; the driver may be hung")
+    else:
+        info = None
+        if result.exit_code == 0:
+            try:
+                info = from_data(NvmlInfo, json.loads(result.stdout.strip().splitlines()[-1]))
+            except (IndexError, ValueError, DataError):
+                pass
+        if info is None:
+            how = "wrote no facts" if result.exit_code == 0 else result.describe()
+            last = result.stderr_last_line
+            # A signal is a crash inside libnvidia-ml (or pynvml); anything else, a probe that could not run.
+            info = NvmlInfo(status="error", reason="Crashed" if result.signal_name else "ProbeFailed",
+                            detail=f"the NVML probe {how}" + (f": {last}" if last else ""))
+    info.seconds = round(result.seconds, 3)
     return info

@@ -1,0 +1,144 @@
+"""The one ``--timeout``, and every time limit mpdoctor derives from it.
+
+``--timeout T`` (``check``, ``explain --check``: default 60; ``audit``: 120) is
+the only knob. Every limit is derived here, once, by :meth:`Budget.from_timeout`:
+host code (``mpdoctor.probes``) takes its limits from a Budget, and code that
+runs in the target interpreter (``probes/remote/``) is handed the numbers it
+needs on its command line (:meth:`Budget.runner_argv` for the kernel runner).
+
+============== ================================= ====== ====== ====== =============================================
+limit          derivation (T = --timeout)         T=0.5  T=20   T=60   what it bounds (who enforces it)
+============== ================================= ====== ====== ====== =============================================
+part           T                                  0.5    20     60     one environment-probe part: the env part, the
+                                                                       torch part with --no-kernels (run_child)
+oneflow_floor  min(10, T)                         0.5    10     10     the oneflow part gets what the env part left of
+                                                                       T, but at least this (:meth:`oneflow_part`)
+apex_users     min(3, T/4)                        0.125  3      3      the env part's scan of installed code for apex
+                                                                       imports (target.py, from its part's limit)
+project_scan   min(1.5, T/6)                      0.083  1.5    1.5    the env part's scan of the working directory
+                                                                       (target.py, from its part's limit)
+nvml           T                                  0.5    20     60     the NVML child (machine.py, run_child)
+torch_import   T                                  0.5    20     60     the kernel runner's ``import torch``: the same as
+                                                                       the torch part's whole limit (host watch)
+apex_loads     min(20, T/3)                       0.167  6.67   20     importing every apex extension, after torch
+                                                                       (target.py, from the limit it is given)
+apex_load_each min(apex_loads,                    0.167  2.22   6.67   one apex extension's import (loads.py)
+               max(1, min(10, apex_loads/3)))
+cuda_count     T                                  0.5    20     60     each step of the runner's counting child: CUDA
+                                                                       start and device count, device properties
+device_start   T                                  0.5    20     60     a device worker's first step, which starts the
+                                                                       device (a CUDA context)
+kernel_step    min(device_run, max(2, T/4))       1      5      15     one microkernel test making no progress
+device_run     2T                                 1      40     120    each device's whole run (and the counting
+                                                                       child's), from when the runner forks them
+quiet_wait     T                                  0.5    20     60     how long the CPU worker waits for the other
+                                                                       probes to finish (within device_run)
+runner         torch_import + apex_loads          6.67   71.7   205    the kernel runner, end to end (run_child)
+               + device_run + 5
+checkpoint     T                                  0.5    20     60     ``mpdoctor audit``: one pickled file's
+                                                                       torch.load child (run_child)
+whole          max(runner, part + oneflow_floor,  6.67   71.7   205    all the probing of one ``check``: the parts
+               nvml)                                                   run in parallel (see below)
+============== ================================= ====== ====== ====== =============================================
+
+How the pieces run: NVML, the kernel runner (which is also the torch part) and
+the env part then the oneflow part run side by side; with ``--no-kernels`` the
+torch part replaces the runner. So the probing of a whole ``check`` ends within
+``whole`` <= ``WHOLE_FACTOR`` x T + ``RUNNER_SLACK`` s (at most 3.34 T + 5: the
+runner is the longest), plus the CLI's own start and the judging; Ctrl-C or
+SIGTERM end it at once (``child.py``).
+
+Three values differ from what was derived before this module existed:
+
+* ``runner`` was ``3T + 5``, less than the sum of its own sequential limits
+  (``import torch`` T, the apex loads up to min(20, T/3), then the devices 2T):
+  a run whose apex extensions hung could be killed whole before its devices'
+  deadline. It is now that sum plus the same 5 s of slack.
+* ``kernel_step`` and ``apex_load_each`` are capped at the limit that contains
+  them (``device_run``, ``apex_loads``): below T = 1 (kernel_step: 2 s) and
+  T = 3 (apex_load_each: 1 s) they were longer than the whole they sit in, so
+  the outer limit always fired first. Nothing ends differently.
+
+``apex_users``, ``project_scan``, ``apex_loads`` and ``apex_load_each`` are
+still derived inside the target (``remote/target.py`` and ``remote/loads.py``,
+from the limit the torch or env part is given, with the same formulas; loads.py
+leaves apex_load_each uncapped, and its apex_loads deadline caps it instead).
+They are listed so that this table is complete, and should come on the parts'
+command lines too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Union
+
+RUNNER_SLACK = 5.0  # s: the kernel runner's start and end around its timed phases
+WHOLE_FACTOR = 3.5  # ``whole`` <= WHOLE_FACTOR * T + RUNNER_SLACK for every T (tests/test_budget.py)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Every time limit of one run, in seconds, derived from ``--timeout`` (see the module's table)."""
+
+    timeout: float
+    part: float
+    oneflow_floor: float
+    apex_users: float
+    project_scan: float
+    nvml: float
+    torch_import: float
+    apex_loads: float
+    apex_load_each: float
+    cuda_count: float
+    device_start: float
+    kernel_step: float
+    device_run: float
+    quiet_wait: float
+    runner: float
+    checkpoint: float
+
+    @classmethod
+    def from_timeout(cls, timeout: float) -> "Budget":
+        t = float(timeout)
+        if not t > 0:
+            raise ValueError(f"a timeout must be positive, not {timeout!r}")
+        apex_loads = min(20.0, t / 3)
+        device_run = 2 * t
+        return cls(
+            timeout=t,
+            part=t,
+            oneflow_floor=min(10.0, t),
+            apex_users=min(3.0, t / 4),
+            project_scan=min(1.5, t / 6),
+            nvml=t,
+            torch_import=t,
+            apex_loads=apex_loads,
+            apex_load_each=min(apex_loads, max(1.0, min(10.0, apex_loads / 3))),
+            cuda_count=t,
+            device_start=t,
+            kernel_step=min(device_run, max(2.0, t / 4)),
+            device_run=device_run,
+            quiet_wait=t,
+            runner=t + apex_loads + device_run + RUNNER_SLACK,
+            checkpoint=t,
+        )
+
+    @classmethod
+    def of(cls, value: Union["Budget", float]) -> "Budget":
+        """``value`` if it is a Budget already, else the Budget of that ``--timeout``."""
+        return value if isinstance(value, Budget) else cls.from_timeout(value)
+
+    @property
+    def whole(self) -> float:
+        """All the probing of one check: the longest of the probes that run side by side."""
+        return max(self.runner, self.part + self.oneflow_floor, self.nvml)
+
+    def oneflow_part(self, env_seconds: float) -> float:
+        """The oneflow part's limit once the env part took ``env_seconds``: the parts together stay near T."""
+        return max(self.part - env_seconds, self.oneflow_floor)
+
+    def runner_limits(self) -> dict[str, float]:
+        """The numbers the kernel runner enforces itself (``kernel_runner.main`` reads them from its argv)."""
+        wanted = ("part", "cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")
+        return {key: value for key, value in asdict(self).items() if key in wanted}
+

@@ -1,0 +1,114 @@
+"""The one --timeout and every limit derived from it (mpdoctor/probes/budget.py).
+
+The derived values are pinned for a few timeouts, the limits are checked to nest
+(no part may outlive the whole it belongs to; the whole check is bounded by a
+stated multiple of --timeout), the kernel runner is checked to read exactly the
+numbers it is handed, and a limit is printed as given ("0.5 s", not "1 s").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import dist_info
+from mpdoctor.probes.budget import RUNNER_SLACK, WHOLE_FACTOR, Budget
+from mpdoctor.probes.child import ChildResult, seconds_text
+from mpdoctor.probes.remote import kernel_runner
+
+PINNED = {
+    0.5: dict(part=0.5, oneflow_floor=0.5, apex_users=0.125, project_scan=0.5 / 6, nvml=0.5, torch_import=0.5,
+              apex_loads=0.5 / 3, apex_load_each=0.5 / 3, cuda_count=0.5, device_start=0.5, kernel_step=1.0,
+              device_run=1.0, quiet_wait=0.5, runner=0.5 + 0.5 / 3 + 1.0 + 5, checkpoint=0.5),
+    20: dict(part=20, oneflow_floor=10, apex_users=3, project_scan=1.5, nvml=20, torch_import=20,
+             apex_loads=20 / 3, apex_load_each=20 / 9, cuda_count=20, device_start=20, kernel_step=5,
+             device_run=40, quiet_wait=20, runner=20 + 20 / 3 + 40 + 5, checkpoint=20),
+    60: dict(part=60, oneflow_floor=10, apex_users=3, project_scan=1.5, nvml=60, torch_import=60,
+             apex_loads=20, apex_load_each=20 / 3, cuda_count=60, device_start=60, kernel_step=15,
+             device_run=120, quiet_wait=60, runner=205, checkpoint=60),
+}
+TIMEOUTS = [0.1, 0.5, 1, 2.5, 8, 15, 20, 45, 60, 61, 120, 600, 3600]
+
+
+@pytest.mark.parametrize("timeout", sorted(PINNED))
+def test_derived_limits_are_pinned(timeout):
+    budget = Budget.from_timeout(timeout)
+    values = {key: value for key, value in dataclasses.asdict(budget).items() if key != "timeout"}
+    assert values == pytest.approx(PINNED[timeout])
+    assert set(values) == set(PINNED[timeout])  # a new limit gets pinned too
+    assert budget.timeout == timeout
+
+
+@pytest.mark.parametrize("timeout", TIMEOUTS)
+def test_every_limit_fits_in_the_whole_check(timeout):
+    b = Budget.from_timeout(timeout)
+    for name, value in dataclasses.asdict(b).items():
+        assert 0 < value <= b.whole, name
+    # The whole check is bounded by a stated multiple of --timeout.
+    assert b.whole <= WHOLE_FACTOR * timeout + RUNNER_SLACK
+    # The kernel runner outlives its own sequential phases: import, apex loads, then the devices.
+    assert b.torch_import + b.apex_loads + b.device_run <= b.runner
+    # Inside a device's run: starting it, one stalled test, the CPU worker's wait, the counting child's steps.
+    assert max(b.device_start, b.kernel_step, b.quiet_wait, b.cuda_count) <= b.device_run
+    assert b.apex_load_each <= b.apex_loads <= b.part
+    assert b.apex_users + b.project_scan <= b.part  # the env part's scans leave it time for the rest
+    # The env part then the oneflow part, however long the env part took, end within part + oneflow_floor.
+    for env_seconds in (0, b.part / 2, b.part):
+        assert env_seconds + b.oneflow_part(env_seconds) <= b.part + b.oneflow_floor <= b.whole
+
+
+def test_the_oneflow_part_gets_what_the_env_part_left_but_a_floor():
+    b = Budget.from_timeout(60)
+    assert b.oneflow_part(2.0) == 58.0
+    assert b.oneflow_part(59.0) == 10.0
+    assert Budget.from_timeout(5).oneflow_part(4.0) == 5.0  # the floor is min(10, T)
+
+
+def test_a_budget_is_frozen_and_needs_a_positive_timeout():
+    budget = Budget.from_timeout(60)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        budget.part = 1.0  # type: ignore[misc]
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError):
+            Budget.from_timeout(bad)
+    assert Budget.of(budget) is budget and Budget.of(60) == budget
+
+
+def test_the_kernel_runner_reads_exactly_the_numbers_it_is_handed():
+    """kernel_runner.main uses limits["..."] from its argv, every one of them, and derives none."""
+    source = Path(kernel_runner.__file__).read_text(encoding="utf-8")
+    main = source[source.index("def main(argv):"):]
+    used = set(re.findall(r'limits\["(\w+)"\]', main))
+    assert used == set(Budget.from_timeout(60).runner_limits())
+    assert "timeout" not in re.sub(r'"""(.|\n)*?"""', "", main)  # no --timeout left to derive from
+
+
+def test_limits_are_printed_as_given():
+    assert [seconds_text(s) for s in (0.5, 1.0, 2, 6.667, 15, 185, 0.125)] == ["0.5", "1", "2", "6.7", "15", "185",
+                                                                                  "0.1"]
+    killed = ChildResult(exit_code=None, timed_out=True, seconds=0.62, stdout="", stderr="", limit=0.5)
+    assert killed.describe() == "did not finish within 0.5 s and was killed"
+    # Without a limit (a result built by hand), how long it ran.
+    assert ChildResult(None, True, 30.0, "", "").describe() == "did not finish within 30 s and was killed"
+
+
+def test_check_with_half_a_second_says_half_a_second(fake_venv):
+    venv = fake_venv("torch-sleeps", {"torch/__init__.py": "import time\ntime.sleep(600)\n",
+                                      **dist_info("torch", "2.3.0")})
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    proc = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--python", str(fake_venv.python(venv)),
+                           "--format", "json", "--timeout", "0.5"], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout)
+    torch = report["snapshot"]["torch"]
+    assert torch["status"] == "import-timeout", torch
+    assert torch["probe"]["detail"] == "did not finish within 0.5 s and was killed"
+    assert not re.search(r"within [01] s", proc.stdout)
