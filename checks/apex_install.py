@@ -12,7 +12,9 @@ from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
 
 
-@check("APEX001", "pypi-apex-impostor", family=FAMILY, needs=("project",))
+@check("APEX001", "pypi-apex-impostor", family=FAMILY, needs=("project",),
+       fires_on=("apex-pypi-impostor",),
+       quiet_on=("apex-incident1", "apex-checkout-in-cwd", "cpu-laptop"))
 def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     """The `apex` installed is an unrelated PyPI project, not NVIDIA apex.
 
@@ -52,7 +54,9 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
                      *_apex.build_steps(snap)])
 
 
-@check("APEX002", "apex-without-extensions", family=FAMILY)
+@check("APEX002", "apex-without-extensions", family=FAMILY,
+       fires_on=("apex-python-only",),
+       quiet_on=("apex-stale-torch", "apex-pypi-impostor", "apex-checkout-in-cwd"))
 def without_extensions(snap: Snapshot) -> Iterator[Finding]:
     """NVIDIA apex is installed without its compiled extensions (a Python-only build).
 
@@ -92,7 +96,9 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
     yield make(title, evidence, steps)
 
 
-@check("APEX003", "apex-extension-fails-to-load", family=FAMILY, defers_to=("APEX004",))
+@check("APEX003", "apex-extension-fails-to-load", family=FAMILY, defers_to=("APEX004",),
+       fires_on=("apex-stale-torch",),
+       quiet_on=("apex-cuda11", "apex-python-only", "apex-incident1"))
 def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     """A compiled apex extension does not load against the installed torch.
 
@@ -143,7 +149,9 @@ def _load_failure(snap: Snapshot, broken) -> Finding:
     return error(title, evidence, steps)
 
 
-@check("APEX004", "apex-cuda-mismatch", family=FAMILY)
+@check("APEX004", "apex-cuda-mismatch", family=FAMILY,
+       fires_on=("apex-cuda11",),
+       quiet_on=("apex-stale-torch", "apex-incident1", "oneflow-cuda-mismatch"))
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """apex's extensions were built for another CUDA than torch's.
 
@@ -171,7 +179,9 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     yield error(title, evidence, steps)
 
 
-@check("APEX009", "stray-apex-on-path", family=FAMILY)
+@check("APEX009", "stray-apex-on-path", family=FAMILY,
+       fires_on=("apex-checkout-in-cwd",),
+       quiet_on=("apex-incident1", "apex-pypi-impostor", "torch-leftover-directory"))
 def stray_apex(snap: Snapshot) -> Iterator[Finding]:
     """An apex directory that no installer owns is on the import path, or shadows the installed apex.
 

@@ -66,7 +66,9 @@ def _keep_apex_note(snap: Snapshot) -> list[Step]:
     return [Step(f"Careful: {', '.join(needed_by)} declare a dependency on apex; uninstalling it may break them")]
 
 
-@check("APEX005", "apex-fused-norm-swap", family=FAMILY)
+@check("APEX005", "apex-fused-norm-swap", family=FAMILY,
+       fires_on=("apex-incident1", "apex-amp-removed", "apex-python-only"),
+       quiet_on=("oneflow-incident2", "apex-amp-mixed", "apex-pypi-impostor"))
 def fused_norm_swap(snap: Snapshot) -> Iterator[Finding]:
     """Installed libraries silently swap their layer norms for apex's fused ones.
 
@@ -104,7 +106,9 @@ def _amp_users(snap: Snapshot) -> tuple[list[ApexImport], list[ApexImport]]:
     return installed, project
 
 
-@check("APEX006", "apex-amp-unavailable", family=FAMILY, needs=("project",))
+@check("APEX006", "apex-amp-unavailable", family=FAMILY, needs=("project",),
+       fires_on=("apex-amp-removed",),
+       quiet_on=("apex-incident1", "apex-amp-mixed", "apex-python-only"))
 def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """Code imports `apex.amp`, but the apex here has none.
 
@@ -152,7 +156,9 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     yield error(title, evidence, steps)
 
 
-@check("APEX007", "apex-amp-and-torch-amp", family=FAMILY, needs=("project",))
+@check("APEX007", "apex-amp-and-torch-amp", family=FAMILY, needs=("project",),
+       fires_on=("apex-amp-mixed",),
+       quiet_on=("apex-incident1", "apex-amp-removed", "oneflow-incident2"))
 def both_amps(snap: Snapshot) -> Iterator[Finding]:
     """Your code uses apex.amp and torch's AMP together.
 
@@ -176,7 +182,9 @@ def both_amps(snap: Snapshot) -> Iterator[Finding]:
                         "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)")])
 
 
-@check("APEX008", "apex-amp-deprecated", family=FAMILY, needs=("project",))
+@check("APEX008", "apex-amp-deprecated", family=FAMILY, needs=("project",),
+       fires_on=("apex-incident1", "apex-amp-mixed"),
+       quiet_on=("apex-amp-removed", "apex-python-only"))
 def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
     """Code relies on apex.amp, which works here but is gone from newer apex.
 

@@ -12,7 +12,10 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "driver"
 
 
-@check("DRV001", "nvml-unusable", family=FAMILY)
+@check("DRV001", "nvml-unusable", family=FAMILY,
+       fires_on=("nvml-rm-mismatch", "nvml-library-not-found", "nvml-no-permission", "nvml-timeout",
+                 "nvml-driver-not-loaded"),
+       quiet_on=("cpu-laptop", "h100-node-healthy", "pynvml-legacy-shadows"))
 def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     """NVML, the driver's management library, is present but failing.
 

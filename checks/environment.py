@@ -13,7 +13,9 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "environment"
 
 
-@check("ENV001", "environment-probe-failed", family=FAMILY)
+@check("ENV001", "environment-probe-failed", family=FAMILY,
+       fires_on=("environment-probe-failed",),
+       quiet_on=("torch-import-crash", "torch-missing"))
 def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
     """mpdoctor could not inventory the Python environment under diagnosis.
 
@@ -44,7 +46,9 @@ def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("ENV002", "broken-distribution-metadata", family=FAMILY)
+@check("ENV002", "broken-distribution-metadata", family=FAMILY,
+       fires_on=("precision-stack-conflicts",),
+       quiet_on=("torch-leftover-directory", "cpu-laptop"))
 def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
     """An installed distribution has unreadable or incomplete metadata.
 

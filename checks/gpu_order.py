@@ -23,7 +23,10 @@ def _uuid_steps(rows, why: str) -> list[Step]:
     return [Step(why, fixes.export("CUDA_VISIBLE_DEVICES", uuids))]
 
 
-@check("GPU001", "cuda-order-differs-from-nvidia-smi", family=FAMILY)
+@check("GPU001", "cuda-order-differs-from-nvidia-smi", family=FAMILY,
+       fires_on=("titan-rtx-1080ti-cpu-torch", "torch-missing", "titan-1080ti-fastest-first",
+                 "titan-1080ti-visible-devices-1", "a100-t4-fastest-first"),
+       quiet_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "h100-node-healthy"))
 def cuda_order_differs(snap: Snapshot) -> Iterator[Finding]:
     """`cuda:N` is not the GPU that nvidia-smi calls N.
 
@@ -94,7 +97,9 @@ def _unconfirmed(view) -> Iterator[Finding]:
     )
 
 
-@check("GPU002", "default-gpu-not-most-capable", family=FAMILY)
+@check("GPU002", "default-gpu-not-most-capable", family=FAMILY,
+       fires_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "kernels-titan-1080ti"),
+       quiet_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first", "titan-1080ti-visible-devices-1"))
 def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
     """`cuda:0`, where work goes by default, is not the most capable visible GPU.
 
@@ -130,7 +135,9 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
     yield warning(title, env_evidence(view) + [describe(row) for row in rows], steps)
 
 
-@check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY, superseded_by=("GPU002",))
+@check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY, superseded_by=("GPU002",),
+       fires_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first"),
+       quiet_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "titan-1080ti-visible-devices-1", "h100-node-healthy"))
 def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     """The visible GPUs differ in what precisions they support.
 

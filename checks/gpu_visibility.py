@@ -33,7 +33,9 @@ def _uuid_list(snap: Snapshot) -> list[str]:
     return [f"nvidia-smi {g.index}: {g.name} {g.uuid}" for g in snap.machine.nvml.gpus if g.uuid]
 
 
-@check("GPU004", "cuda-visible-devices-drops-gpus", family=FAMILY)
+@check("GPU004", "cuda-visible-devices-drops-gpus", family=FAMILY,
+       fires_on=("visible-devices-out-of-range", "visible-devices-duplicate"),
+       quiet_on=("visible-devices-unknown-uuid", "titan-1080ti-visible-devices-1", "h100-mig-two-selected"))
 def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` silently drops some of the GPUs it lists.
 
@@ -67,7 +69,9 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
                   f"{problems[0] if problems else 'entries are dropped'}", evidence, steps)
 
 
-@check("GPU005", "cuda-visible-devices-hides-all", family=FAMILY)
+@check("GPU005", "cuda-visible-devices-hides-all", family=FAMILY,
+       fires_on=("cuda-hidden-by-env", "visible-devices-unknown-uuid", "slurm-nodevfiles"),
+       quiet_on=("visible-devices-out-of-range", "titan-1080ti-visible-devices-1", "cuda-unknown-error"))
 def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` hides every GPU from CUDA.
 
@@ -97,7 +101,9 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     yield make(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, steps)
 
 
-@check("GPU006", "cuda-device-order-unknown", family=FAMILY)
+@check("GPU006", "cuda-device-order-unknown", family=FAMILY,
+       fires_on=("device-order-typo",),
+       quiet_on=("titan-1080ti-pci-order", "titan-1080ti-fastest-first"))
 def device_order_unknown(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_DEVICE_ORDER` has a value CUDA does not document.
 
@@ -119,7 +125,9 @@ def device_order_unknown(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("GPU007", "gpus-invisible-to-cuda", family=FAMILY)
+@check("GPU007", "gpus-invisible-to-cuda", family=FAMILY,
+       fires_on=("gpus-missing-from-cuda",),
+       quiet_on=("titan-1080ti-visible-devices-1", "cuda-hidden-by-env", "h100-mig-one-selected"))
 def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
     """NVML sees GPUs that CUDA, in this environment, does not.
 
@@ -151,7 +159,9 @@ def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
     yield (info if foreign else warning)(title, evidence, steps)
 
 
-@check("GPU008", "several-mig-devices-selected", family=FAMILY)
+@check("GPU008", "several-mig-devices-selected", family=FAMILY,
+       fires_on=("h100-mig-two-selected",),
+       quiet_on=("h100-mig-one-selected", "visible-devices-duplicate"))
 def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` selects more than one MIG device.
 

@@ -12,7 +12,9 @@ from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 
-@check("ONEFLOW001", "oneflow-placeholder", family=FAMILY, needs=("project",))
+@check("ONEFLOW001", "oneflow-placeholder", family=FAMILY, needs=("project",),
+       fires_on=("oneflow-pypi-placeholder",),
+       quiet_on=("oneflow-import-fails", "onediff-without-oneflow", "oneflow-cuda-mismatch"))
 def placeholder(snap: Snapshot) -> Iterator[Finding]:
     """The `oneflow` installed is PyPI's placeholder, or another oneflow without its native core.
 
@@ -65,7 +67,9 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
 
 
 @check("ONEFLOW002", "onediff-without-oneflow", family=FAMILY, superseded_by=("ONEFLOW001",),
-       needs=("project",))
+       needs=("project",),
+       fires_on=("onediff-without-oneflow",),
+       quiet_on=("oneflow-pypi-placeholder", "oneflow-incident2"))
 def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     """OneDiff is installed without OneFlow, or with a OneFlow older than it needs.
 
@@ -105,7 +109,9 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
 
 
 @check("ONEFLOW006", "oneflow-import-fails", family=FAMILY, superseded_by=("ONEFLOW001",),
-       needs=("project",))
+       needs=("project",),
+       fires_on=("oneflow-import-fails",),
+       quiet_on=("oneflow-pypi-placeholder", "torch-import-error", "oneflow-incident2"))
 def import_fails(snap: Snapshot) -> Iterator[Finding]:
     """A OneFlow build with its native core does not import: it raises, crashes or hangs.
 
@@ -140,7 +146,9 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
                 *_oneflow.install_steps(snap)])
 
 
-@check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY, superseded_by=("ONEFLOW001", "ONEFLOW006"))
+@check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY, superseded_by=("ONEFLOW001", "ONEFLOW006"),
+       fires_on=("oneflow-cuda-mismatch", "oneflow-driver-too-old"),
+       quiet_on=("oneflow-incident2", "oneflow-import-fails", "apex-cuda11"))
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """oneflow is built for another CUDA than torch, or for one the driver cannot run.
 

@@ -21,7 +21,9 @@ MOCKED_KINDS = {
 MOCK_ENV = ("ONEFLOW_MOCK_TORCH_LAZY", "ONEFLOW_MOCK_TORCH_VERBOSE", "ONEFLOW_DISABLE_MOCK_TORCH")
 
 
-@check("ONEFLOW004", "mock-torch-active", family=FAMILY)
+@check("ONEFLOW004", "mock-torch-active", family=FAMILY,
+       fires_on=("oneflow-mock-torch",),
+       quiet_on=("oneflow-incident2", "torch-leftover-directory", "oneflow-pypi-placeholder"))
 def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
     """oneflow's mock-torch is on: `import torch` gives OneFlow, not PyTorch.
 
@@ -107,7 +109,9 @@ FIXES = [
 ]
 
 
-@check("ONEFLOW005", "two-precision-managers", family=FAMILY, needs=("project",))
+@check("ONEFLOW005", "two-precision-managers", family=FAMILY, needs=("project",),
+       fires_on=("oneflow-incident2",),
+       quiet_on=("apex-amp-mixed", "oneflow-mock-torch", "onediff-without-oneflow"))
 def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     """torch.autocast and OneFlow both manage precision: an fp16 model under torch.autocast fails in OneFlow.
 

@@ -11,7 +11,9 @@ from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 
-@check("PREC007", "autocast-unexpected-dtype", family=FAMILY, needs=("kernels",))
+@check("PREC007", "autocast-unexpected-dtype", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-cpu-old-torch",),
+       quiet_on=("cpu-kernels", "kernels-h100"))
 def autocast_unexpected_dtype(snap: Snapshot) -> Iterator[Finding]:
     """`torch.autocast` does not produce the dtype it promises, or refuses the dtype.
 
@@ -48,7 +50,9 @@ def autocast_unexpected_dtype(snap: Snapshot) -> Iterator[Finding]:
             )
 
 
-@check("PREC008", "grad-scaler-step-fails", family=FAMILY, needs=("kernels",))
+@check("PREC008", "grad-scaler-step-fails", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-faulty-gpu",),
+       quiet_on=("kernels-a100", "kernels-h100"))
 def grad_scaler_step_fails(snap: Snapshot) -> Iterator[Finding]:
     """One fp16 training step with `GradScaler` overflows or fails on a model that cannot overflow.
 

@@ -36,7 +36,9 @@ def _failures(device: DeviceKernels) -> list[KernelResult]:
     return out
 
 
-@check("PREC001", "precision-does-not-run", family=FAMILY, needs=("kernels",))
+@check("PREC001", "precision-does-not-run", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-cpu-old-torch",),
+       quiet_on=("kernels-missing-arch", "kernels-faulty-gpu", "cpu-kernels"))
 def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
     """An op raises in a dtype on a device (matmul, conv2d, layer_norm, softmax, attention).
 
@@ -70,7 +72,9 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             yield make(title, evidence, steps or [Step(f"Avoid {short(dtype)} on {label(device)}")])
 
 
-@check("PREC002", "no-kernel-image", family=FAMILY, needs=("kernels",))
+@check("PREC002", "no-kernel-image", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-missing-arch",),
+       quiet_on=("v100-cu130", "kernels-cpu-old-torch", "kernels-faulty-gpu"))
 def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
     """A kernel failed with "no kernel image is available for execution on the device".
 
@@ -93,7 +97,9 @@ def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
         )
 
 
-@check("PREC003", "wrong-results", family=FAMILY, needs=("kernels",))
+@check("PREC003", "wrong-results", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-faulty-gpu",),
+       quiet_on=("kernels-a100", "kernels-h100", "kernels-cpu-old-torch"))
 def wrong_results(snap: Snapshot) -> Iterator[Finding]:
     """An op gives results outside its dtype's tolerance, or inf/NaN, on a device.
 
@@ -125,7 +131,9 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
 
 
 @check("PREC009", "kernel-worker-failed", family=FAMILY, defers_to=("PREC002", "TORCH007"),
-       needs=("kernels",))
+       needs=("kernels",),
+       fires_on=("kernels-faulty-gpu",),
+       quiet_on=("kernels-missing-arch", "kernels-skipped", "kernels-a100"))
 def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """A microkernel crashed or hung its worker process, or a device could not start at all.
 
@@ -176,7 +184,9 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                    [Step("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
 
 
-@check("PREC010", "kernels-not-run", family=FAMILY, needs=("kernels",))
+@check("PREC010", "kernels-not-run", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-skipped",),
+       quiet_on=("cpu-laptop", "torch-missing", "cpu-kernels"))
 def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     """The precision microkernels were skipped, so precision support is predicted, not measured.
 

@@ -20,7 +20,10 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms"
 
 
-@check("PREC004", "precision-slower-than-fp32", family=FAMILY, defers_to=("PREC005",), needs=("kernels",))
+@check("PREC004", "precision-slower-than-fp32", family=FAMILY, defers_to=("PREC005",), needs=("kernels",),
+       fires_on=("cpu-kernels", "kernels-h100", "kernels-a100", "kernels-t4", "kernels-titan-1080ti",
+                 "kernels-missing-arch", "kernels-cpu-old-torch", "kernels-faulty-gpu"),
+       quiet_on=("kernels-skipped", "cpu-laptop"))
 def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
     """A low-precision dtype runs, but its matmul is far slower than fp32, or emulated.
 
@@ -81,7 +84,9 @@ def _summary(slow) -> str:
     return " and ".join(texts)
 
 
-@check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY, needs=("kernels",))
+@check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-t4", "kernels-titan-1080ti"),
+       quiet_on=("kernels-a100", "kernels-h100", "cpu-kernels"))
 def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
     """`torch.cuda.is_bf16_supported()` says True on a GPU that only emulates bf16.
 
@@ -117,7 +122,9 @@ def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
                       evidence, steps)
 
 
-@check("PREC006", "no-fused-attention", family=FAMILY, needs=("kernels",))
+@check("PREC006", "no-fused-attention", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-t4", "kernels-titan-1080ti"),
+       quiet_on=("kernels-faulty-gpu", "kernels-a100", "cpu-kernels"))
 def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
     """No fused attention kernel (flash, memory-efficient or cuDNN) runs a dtype on a GPU.
 

@@ -15,7 +15,9 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "gpu"
 
 
-@check("GPU009", "deprecated-pynvml-package", family=FAMILY)
+@check("GPU009", "deprecated-pynvml-package", family=FAMILY,
+       fires_on=("pynvml-legacy-shadows", "pynvml-deprecated-shim"),
+       quiet_on=("h100-node-healthy", "cpu-laptop"))
 def deprecated_pynvml(snap: Snapshot) -> Iterator[Finding]:
     """The `pynvml` package from PyPI is installed instead of (or beside) `nvidia-ml-py`.
 

@@ -2,7 +2,8 @@
 
 A snapshot check is a pure function of the snapshot that yields findings::
 
-    @check("TORCH005", "cpu-only-torch-with-gpus", family="torch")
+    @check("TORCH005", "cpu-only-torch-with-gpus", family="torch",
+           fires_on=("titan-rtx-1080ti-cpu-torch",), quiet_on=("cpu-laptop", "torch-missing"))
     def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
         '''One line saying what it finds.
 
@@ -34,6 +35,21 @@ Relations between snapshot checks are declared, never hidden in an ``if``:
 
 Selection comes first, every selected check runs, and only then do findings
 stand down. With a superseding check ``--ignore``d, the superseded one speaks.
+
+Each snapshot check also names the test fixtures that pin its behaviour, as explain
+signatures carry examples and near misses:
+
+* ``fires_on=("titan-1080ti-visible-devices-1", ...)``: fixtures on which the check
+  must report (each still does with the check selected alone);
+* ``quiet_on=("titan-1080ti-pci-order", ...)``: near misses, fixtures that look like
+  its problem (the twin topology, a healthy node, the case a superseding check
+  owns) on which it must not.
+
+They are fixture *names* only: the fixtures are built by ``tests/fixtures/catalogue.py``,
+which is not installed, so the registry stores the names and never loads them.
+tests/test_checks_fixtures.py holds every built-in snapshot check to at least one of
+each, every name to the catalogue, and every fixture to report exactly the codes
+whose ``fires_on`` names it. Checkpoint and internal rules take neither.
 """
 
 from __future__ import annotations
@@ -79,8 +95,8 @@ SUBJECTS = {
 FACTS = {
     "kernels": "the precision microkernels' measurements (snapshot.kernels); taken only when a selected check "
                "needs them",
-    "project": "the scan of the working directory's code (snapshot.environment.project); taken on every run "
-               "today",
+    "project": "the scan of the working directory's code (snapshot.environment.project); taken only when a "
+               "selected check needs it, else its `skipped` says it was not scanned",
 }
 
 CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]
@@ -122,6 +138,8 @@ class Check:
     defers_to: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     text: str = ""  # the documentation of a rule without a function; a check's is its docstring
+    fires_on: tuple[str, ...] = ()  # test fixture names on which it must report (tests/fixtures/catalogue.py)
+    quiet_on: tuple[str, ...] = ()  # test fixture names, near misses, on which it must not
 
     @property
     def doc(self) -> str:
@@ -186,7 +204,8 @@ class Registry:
 
     def add(self, code: str, name: str, family: str, func: Optional[CheckFunc] = None, *,
             subject: str = SNAPSHOT, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
-            needs: Iterable[str] = (), doc: str = "") -> Check:
+            needs: Iterable[str] = (), doc: str = "", fires_on: Iterable[str] = (),
+            quiet_on: Iterable[str] = ()) -> Check:
         match = CODE_PATTERN.match(code)
         if not match:
             raise ValueError(f"check code {code!r} must be letters then three digits")
@@ -203,12 +222,16 @@ class Registry:
         if subject not in SUBJECTS:
             raise ValueError(f"{code}: unknown subject {subject!r} (one of {', '.join(SUBJECTS)})")
         superseded_by, defers_to, needs = tuple(superseded_by), tuple(defers_to), tuple(needs)
+        fires_on, quiet_on = _fixture_names(code, "fires_on", fires_on), _fixture_names(code, "quiet_on", quiet_on)
         if subject == SNAPSHOT:
             if func is None:
                 raise ValueError(f"{code}: a snapshot check needs a function")
-        elif func is not None or superseded_by or defers_to or needs:
+        elif func is not None or superseded_by or defers_to or needs or fires_on or quiet_on:
             raise ValueError(f"{code} judges {subject}: the registry does not run it, so it takes documentation "
-                             "only, no function, relations or needs")
+                             "only, no function, relations, needs or fixtures")
+        both = sorted(set(fires_on) & set(quiet_on))
+        if both:
+            raise ValueError(f"{code} both fires_on and is quiet_on {', '.join(both)}")
         if subject != SNAPSHOT and not doc.strip():
             raise ValueError(f"{code}: a rule without a function needs its documentation")
         for fact in needs:
@@ -217,7 +240,7 @@ class Registry:
         for other in superseded_by + defers_to:
             if other == code:
                 raise ValueError(f"{code} cannot be superseded by itself")
-        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc)
+        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc, fires_on, quiet_on)
         self._checks[code] = entry
         return entry
 
@@ -295,15 +318,31 @@ class Registry:
         return [c for c in self if c.code.startswith(prefix.strip().upper())]
 
 
+def _fixture_names(code: str, field: str, names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` as a tuple of distinct fixture names (kebab-case strings), or a ValueError saying what is wrong."""
+    if isinstance(names, str):
+        raise ValueError(f"{code}: {field} takes a tuple of fixture names, not the string {names!r}")
+    names = tuple(names)
+    for name in names:
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise ValueError(f"{code}: {field} names {name!r}, which is no fixture name (kebab-case)")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{code}: {field} names {', '.join(repeated)} more than once")
+    return names
+
+
 REGISTRY = Registry()
 
 
 def check(code: str, name: str, *, family: str, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
-          needs: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
-    """Register the decorated function as snapshot check ``code``, with its relations and needs."""
+          needs: Iterable[str] = (), fires_on: Iterable[str] = (),
+          quiet_on: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
+    """Register the decorated function as snapshot check ``code``, with its relations, needs and test fixtures."""
 
     def register(func: CheckFunc) -> CheckFunc:
-        REGISTRY.add(code, name, family, func, superseded_by=superseded_by, defers_to=defers_to, needs=needs)
+        REGISTRY.add(code, name, family, func, superseded_by=superseded_by, defers_to=defers_to, needs=needs,
+                     fires_on=fires_on, quiet_on=quiet_on)
         return func
 
     return register

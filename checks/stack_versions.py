@@ -111,7 +111,9 @@ def _fix(snap: Snapshot, conflict: Conflict) -> list[Step]:
                  fixes.pip(snap, "install", wanted, *pin_torch))]
 
 
-@check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",))
+@check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",),
+       fires_on=("precision-stack-conflicts",),
+       quiet_on=("onediff-without-oneflow", "apex-amp-removed", "h100-node-healthy"))
 def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
     """An installed package that takes part in mixed precision has an unmet requirement.
 
@@ -136,7 +138,9 @@ def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
             else finding
 
 
-@check("STACK002", "safetensors-missing", family=FAMILY)
+@check("STACK002", "safetensors-missing", family=FAMILY,
+       fires_on=("precision-stack-conflicts",),
+       quiet_on=("apex-incident1", "oneflow-incident2"))
 def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
     """transformers or diffusers is installed without safetensors.
 
@@ -159,7 +163,9 @@ def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
                       [Step("Install safetensors", fixes.pip(snap, "install", "safetensors"))])
 
 
-@check("STACK003", "duplicate-distribution", family=FAMILY)
+@check("STACK003", "duplicate-distribution", family=FAMILY,
+       fires_on=("precision-stack-conflicts",),
+       quiet_on=("pynvml-legacy-shadows", "apex-checkout-in-cwd"))
 def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
     """The same package is installed more than once on sys.path.
 

@@ -14,7 +14,9 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "torch"
 
 
-@check("TORCH005", "cpu-only-torch-with-gpus", family=FAMILY)
+@check("TORCH005", "cpu-only-torch-with-gpus", family=FAMILY,
+       fires_on=("titan-rtx-1080ti-cpu-torch",),
+       quiet_on=("cpu-laptop", "torch-missing", "titan-1080ti-fastest-first"))
 def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
     """torch is a CPU-only build, but this machine has NVIDIA GPUs.
 
@@ -72,7 +74,9 @@ def _driver_steps(snap: Snapshot) -> list[Step]:
     return steps
 
 
-@check("TORCH006", "cuda-runtime-newer-than-driver", family=FAMILY)
+@check("TORCH006", "cuda-runtime-newer-than-driver", family=FAMILY,
+       fires_on=("h100-driver-too-old", "rtx4090-minor-newer"),
+       quiet_on=("h100-node-healthy", "oneflow-driver-too-old", "cuda-unknown-error"))
 def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     """torch was built for a newer CUDA than the NVIDIA driver supports.
 
@@ -123,7 +127,9 @@ def _runs_on(arch_list: list[str], cc: int) -> bool:
     return False
 
 
-@check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY, superseded_by=("PREC002",))
+@check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY, superseded_by=("PREC002",),
+       fires_on=("v100-cu130",),
+       quiet_on=("kernels-missing-arch", "h100-node-healthy", "laptop-rtx3060", "kernels-titan-1080ti"))
 def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     """A GPU's compute capability is missing from the torch build's arch list.
 
@@ -153,7 +159,9 @@ def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("TORCH008", "cuda-build-without-cudnn", family=FAMILY)
+@check("TORCH008", "cuda-build-without-cudnn", family=FAMILY,
+       fires_on=("cuda-without-cudnn",),
+       quiet_on=("torch-import-error", "cpu-laptop", "h100-node-healthy"))
 def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch cannot load cuDNN.
 
@@ -180,7 +188,9 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
     yield warning("torch cannot load cuDNN: convolutions and cuDNN attention will be slow or fail", evidence, steps)
 
 
-@check("TORCH009", "cuda-unavailable", family=FAMILY, defers_to=("TORCH006", "GPU005"))
+@check("TORCH009", "cuda-unavailable", family=FAMILY, defers_to=("TORCH006", "GPU005"),
+       fires_on=("cuda-unknown-error",),
+       quiet_on=("h100-driver-too-old", "cuda-hidden-by-env", "slurm-nodevfiles", "cuda-init-hangs"))
 def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch, NVIDIA GPUs present, yet `torch.cuda.is_available()` is False.
 
@@ -228,7 +238,9 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     yield defer(finding, *causes) if causes else finding
 
 
-@check("TORCH010", "cuda-init-crashes", family=FAMILY)
+@check("TORCH010", "cuda-init-crashes", family=FAMILY,
+       fires_on=("cuda-init-hangs",),
+       quiet_on=("cuda-unknown-error", "torch-import-hang", "torch-import-crash"))
 def cuda_init_crashes(snap: Snapshot) -> Iterator[Finding]:
     """torch imports, but asking it about CUDA crashes or hangs the interpreter.
 

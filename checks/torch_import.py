@@ -14,7 +14,9 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "torch"
 
 
-@check("TORCH001", "torch-not-installed", family=FAMILY)
+@check("TORCH001", "torch-not-installed", family=FAMILY,
+       fires_on=("torch-missing", "visible-devices-duplicate"),
+       quiet_on=("torch-import-error", "torch-leftover-directory", "environment-probe-failed"))
 def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     """torch cannot be found by the interpreter under diagnosis.
 
@@ -61,7 +63,9 @@ def _import_error_hints(snap: Snapshot) -> list[Step]:
     return steps
 
 
-@check("TORCH002", "torch-import-fails", family=FAMILY)
+@check("TORCH002", "torch-import-fails", family=FAMILY,
+       fires_on=("torch-import-error",),
+       quiet_on=("torch-missing", "torch-import-crash", "torch-import-hang"))
 def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` raises an exception.
 
@@ -90,7 +94,9 @@ def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("TORCH003", "torch-import-crashes", family=FAMILY)
+@check("TORCH003", "torch-import-crashes", family=FAMILY,
+       fires_on=("torch-import-crash",),
+       quiet_on=("torch-import-error", "torch-import-hang", "cuda-init-hangs"))
 def torch_import_crashes(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` kills the interpreter (segmentation fault, abort).
 
@@ -114,7 +120,9 @@ def torch_import_crashes(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("TORCH004", "torch-import-hangs", family=FAMILY)
+@check("TORCH004", "torch-import-hangs", family=FAMILY,
+       fires_on=("torch-import-hang",),
+       quiet_on=("torch-import-crash", "cuda-init-hangs", "nvml-timeout"))
 def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` did not finish within the timeout.
 
@@ -137,7 +145,9 @@ def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("TORCH011", "torch-is-incomplete", family=FAMILY)
+@check("TORCH011", "torch-is-incomplete", family=FAMILY,
+       fires_on=("torch-leftover-directory",),
+       quiet_on=("torch-missing", "torch-import-error"))
 def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` succeeds, but what it imports is not a working torch.
 

@@ -1,4 +1,8 @@
-"""Every check against recorded topologies: each code has a fixture that triggers it and ones that do not."""
+"""Every check against the fixtures it declares: ``fires_on`` (must report) and ``quiet_on`` (near misses: must not).
+
+The declarations live on the checks (``@check(..., fires_on=..., quiet_on=...)``); these tests are generic, so
+adding a check touches its family module and its fixtures, nothing here.
+"""
 
 from __future__ import annotations
 
@@ -8,94 +12,63 @@ from helpers import load_fixture, snapshot_fixture_names
 from mpdoctor.doctor.judge import judge
 from mpdoctor.checks.registry import DOC_SECTIONS, FAMILIES, builtin_registry
 
-EXPECTED = {
-    "cpu-laptop": set(),
-    "h100-node-healthy": set(),
-    "laptop-rtx3060": set(),
-    "h100-mig-one-selected": set(),
-    "titan-rtx-1080ti-cpu-torch": {"TORCH005", "GPU001"},
-    "h100-driver-too-old": {"TORCH006"},
-    "rtx4090-minor-newer": {"TORCH006"},
-    "v100-cu130": {"TORCH007"},
-    "cuda-without-cudnn": {"TORCH008"},
-    "cuda-hidden-by-env": {"GPU005"},
-    "cuda-unknown-error": {"TORCH009"},
-    "cuda-init-hangs": {"TORCH010"},
-    "nvml-rm-mismatch": {"DRV001"},
-    "nvml-library-not-found": {"DRV001"},
-    "nvml-no-permission": {"DRV001"},
-    "nvml-timeout": {"DRV001"},
-    "nvml-driver-not-loaded": {"DRV001"},
-    "torch-missing": {"TORCH001", "GPU001"},
-    "torch-import-error": {"TORCH002"},
-    "torch-import-crash": {"TORCH003"},
-    "torch-import-hang": {"TORCH004"},
-    "torch-leftover-directory": {"TORCH011"},
-    "environment-probe-failed": {"ENV001"},
-    "precision-stack-conflicts": {"STACK001", "STACK002", "STACK003", "ENV002"},
-    # Incident 4's box (TITAN RTX + GTX 1080 Ti) in both orders, and as reported.
-    "titan-1080ti-fastest-first": {"GPU001", "GPU003"},
-    "titan-1080ti-pci-order": {"GPU002"},
-    "titan-1080ti-visible-devices-1": {"GPU001"},
-    "a100-t4-pci-order": {"GPU002"},
-    "a100-t4-fastest-first": {"GPU001", "GPU003"},
-    "h100-mig-two-selected": {"GPU008"},
-    "visible-devices-out-of-range": {"GPU004"},
-    "visible-devices-duplicate": {"GPU004", "TORCH001"},
-    "visible-devices-unknown-uuid": {"GPU005"},
-    "slurm-nodevfiles": {"GPU005"},
-    "device-order-typo": {"GPU006"},
-    "gpus-missing-from-cuda": {"GPU007"},
-    "pynvml-legacy-shadows": {"GPU009"},
-    "pynvml-deprecated-shim": {"GPU009"},
-    # Measured precision. The CPU device is a real capture of an AVX2 machine (fp16/bf16 ~100x slower: PREC004
-    # info); the GPU devices are constructed (tests/fixtures/kernels.py).
-    "cpu-kernels": {"PREC004"},
-    "kernels-h100": {"PREC004"},
-    "kernels-a100": {"PREC004"},
-    "kernels-t4": {"PREC004", "PREC005", "PREC006"},
-    "kernels-titan-1080ti": {"GPU002", "PREC004", "PREC005", "PREC006"},
-    "kernels-missing-arch": {"PREC002", "PREC004"},
-    "kernels-cpu-old-torch": {"PREC001", "PREC004", "PREC007"},
-    "kernels-faulty-gpu": {"PREC003", "PREC004", "PREC008", "PREC009"},
-    "kernels-skipped": {"PREC010"},
-    # Incident 1 (xDiT) and the other apex install states.
-    "apex-incident1": {"APEX005", "APEX008"},
-    "apex-amp-removed": {"APEX005", "APEX006"},
-    "apex-python-only": {"APEX002", "APEX005"},
-    "apex-stale-torch": {"APEX003"},
-    "apex-cuda11": {"APEX004"},
-    "apex-pypi-impostor": {"APEX001"},
-    "apex-amp-mixed": {"APEX007", "APEX008"},
-    "apex-checkout-in-cwd": {"APEX009"},
-    # Incident 2 (OneDiff under torch.autocast) and the other OneFlow states.
-    "oneflow-incident2": {"ONEFLOW005"},
-    "oneflow-pypi-placeholder": {"ONEFLOW001"},
-    "onediff-without-oneflow": {"ONEFLOW002"},
-    "oneflow-cuda-mismatch": {"ONEFLOW003"},
-    "oneflow-driver-too-old": {"ONEFLOW003"},
-    "oneflow-mock-torch": {"ONEFLOW004"},
-    "oneflow-import-fails": {"ONEFLOW006"},
-}
+CHECKS = builtin_registry().snapshot_checks()
+FIRES = [(c.code, name) for c in CHECKS for name in c.fires_on]
+QUIET = [(c.code, name) for c in CHECKS for name in c.quiet_on]
 
 
 def codes(name: str) -> set[str]:
     return {f.code for f in judge(load_fixture(name))}
 
 
-def test_every_fixture_has_an_expectation():
-    assert set(snapshot_fixture_names()) == set(EXPECTED)
+def declared(name: str) -> set[str]:
+    """The codes whose checks declare ``name`` in ``fires_on``: exactly what judging it must report."""
+    return {c.code for c in CHECKS if name in c.fires_on}
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_triggers_exactly_its_codes(name):
-    assert codes(name) == EXPECTED[name]
+def test_every_snapshot_check_declares_fixtures_it_fires_on_and_near_misses():
+    for entry in CHECKS:
+        assert entry.fires_on, f"{entry.code} declares no fixture it fires on (fires_on)"
+        assert entry.quiet_on, f"{entry.code} declares no near miss (quiet_on)"
+        assert not set(entry.fires_on) & set(entry.quiet_on), entry.code
 
 
-def test_every_code_is_triggered_by_some_fixture():
-    """Every snapshot check; the checkpoint and internal codes are triggered in tests/test_registry.py."""
-    triggered = set().union(*EXPECTED.values())
-    assert {c.code for c in builtin_registry().snapshot_checks()} == triggered
+def test_checkpoint_and_internal_rules_declare_no_fixtures():
+    """AUDIT001-003 are judged by tests/test_audit.py and tests/test_registry.py, MPD001 by tests/test_registry.py."""
+    for entry in builtin_registry():
+        if not entry.runs_on_snapshot:
+            assert not entry.fires_on and not entry.quiet_on, entry.code
+
+
+def test_every_declared_fixture_is_in_the_catalogue():
+    catalogue = set(snapshot_fixture_names())
+    for entry in CHECKS:
+        unknown = [name for name in entry.fires_on + entry.quiet_on if name not in catalogue]
+        assert not unknown, f"{entry.code} names fixtures not in tests/fixtures/catalogue.py: {unknown}"
+
+
+def test_every_fixture_is_named_by_some_check():
+    """A fixture no check names pins nothing: declare it in a check's fires_on or quiet_on."""
+    named = {name for entry in CHECKS for name in entry.fires_on + entry.quiet_on}
+    assert set(snapshot_fixture_names()) - named == set()
+
+
+@pytest.mark.parametrize("name", snapshot_fixture_names())
+def test_fixture_triggers_exactly_the_codes_that_declare_it(name):
+    """Exact sets: a code must not fire on a fixture it does not declare, and a fixture no check declares (a healthy
+    node) must report nothing."""
+    assert codes(name) == declared(name)
+
+
+@pytest.mark.parametrize("code, name", QUIET, ids=[f"{code}-{name}" for code, name in QUIET])
+def test_near_miss_does_not_trigger_the_code(code, name):
+    assert code not in codes(name)
+
+
+@pytest.mark.parametrize("code, name", FIRES, ids=[f"{code}-{name}" for code, name in FIRES])
+def test_check_fires_on_its_fixtures_when_selected_alone(code, name):
+    """Its finding is its own: it does not depend on another check's finding, or on another check running."""
+    assert {f.code for f in judge(load_fixture(name), select=[code])} == {code}
 
 
 def test_registry_metadata():
@@ -109,7 +82,7 @@ def test_registry_metadata():
 
 
 def test_findings_carry_evidence_and_fix():
-    for name, expected in EXPECTED.items():
+    for name in snapshot_fixture_names():
         for finding in judge(load_fixture(name)):
             assert finding.evidence and finding.fix, (name, finding.code)
             assert finding.name and finding.family

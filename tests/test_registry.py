@@ -196,6 +196,43 @@ def test_an_unknown_fact_is_refused():
         _two(needs=["weights"])
 
 
+# ---------------------------------------------------------------- fixtures a check declares
+
+
+def test_a_check_carries_the_fixture_names_it_declares():
+    registry = _two(fires_on=["titan-1080ti-visible-devices-1"], quiet_on=("titan-1080ti-pci-order", "cpu-laptop"))
+    entry = registry.get("TST001")
+    assert entry.fires_on == ("titan-1080ti-visible-devices-1",)
+    assert entry.quiet_on == ("titan-1080ti-pci-order", "cpu-laptop")
+    assert registry.get("TST002").fires_on == registry.get("TST002").quiet_on == ()
+
+
+def test_every_builtin_check_declares_names_not_snapshots():
+    for entry in builtin_registry().snapshot_checks():
+        assert entry.fires_on and entry.quiet_on, entry.code  # held to the catalogue in test_checks_fixtures.py
+        assert all(isinstance(name, str) for name in entry.fires_on + entry.quiet_on), entry.code
+
+
+@pytest.mark.parametrize("fixtures, message", [
+    ({"fires_on": "cpu-laptop"}, "fires_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
+    ({"quiet_on": "cpu-laptop"}, "quiet_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
+    ({"fires_on": ["cpu-laptop.json"]}, "fires_on names 'cpu-laptop.json', which is no fixture name"),
+    ({"quiet_on": [Snapshot()]}, "quiet_on names Snapshot("),
+    ({"fires_on": ["cpu-laptop", "cpu-laptop"]}, "fires_on names cpu-laptop more than once"),
+    ({"fires_on": ["cpu-laptop", "cpu-kernels"], "quiet_on": ["cpu-kernels"]},
+     "TST001 both fires_on and is quiet_on cpu-kernels"),
+])
+def test_malformed_fixture_declarations_are_refused(fixtures, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _two(**fixtures)
+
+
+def test_a_rule_without_a_function_declares_no_fixtures():
+    for fixtures in ({"fires_on": ["cpu-laptop"]}, {"quiet_on": ["cpu-laptop"]}):
+        with pytest.raises(ValueError, match="documentation only, no function, relations, needs or fixtures"):
+            Registry().add("AUDIT009", "audit-thing", "audit", subject=CHECKPOINT, doc="x", **fixtures)
+
+
 # ---------------------------------------------------------------- the command line
 
 
