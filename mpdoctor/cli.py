@@ -114,7 +114,9 @@ def check(
     snapshot: Annotated[Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")] = None,
     save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds each probe may take before it is abandoned (a device's "
-                                                "microkernels get twice that, a single kernel a quarter).", min=0.1)] = 60.0,
+                                                "microkernels get twice that, a single kernel a quarter). Every "
+                                                "time limit derives from it, in mpdoctor/probes/budget.py.",
+                                           min=0.1)] = 60.0,
     kernels: Annotated[KernelMode, typer.Option(help="Microkernel problem sizes: quick (about a second per device) "
                                                      "or full (larger, steadier timings).")] = KernelMode.quick,
     no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the live precision microkernels "

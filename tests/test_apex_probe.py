@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 from mpdoctor.probes.remote import apex as target_apex, loads as target_loads, scan as target_scan
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.environment import Steps, apex_facts, merge_extension_loads
 from mpdoctor.snapshot.apex import ApexExtension, ApexInfo
 
@@ -133,7 +134,10 @@ def test_extension_loads_each_in_a_child(tmp_path, monkeypatch):
     write(tmp_path / "mpd_hang.py", "import time\ntime.sleep(60)\n")
     write(tmp_path / "mpd_exit.py", "import os\nos._exit(7)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    results = target_loads.load_extensions(["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"], 3.0)
+    budget = Budget.from_timeout(9)  # the torch part is handed these two: 3 s for all, 1 s each
+    assert (budget.apex_loads, budget.apex_load_each) == (3.0, 1.0)
+    results = target_loads.load_each(["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"],
+                                     budget.apex_load_each, budget.apex_loads)
     assert {name: r["status"] for name, r in results.items()} == {
         "mpd_ok": "ok", "mpd_err": "error", "mpd_crash": "crashed", "mpd_hang": "timeout", "mpd_exit": "crashed"}
     assert results["mpd_err"]["detail"] == "ImportError: undefined symbol: _ZN3c10foo"
@@ -145,7 +149,9 @@ def test_extension_loads_give_up_when_out_of_time(tmp_path, monkeypatch):
     write(tmp_path / "mpd_slow.py", "import time\ntime.sleep(60)\n")
     write(tmp_path / "mpd_after.py")
     monkeypatch.syspath_prepend(str(tmp_path))
-    results = target_loads.load_extensions(["mpd_slow", "mpd_slow2", "mpd_after"], 1.0)
+    budget = Budget.from_timeout(3)  # 1 s for all, and so 1 s each
+    assert (budget.apex_loads, budget.apex_load_each) == (1.0, 1.0)
+    results = target_loads.load_each(["mpd_slow", "mpd_slow2", "mpd_after"], budget.apex_load_each, budget.apex_loads)
     assert results["mpd_slow"]["status"] == "timeout"
     assert results["mpd_after"] == {"status": "not-tried", "detail": "out of time"}
 

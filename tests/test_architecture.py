@@ -241,12 +241,13 @@ def test_remote_code_runs_under_the_oldest_python(tmp_path):
     python = _oldest_python()
     if python is None:
         pytest.skip(f"no Python {OLDEST_PYTHON} on this machine (the parse test above still ran)")
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.child import remote_argv
 
     compiled = subprocess.run([python, "-m", "py_compile", *map(str, _remote_files())], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     out = tmp_path / "env.jsonl"
-    result = subprocess.run(remote_argv(python, "target", "env", str(out), "20"), capture_output=True, text=True,
+    result = subprocess.run(remote_argv(python, "target", "env", str(out), json.dumps(Budget.from_timeout(20).env_limits())), capture_output=True, text=True,
                             timeout=60, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     steps = {}

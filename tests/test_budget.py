@@ -2,8 +2,9 @@
 
 The derived values are pinned for a few timeouts, the limits are checked to nest
 (no part may outlive the whole it belongs to; the whole check is bounded by a
-stated multiple of --timeout), the kernel runner is checked to read exactly the
-numbers it is handed, and a limit is printed as given ("0.5 s", not "1 s").
+stated multiple of --timeout), the kernel runner and the environment probe's
+parts are checked to read exactly the numbers they are handed (the remote side
+derives none), and a limit is printed as given ("0.5 s", not "1 s").
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,8 @@ import pytest
 from conftest import dist_info
 from mpdoctor.probes.budget import RUNNER_SLACK, WHOLE_FACTOR, Budget
 from mpdoctor.probes.child import ChildResult, seconds_text
-from mpdoctor.probes.remote import kernel_runner
+from mpdoctor.probes.remote import apex as remote_apex, kernel_runner, loads as remote_loads, scan as remote_scan
+from mpdoctor.probes.remote import steps as step_names, target as remote_target
 
 PINNED = {
     0.5: dict(part=0.5, oneflow_floor=0.5, apex_users=0.125, project_scan=0.5 / 6, nvml=0.5, torch_import=0.5,
@@ -112,3 +115,80 @@ def test_check_with_half_a_second_says_half_a_second(fake_venv):
     assert torch["status"] == "import-timeout", torch
     assert torch["probe"]["detail"] == "did not finish within 0.5 s and was killed"
     assert not re.search(r"within [01] s", proc.stdout)
+
+
+# ---------------------------------------------------------------- the remote side is handed its numbers
+
+
+class _Recorder:
+    """A stand-in for the step writer: what a part wrote, in memory."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, object] = {}
+
+    def begin(self, step):
+        pass
+
+    def emit(self, step, data, begin=False):
+        self.steps[step] = data
+
+
+def _code(module) -> str:
+    """A module's source without its docstrings and comments."""
+    source = re.sub(r'"""(.|\n)*?"""', "", Path(module.__file__).read_text(encoding="utf-8"))
+    return re.sub(r"#.*", "", source)
+
+
+def test_the_remote_parts_read_exactly_the_numbers_they_are_handed():
+    """target.py reads limits["..."], the env and torch parts' numbers, and neither it nor loads.py derives one."""
+    budget = Budget.from_timeout(60)
+    used = set(re.findall(r'limits\["(\w+)"\]', _code(remote_target)))
+    assert used == set(budget.env_limits()) | set(budget.torch_limits())
+    for module in (remote_target, remote_loads, kernel_runner):
+        assert not re.search(r"\b(min|max)\(", _code(module)), module.__name__
+    # The runner is also the torch part: it is handed the torch part's numbers too.
+    assert set(budget.torch_limits()) <= set(budget.runner_limits())
+
+
+def test_a_direct_call_without_limits_gets_the_default_timeouts_numbers():
+    budget = Budget.from_timeout(60)
+    assert remote_target.DEFAULT_LIMITS == pytest.approx({**budget.env_limits(), **budget.torch_limits()})
+    assert remote_target.read_limits("20") == remote_target.DEFAULT_LIMITS  # a bare number is no set of limits
+    handed = remote_target.read_limits(json.dumps(Budget.from_timeout(0.5).env_limits()))
+    assert handed["apex_users"] == 0.125 and handed["project_scan"] == pytest.approx(0.5 / 6)
+
+
+@pytest.mark.parametrize("timeout", [0.5, 20, 60])
+def test_the_env_part_scans_within_the_limits_it_is_handed(timeout, monkeypatch, tmp_path):
+    calls = {}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(remote_apex, "apex_facts", lambda paths, cwd, prefix: {"locations": []})
+    monkeypatch.setattr(remote_apex, "present", lambda facts: True)
+    monkeypatch.setattr(remote_scan, "installed_uses", lambda limit: calls.setdefault("apex_users", limit) and {})
+    monkeypatch.setattr(remote_scan, "project_uses",
+                        lambda top, limit, skip=(): calls.setdefault("project_scan", limit) and {})
+    budget = Budget.from_timeout(timeout)
+    out = _Recorder()
+    remote_target.run_env(out, json.loads(json.dumps(budget.env_limits())))
+    assert calls == budget.env_limits()
+    assert step_names.PROJECT in out.steps
+    # Not asked to scan the project: no scan, and no project step at all (the host says why).
+    calls.clear()
+    out = _Recorder()
+    remote_target.run_env(out, budget.env_limits(), project=False)
+    assert calls == {"apex_users": budget.apex_users} and step_names.PROJECT not in out.steps
+
+
+def test_the_torch_part_loads_apex_within_the_limits_it_is_handed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(remote_apex, "apex_distributions", lambda: [])
+    monkeypatch.setattr(remote_apex, "find_extensions", lambda names: [{"name": "amp_C"}])
+    monkeypatch.setattr(remote_loads, "load_each", lambda names, limit, budget: calls.append((names, limit, budget))
+                        or {})
+    budget = Budget.from_timeout(0.5)
+    fake_torch = types.SimpleNamespace(__version__="2.3.0", version=types.SimpleNamespace(), backends=None,
+                                       cuda=types.SimpleNamespace(get_arch_list=lambda: []))
+    out = _Recorder()
+    remote_target.torch_before_cuda(out, fake_torch, budget.apex_loads, budget.apex_load_each)
+    assert calls == [(["amp_C"], budget.apex_load_each, budget.apex_loads)]
+    assert step_names.APEX_LOADS in out.steps

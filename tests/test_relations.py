@@ -272,15 +272,24 @@ def test_deferring_to_an_undeclared_code_is_a_crash_of_that_check():
 
 @pytest.fixture
 def taken(monkeypatch):
-    """What gather asked the probes for: the kernel mode of each take_snapshot call."""
-    calls = []
+    """What gather asked the probes for: the kernel mode of each take_snapshot call (``.project``: the scan's)."""
+    calls = TakenCalls()
 
-    def fake_take_snapshot(python, timeout, kernels="quick"):
+    def fake_take_snapshot(python, timeout, kernels="quick", project=True):
         calls.append(kernels)
+        calls.project.append(project)
         return Snapshot()
 
     monkeypatch.setattr("mpdoctor.probes.collect.take_snapshot", fake_take_snapshot)
     return calls
+
+
+class TakenCalls(list):
+    """The kernel mode of each call; ``project`` holds whether each call asked for the project scan."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.project: list[bool] = []
 
 
 @pytest.mark.parametrize("select, ignore, mode, expected", [
@@ -299,6 +308,23 @@ def taken(monkeypatch):
 def test_gather_takes_the_kernels_only_when_a_selected_check_needs_them(taken, select, ignore, mode, expected):
     gather(Options(python=sys.executable, kernels=mode, select=select, ignore=ignore))
     assert taken == [expected]
+
+
+@pytest.mark.parametrize("select, ignore, expected", [
+    ([], [], True),
+    (["TORCH"], [], False),
+    (["GPU", "PREC", "STACK"], [], False),
+    (["APEX"], [], True),
+    (["APEX002"], [], False),  # reads installed code's apex imports, not the project's
+    (["APEX006"], [], True),
+    (["ONEFLOW005"], [], True),
+    (["ONEFLOW003"], [], False),
+    ([], ["APEX", "ONEFLOW"], False),
+    (["TORCH", "ONEFLOW001"], [], True),
+])
+def test_gather_scans_the_project_only_when_a_selected_check_needs_it(taken, select, ignore, expected):
+    gather(Options(python=sys.executable, select=select, ignore=ignore))
+    assert taken.project == [expected]
 
 
 def test_needs_are_asked_of_the_selected_checks():

@@ -28,7 +28,9 @@ from pathlib import Path
 import pytest
 
 from mpdoctor.probes import environment, kernels
-from mpdoctor.probes.remote import kernel_runner, kernel_suite, steps, supervise
+from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.child import seconds_text as host_seconds_text
+from mpdoctor.probes.remote import kernel_runner, kernel_suite, loads, steps, supervise
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -159,6 +161,26 @@ def test_limits_are_written_as_people_write_them():
         "0.5", "2", "6.7", "15", "185", "0.05"]
 
 
+def test_the_target_writes_limits_as_the_host_does():
+    """supervise.seconds_text is the host's child.seconds_text, which the remote side cannot import."""
+    values = [0.01, 0.05, 0.083, 0.099, 0.1, 0.125, 1 / 6, 0.25, 0.3, 0.5, 0.95, 0.99, 1.0, 2.2222, 6.6667,
+              9.94, 9.96, 10.0, 15.0, 40.0, 71.667, 185.2, 3600.0]
+    values += [Budget.from_timeout(t).apex_load_each for t in (0.1, 0.5, 1, 2.5)]
+    assert [supervise.seconds_text(v) for v in values] == [host_seconds_text(v) for v in values]
+
+
+def test_a_stall_under_a_second_says_its_limit_not_zero(tmp_path, monkeypatch):
+    """At --timeout 0.5 the limits are fractions of a second: "within 0.3 s", never "within 0 s"."""
+    job = supervise.Job(str(tmp_path / "job.jsonl"), lambda: [("hang", hang)], 0.3, time.monotonic() + 30)
+    supervise.run([job])
+    assert supervise.read_steps(job.path)[0]["hang"]["detail"] == "did not finish within 0.3 s and was killed"
+    (tmp_path / "mpd_stalls.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    results = loads.load_each(["mpd_stalls"], 0.3, 5.0)
+    assert results["mpd_stalls"] == {"status": "timeout",
+                                     "detail": "the import did not finish within 0.3 s and was killed"}
+
+
 def test_a_supervisor_record_after_a_line_cut_short_stays_readable(tmp_path):
     path = tmp_path / "job.jsonl"
     path.write_text('{"step": "a", "data": {"status": "ok"}}\n{"step": "b", "da')  # killed mid-write
@@ -197,7 +219,7 @@ path = os.path.join(sys.argv[2], "job.jsonl")
 job = supervise.Job(path, lambda: plan, 1.0, time.monotonic() + 30, max_restarts=3)
 supervise.run([job])
 print(json.dumps({"job": supervise.read_steps(path)[0],
-                  "loads": loads.load_extensions(["mpd_ok", "mpd_abort", "mpd_missing"], 6.0)}))
+                  "loads": loads.load_each(["mpd_ok", "mpd_abort", "mpd_missing"], 2.0, 6.0)}))
 """
 
 

@@ -27,12 +27,15 @@ def needed_facts(options: Options) -> frozenset[str]:
 def gather(options: Options) -> Snapshot:
     """Load the snapshot the user gave, or take a fresh one.
 
-    The microkernels are the slow probe: they run only when a selected check
-    needs them (``needs=("kernels",)``), and not with ``--no-kernels``.
+    The optional facts are taken only when a selected check needs them: the
+    microkernels, the slow probe (``needs=("kernels",)``, and not with
+    ``--no-kernels``), and the scan of the working directory's code
+    (``needs=("project",)``; skipped, the snapshot says it was not scanned).
     """
     if options.snapshot:
         return load_snapshot(options.snapshot)
     from mpdoctor.probes.collect import take_snapshot
 
-    kernels = options.kernels if "kernels" in needed_facts(options) else "off"
-    return take_snapshot(options.python, options.timeout, kernels)
+    needed = needed_facts(options)
+    kernels = options.kernels if "kernels" in needed else "off"
+    return take_snapshot(options.python, options.timeout, kernels, project="project" in needed)

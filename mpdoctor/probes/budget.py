@@ -4,7 +4,10 @@
 the only knob. Every limit is derived here, once, by :meth:`Budget.from_timeout`:
 host code (``mpdoctor.probes``) takes its limits from a Budget, and code that
 runs in the target interpreter (``probes/remote/``) is handed the numbers it
-needs on its command line (:meth:`Budget.runner_argv` for the kernel runner).
+needs on its command line, as one JSON object: :meth:`Budget.env_limits` for the
+env part, :meth:`Budget.torch_limits` for the torch part and
+:meth:`Budget.runner_limits` for the kernel runner. The remote side derives none
+of them (``tests/test_budget.py`` checks that it reads what it is handed).
 
 ============== ================================= ====== ====== ====== =============================================
 limit          derivation (T = --timeout)         T=0.5  T=20   T=60   what it bounds (who enforces it)
@@ -14,16 +17,18 @@ part           T                                  0.5    20     60     one envir
 oneflow_floor  min(10, T)                         0.5    10     10     the oneflow part gets what the env part left of
                                                                        T, but at least this (:meth:`oneflow_part`)
 apex_users     min(3, T/4)                        0.125  3      3      the env part's scan of installed code for apex
-                                                                       imports (target.py, from its part's limit)
-project_scan   min(1.5, T/6)                      0.083  1.5    1.5    the env part's scan of the working directory
-                                                                       (target.py, from its part's limit)
+                                                                       imports (target.py, handed env_limits)
+project_scan   min(1.5, T/6)                      0.083  1.5    1.5    the env part's scan of the working directory,
+                                                                       when a selected check needs it (target.py,
+                                                                       handed env_limits)
 nvml           T                                  0.5    20     60     the NVML child (machine.py, run_child)
 torch_import   T                                  0.5    20     60     the kernel runner's ``import torch``: the same as
                                                                        the torch part's whole limit (host watch)
 apex_loads     min(20, T/3)                       0.167  6.67   20     importing every apex extension, after torch
-                                                                       (target.py, from the limit it is given)
-apex_load_each min(apex_loads,                    0.167  2.22   6.67   one apex extension's import (loads.py)
-               max(1, min(10, apex_loads/3)))
+                                                                       (loads.py, handed torch_limits or
+                                                                       runner_limits)
+apex_load_each min(apex_loads,                    0.167  2.22   6.67   one apex extension's import (loads.py, the
+               max(1, min(10, apex_loads/3)))                          same)
 cuda_count     T                                  0.5    20     60     each step of the runner's counting child: CUDA
                                                                        start and device count, device properties
 device_start   T                                  0.5    20     60     a device worker's first step, which starts the
@@ -59,12 +64,9 @@ Three values differ from what was derived before this module existed:
   T = 3 (apex_load_each: 1 s) they were longer than the whole they sit in, so
   the outer limit always fired first. Nothing ends differently.
 
-``apex_users``, ``project_scan``, ``apex_loads`` and ``apex_load_each`` are
-still derived inside the target (``remote/target.py`` and ``remote/loads.py``,
-from the limit the torch or env part is given, with the same formulas; loads.py
-leaves apex_load_each uncapped, and its apex_loads deadline caps it instead).
-They are listed so that this table is complete, and should come on the parts'
-command lines too.
+Limits are printed as people write them, "0.5 s" and never "0 s" or "1 s" for
+half a second: ``child.seconds_text`` on the host, ``supervise.seconds_text``
+(the same rules, stdlib only) in the target.
 """
 
 from __future__ import annotations
@@ -137,8 +139,22 @@ class Budget:
         """The oneflow part's limit once the env part took ``env_seconds``: the parts together stay near T."""
         return max(self.part - env_seconds, self.oneflow_floor)
 
-    def runner_limits(self) -> dict[str, float]:
-        """The numbers the kernel runner enforces itself (``kernel_runner.main`` reads them from its argv)."""
-        wanted = ("part", "cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")
+    def _pick(self, *wanted: str) -> dict[str, float]:
         return {key: value for key, value in asdict(self).items() if key in wanted}
+
+    def env_limits(self) -> dict[str, float]:
+        """The numbers the env part enforces itself: its scans (``target.run_env`` reads them from its argv)."""
+        return self._pick("apex_users", "project_scan")
+
+    def torch_limits(self) -> dict[str, float]:
+        """The numbers the torch part enforces itself: the apex extension loads (``target.run_torch``)."""
+        return self._pick("apex_loads", "apex_load_each")
+
+    def runner_limits(self) -> dict[str, float]:
+        """The numbers the kernel runner enforces itself (``kernel_runner.main`` reads them from its argv).
+
+        The runner is also the torch part, so it gets the torch part's numbers too.
+        """
+        return {**self.torch_limits(),
+                **self._pick("cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")}
 

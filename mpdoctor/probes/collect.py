@@ -14,12 +14,18 @@ from mpdoctor.probes.machine import probe_nvml
 from mpdoctor.snapshot import KernelInfo, Machine, Snapshot, utc_timestamp
 
 
-def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "quick") -> Snapshot:
+KERNELS_OFF = "--no-kernels, or no selected check needs them"
+
+
+def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "quick",
+                  project: bool = True) -> Snapshot:
     """Facts about the interpreter ``python`` and this machine, within ``timeout`` (--timeout, or its Budget).
 
     ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
-    (``--no-kernels``, or no precision check selected). Every probe is a child
-    process; the whole ends within ``Budget.whole``.
+    (``--no-kernels``, or no selected check needs them). ``project``: scan the
+    working directory's code; when False, ``environment.project.skipped`` says it
+    was not scanned. Every probe is a child process; the whole ends within
+    ``Budget.whole``.
     """
     budget = Budget.of(timeout)
     created = utc_timestamp()
@@ -27,12 +33,12 @@ def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "qu
     with ThreadPoolExecutor(max_workers=2) as pool, kill_children_on_error():
         nvml_job = pool.submit(probe_nvml, budget.nvml)
         if kernels == "off":
-            environment, torch = probe_environment(python, budget)
-            kernel_info = KernelInfo(status="skipped", detail="--no-kernels, or no precision check selected")
+            environment, torch = probe_environment(python, budget, project)
+            kernel_info = KernelInfo(status="skipped", detail=KERNELS_OFF)
         else:
             # One `import torch` serves the torch facts and the kernels: the kernel runner is the torch part.
             kernel_job = pool.submit(probe_kernels_and_torch, python, budget, kernels, quiet)
-            environment = probe_inventory(python, budget)
+            environment = probe_inventory(python, budget, project)
         nvml = nvml_job.result()
         quiet.set()
         if kernels != "off":

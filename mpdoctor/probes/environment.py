@@ -55,12 +55,18 @@ class Steps:
         return self.begun if self.begun and self.begun not in self.data else ""
 
 
-def run_part(python: str, part: str, timeout: float) -> tuple[ChildResult, Steps]:
-    """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget)."""
+def run_part(python: str, part: str, timeout: float, limits: Optional[dict[str, float]] = None,
+             switches: tuple[str, ...] = ()) -> tuple[ChildResult, Steps]:
+    """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget).
+
+    ``limits``: the numbers the part enforces itself (``Budget.env_limits``,
+    ``Budget.torch_limits``), handed over as one JSON object; ``switches``: words
+    after them (``steps.NO_PROJECT``).
+    """
     with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
         out_path = os.path.join(tmp, step_names.PART_FILE % part)
         Path(out_path).touch()
-        argv = remote_argv(python, "target", part, out_path, repr(timeout))
+        argv = remote_argv(python, "target", part, out_path, json.dumps(limits or {}), *switches)
         result = run_child(argv, timeout)
         steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
     return result, steps
@@ -92,7 +98,11 @@ def _load(cls, data, default):
         return default
 
 
-def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
+PROJECT_NOT_ASKED = "not scanned: no selected check needs the project's code"
+
+
+def environment_facts(result: ChildResult, steps: Steps, project: bool = True) -> PythonEnvironment:
+    """The env part's facts; ``project``: whether it was asked to scan the working directory."""
     env = PythonEnvironment(probe=probe_run(result, steps))
     env.python = _load(PythonInfo, steps.data.get(step_names.PYTHON), None)
     env.markers = _load(dict[str, str], steps.data.get(step_names.MARKERS), {})
@@ -101,8 +111,11 @@ def environment_facts(result: ChildResult, steps: Steps) -> PythonEnvironment:
     env.distributions = _load(list[Distribution], steps.data.get(step_names.DISTRIBUTIONS), [])
     env.distributions_error = _step_error(steps, step_names.DISTRIBUTIONS)
     env.apex = apex_facts(steps)
-    env.project = _load(ProjectScan, steps.data.get(step_names.PROJECT), ProjectScan())
-    env.project.error = _step_error(steps, step_names.PROJECT)
+    if project:
+        env.project = _load(ProjectScan, steps.data.get(step_names.PROJECT), ProjectScan())
+        env.project.error = _step_error(steps, step_names.PROJECT)
+    else:  # nothing was read: say so, never "no use found"
+        env.project = ProjectScan(skipped=PROJECT_NOT_ASKED)
     env.oneflow = _load(OneflowInfo, steps.data.get(step_names.ONEFLOW), OneflowInfo())
     env.oneflow.error = _step_error(steps, step_names.ONEFLOW)
     return env
@@ -273,27 +286,35 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
     runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
 
 
-def probe_environment(python: str, timeout: Union[Budget, float]) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run the probe parts in parallel in the interpreter ``python``, within ``timeout`` (a Budget, or --timeout)."""
+def probe_environment(python: str, timeout: Union[Budget, float],
+                      project: bool = True) -> tuple[PythonEnvironment, TorchInfo]:
+    """Run the probe parts in parallel in the interpreter ``python``, within ``timeout`` (a Budget, or --timeout).
+
+    ``project``: scan the working directory's code (see probe_inventory).
+    """
     budget = Budget.of(timeout)
     with ThreadPoolExecutor(max_workers=1) as pool, kill_children_on_error():
-        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part)
-        env = probe_inventory(python, budget)
+        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits())
+        env = probe_inventory(python, budget, project)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
     merge_extension_loads(env.apex, torch_steps)
     return env, torch
 
 
-def probe_inventory(python: str, timeout: Union[Budget, float]) -> PythonEnvironment:
+def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = True) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
     Most environments have no oneflow, and its part would be one more interpreter
     competing with torch's import for the same cores. The torch part runs
     elsewhere: beside this (probe_environment), or in the kernel runner.
+    ``project``: scan the working directory's code (up to ``Budget.project_scan``);
+    without it the snapshot's ``environment.project.skipped`` says it was not.
     """
     budget = Budget.of(timeout)
-    env = environment_facts(*run_part(python, step_names.PART_ENV, budget.part))
+    switches = () if project else (step_names.NO_PROJECT,)
+    result, steps = run_part(python, step_names.PART_ENV, budget.part, budget.env_limits(), switches)
+    env = environment_facts(result, steps, project)
     oneflow = env.oneflow.packages.get("oneflow")
     if oneflow is None or oneflow.origin or oneflow.error:
         limit = budget.oneflow_part(env.probe.seconds)

@@ -47,7 +47,7 @@ TorchStatus = Literal["imported", "missing", "import-error", "import-crashed", "
 NvmlStatus = Literal["ok", "unavailable", "error", "timeout", "not-run"]
 
 # KernelInfo.status. probes/kernels.kernel_facts (ok, error, not-run when torch did not import); probes/collect
-# (skipped: --no-kernels or no precision check selected).
+# (skipped: --no-kernels or no selected check needs them).
 KernelStatus = Literal["ok", "skipped", "not-run", "error"]
 
 # KernelInfo.mode. The CLI's --kernels (quick, full); empty when the kernels were skipped.

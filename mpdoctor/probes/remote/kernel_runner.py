@@ -60,9 +60,9 @@ class Job(supervise.Job):
 def main(argv):
     """argv: the output directory, the mode (quick, full), and the limits as JSON.
 
-    The limits are the host's ``Budget.runner_limits()``, in seconds: ``part`` (the
-    torch part's limit, which its apex loads are a share of), ``cuda_count`` (each
-    step of the counting child), ``device_start`` (a device's first step),
+    The limits are the host's ``Budget.runner_limits()``, in seconds: ``apex_loads``
+    and ``apex_load_each`` (the torch part's apex extension imports, all and one),
+    ``cuda_count`` (each step of the counting child), ``device_start`` (a device's first step),
     ``kernel_step`` (a test without progress), ``device_run`` (each device's whole
     run, from here on) and ``quiet_wait`` (the CPU worker's wait for the host).
     They are used as given: this process derives none of them.
@@ -86,7 +86,7 @@ def main(argv):
         out.emit(steps.DONE, True)
         return
     out.emit(steps.IMPORT, {"ok": True, "version": str(getattr(torch, "__version__", ""))})
-    probe.torch_before_cuda(torch_out, torch, limits["part"])
+    probe.torch_before_cuda(torch_out, torch, limits["apex_loads"], limits["apex_load_each"])
     torch_out.emit(steps.DONE, True)  # the rest of the torch part runs in the counting child below
     # Python 3.12+ warns that fork() in a threaded process may deadlock; we fork
     # before any torch work, when the only threads are idle ones torch started.

@@ -3,7 +3,7 @@
 Loaded beside ``target.py`` by the torch part of the environment probe (stdlib
 only, Python 3.8+, judges nothing). torch is imported first, as apex's
 maintainers ask; then one supervised job (``supervise.py``) imports the
-extensions in a forked worker, one step each, with a time limit per import, so
+extensions in a forked worker, one step each, with the time limits it is handed, so
 an extension built against another torch that aborts or hangs the interpreter
 costs only its own result: a fresh worker goes on with the next one.
 """
@@ -28,19 +28,15 @@ def _clip(text, limit=DETAIL_LIMIT):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def load_extensions(names, budget):
-    """Import each extension in a forked worker; a crash or hang costs only that extension.
+def load_each(names, limit, budget):
+    """Import each of ``names`` in a forked worker; a crash or hang costs only that extension.
 
-    One import may take a third of the budget (at most 10 s), so a single hang
-    leaves time for the rest.
+    One import may take ``limit`` s, all of them ``budget`` s: the host's
+    ``apex_load_each`` and ``apex_loads`` (mpdoctor/probes/budget.py), handed to
+    the torch part on its command line; nothing is derived here.
 
     Returns {name: {"status": ok|error|crashed|timeout|not-tried, "detail": text}}.
     """
-    return load_each(names, max(1.0, min(10.0, budget / 3)), budget)
-
-
-def load_each(names, limit, budget):
-    """Import ``names`` in turn, ``limit`` s each, all within ``budget`` s (see load_extensions)."""
     names = list(dict.fromkeys(names))  # each name once, in order
     if not names:
         return {}

@@ -109,7 +109,11 @@ def append_step(path, step, data):
 
 
 def seconds_text(seconds):
-    """A limit as people write it: 0.5, 2, 6.7, 185 (as the host's ``budget.seconds_text``)."""
+    """A limit as people write it: 0.5, 2, 6.7, 185, never "0" for a third of a second.
+
+    The host's ``mpdoctor.probes.child.seconds_text``, which this side cannot import
+    (tests/test_remote_supervise.py keeps the two equal).
+    """
     if seconds >= 10:
         return "%.0f" % seconds
     return ("%.1f" % seconds).rstrip("0").rstrip(".") if seconds >= 0.1 else "%.2g" % seconds

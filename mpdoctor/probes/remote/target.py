@@ -21,6 +21,10 @@ env part also looks for OneFlow without importing it; a third part, ``oneflow``
 
 The parts' and steps' names are ``steps.py``'s: the host reads them back by the
 same names. The step file is written by ``supervise.StepWriter``.
+
+Command line: the part, its step file, the limits the part enforces itself (one
+JSON object from the host's ``Budget``: ``env_limits``, ``torch_limits``), then
+switches (``steps.NO_PROJECT``). No limit is derived here.
 """
 
 import importlib
@@ -43,7 +47,9 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
-DEFAULT_BUDGET = 60.0
+# Budget.from_timeout(60)'s numbers (the default --timeout), only for a direct call that hands no JSON object
+# of limits (tests/test_architecture.py runs the env part with a bare "20"); tests/test_budget.py keeps them equal.
+DEFAULT_LIMITS = {"apex_users": 3.0, "project_scan": 1.5, "apex_loads": 20.0, "apex_load_each": 20.0 / 3}
 
 
 def _sibling(name):
@@ -158,7 +164,12 @@ def guarded_step(out, step, func):
     return result
 
 
-def run_env(out, budget):
+def run_env(out, limits, project=True):
+    """The env part; ``limits``: apex_users and project_scan (s). ``project``: scan the working directory.
+
+    Without ``project`` the project step is not written at all: the host, which
+    chose not to ask for it, records why it is missing.
+    """
     interpreter = _sibling("interpreter")
     out.emit(steps.PYTHON, interpreter.python_facts())
     out.emit(steps.MARKERS, interpreter.marker_environment())
@@ -170,10 +181,11 @@ def run_env(out, budget):
     paths, cwd = [p for p in sys.path if p], os.getcwd()
     facts = guarded_step(out, steps.APEX, lambda: apex.apex_facts(paths, cwd, sys.prefix))
     if facts and apex.present(facts):
-        guarded_step(out, steps.APEX_USERS, lambda: scan.installed_uses(min(3.0, budget / 4)))
-    # apex's own source tree is not the user's code, even in the working directory
-    skip = [location["path"] for location in (facts or {}).get("locations", [])]
-    guarded_step(out, steps.PROJECT, lambda: scan.project_uses(cwd, min(1.5, budget / 6), skip=skip))
+        guarded_step(out, steps.APEX_USERS, lambda: scan.installed_uses(limits["apex_users"]))
+    if project:
+        # apex's own source tree is not the user's code, even in the working directory
+        skip = [location["path"] for location in (facts or {}).get("locations", [])]
+        guarded_step(out, steps.PROJECT, lambda: scan.project_uses(cwd, limits["project_scan"], skip=skip))
     guarded_step(out, steps.ONEFLOW, lambda: _sibling("oneflow").oneflow_facts(paths, apex.pth_lines))
 
 
@@ -273,11 +285,14 @@ def torch_device_facts(torch, torch_count):
     return facts
 
 
-def apex_extension_loads(budget):
-    """Import each compiled apex extension found, after torch, each in a forked child."""
+def apex_extension_loads(limit, budget):
+    """Import each compiled apex extension found, after torch, each in a forked child.
+
+    ``limit`` s each, all within ``budget`` s (the host's apex_load_each and apex_loads).
+    """
     apex = _sibling("apex")
     found = apex.find_extensions(apex.extension_names(apex.apex_distributions()))
-    return _sibling("loads").load_extensions([ext["name"] for ext in found], budget)
+    return _sibling("loads").load_each([ext["name"] for ext in found], limit, budget)
 
 
 def import_torch(out):
@@ -312,11 +327,14 @@ def import_torch(out):
     return torch, None
 
 
-def torch_before_cuda(out, torch, budget):
-    """The steps that must run before CUDA starts: forked children must not inherit a CUDA context."""
+def torch_before_cuda(out, torch, apex_loads, apex_load_each):
+    """The steps that must run before CUDA starts: forked children must not inherit a CUDA context.
+
+    ``apex_loads``: the time for importing every apex extension; ``apex_load_each``: one import's (s).
+    """
     out.begin(steps.BUILD)
     out.emit(steps.BUILD, torch_build_facts(torch))
-    guarded_step(out, steps.APEX_LOADS, lambda: apex_extension_loads(min(20.0, budget / 3)))
+    guarded_step(out, steps.APEX_LOADS, lambda: apex_extension_loads(apex_load_each, apex_loads))
 
 
 def torch_devices_step(torch, cuda):
@@ -330,11 +348,12 @@ def torch_devices_step(torch, cuda):
     return devices
 
 
-def run_torch(out, budget):
+def run_torch(out, limits):
+    """The torch part; ``limits``: apex_loads and apex_load_each (s)."""
     torch, _ = import_torch(out)
     if torch is None:
         return
-    torch_before_cuda(out, torch, budget)
+    torch_before_cuda(out, torch, limits["apex_loads"], limits["apex_load_each"])
     out.begin(steps.CUDA)
     cuda = torch_cuda_facts(torch)
     out.emit(steps.CUDA, cuda)
@@ -343,15 +362,34 @@ def run_torch(out, budget):
         out.emit(steps.DEVICES, torch_devices_step(torch, cuda))
 
 
-PARTS = {steps.PART_ENV: run_env, steps.PART_TORCH: run_torch,
-         steps.PART_ONEFLOW: lambda out, budget: _sibling("oneflow").run(out, guarded_step)}
+PARTS = {
+    steps.PART_ENV: lambda out, limits, switches: run_env(out, limits, project=steps.NO_PROJECT not in switches),
+    steps.PART_TORCH: lambda out, limits, switches: run_torch(out, limits),
+    steps.PART_ONEFLOW: lambda out, limits, switches: _sibling("oneflow").run(out, guarded_step),
+}
+
+
+def read_limits(text):
+    """The JSON object of limits on the command line; a missing key (or no object) gets DEFAULT_LIMITS' value."""
+    import json
+
+    try:
+        given = json.loads(text)
+    except ValueError:
+        given = None
+    limits = dict(DEFAULT_LIMITS)
+    if isinstance(given, dict):
+        limits.update((key, float(value)) for key, value in given.items()
+                      if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
+    return limits
 
 
 def main(argv):
+    """argv: the part, its step file, the limits it enforces itself (JSON, from the host's Budget), switches."""
     part, path = argv[0], argv[1]
-    budget = float(argv[2]) if len(argv) > 2 else DEFAULT_BUDGET
+    limits = read_limits(argv[2] if len(argv) > 2 else "{}")
     out = StepWriter(path)
-    PARTS[part](out, budget)
+    PARTS[part](out, limits, set(argv[3:]))
     out.emit(steps.DONE, True)
 
 
