@@ -11,8 +11,6 @@ def _checks_from_a_source_checkout() -> None:
     nothing does, so this finder, consulted only after every other one has failed,
     maps ``mpdoctor.checks`` to the ``checks/`` beside this package when there is one.
     """
-    import importlib.abc
-    import importlib.util
     import os
     import sys
 
@@ -21,10 +19,13 @@ def _checks_from_a_source_checkout() -> None:
     if not os.path.isfile(init):
         return
 
-    class CheckoutChecks(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
+    class CheckoutChecks:  # a meta path finder needs only find_spec (importlib.abc would cost 7 ms at start-up)
+        @staticmethod
+        def find_spec(name, path=None, target=None):
             if name != "mpdoctor.checks":
                 return None
+            import importlib.util
+
             return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[checks])
 
     sys.meta_path.append(CheckoutChecks())
