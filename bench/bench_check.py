@@ -31,6 +31,10 @@ import tempfile
 import time
 
 STDERR_TAIL = 2000
+# Commands run as an installed mpdoctor would: bytecode is written by the warm-up round and reused.
+# With PYTHONDONTWRITEBYTECODE set (some shells and CI images set it), an editable install recompiles
+# every changed module on every run, which times the compiler, not mpdoctor.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def commands(python: str) -> list[tuple[str, list[str]]]:
@@ -54,7 +58,7 @@ def run(name: str, argv: list[str], cwd: str) -> tuple[float, str]:
     """Run once, stdout discarded; return (wall seconds, stderr). Raise on failure."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
     except OSError as exc:
         raise CommandFailed(name, argv, -1, f"could not start: {exc}") from None
@@ -82,7 +86,7 @@ def help_imports_torch(python: str, cwd: str) -> bool:
 def kernel_devices(python: str, cwd: str) -> list[dict]:
     """Each device's kernel run from one more ``mpdoctor check`` (untimed): its own wall time."""
     argv = [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never", "--select", "PREC"]
-    proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, capture_output=True, text=True)
     try:
         kernels = json.loads(proc.stdout)["snapshot"]["kernels"]
     except (ValueError, KeyError, TypeError):
@@ -98,7 +102,7 @@ def probe_versions(python: str, cwd: str) -> dict:
             "    except Exception: return None\n"
             "print(json.dumps({'python': platform.python_version(), 'torch': v('torch'), 'mpdoctor': v('mpdoctor')}))")
     try:
-        proc = subprocess.run([python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        proc = subprocess.run([python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, capture_output=True, text=True)
         return json.loads(proc.stdout)
     except (OSError, ValueError):
         return {}  # the warm-up round reports why the interpreter does not run
