@@ -98,7 +98,7 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
 
 @check("APEX003", "apex-extension-fails-to-load", family=FAMILY, defers_to=("APEX004",),
        fires_on=("apex-stale-torch",),
-       quiet_on=("apex-cuda11", "apex-python-only", "apex-incident1"))
+       quiet_on=("apex-python-only", "apex-incident1"))
 def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     """A compiled apex extension does not load against the installed torch.
 

@@ -137,7 +137,7 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
 
 @check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY, superseded_by=("GPU002",),
        fires_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first"),
-       quiet_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "titan-1080ti-visible-devices-1", "h100-node-healthy"))
+       quiet_on=("titan-1080ti-visible-devices-1", "h100-node-healthy"))
 def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     """The visible GPUs differ in what precisions they support.
 

@@ -111,7 +111,7 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
 @check("ONEFLOW006", "oneflow-import-fails", family=FAMILY, superseded_by=("ONEFLOW001",),
        needs=("project",),
        fires_on=("oneflow-import-fails",),
-       quiet_on=("oneflow-pypi-placeholder", "torch-import-error", "oneflow-incident2"))
+       quiet_on=("torch-import-error", "oneflow-incident2"))
 def import_fails(snap: Snapshot) -> Iterator[Finding]:
     """A OneFlow build with its native core does not import: it raises, crashes or hangs.
 

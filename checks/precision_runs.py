@@ -133,7 +133,7 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
 @check("PREC009", "kernel-worker-failed", family=FAMILY, defers_to=("PREC002", "TORCH007"),
        needs=("kernels",),
        fires_on=("kernels-faulty-gpu",),
-       quiet_on=("kernels-missing-arch", "kernels-skipped", "kernels-a100"))
+       quiet_on=("kernels-skipped", "kernels-a100"))
 def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """A microkernel crashed or hung its worker process, or a device could not start at all.
 

@@ -42,8 +42,9 @@ signatures carry examples and near misses:
 * ``fires_on=("titan-1080ti-visible-devices-1", ...)``: fixtures on which the check
   must report (each still does with the check selected alone);
 * ``quiet_on=("titan-1080ti-pci-order", ...)``: near misses, fixtures that look like
-  its problem (the twin topology, a healthy node, the case a superseding check
-  owns) on which it must not.
+  its problem (the twin topology, a healthy node) on which it must not report,
+  even selected alone. A finding that stands down for a superseding check is a
+  relation, tested in tests/test_relations.py, not a near miss.
 
 They are fixture *names* only: the fixtures are built by ``tests/fixtures/catalogue.py``,
 which is not installed, so the registry stores the names and never loads them.
@@ -62,8 +63,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
 
-from mpdoctor.findings import Finding, Step, warning
+from mpdoctor.findings import Finding, Step, info, warning
 from mpdoctor.snapshot import Snapshot
+from mpdoctor.snapshot.project import NOT_ASKED as PROJECT_NOT_ASKED
 
 CODE_PATTERN = re.compile(r"^([A-Z]+)[0-9]{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -92,11 +94,24 @@ SUBJECTS = {
 }
 
 # Facts a snapshot check may need beyond the ones every run takes (``needs=``).
+@dataclass(frozen=True)
+class Fact:
+    """A fact a run takes only when a selected check needs it, and how a snapshot shows it was not taken."""
+
+    doc: str
+    not_taken: Callable[[Snapshot], str]  # why the snapshot lacks it because it was never taken; "" when taken
+    reported_by: str = ""  # a check that says so itself when selected; MPD002 covers the others
+
+
 FACTS = {
-    "kernels": "the precision microkernels' measurements (snapshot.kernels); taken only when a selected check "
-               "needs them",
-    "project": "the scan of the working directory's code (snapshot.environment.project); taken only when a "
-               "selected check needs it, else its `skipped` says it was not scanned",
+    "kernels": Fact("the precision microkernels' measurements (snapshot.kernels); taken only when a selected "
+                    "check needs them",
+                    lambda snap: (snap.kernels.detail or "skipped") if snap.kernels.status == "skipped" else "",
+                    reported_by="PREC010"),
+    "project": Fact("the scan of the working directory's code (snapshot.environment.project); taken only when a "
+                    "selected check needs it, else its `skipped` says it was not scanned",
+                    lambda snap: snap.environment.project.skipped
+                    if snap.environment.project.skipped == PROJECT_NOT_ASKED else ""),
 }
 
 CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]
@@ -367,6 +382,44 @@ CHECK_CRASHED = rule("MPD001", "check-crashed", family="mpdoctor", subject=INTER
     `--ignore` the crashing code to keep CI gating on the rest.
     """)
 
+FACT_NOT_TAKEN = rule("MPD002", "fact-not-taken", family="mpdoctor", subject=INTERNAL, doc="""
+    Selected checks need a fact that this snapshot never took, so they could not judge.
+
+    ## Why it matters
+    A run takes the slow or optional facts (the precision microkernels, the
+    scan of your code) only when a selected check needs them. A snapshot saved
+    by a run with a narrower `--select`, or with `--no-kernels`, lacks them;
+    judged later with more checks selected, those checks have nothing to look
+    at, and their silence is not a verdict.
+
+    ## Fix
+    Take the snapshot again with the checks you want selected (on the machine
+    and in the directory it describes), or run `mpdoctor check` there directly.
+    """)
+
+
+def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
+    """MPD002, once per fact that selected checks need and the snapshot never took.
+
+    A fact whose own check (``Fact.reported_by``) is selected is left to it.
+    """
+    checks = list(checks)
+    selected = {c.code for c in checks}
+    out = []
+    for name, fact in FACTS.items():
+        why = fact.not_taken(snap)
+        needing = sorted(c.code for c in checks if name in c.needs)
+        if not why or not needing or fact.reported_by in selected:
+            continue
+        codes = ",".join(needing)
+        out.append(FACT_NOT_TAKEN.stamp(info(
+            f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
+            [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
+            [Step("Take it again with these checks selected, on the machine and in the directory it describes",
+                  f"mpdoctor check --select {codes} --save-snapshot snapshot.json")])))
+    return out
+
+
 _validated = False
 
 
@@ -386,6 +439,7 @@ def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
     A check fired when it produced at least one finding of its own (a crash is not one).
     Supersession is judged on what each check found, so the order they run in does not matter.
     """
-    verdicts = [v for entry in checks if entry.runs_on_snapshot for v in entry.verdicts(snap)]
+    checks = [entry for entry in checks if entry.runs_on_snapshot]
+    verdicts = [v for entry in checks for v in entry.verdicts(snap)]
     fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
-    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)]
+    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + facts_not_taken(snap, checks)

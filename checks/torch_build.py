@@ -129,7 +129,7 @@ def _runs_on(arch_list: list[str], cc: int) -> bool:
 
 @check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY, superseded_by=("PREC002",),
        fires_on=("v100-cu130",),
-       quiet_on=("kernels-missing-arch", "h100-node-healthy", "laptop-rtx3060", "kernels-titan-1080ti"))
+       quiet_on=("h100-node-healthy", "laptop-rtx3060", "kernels-titan-1080ti"))
 def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     """A GPU's compute capability is missing from the torch build's arch list.
 
@@ -190,7 +190,7 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
 
 @check("TORCH009", "cuda-unavailable", family=FAMILY, defers_to=("TORCH006", "GPU005"),
        fires_on=("cuda-unknown-error",),
-       quiet_on=("h100-driver-too-old", "cuda-hidden-by-env", "slurm-nodevfiles", "cuda-init-hangs"))
+       quiet_on=("cuda-init-hangs",))
 def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch, NVIDIA GPUs present, yet `torch.cuda.is_available()` is False.
 

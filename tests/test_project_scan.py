@@ -3,7 +3,9 @@
 Through the real CLI, in a directory whose code imports apex.amp, diagnosing a
 throwaway venv with no apex: ``--select TORCH`` leaves the code unread and the
 snapshot says so (``environment.project.skipped``), never "no apex use found";
-``--select APEX`` reads it, and APEX006 reports the import.
+``--select APEX`` reads it, and APEX006 reports the import. A snapshot saved
+without the scan and judged later with APEX checks says they could not judge
+(MPD002).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import dist_info
-from mpdoctor.probes.environment import PROJECT_NOT_ASKED
+from mpdoctor.snapshot.project import NOT_ASKED as PROJECT_NOT_ASKED
 
 
 def check(python: Path, cwd: Path, *args: str) -> dict:
@@ -56,3 +58,21 @@ def test_a_selected_check_that_needs_the_project_gets_it_scanned(python, project
     assert [(use["file"], use["module"], use["names"]) for use in scan["apex_uses"]] == [("train.py", "apex", ["amp"])]
     apex006 = [f for f in report["findings"] if f["code"] == "APEX006"]
     assert len(apex006) == 1 and "your code" in apex006[0]["title"]
+
+
+def test_a_snapshot_without_the_scan_judged_with_apex_checks_says_they_could_not_judge(python, project, tmp_path):
+    """A snapshot saved by `--select TORCH` has no project scan: APEX checks judged on it later get MPD002, not an
+    all-clear."""
+    saved = tmp_path / "narrow.json"
+    check(python, project, "--select", "TORCH", "--save-snapshot", str(saved))
+    result = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--snapshot", str(saved), "--select",
+                             "APEX,ONEFLOW005", "--format", "json", "--fail-on", "never"], capture_output=True,
+                            text=True, timeout=120)
+    report = json.loads(result.stdout)
+    not_taken = [f for f in report["findings"] if f["code"] == "MPD002"]
+    assert len(not_taken) == 1 and "no project" in not_taken[0]["title"]
+    assert "APEX006" in not_taken[0]["evidence"][1] and "ONEFLOW005" in not_taken[0]["evidence"][1]
+    # taken fresh with APEX selected, the same directory does report the apex use
+    fresh = check(python, project, "--select", "APEX")
+    assert [f for f in fresh["findings"] if f["code"] == "APEX006"]
+    assert not [f for f in fresh["findings"] if f["code"] == "MPD002"]

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import fixture_path, load_fixture, snapshot_fixture_names
-from mpdoctor.checks.registry import FAMILIES, Registry, builtin_registry, defer, run_checks
+from mpdoctor.checks.registry import FACTS as FACTS_BY_NAME, FAMILIES, Registry, builtin_registry, defer, run_checks
 from mpdoctor.cli import app
 from mpdoctor.doctor import gather as gather_module
 from mpdoctor.doctor.gather import Options, gather
@@ -187,6 +187,9 @@ def test_ignoring_a_check_removes_its_findings_and_lets_speak_only_what_it_super
         rest = judge(snap, ignore=[code])
         assert [f for f in everything if f.code != code and f not in rest] == []  # nothing else is lost
         for finding in (f for f in rest if f not in everything):
+            if finding.code == "MPD002":  # the fact the ignored check reports itself is now reported by MPD002
+                assert code in {fact.reported_by for fact in FACTS_BY_NAME.values()}, (name, code)
+                continue
             entry = registry.get(finding.code)
             assert code in entry.superseded_by + entry.defers_to, (name, code, finding.code)
 
@@ -369,3 +372,21 @@ def test_every_check_that_needs_the_kernels_reads_them():
         unread -= {c.code for c in needing if c.code in unread and c.run(snap) != c.run(_without(snap, "kernels"))}
     assert unread == set()
     assert {c.code for c in needing} == {c.code for c in builtin_registry().snapshot_checks() if c.family == "precision"}
+
+
+# ---------------------------------------------------------------- a fact the snapshot never took
+
+
+def test_a_selected_check_whose_fact_was_never_taken_gets_mpd002_not_silence():
+    snap = load_fixture("kernels-skipped")  # taken with --no-kernels
+    alone = judge(snap, select=["PREC001"])
+    assert [f.code for f in alone] == ["MPD002"] and "no kernels" in alone[0].title
+    assert "PREC001" in alone[0].evidence[1]
+    # PREC010 says it itself when it is selected: no second finding for the same missing fact
+    both = judge(snap, select=["PREC001", "PREC010"])
+    assert [f.code for f in both] == ["PREC010"]
+
+
+def test_a_fact_that_was_taken_gives_no_mpd002():
+    for name in snapshot_fixture_names():
+        assert not [f for f in judge(load_fixture(name), select=["APEX", "ONEFLOW"]) if f.code == "MPD002"], name

@@ -25,7 +25,8 @@ from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRun
                                PythonInfo, TorchInfo)
 from mpdoctor.snapshot.apex import ApexImport, ApexInfo
 from mpdoctor.snapshot.oneflow import CoexistCase
-from mpdoctor.snapshot.project import ProjectScan
+from mpdoctor.snapshot.project import NOT_ASKED, ProjectScan
+
 
 class Steps:
     """The JSON lines a probe part wrote: completed steps and the last one begun."""
@@ -98,9 +99,6 @@ def _load(cls, data, default):
         return default
 
 
-PROJECT_NOT_ASKED = "not scanned: no selected check needs the project's code"
-
-
 def environment_facts(result: ChildResult, steps: Steps, project: bool = True) -> PythonEnvironment:
     """The env part's facts; ``project``: whether it was asked to scan the working directory."""
     env = PythonEnvironment(probe=probe_run(result, steps))
@@ -115,7 +113,7 @@ def environment_facts(result: ChildResult, steps: Steps, project: bool = True) -
         env.project = _load(ProjectScan, steps.data.get(step_names.PROJECT), ProjectScan())
         env.project.error = _step_error(steps, step_names.PROJECT)
     else:  # nothing was read: say so, never "no use found"
-        env.project = ProjectScan(skipped=PROJECT_NOT_ASKED)
+        env.project = ProjectScan(skipped=NOT_ASKED)
     env.oneflow = _load(OneflowInfo, steps.data.get(step_names.ONEFLOW), OneflowInfo())
     env.oneflow.error = _step_error(steps, step_names.ONEFLOW)
     return env

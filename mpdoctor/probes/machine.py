@@ -9,8 +9,8 @@ own interpreter (``sys.executable``, where nvidia-ml-py is installed with
 mpdoctor), not the one under diagnosis: NVML is a fact about the machine.
 
 The child runs :func:`nvml_child`: :func:`nvml_record`, a pure function of the
-NVML module, as JSON on stdout; :func:`collect_nvml` is the same as an
-``NvmlInfo``. Each NVML failure becomes a fact with NVML's own error name,
+NVML module, as JSON on stdout; :func:`nvml_facts` is the same as an
+``NvmlInfo`` in this process (tests give it a stand-in NVML module). Each NVML failure becomes a fact with NVML's own error name,
 never a crash. This module imports only the standard library at the top, so the
 child costs an interpreter start and pynvml (about 40 ms of CPU), not
 mpdoctor's snapshot classes.
@@ -133,14 +133,6 @@ def nvml_record(nvml: ModuleType) -> dict[str, Any]:
     finally:
         _optional(nvml.nvmlShutdown)
     return info
-
-
-def collect_nvml(nvml: ModuleType) -> NvmlInfo:
-    """:func:`nvml_record` as the snapshot's ``NvmlInfo``."""
-    from mpdoctor.schema.serde import from_data
-    from mpdoctor.snapshot import NvmlInfo
-
-    return from_data(NvmlInfo, nvml_record(nvml))
 
 
 def _import_pynvml() -> ModuleType:

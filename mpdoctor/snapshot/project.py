@@ -12,6 +12,9 @@ from mpdoctor.schema.serde import fact
 from mpdoctor.snapshot.apex import ApexImport
 
 
+NOT_ASKED = "not scanned: no selected check needs the project's code"  # ProjectScan.skipped when not taken
+
+
 @dataclass
 class CodeUse:
     """One use of torch's AMP or of OneFlow/OneDiff in the project's code, read without running it."""

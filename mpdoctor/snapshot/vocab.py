@@ -42,7 +42,7 @@ ProbeStatus = Literal["ok", "error", "crashed", "timeout", "not-run"]
 # TorchInfo.status. probes/environment.torch_facts; unknown (the default) when the probe died before `import torch`.
 TorchStatus = Literal["imported", "missing", "import-error", "import-crashed", "import-timeout", "mocked", "unknown"]
 
-# NvmlInfo.status. probes/machine: collect_nvml (ok, unavailable, error), the NVML child's end (timeout, error),
+# NvmlInfo.status. probes/machine: nvml_record (ok, unavailable, error), the NVML child's end (timeout, error),
 # pynvml missing (unavailable); not-run is the default.
 NvmlStatus = Literal["ok", "unavailable", "error", "timeout", "not-run"]
 

@@ -47,8 +47,8 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
-# Budget.from_timeout(60)'s numbers (the default --timeout), only for a direct call that hands no JSON object
-# of limits (tests/test_architecture.py runs the env part with a bare "20"); tests/test_budget.py keeps them equal.
+# Budget.from_timeout(60)'s numbers (the default --timeout), only for a direct call (by hand, or an older host)
+# that hands no JSON object of limits; tests/test_budget.py keeps them equal to the Budget's.
 DEFAULT_LIMITS = {"apex_users": 3.0, "project_scan": 1.5, "apex_loads": 20.0, "apex_load_each": 20.0 / 3}
 
 
