@@ -161,12 +161,9 @@ def test_limits_are_written_as_people_write_them():
         "0.5", "2", "6.7", "15", "185", "0.05"]
 
 
-def test_the_target_writes_limits_as_the_host_does():
-    """supervise.seconds_text is the host's child.seconds_text, which the remote side cannot import."""
-    values = [0.01, 0.05, 0.083, 0.099, 0.1, 0.125, 1 / 6, 0.25, 0.3, 0.5, 0.95, 0.99, 1.0, 2.2222, 6.6667,
-              9.94, 9.96, 10.0, 15.0, 40.0, 71.667, 185.2, 3600.0]
-    values += [Budget.from_timeout(t).apex_load_each for t in (0.1, 0.5, 1, 2.5)]
-    assert [supervise.seconds_text(v) for v in values] == [host_seconds_text(v) for v in values]
+def test_the_host_writes_limits_with_the_targets_function():
+    """One wording of limits on both sides: the host imports the target's function, it has no copy."""
+    assert host_seconds_text is supervise.seconds_text
 
 
 def test_a_stall_under_a_second_says_its_limit_not_zero(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ from typing import Callable, Iterator, Optional
 
 from mpdoctor.probes import remote
 from mpdoctor.probes.remote.redact import redact_text
+from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
 STDERR_TAIL = 3000
 
@@ -55,13 +56,6 @@ importlib.import_module("_mpdoctor_remote." + sys.argv[2]).main(sys.argv[3:])
 def remote_argv(python: str, module: str, *args: str) -> list[str]:
     """The command that runs ``mpdoctor.probes.remote.<module>.main(args)`` in the interpreter ``python``."""
     return [python, "-c", BOOTSTRAP, remote.__file__, module, *args]
-
-
-def seconds_text(seconds: float) -> str:
-    """A limit as people write it: 0.5, 2, 6.7, 185 (never "1" for half a second)."""
-    if seconds >= 10:
-        return f"{seconds:.0f}"
-    return f"{seconds:.1f}".rstrip("0").rstrip(".") if seconds >= 0.1 else f"{seconds:.2g}"
 
 
 @dataclass

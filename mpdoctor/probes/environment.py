@@ -20,6 +20,7 @@ from pathlib import Path
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, kill_children_on_error, remote_argv, run_child
 from mpdoctor.probes.remote import steps as step_names
+from mpdoctor.probes.remote.supervise import parse_steps
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRuntime, ProbeRun, PythonEnvironment,
                                PythonInfo, TorchInfo)
@@ -32,19 +33,7 @@ class Steps:
     """The JSON lines a probe part wrote: completed steps and the last one begun."""
 
     def __init__(self, text: str) -> None:
-        self.data: dict[str, object] = {}
-        self.begun = ""
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:  # a line cut short by a crash
-                continue
-            if not isinstance(record, dict) or "step" not in record:
-                continue
-            if record.get("begin"):
-                self.begun = str(record["step"])
-            else:
-                self.data[str(record["step"])] = record.get("data")
+        self.data, self.begun = parse_steps(text)  # the target's own reader: one format, one parser
 
     @property
     def done(self) -> bool:

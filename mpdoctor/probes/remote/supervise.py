@@ -76,15 +76,13 @@ class StepWriter:
         self._file.flush()
 
 
-def read_steps(path):
-    """(finished step -> data, the step begun last) from a step file; junk lines are skipped."""
+def parse_steps(text):
+    """(finished step -> data, the step begun last) from a step file's text; junk lines are skipped.
+
+    The one reader of step files, on both sides: the host's ``environment.Steps`` uses it too.
+    """
     data, begun = {}, ""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return data, begun
-    for line in lines:
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:  # a line cut short by a crash
@@ -95,6 +93,15 @@ def read_steps(path):
             else:
                 data[str(entry["step"])] = entry.get("data")
     return data, begun
+
+
+def read_steps(path):
+    """:func:`parse_steps` of the file at ``path``; an unreadable file has no steps."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return parse_steps(handle.read())
+    except OSError:
+        return {}, ""
 
 
 def append_step(path, step, data):
@@ -109,11 +116,7 @@ def append_step(path, step, data):
 
 
 def seconds_text(seconds):
-    """A limit as people write it: 0.5, 2, 6.7, 185, never "0" for a third of a second.
-
-    The host's ``mpdoctor.probes.child.seconds_text``, which this side cannot import
-    (tests/test_remote_supervise.py keeps the two equal).
-    """
+    """A limit as people write it: 0.5, 2, 6.7, 185, never "0" for a third of a second (the host's too)."""
     if seconds >= 10:
         return "%.0f" % seconds
     return ("%.1f" % seconds).rstrip("0").rstrip(".") if seconds >= 0.1 else "%.2g" % seconds
