@@ -46,6 +46,22 @@ def test_fixture_reports_validate(name, validator):
     assert undeclared_values(Report, data) == []
 
 
+@pytest.mark.parametrize("path", [("schema_version",), ("snapshot", "schema_version")])
+def test_schema_version_is_required_and_pinned_in_the_schema(live_report_json, validator, path):
+    # How a report and a snapshot are recognised: the loader refuses one without it, or with another version,
+    # although the dataclasses give Python code a default.
+    for value in (None, SCHEMA_VERSION + 1, SCHEMA_VERSION - 1):
+        data = json.loads(live_report_json)
+        node = data if len(path) == 1 else data["snapshot"]
+        if value is None:
+            del node["schema_version"]
+        else:
+            node["schema_version"] = value
+        assert not validator.is_valid(data), (path, value)
+        with pytest.raises(SnapshotError, match="schema"):
+            snapshot_from_data(data)
+
+
 def test_schema_rejects_a_report_with_a_missing_field(live_report_json, validator):
     # A field without a default: `required` lists only those (snapshot.torch.status has a default, so a report
     # without it validates and loads as "unknown": see tests/test_schema.py).
@@ -78,6 +94,11 @@ def test_unknown_keys_are_ignored_and_missing_ones_defaulted():
     ([], "expected a JSON object"),
     ({"torch": {}}, "no integer schema_version"),
     ({"schema_version": 99}, "newer than this mpdoctor"),
+    ({"schema_version": 1.5}, "no integer schema_version"),
+    ({"schema_version": 1, "torch": {"device_count": 2.5}}, "$.torch.device_count: expected int, got float"),
+    ({"schema_version": 7, "findings": [], "snapshot": {"schema_version": 1}}, "report schema version 7 is newer"),
+    ({"findings": [], "snapshot": {"schema_version": 1}}, "not a report: no integer schema_version"),
+    ({"schema_version": 1, "findings": [], "snapshot": {"schema_version": 0}}, "unknown snapshot schema version 0"),
     ({"schema_version": 1, "torch": {"version": 5}}, "$.torch.version: expected str, got int"),
     ({"schema_version": 1, "environment": {"distributions": {"a": 1}}}, "expected a list"),
 ])

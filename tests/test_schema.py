@@ -28,7 +28,7 @@ from mpdoctor.findings import Severity
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
 from mpdoctor.schema.__main__ import schemas
-from mpdoctor.schema.serde import OPEN_VOCABULARY, DataError, from_data, json_schema, undeclared_values
+from mpdoctor.schema.serde import OPEN_VOCABULARY, DataError, fact, from_data, json_schema, undeclared_values
 from mpdoctor.snapshot import SnapshotError, snapshot_from_data, vocab
 
 SHIPPED = {  # each shipped schema and the dataclass it is generated from
@@ -244,6 +244,102 @@ def test_a_finding_severity_of_the_wrong_type_fails_both(report, validator, valu
         from_data(Report, data)
 
 
+# ---------------------------------------------------------------- the schema and the loader agree
+
+
+def _set(data: dict, path: tuple, value: Any) -> dict:
+    data = copy.deepcopy(data)
+    node = data
+    for part in path[:-1]:
+        node = node[part]
+    if value is _DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+_DELETE = object()
+AGREEMENT = {  # a mutation of a live report: (path, value), and whether both the schema and the loader take it
+    "unchanged": ((), None, True),
+    "snapshot-version-missing": (("snapshot", "schema_version"), _DELETE, False),
+    "snapshot-version-2": (("snapshot", "schema_version"), 2, False),
+    "snapshot-version-0": (("snapshot", "schema_version"), 0, False),
+    "snapshot-version-1.0": (("snapshot", "schema_version"), 1.0, True),
+    "snapshot-version-true": (("snapshot", "schema_version"), True, False),
+    "snapshot-version-string": (("snapshot", "schema_version"), "1", False),
+    "device-count-2.0": (("snapshot", "torch", "device_count"), 2.0, True),
+    "device-count-2.5": (("snapshot", "torch", "device_count"), 2.5, False),
+    "device-count-true": (("snapshot", "torch", "device_count"), True, False),
+    "device-count-nan": (("snapshot", "torch", "device_count"), float("nan"), False),
+    "device-count-inf": (("snapshot", "torch", "device_count"), float("inf"), False),
+    "device-count-null": (("snapshot", "torch", "device_count"), None, True),
+    "report-version-7": (("schema_version",), 7, False),
+    "report-version-0": (("schema_version",), 0, False),
+    "report-version-missing": (("schema_version",), _DELETE, False),
+    "report-version-1.0": (("schema_version",), 1.0, True),
+    "report-version-null": (("schema_version",), None, False),
+}
+
+
+def _loads(load, data) -> bool:
+    try:
+        load(data)
+    except (SnapshotError, DataError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("case", list(AGREEMENT))
+def test_the_schema_and_the_loader_agree(report, validator, case):
+    path, value, accepted = AGREEMENT[case]
+    data = _set(report, path, value) if path else copy.deepcopy(report)
+    assert validator.is_valid(data) is accepted, list(validator.iter_errors(data))[:1]
+    assert _loads(snapshot_from_data, data) is accepted  # what `mpdoctor check --snapshot` does
+    assert _loads(lambda d: from_data(Report, d), data) is accepted
+    if path[:1] == ("snapshot",):  # the snapshot alone, as `mpdoctor snapshot` writes it: the same rule
+        assert _loads(snapshot_from_data, data["snapshot"]) is accepted
+
+
+def test_an_integral_float_loads_as_an_int(report):
+    data = _set(_set(report, ("snapshot", "torch", "device_count"), 2.0), ("snapshot", "schema_version"), 1.0)
+    snap = snapshot_from_data(data)
+    assert snap.torch.device_count == 2 and type(snap.torch.device_count) is int
+    assert snap.schema_version == 1 and type(snap.schema_version) is int
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("schema_version",), 7, "report schema version 7 is newer than this mpdoctor understands (1); upgrade mpdoctor"),
+    (("schema_version",), 0, "unknown report schema version 0"),
+    (("schema_version",), _DELETE, "not a report: no integer schema_version"),
+    (("snapshot", "schema_version"), 2, "snapshot schema version 2 is newer than this mpdoctor understands"),
+    (("snapshot", "schema_version"), 0, "unknown snapshot schema version 0"),
+    (("snapshot", "schema_version"), _DELETE, "not a snapshot: no integer schema_version"),
+    (("snapshot", "torch", "device_count"), 2.5, "$.torch.device_count: expected int, got float"),
+])
+def test_check_snapshot_refuses_a_report_whose_version_or_type_the_schema_refuses(report, path, value, message,
+                                                                                 tmp_path):
+    data = _set(report, path, value)
+    file = tmp_path / "report.json"
+    file.write_text(json.dumps(data), encoding="utf-8")
+    result = run_cli("check", "--snapshot", str(file), "--format", "json")
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("path, make, cls", [
+    (explain.SCHEMA_PATH, lambda: explain.explain_data(explain.ExplainReport(source="argument")),
+     explain.ExplainReport),
+    (audit.SCHEMA_PATH, lambda: audit.audit_data(audit.AuditReport(path="m.safetensors")), audit.AuditReport),
+], ids=["explain", "audit"])
+def test_explain_and_audit_schemas_and_from_data_agree_on_schema_version(path, make, cls):
+    validator = _validator(path)
+    for value, accepted in ((1, True), (1.0, True), (2, False), (0, False), (True, False), (_DELETE, False)):
+        data = _set(make(), ("schema_version",), value)
+        assert validator.is_valid(data) is accepted, value
+        assert _loads(lambda d: from_data(cls, d), data) is accepted, value
+
+
 # ---------------------------------------------------------------- the schema's shape
 
 
@@ -267,12 +363,25 @@ def test_no_shipped_object_forbids_added_properties(path):
 
 
 @pytest.mark.parametrize("path, root", list(SHIPPED.items()), ids=lambda p: getattr(p, "name", ""))
-def test_required_lists_exactly_the_fields_without_a_default(path, root):
+def test_required_lists_exactly_the_fields_without_a_default_and_schema_version(path, root):
     defs = json.loads(path.read_text())["$defs"]
     for cls in _dataclasses(root):
         wanted = [f.name for f in dataclasses.fields(cls)
-                  if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+                  if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                  or f.name == "schema_version"]
         assert defs[cls.__name__]["required"] == wanted, cls.__name__
+
+
+@pytest.mark.parametrize("path, root", list(SHIPPED.items()), ids=lambda p: getattr(p, "name", ""))
+def test_every_schema_version_is_required_and_pinned_to_the_files_version(path, root):
+    version = int(path.name.split("-v")[1].split(".")[0])  # report-v1.schema.json -> 1
+    defs = json.loads(path.read_text())["$defs"]
+    holders = [cls for cls in _dataclasses(root) if "schema_version" in {f.name for f in dataclasses.fields(cls)}]
+    assert root in holders
+    for cls in holders:
+        assert "schema_version" in defs[cls.__name__]["required"], cls.__name__
+        assert defs[cls.__name__]["properties"]["schema_version"]["const"] == version, cls.__name__
+        assert defs[cls.__name__]["properties"]["schema_version"]["type"] == "integer", cls.__name__
 
 
 def test_every_shipped_schema_is_current():
@@ -401,6 +510,41 @@ def test_json_schema_of_a_literal_is_its_enum_or_any_string():
     validator.validate({"mode": "turbo", "modes": ["full"], "extra": 1})
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({"mode": 1})
+
+
+def test_from_data_takes_an_integral_float_as_an_int_and_refuses_other_floats():
+    assert from_data(int, 2.0) == 2 and type(from_data(int, 2.0)) is int
+    assert from_data(int, -0.0) == 0 and type(from_data(int, -0.0)) is int
+    assert from_data(typing.Optional[int], 3.0) == 3
+    for bad in (2.5, float("nan"), float("inf"), True, False, "2"):
+        with pytest.raises(DataError, match=r"\$: expected int"):
+            from_data(int, bad)
+    assert type(from_data(float, 2)) is float  # the other way round, as before
+
+
+@dataclasses.dataclass
+class _Versioned:
+    schema_version: int = fact("v", 3, required=True, schema={"const": 3})
+    other: int = fact("o", 0)
+
+
+def test_a_fact_can_be_required_and_pinned_though_it_has_a_default():
+    assert _Versioned().schema_version == 3  # Python code still gets the default
+    defs: dict = {}
+    json_schema(_Versioned, defs)
+    assert defs["_Versioned"]["required"] == ["schema_version"]
+    assert defs["_Versioned"]["properties"]["schema_version"] == {"description": "v", "type": "integer", "const": 3}
+    assert from_data(_Versioned, {"schema_version": 3}) == _Versioned()
+    assert from_data(_Versioned, {"schema_version": 3.0}) == _Versioned()
+    with pytest.raises(DataError, match="missing required field 'schema_version'"):
+        from_data(_Versioned, {"other": 1})
+    with pytest.raises(DataError, match=r"\$\.schema_version: expected 3, got 4"):
+        from_data(_Versioned, {"schema_version": 4})
+
+
+def test_a_fact_carries_only_keywords_the_loader_enforces():
+    with pytest.raises(TypeError, match="const"):
+        fact("x", 0, schema={"minimum": 0})
 
 
 def test_only_literals_of_strings_are_supported():

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from mpdoctor import __version__
-from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
 from mpdoctor.checkpoint_audit.sources import WeightFile
 from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
 from mpdoctor.findings import Finding, Step, error, info, warning
@@ -73,7 +73,7 @@ class AuditReport:
                                              factory=dict)
     mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
     findings: list[Finding] = fact("What is wrong, errors first", factory=list)
-    schema_version: int = fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
+    schema_version: int = version_fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
 
     def to_data(self) -> dict:

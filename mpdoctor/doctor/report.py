@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpdoctor import __version__
-from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
 from mpdoctor.probes.remote.redact import redact_tree
@@ -30,7 +30,7 @@ class Report:
     snapshot: Snapshot = fact("The facts the checks judged", factory=Snapshot)
     gpus: GpuView = fact("The device table: every GPU as NVML and CUDA see it, derived from the snapshot",
                          factory=GpuView)
-    schema_version: int = fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
+    schema_version: int = version_fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 
 

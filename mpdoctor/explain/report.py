@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mpdoctor import __version__
-from mpdoctor.schema.contract import ordered_data, schema_document, schema_path
+from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
 from mpdoctor.findings import Finding, Step
 from mpdoctor.schema.serde import fact
 
@@ -60,7 +60,7 @@ class ExplainReport:
     recognised: list[Explanation] = fact("Every known failure found, in the order it first appears", factory=list)
     checked: bool = fact("--check ran the confirming checks", False)
     check_error: str = fact("Why --check could not run them, when it could not", "")
-    schema_version: int = fact("Version of this JSON layout", EXPLAIN_SCHEMA_VERSION)
+    schema_version: int = version_fact("Version of this JSON layout", EXPLAIN_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mpdoctor.schema.serde import json_schema, to_data
+from mpdoctor.schema.serde import fact, json_schema, to_data
 
 SCHEMA_DIR = Path(__file__).parent  # the shipped .schema.json files live beside this module
 
@@ -25,11 +25,22 @@ def ordered_data(obj: Any, head: tuple[str, ...]) -> dict:
     return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
 
 
+def version_fact(doc: str, version: int) -> Any:
+    """The ``schema_version`` field of a contract: defaults to ``version`` in Python, but the JSON must carry it.
+
+    It is how a reader recognises the document and its layout, so the schema requires
+    it and pins it (``const``) to the version the schema file describes; the loader
+    refuses data without it, or with another value.
+    """
+    return fact(doc, version, required=True, schema={"const": version})
+
+
 EVOLUTION = ("Within schema version {version}, newer mpdoctor versions may add fields (every object allows "
              "properties it does not list; ignore them) and values to the vocabularies (a field whose description "
              "says so is one of its enum's values or any other string; treat one not listed as unknown). `required` "
-             "lists the fields without a default; a reader gives a missing field its default. A field is removed, "
-             "renamed or changes type only with a new schema version.")
+             "lists the fields without a default, and schema_version, which every document carries and which is "
+             "always {version} under this schema; a reader gives any other missing field its default. A field is "
+             "removed, renamed or changes type only with a new schema version.")
 
 
 def schema_document(cls: type, name: str, version: int, title: str) -> dict:

@@ -10,13 +10,20 @@ Evolution within a schema version, as the loader and the schema both state it:
 * fields may be added: the loader ignores keys it does not know, and the schema
   allows extra properties on every object;
 * a field with a default may be missing: the loader gives it its default, and the
-  schema's ``required`` lists only the fields without one;
+  schema's ``required`` lists only the fields without one, plus those whose
+  :func:`fact` says ``required=True`` (``schema_version``: how a document is
+  recognised, so no reader may assume it);
+* a field's :func:`fact` may carry further JSON Schema keywords (``schema=``), e.g.
+  ``{"const": 1}`` to pin ``schema_version`` to the version the schema describes;
+  the loader enforces ``const`` too;
 * a ``Literal`` field (a vocabulary: ``mpdoctor.snapshot.vocab``) may carry a value
   this version does not know: the loader keeps the string, for readers to treat as
   unknown, and the schema says so (``anyOf`` this version's ``enum``, or any string).
   :func:`undeclared_values` finds such values, e.g. for tests that hold mpdoctor's
   own output to its declared vocabularies;
-* a value of the wrong type is refused by both.
+* a value of the wrong type is refused by both. An integral number written as a
+  float (``2.0``) is an integer to both, as JSON Schema says; the loader returns it
+  as an ``int``.
 """
 
 from __future__ import annotations
@@ -32,9 +39,32 @@ class DataError(ValueError):
     """Data that does not fit the declared shape; the message names the field."""
 
 
-def fact(doc: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
-    """A dataclass field with its documentation (shown in the JSON Schema)."""
-    return dataclasses.field(default=default, default_factory=factory, metadata={"doc": doc})
+def fact(doc: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING, *,
+         required: bool = False, schema: dict[str, Any] | None = None) -> Any:
+    """A dataclass field with its documentation (shown in the JSON Schema).
+
+    ``required=True`` makes the field required in the JSON even though Python code
+    may leave it to its default (the loader refuses data without it, and the schema
+    lists it in ``required``). ``schema`` adds JSON Schema keywords to the field's
+    schema; of those, the loader enforces ``const``.
+    """
+    metadata: dict[str, Any] = {"doc": doc}
+    if required:
+        metadata["required"] = True
+    if schema:
+        if not set(schema) <= _FIELD_KEYWORDS:
+            raise TypeError(f"fact(schema=...) supports only {sorted(_FIELD_KEYWORDS)}, not {sorted(schema)}")
+        metadata["schema"] = dict(schema)
+    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+
+
+# The keywords fact(schema=...) may add: each is one the loader enforces as well, so the two cannot disagree.
+_FIELD_KEYWORDS = frozenset({"const"})
+
+
+def _required(f: dataclasses.Field) -> bool:
+    """Whether the JSON must carry the field: it has no default, or its fact says so."""
+    return not _has_default(f) or bool(f.metadata.get("required"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,7 +123,10 @@ def from_data(cls: Any, data: Any, where: str = "$") -> Any:
         for f in dataclasses.fields(cls):
             if f.name in data:
                 values[f.name] = from_data(hints[f.name], data[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                keywords = f.metadata.get("schema", {})
+                if "const" in keywords and not _same(values[f.name], keywords["const"]):
+                    raise DataError(f"{where}.{f.name}: expected {keywords['const']!r}, got {values[f.name]!r}")
+            elif _required(f):
                 raise DataError(f"{where}: missing required field {f.name!r}")
         return cls(**values)
     if cls is Any:
@@ -102,11 +135,20 @@ def from_data(cls: Any, data: Any, where: str = "$") -> Any:
         return float(data)
     if cls is float and isinstance(data, float) and not math.isfinite(data):
         raise DataError(f"{where}: expected a finite number, got {data}")  # JSON has no NaN or Infinity
+    if cls is int and isinstance(data, float) and math.isfinite(data) and data.is_integer():
+        return int(data)  # JSON Schema's "integer" is any number with no fractional part: 2.0 is 2
     if cls in (str, int, float, bool):
         if isinstance(data, cls) and not (cls is int and isinstance(data, bool)):
             return data
         raise DataError(f"{where}: expected {cls.__name__}, got {_type_name(data)}")
     raise TypeError(f"unsupported field type {cls!r} at {where}")
+
+
+def _same(value: Any, const: Any) -> bool:
+    """JSON equality, as the schema's ``const`` compares: ``True`` is not ``1``, ``1.0`` is."""
+    if isinstance(value, bool) or isinstance(const, bool):
+        return isinstance(value, bool) and isinstance(const, bool) and value == const
+    return bool(value == const)
 
 
 def undeclared_values(cls: Any, data: Any, where: str = "$") -> list[str]:
@@ -153,8 +195,9 @@ def json_schema(cls: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON Schema of ``cls``; dataclasses are collected into ``defs``.
 
     Objects allow properties they do not list and require only the fields
-    without a default; a ``Literal`` is its ``enum`` or any other string (see the
-    module's docstring).
+    without a default and those whose :func:`fact` says ``required=True``; a
+    field's ``schema=`` keywords are added to its schema; a ``Literal`` is its
+    ``enum`` or any other string (see the module's docstring).
     """
     origin = typing.get_origin(cls)
     args = typing.get_args(cls)
@@ -178,7 +221,7 @@ def json_schema(cls: Any, defs: dict[str, Any]) -> dict[str, Any]:
             hints = _hints(cls)
             properties = {}
             for f in dataclasses.fields(cls):
-                prop = json_schema(hints[f.name], defs)
+                prop = {**json_schema(hints[f.name], defs), **f.metadata.get("schema", {})}
                 doc = _sentences(f.metadata.get("doc", ""), _vocabulary_note(hints[f.name]))
                 if doc:
                     prop = {"description": doc, **prop}
@@ -188,7 +231,7 @@ def json_schema(cls: Any, defs: dict[str, Any]) -> dict[str, Any]:
                 "type": "object",
                 **described,
                 "properties": properties,
-                "required": [f.name for f in dataclasses.fields(cls) if not _has_default(f)],
+                "required": [f.name for f in dataclasses.fields(cls) if _required(f)],
             }
         return {"$ref": f"#/$defs/{name}"}
     raise TypeError(f"unsupported field type {cls!r}")

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor import __version__
+from mpdoctor.schema.contract import version_fact
 from mpdoctor.schema.serde import DataError, fact, from_data
 from mpdoctor.snapshot.apex import ApexInfo
 from mpdoctor.snapshot.oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
@@ -294,7 +296,7 @@ class Machine:
 class Snapshot:
     """Everything mpdoctor knows about one environment at one moment."""
 
-    schema_version: int = fact("Version of this data layout", SCHEMA_VERSION)
+    schema_version: int = version_fact("Version of this data layout", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that took the snapshot", __version__)
     created: str = fact("When the snapshot was taken (ISO 8601, UTC)", "")
     environment: PythonEnvironment = fact("The Python environment under diagnosis", factory=PythonEnvironment)
@@ -326,24 +328,39 @@ def canonical_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _checked_version(data: dict, what: str) -> int:
+    """``data``'s schema_version, refused unless it is this mpdoctor's (what: "snapshot" or "report").
+
+    An integral float (``1.0``) is the integer it equals, as in the JSON Schema.
+    """
+    version = data.get("schema_version")
+    if isinstance(version, float) and math.isfinite(version) and version.is_integer():
+        version = int(version)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotError(f"not a {what}: no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{what} schema version {version} is newer than this mpdoctor understands "
+            f"({SCHEMA_VERSION}); upgrade mpdoctor (pip install -U mpdoctor)"
+        )
+    if version < SCHEMA_VERSION:
+        raise SnapshotError(f"unknown {what} schema version {version}")
+    return version
+
+
 def snapshot_from_data(data: object) -> Snapshot:
-    """Validate and load snapshot data; raises SnapshotError with a user-facing message."""
+    """Validate and load snapshot data; raises SnapshotError with a user-facing message.
+
+    A whole JSON report works too: its own schema_version is checked as the snapshot's is.
+    """
     if not isinstance(data, dict):
         raise SnapshotError("not a snapshot: expected a JSON object")
     if "snapshot" in data and "findings" in data:  # a whole JSON report works too
-        data = data["snapshot"]
+        report, data = data, data["snapshot"]
         if not isinstance(data, dict):
             raise SnapshotError("not a snapshot: 'snapshot' is not an object")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise SnapshotError("not a snapshot: no integer schema_version")
-    if version > SCHEMA_VERSION:
-        raise SnapshotError(
-            f"snapshot schema version {version} is newer than this mpdoctor understands "
-            f"({SCHEMA_VERSION}); upgrade mpdoctor (pip install -U mpdoctor)"
-        )
-    if version < 1:
-        raise SnapshotError(f"unknown snapshot schema version {version}")
+        _checked_version(report, "report")
+    _checked_version(data, "snapshot")
     try:
         return from_data(Snapshot, data)
     except DataError as exc:
