@@ -31,7 +31,7 @@ Relations between snapshot checks are declared, never hidden in an ``if``:
   for a finding whose cause that check names (TORCH009's "CUDA unavailable"
   when the driver is too old), or one device or package among several;
 * ``needs=("kernels",)``: facts the check reads beyond those always taken, so the
-  run takes them only when a selected check needs them (``FACTS``).
+  run takes them only when a selected check needs them (``checks/facts.py``).
 
 Selection comes first, every selected check runs, and only then do findings
 stand down. With a superseding check ``--ignore``d, the superseded one speaks.
@@ -63,9 +63,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
 
-from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.findings import Finding, Step, warning
+from mpdoctor.checks.facts import FACTS
 from mpdoctor.snapshot import Snapshot
-from mpdoctor.snapshot.project import NOT_ASKED as PROJECT_NOT_ASKED
 
 CODE_PATTERN = re.compile(r"^([A-Z]+)[0-9]{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -91,27 +91,6 @@ SUBJECTS = {
     SNAPSHOT: "reported by `mpdoctor check`",
     CHECKPOINT: "reported by `mpdoctor audit PATH`",
     INTERNAL: "reported by `mpdoctor check` when a check crashes",
-}
-
-# Facts a snapshot check may need beyond the ones every run takes (``needs=``).
-@dataclass(frozen=True)
-class Fact:
-    """A fact a run takes only when a selected check needs it, and how a snapshot shows it was not taken."""
-
-    doc: str
-    not_taken: Callable[[Snapshot], str]  # why the snapshot lacks it because it was never taken; "" when taken
-    reported_by: str = ""  # a check that says so itself when selected; MPD002 covers the others
-
-
-FACTS = {
-    "kernels": Fact("the precision microkernels' measurements (snapshot.kernels); taken only when a selected "
-                    "check needs them",
-                    lambda snap: (snap.kernels.detail or "skipped") if snap.kernels.status == "skipped" else "",
-                    reported_by="PREC010"),
-    "project": Fact("the scan of the working directory's code (snapshot.environment.project); taken only when a "
-                    "selected check needs it, else its `skipped` says it was not scanned",
-                    lambda snap: snap.environment.project.skipped
-                    if snap.environment.project.skipped == PROJECT_NOT_ASKED else ""),
 }
 
 CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]
@@ -398,28 +377,6 @@ FACT_NOT_TAKEN = rule("MPD002", "fact-not-taken", family="mpdoctor", subject=INT
     """)
 
 
-def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
-    """MPD002, once per fact that selected checks need and the snapshot never took.
-
-    A fact whose own check (``Fact.reported_by``) is selected is left to it.
-    """
-    checks = list(checks)
-    selected = {c.code for c in checks}
-    out = []
-    for name, fact in FACTS.items():
-        why = fact.not_taken(snap)
-        needing = sorted(c.code for c in checks if name in c.needs)
-        if not why or not needing or fact.reported_by in selected:
-            continue
-        codes = ",".join(needing)
-        out.append(FACT_NOT_TAKEN.stamp(info(
-            f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
-            [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
-            [Step("Take it again with these checks selected, on the machine and in the directory it describes",
-                  f"mpdoctor check --select {codes} --save-snapshot snapshot.json")])))
-    return out
-
-
 _validated = False
 
 
@@ -431,15 +388,3 @@ def builtin_registry() -> Registry:
         REGISTRY.validate()
         _validated = True
     return REGISTRY
-
-
-def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
-    """Run the given (selected) snapshot checks; drop what a selected check that fired supersedes.
-
-    A check fired when it produced at least one finding of its own (a crash is not one).
-    Supersession is judged on what each check found, so the order they run in does not matter.
-    """
-    checks = [entry for entry in checks if entry.runs_on_snapshot]
-    verdicts = [v for entry in checks for v in entry.verdicts(snap)]
-    fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
-    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + facts_not_taken(snap, checks)

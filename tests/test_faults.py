@@ -22,7 +22,8 @@ import pytest
 
 from conftest import dist_info
 from mpdoctor.probes.machine import nvml_facts, probe_nvml
-from mpdoctor.checks.registry import Registry, run_checks
+from mpdoctor.checks.registry import Registry
+from mpdoctor.doctor.judge import run_checks
 from mpdoctor.findings import Step, error, warning
 from mpdoctor.snapshot import Machine, Snapshot
 

@@ -16,9 +16,9 @@ from mpdoctor.checkpoint_audit.report import audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile
 from mpdoctor.checks.registry import (CHECK_CRASHED, CHECKPOINT, DOC_SECTIONS, FAMILIES, INTERNAL, SNAPSHOT,
-                                      Registry, builtin_registry, run_checks)
+                                      Registry, builtin_registry)
 from mpdoctor.cli import app
-from mpdoctor.doctor.judge import judge
+from mpdoctor.doctor.judge import judge, run_checks
 from mpdoctor.snapshot import Snapshot
 
 runner = CliRunner()

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import fixture_path, load_fixture, snapshot_fixture_names
-from mpdoctor.checks.registry import FACTS as FACTS_BY_NAME, FAMILIES, Registry, builtin_registry, defer, run_checks
+from mpdoctor.checks.registry import FACTS as FACTS_BY_NAME, FAMILIES, Registry, builtin_registry, defer
+from mpdoctor.doctor.judge import run_checks
 from mpdoctor.cli import app
 from mpdoctor.doctor import gather as gather_module
 from mpdoctor.doctor.gather import Options, gather

@@ -20,7 +20,7 @@ class Options:
 
 
 def needed_facts(options: Options) -> frozenset[str]:
-    """The optional facts (``registry.FACTS``) that the selected checks declare they need."""
+    """The optional facts (``mpdoctor.checks.facts.FACTS``) that the selected checks declare they need."""
     return builtin_registry().needs(options.select, options.ignore)
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from mpdoctor.checks.registry import builtin_registry, run_checks
-from mpdoctor.findings import Finding, triage
+from typing import Iterable
+
+from mpdoctor.checks.facts import FACTS
+from mpdoctor.checks.registry import CHECK_CRASHED, FACT_NOT_TAKEN, Check, builtin_registry
+from mpdoctor.findings import Finding, Step, info, triage
 from mpdoctor.snapshot import Snapshot
 
 
@@ -15,3 +18,37 @@ def judge(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) ->
     """
     checks = builtin_registry().select(select, ignore)
     return triage(run_checks(snapshot, checks))
+
+
+def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
+    """Run the given (selected) snapshot checks; drop what a selected check that fired supersedes.
+
+    A check fired when it produced at least one finding of its own (a crash is not one).
+    Supersession is judged on what each check found, so the order they run in does not matter.
+    """
+    checks = [entry for entry in checks if entry.runs_on_snapshot]
+    verdicts = [v for entry in checks for v in entry.verdicts(snap)]
+    fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
+    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + facts_not_taken(snap, checks)
+
+
+def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
+    """MPD002, once per fact that selected checks need and the snapshot never took.
+
+    A fact whose own check (``Fact.reported_by``) is selected is left to it.
+    """
+    checks = list(checks)
+    selected = {c.code for c in checks}
+    out = []
+    for name, fact in FACTS.items():
+        why = fact.not_taken(snap)
+        needing = sorted(c.code for c in checks if name in c.needs)
+        if not why or not needing or fact.reported_by in selected:
+            continue
+        codes = ",".join(needing)
+        out.append(FACT_NOT_TAKEN.stamp(info(
+            f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
+            [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
+            [Step("Take it again with these checks selected, on the machine and in the directory it describes",
+                  f"mpdoctor check --select {codes} --save-snapshot snapshot.json")])))
+    return out
