@@ -90,7 +90,7 @@ SNAPSHOT, CHECKPOINT, INTERNAL = "snapshot", "checkpoint", "internal"
 SUBJECTS = {
     SNAPSHOT: "reported by `mpdoctor check`",
     CHECKPOINT: "reported by `mpdoctor audit PATH`",
-    INTERNAL: "reported by `mpdoctor check` when a check crashes",
+    INTERNAL: "reported by `mpdoctor check` about its own run (a check that crashed, facts it lacked)",
 }
 
 CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]

@@ -161,8 +161,8 @@ def _check_selection(registry, prefixes: list[str]) -> None:
             usage_error(f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
                         "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)")
         if INTERNAL in subjects:
-            usage_error(f"{prefix!r} names mpdoctor's own code for a check that crashed; it cannot be selected or "
-                        "ignored: --ignore the crashing check's code instead (see `mpdoctor rule MPD001`)")
+            usage_error(f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
+                        "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)")
         usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
 
 

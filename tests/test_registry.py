@@ -273,8 +273,9 @@ def test_rule_documents_every_code(code, words):
     ("--select", "AUDIT", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
     ("--ignore", "AUDIT002", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
     ("--select", "TORCH005,AUDIT001", "`mpdoctor audit PATH`"),
-    ("--ignore", "MPD001", "mpdoctor's own code for a check that crashed"),
-    ("--select", "MPD", "--ignore the crashing check's code instead"),
+    ("--ignore", "MPD001", "mpdoctor's own codes (a check that crashed, facts a snapshot lacked)"),
+    ("--select", "MPD", "--ignore the check concerned instead"),
+    ("--ignore", "MPD002", "cannot be selected or ignored"),
     ("--select", "NOPE", "no check code starts with 'NOPE'"),
 ])
 def test_select_and_ignore_take_only_codes_that_check_runs(option, value, message):
