@@ -4,11 +4,38 @@ It also works from a source checkout that was never installed, as long as the
 dependencies are there: ``checks/`` (installed as ``mpdoctor.checks``) is found
 beside ``mpdoctor/`` (see ``mpdoctor/__init__.py``). When a dependency is missing
 it says, in one line, how to install, and exits 2.
+
+Run inside someone else's checkout, it imports nothing of theirs: ``python -m``
+puts the working directory first on ``sys.path``, so a ``typer.py`` (or ``rich/``,
+``packaging/``) lying there would be imported in place of the real one and run.
+That first entry is dropped before anything else is imported, unless mpdoctor
+itself lives there (a source checkout run from its own root, as above). The
+console script ``mpdoctor`` never had the entry.
 """
 
-import importlib.util
 import os
 import sys
+
+
+def _drop_working_directory() -> None:
+    """Remove the working directory that ``-m`` put at ``sys.path[0]``, unless it is where mpdoctor is."""
+    if not sys.path:
+        return
+    first = sys.path[0]
+    try:
+        here = os.path.realpath(first or os.curdir)
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:  # a working directory that was deleted: nothing to import from it either
+        return
+    if here != cwd:  # `python -P`/PYTHONSAFEPATH, or some other launcher: sys.path[0] is not the working directory
+        return
+    if here != os.path.dirname(os.path.dirname(os.path.realpath(__file__))):
+        del sys.path[0]
+
+
+_drop_working_directory()
+
+import importlib.util  # noqa: E402 (after the guard above: nothing is imported from the working directory)
 
 REQUIRED = ("typer", "rich", "packaging")  # what the CLI imports; pyproject.toml's dependencies
 

@@ -8,13 +8,16 @@ never a read past the end or a crash.
 
 from __future__ import annotations
 
-import json
 import math
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
+from mpdoctor.probes.remote import files
+
 MAX_HEADER = 100 << 20  # the format's own limit is 100 MB of JSON
+MAX_DEPTH = 8  # the header is {name: {dtype, shape: [...], data_offsets: [...]}}, plus __metadata__ {str: str}
 # Bytes per element of each dtype name the format defines.
 ITEM_SIZE = {
     "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
@@ -29,7 +32,14 @@ TORCH_NAME = {
 
 
 class AuditError(ValueError):
-    """A file that cannot be audited; the message says which and why, for the user."""
+    """A file that cannot be audited; the message says which and why, for the user.
+
+    ``cause`` names a cause whose fix is not "re-download it" (``sources.REFUSED``, ``sources.NO_TORCH``).
+    """
+
+    def __init__(self, message: str, cause: str = "") -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -45,9 +55,17 @@ class TensorEntry:
 
 def read_header(path: str) -> tuple[list[TensorEntry], dict[str, str]]:
     """The tensors a .safetensors file holds, and its free-form __metadata__."""
+    why = files.not_regular(path)
+    if why:  # a FIFO would block the read, a device never end
+        raise AuditError(f"{path}: it is {why}, not a regular file: not read")
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: a FIFO put here since the check above opens at once, and fstat refuses it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as handle:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):
+                raise AuditError(f"{path}: it is {files.kind(status.st_mode)}, not a regular file: not read")
+            size = status.st_size  # a regular file's size, from the descriptor that is read
             head = handle.read(8)
             if len(head) < 8:
                 raise AuditError(f"{path}: {size} bytes, too short for a safetensors header")
@@ -56,19 +74,38 @@ def read_header(path: str) -> tuple[list[TensorEntry], dict[str, str]]:
                 raise AuditError(f"{path}: the header claims {length} bytes but the file has {size - 8} after "
                                  "its length field: truncated, or not a safetensors file")
             raw = handle.read(length)
+            if len(raw) < length:  # the file shrank since its size was taken
+                raise AuditError(f"{path}: the header claims {length} bytes but only {len(raw)} could be read")
     except OSError as exc:
         raise AuditError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
+        header = files.json_value(raw, max_depth=MAX_DEPTH)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise AuditError(f"{path}: the header is not valid JSON ({exc})") from None
     if not isinstance(header, dict):
         raise AuditError(f"{path}: the header is not a JSON object")
     data_size = size - 8 - length
     metadata = header.pop("__metadata__", None)
     entries = [_entry(path, name, spec, data_size) for name, spec in header.items()]
+    _no_overlap(path, header)
     meta = {str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {}
     return entries, meta
+
+
+def _no_overlap(path: str, header: dict) -> None:
+    """Refuse tensors whose data overlap: safetensors' own loader refuses such a file (InvalidOffset).
+
+    Two names over the same bytes are a crafted or corrupt file, not an economy: loading
+    it fails, and a report that counted both would describe weights that do not exist.
+    """
+    spans = sorted((spec["data_offsets"][0], spec["data_offsets"][1], name) for name, spec in header.items())
+    end, owner = 0, ""
+    for start, stop, name in spans:
+        if start < end:
+            raise AuditError(f"{path}: tensors {owner!r} and {name!r} overlap in the data (bytes {start} to "
+                             f"{min(stop, end)}): a corrupt or crafted file, which safetensors refuses to load")
+        if stop >= end:
+            end, owner = stop, name
 
 
 def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:

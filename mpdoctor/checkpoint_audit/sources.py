@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpdoctor.checkpoint_audit.safetensors import AuditError, TensorEntry, read_header
+from mpdoctor.findings import Step
+from mpdoctor.probes.remote import files as safe_files
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
+MAX_INDEX = 64 << 20  # an index or model_index.json: a few MB at most for the largest models
+# WeightFile.cause: why a file was not read, when the fix is not "re-download it"
+REFUSED, NO_TORCH, NO_TEMP = "refused", "no-torch", "no-temp"
 
 
 @dataclass
@@ -29,13 +35,43 @@ class WeightFile:
     format: str = ""  # safetensors or pickle
     tensors: list[TensorEntry] = field(default_factory=list)
     error: str = ""
+    cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, or ""
+
+
+def unread_steps(broken: list[WeightFile], path: str) -> list[Step]:
+    """The fix for files that could not be read, by cause: no torch and a refused pickle are not the file's fault."""
+    causes = {file.cause for file in broken}
+    steps = []
+    if NO_TORCH in causes:
+        steps.append(Step("Read pickled checkpoints with an environment that has torch",
+                          command=f"mpdoctor audit {shlex.quote(path)} --python /path/to/env/bin/python"))
+    if REFUSED in causes:
+        steps.append(Step("torch.load(weights_only=True) refused objects that are not tensors (the message names "
+                          "them; a GLOBAL such as posix.system runs code when unpickled): the file is not truncated. "
+                          "Load it with weights_only=False only if you trust its source; better, get a safetensors "
+                          "copy"))
+    if NO_TEMP in causes:
+        steps.append(Step("Give mpdoctor a writable temporary directory, then rerun",
+                          command=f"TMPDIR=$HOME/tmp mpdoctor audit {shlex.quote(path)}"))
+    if "" in causes:
+        steps.append(Step("Re-download or re-save the file; a truncated download is the usual cause"))
+    return steps
+
+
+def _json_file(path: Path, what: str) -> object:
+    """A small JSON file (an index, model_index.json), read as files.py reads: regular, bounded, depth-limited."""
+    try:
+        return safe_files.json_value(safe_files.read_bytes(str(path), MAX_INDEX))
+    except safe_files.Refused as exc:
+        raise AuditError(f"{path}: not {what}: it is {exc.why}") from None
+    except OSError as exc:
+        raise AuditError(f"{path}: not {what}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
+        raise AuditError(f"{path}: not {what} ({exc})") from None
 
 
 def _index_shards(index: Path) -> list[Path]:
-    try:
-        data = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise AuditError(f"{index}: not a readable index ({exc})") from None
+    data = _json_file(index, "a readable index")
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict):
         raise AuditError(f"{index}: no weight_map in it")
@@ -59,15 +95,15 @@ def weight_files(path: str) -> list[WeightFile]:
     root = Path(path)
     if not root.exists():
         raise AuditError(f"{path}: no such file or directory")
+    why = safe_files.not_regular(path)
+    if why and why != "a directory":  # a FIFO would block the read, a device never end
+        raise AuditError(f"{path}: it is {why}, not a weight file or a model folder")
     if root.is_file():
         shards = _index_shards(root) if root.name.endswith(".index.json") else [root]
         return [WeightFile(str(p)) for p in shards]
     pipeline = root / "model_index.json"
     if pipeline.is_file():
-        try:
-            components = json.loads(pipeline.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise AuditError(f"{pipeline}: not readable ({exc})") from None
+        components = _json_file(pipeline, "a readable model_index.json")
         found = []
         for name in sorted(components if isinstance(components, dict) else {}):
             if (root / name).is_dir():
@@ -93,7 +129,7 @@ def read(file: WeightFile, python: str, timeout: float) -> WeightFile:
         else:
             raise AuditError(f"{file.path}: not a weight file mpdoctor reads")
     except AuditError as exc:
-        file.error = str(exc)
+        file.error, file.cause = str(exc), exc.cause
     return file
 
 
@@ -102,9 +138,17 @@ def _read_pickle(path: str, python: str, timeout: float) -> list[TensorEntry]:
     from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.child import remote_argv, run_child
 
+    why = safe_files.not_regular(path)
+    if why:  # torch.load would block on a FIFO, and read a device forever
+        raise AuditError(f"{path}: it is {why}, not a regular file: not read")
     if not os.path.isfile(path):
         raise AuditError(f"{path}: listed, but missing")
-    with tempfile.TemporaryDirectory(prefix="mpdoctor-audit-") as tmp:
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="mpdoctor-audit-")
+    except OSError as exc:
+        raise AuditError(f"{path}: not read: no writable temporary directory ({exc.strerror or exc}); set TMPDIR "
+                         "to a directory you can write to", NO_TEMP) from None
+    with scratch as tmp:
         out = os.path.join(tmp, "tensors.json")
         limit = Budget.from_timeout(timeout).checkpoint
         result = run_child(remote_argv(python, "checkpoint_loader", path, out), limit)
@@ -112,8 +156,12 @@ def _read_pickle(path: str, python: str, timeout: float) -> list[TensorEntry]:
             data = json.loads(Path(out).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise AuditError(f"{path}: torch.load {result.describe()}") from None
+    if not data.get("ok") and data.get("stage") == "import":
+        raise AuditError(f"{path}: not read: {python} cannot import torch ({data.get('type')}: {data.get('message')}), "
+                         "and only torch reads a pickled checkpoint (give --python an environment that has it)",
+                         NO_TORCH)
     if not data.get("ok"):
         raise AuditError(f"{path}: torch.load(weights_only=True) refused it: {data.get('type')}: "
-                         f"{data.get('message')}")
+                         f"{data.get('message')}", REFUSED if data.get("type") == "UnpicklingError" else "")
     return [TensorEntry(str(name), str(dtype), tuple(shape), int(nbytes), path)
             for name, dtype, shape, nbytes in data.get("tensors", [])]

@@ -1,7 +1,9 @@
 """The one ``--timeout``, and every time limit mpdoctor derives from it.
 
 ``--timeout T`` (``check``, ``explain --check``: default 60; ``audit``: 120) is
-the only knob. Every limit is derived here, once, by :meth:`Budget.from_timeout`:
+the only knob, a number of seconds from ``MIN_TIMEOUT`` to ``MAX_TIMEOUT`` (0.1 to
+a day: the CLI refuses ``nan``, ``inf`` and ``1e308`` with :func:`timeout_problem`).
+Every limit is derived here, once, by :meth:`Budget.from_timeout`:
 host code (``mpdoctor.probes``) takes its limits from a Budget, and code that
 runs in the target interpreter (``probes/remote/``) is handed the numbers it
 needs on its command line, as one JSON object: :meth:`Budget.env_limits` for the
@@ -71,9 +73,13 @@ half a second: ``child.seconds_text`` on the host, ``supervise.seconds_text``
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Union
 
+# The range --timeout accepts. Below 0.1 s nothing can start; above a day a hung probe would hold a terminal or a
+# CI job for longer than anyone waits, and inf, 1e308 or nan would overflow the derived limits or wait forever.
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 86400.0
 RUNNER_SLACK = 5.0  # s: the kernel runner's start and end around its timed phases
 WHOLE_FACTOR = 3.5  # ``whole`` <= WHOLE_FACTOR * T + RUNNER_SLACK for every T (tests/test_budget.py)
 
@@ -102,8 +108,8 @@ class Budget:
     @classmethod
     def from_timeout(cls, timeout: float) -> "Budget":
         t = float(timeout)
-        if not t > 0:
-            raise ValueError(f"a timeout must be positive, not {timeout!r}")
+        if not t > 0 or not math.isfinite(t):
+            raise ValueError(f"a timeout must be a positive, finite number of seconds, not {timeout!r}")
         apex_loads = min(20.0, t / 3)
         device_run = 2 * t
         return cls(
@@ -157,4 +163,13 @@ class Budget:
         """
         return {**self.torch_limits(),
                 **self._pick("cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")}
+
+
+def timeout_problem(value: float) -> str:
+    """Why ``value`` cannot be a ``--timeout`` (not a number, not finite, out of range), or "" when it can."""
+    if math.isnan(value):
+        return "is not a number"
+    if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        return f"must be between {MIN_TIMEOUT:g} and {MAX_TIMEOUT:g} seconds (a day)"
+    return ""
 

@@ -31,6 +31,7 @@ from mpdoctor.probes.remote.redact import redact_text
 from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
 STDERR_TAIL = 3000
+MAX_OUTPUT = 16 << 20  # of a child's stdout or stderr, the last this many bytes are read: a child may print forever
 
 # Loads mpdoctor/probes/remote/ in the target interpreter as one private package,
 # `_mpdoctor_remote`, by path: neither the target's sys.path nor another installed
@@ -260,8 +261,26 @@ def _wait(proc: subprocess.Popen, start: float, timeout: float,
 
 
 def _read(handle) -> str:
-    handle.seek(0)
-    return handle.read().decode("utf-8", "replace")
+    """The last MAX_OUTPUT bytes the child wrote (its result is on its last line; a flood before it is dropped)."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - MAX_OUTPUT))
+    return handle.read(MAX_OUTPUT).decode("utf-8", "replace")
+
+
+def temp_problem() -> str:
+    """Why no temporary file can be made here, in words for the user, or "" when one can.
+
+    Every child's output goes to temporary files, so without a writable temporary
+    directory nothing can be probed; saying so up front beats a traceback later.
+    """
+    try:
+        with tempfile.TemporaryFile():
+            pass
+    except OSError as exc:
+        where = tempfile.tempdir or os.environ.get("TMPDIR") or "/tmp"
+        return (f"no writable temporary directory ({where}: {exc.strerror or exc}); "
+                "set TMPDIR to a directory you can write to")
+    return ""
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

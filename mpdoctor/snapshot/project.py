@@ -39,3 +39,6 @@ class ProjectScan:
     oneflow_uses: list[CodeUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast",
                                           factory=list)
     error: str = fact("Why the scan failed, when it did", "")
+    skipped_files: list[str] = fact("Files left unread, each with why: not a regular file (a FIFO would block the "
+                                    "scan, a device never ends), or nested too deeply to parse safely",
+                                    factory=list)

@@ -13,6 +13,8 @@ import os
 import struct
 import warnings
 
+from .redact import redact_clip
+
 # Compiled modules NVIDIA apex's setup.py can build. They install as *top-level*
 # modules (site-packages/fused_layer_norm_cuda.cpython-310-x86_64-linux-gnu.so),
 # not under apex/. The first three are the core ones every full build has.
@@ -32,8 +34,7 @@ MAX_LIST = 60
 
 
 def _clip(text, limit=300):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
 def _canonical(name):

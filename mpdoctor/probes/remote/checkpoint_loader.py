@@ -9,11 +9,17 @@ read without it. It writes one JSON object to the file named on its command line
 """
 
 import json
+import re
 import sys
 
 from .redact import redact_text
 
 MAX_TENSORS = 200000
+MAX_MESSAGE = 4000
+# Terminal escapes (colours, cursor moves) and other control characters: a message is data, not terminal input.
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# The line that says what was refused ("unsupported GLOBAL posix.system"): it goes first, whatever comes before it.
+CAUSE = re.compile(r"GLOBAL|[Gg]lobal|[Uu]npickl")
 
 
 def _walk(obj, prefix, out, torch, depth=0):
@@ -31,9 +37,19 @@ def _walk(obj, prefix, out, torch, depth=0):
             _walk(value, "%s.%d" % (prefix, index) if prefix else str(index), out, torch, depth + 1)
 
 
-def load(path):
-    import torch
+def message(exc):
+    """``exc``'s message as one line: control characters gone, the line naming the cause first, redacted, bounded."""
+    lines = [" ".join(line.split()) for line in CONTROL.sub("", str(exc)).splitlines()]
+    lines = [line for line in lines if line]
+    ordered = [line for line in lines if CAUSE.search(line)] + [line for line in lines if not CAUSE.search(line)]
+    return redact_text(" ".join(ordered))[:MAX_MESSAGE]
 
+
+def load(path):
+    try:
+        import torch
+    except BaseException as exc:  # no torch here, or a torch that cannot import: not the file's fault
+        return {"ok": False, "stage": "import", "type": type(exc).__name__, "message": message(exc)}
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except TypeError:  # a torch before weights_only (1.13) or mmap (2.1)
@@ -53,10 +69,8 @@ def main(argv):
     path, out_path = argv[0], argv[1]
     try:
         result = load(path)
-    except BaseException as exc:  # a refused pickle, a corrupt zip, a missing torch: all facts
-        message = str(exc).strip().splitlines()
-        result = {"ok": False, "type": type(exc).__name__,
-                  "message": redact_text(" ".join(message[:3]))[:2000] if message else ""}
+    except BaseException as exc:  # a refused pickle, a corrupt zip: all facts
+        result = {"ok": False, "stage": "load", "type": type(exc).__name__, "message": message(exc)}
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 

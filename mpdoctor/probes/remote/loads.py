@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from . import supervise
+from .redact import redact_clip
 
 STEP = "import %s"  # one step per extension; its own names, so none can clash with the supervisor's records
 DETAIL_LIMIT = 2000
@@ -24,8 +25,7 @@ WORDING = {
 
 
 def _clip(text, limit=DETAIL_LIMIT):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
 def load_each(names, limit, budget):

@@ -20,6 +20,7 @@ import sys
 import warnings
 
 from . import steps
+from .redact import redact_clip
 
 PACKAGES = ("oneflow", "onediff", "onediffx", "nexfort", "onediff_quant")
 # PyPI's oneflow 0.7.0 raises this from its __init__.py; 0.6.0 just lacks the core.
@@ -33,8 +34,7 @@ MAX_LIST = 40
 
 
 def _clip(text, limit=600):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
 def _read(path, limit=65536):

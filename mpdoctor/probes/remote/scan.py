@@ -16,6 +16,9 @@ import os
 import re
 import time
 
+from . import files
+from .redact import redact_clip
+
 SKIP_DISTRIBUTIONS = ("apex", "nvidia-apex", "torch", "pip", "setuptools", "mpdoctor")
 SKIP_DIRECTORIES = ("node_modules", "site-packages", "dist-packages", "__pycache__", "build", "dist")
 APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
@@ -26,26 +29,52 @@ ONEFLOW = re.compile(rb"oneflow|onediff")
 ONEFLOW_PACKAGES = ("oneflow", "onediff", "onediffx")
 MAX_USES = 200
 MAX_FILE = 4 << 20
+MAX_SKIPPED = 50
+# Source the parser cannot be trusted with: Python 3.9+ raises RecursionError on an
+# expression nested some 100,000 deep (a chain of attributes, calls or operators), and
+# 3.8's parser crashes the interpreter with a segfault. Real code comes nowhere near
+# either bound: a line this long, or this many lines that continue an expression.
+MAX_LINE = 20000
+CONTINUATION = re.compile(rb"\n[ \t]*[.+\-*/%&|^@]")
+MAX_CONTINUATIONS = 20000
 
 
 def _clip(text, limit=200):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
-def _read(path):
+def _read(path, skipped=None, label=""):
+    """The first MAX_FILE bytes of a regular file; None for anything else (a FIFO would block, a device never end).
+
+    ``skipped`` collects "label: why" for files that are there but were not read.
+    """
     try:
-        with open(path, "rb") as handle:
-            return handle.read(MAX_FILE)
+        return files.read_bytes(path, MAX_FILE, cut=True)
+    except files.Refused as exc:
+        if skipped is not None:
+            skipped.append("%s: %s" % (label or path, exc.why))
+        return None
     except OSError:
         return None
 
 
-def _parse(source, path):
-    try:
-        return ast.parse(source, filename=path)
-    except (SyntaxError, ValueError):
-        return None
+def _parse(source, path, skipped=None, label=""):
+    """The file's syntax tree; None when it is not Python, or too deeply nested to parse safely (noted)."""
+    reason = ""
+    if any(len(line) > MAX_LINE for line in source.split(b"\n")):  # linear; a regex [^\n]{N} backtracks
+        reason = "a line longer than %d characters" % MAX_LINE
+    elif source.count(b"\n") > MAX_CONTINUATIONS and len(CONTINUATION.findall(source)) > MAX_CONTINUATIONS:
+        reason = "more than %d lines continuing one expression" % MAX_CONTINUATIONS
+    else:
+        try:
+            return ast.parse(source, filename=path)
+        except (SyntaxError, ValueError):
+            return None
+        except (RecursionError, MemoryError):  # nested too deeply for the parser: this file only
+            reason = "nested too deeply for the parser"
+    if skipped is not None:
+        skipped.append("%s: %s, not parsed" % (label or path, reason))
+    return None
 
 
 # Statement lists a block holds; imports are statements, so nothing else needs a visit.
@@ -227,21 +256,21 @@ def _skip_directory(root, name):
 
 def project_files(top, deadline, max_files):
     """The project's .py files, top down, skipping environments and hidden directories."""
-    files, truncated = [], False
+    found, truncated = [], False
     for root, dirs, names in os.walk(top):
         dirs[:] = sorted(name for name in dirs if not _skip_directory(root, name))
-        files += [os.path.join(root, name) for name in sorted(names) if name.endswith(".py")]
-        if len(files) >= max_files or time.monotonic() > deadline:
+        found += [os.path.join(root, name) for name in sorted(names) if name.endswith(".py")]
+        if len(found) >= max_files or time.monotonic() > deadline:
             truncated = True
             break
-    return files[:max_files], truncated
+    return found[:max_files], truncated
 
 
 def project_uses(top, budget, max_files=3000, skip=()):
     """apex imports, torch AMP use and OneFlow use in the code under ``top`` (the working directory)."""
     deadline = time.monotonic() + budget
     facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": [],
-             "oneflow_uses": []}
+             "oneflow_uses": [], "skipped_files": []}
     if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
         facts["skipped"] = "the working directory is the filesystem root"
         return facts
@@ -253,20 +282,20 @@ def project_uses(top, budget, max_files=3000, skip=()):
             break
         if path.startswith(skip):
             continue
-        facts["files_scanned"] += 1
-        source = _read(path)
-        if not source:
+        relative = os.path.relpath(path, top)
+        source = _read(path, facts["skipped_files"], relative)
+        if source is None:
             continue
+        facts["files_scanned"] += 1
         has_apex = b"apex" in source and APEX_IMPORT.search(source)
         has_amp = TORCH_AMP.search(source)
         has_oneflow = ONEFLOW.search(source)
         if not (has_apex or has_amp or has_oneflow):
             continue
-        tree = _parse(source, path)
+        tree = _parse(source, path, facts["skipped_files"], relative)
         if tree is None:
             continue
         lines = source.decode("utf-8", "replace").splitlines()
-        relative = os.path.relpath(path, top)
         if has_apex:
             facts["apex_uses"] += [dict(use, file=relative) for use in apex_imports(tree, lines)]
         if has_amp:
@@ -275,4 +304,5 @@ def project_uses(top, budget, max_files=3000, skip=()):
             facts["oneflow_uses"] += [dict(use, file=relative) for use in oneflow_uses(tree, lines)]
     for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
         facts[key] = facts[key][:MAX_USES]
+    facts["skipped_files"] = facts["skipped_files"][:MAX_SKIPPED]
     return facts

@@ -299,6 +299,7 @@ def import_torch(out):
     """The steps find and import: torch, or (None, why) when it is missing, broken or OneFlow's."""
     import importlib.util
 
+    _sibling("files").guard_metadata()  # the kernel runner is a torch part too: its apex step reads all METADATA
     out.begin(steps.FIND)
     try:
         spec = importlib.util.find_spec("torch")
@@ -388,6 +389,7 @@ def main(argv):
     """argv: the part, its step file, the limits it enforces itself (JSON, from the host's Budget), switches."""
     part, path = argv[0], argv[1]
     limits = read_limits(argv[2] if len(argv) > 2 else "{}")
+    _sibling("files").guard_metadata()  # a FIFO as a METADATA file must cost its distribution, not the part
     out = StepWriter(path)
     PARTS[part](out, limits, set(argv[3:]))
     out.emit(steps.DONE, True)
