@@ -98,3 +98,78 @@ def test_patterns_stay_linear(signature):
             assert high != sre_constants.MAXREPEAT and high <= MAX_GAP, f"{signature.id}: unbounded {pattern!r}"
         assert _leading_literal(tree) >= MIN_LITERAL, f"{signature.id}: {pattern!r} must start with a literal"
         re.compile(pattern)
+
+
+# ---------------------------------------------------------------- what the knowledge says, beyond matching
+
+
+def test_every_family_in_the_report_vocabulary():
+    from typing import get_args
+
+    from mpdoctor.explain.report import ExplainFamily
+
+    assert set(get_args(ExplainFamily)) == set(FAMILIES)
+    assert {s.family for s in SIGNATURES} == set(FAMILIES)  # no family without a signature
+
+
+def test_alternatives_name_what_tells_them_apart_and_real_checks():
+    codes = [check.code for check in builtin_registry()]
+    for s in SIGNATURES:
+        for other in s.alternatives:
+            assert other.cause and other.tell, s.id
+            for check in other.checks:
+                assert any(code.startswith(check) for code in codes), f"{s.id}: no check {check}"
+
+
+def test_every_dtype_mismatch_points_to_dtype_trace():
+    for s in SIGNATURES:
+        if s.family == "dtype":
+            assert any("mpdoctor.dtype_trace(model)" in step.text for step in s.fixes), s.id
+
+
+def test_the_dtype_trace_fix_runs_as_written(tmp_path):
+    """The two lines the fixes print, pasted around a real fp16/fp32 mix on the CPU, name the module."""
+    import subprocess
+    import sys
+    import textwrap
+
+    step = next(step for step in BY_ID["dtype-matmul-mismatch"].fixes if "dtype_trace" in step.text)
+    pasted = textwrap.dedent(step.text.split(":\n", 1)[1])
+    script = tmp_path / "train.py"
+    script.write_text("import torch, mpdoctor\n"
+                      "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4).half())\n"
+                      "inputs = (torch.randn(2, 4),)\n" + pasted + "\n")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "mat1 and mat2 must have the same dtype" in result.stderr
+    assert "mpdoctor dtype_trace: raised inside 1 (Linear)" in result.stderr
+
+
+def test_the_readme_coverage_table_matches_the_signatures():
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in readme.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and (cells[0].strip("`") in FAMILIES or cells[0] == "all"):
+            rows[cells[0].strip("`")] = (int(cells[2]), int(cells[3]))
+    expected = {family: (len([s for s in SIGNATURES if s.family == family]),
+                         len({u for s in SIGNATURES if s.family == family for u in s.sources})) for family in FAMILIES}
+    expected["all"] = (len(SIGNATURES), len({u for s in SIGNATURES for u in s.sources}))
+    assert rows == expected  # families, signature counts and source counts, as the README states them
+
+
+@pytest.mark.parametrize("signature,text", [p for p in examples() if not (p.values[0].frames or p.values[0].not_frames)])
+def test_each_example_is_recognised_in_any_case(signature, text):
+    """People paste messages lower-cased or shouting (issue titles, `str.lower()`d logs)."""
+    for variant in (text.lower(), text.upper()):
+        assert signature.id in [m.signature.id for m in find(variant, SIGNATURES)], variant
+
+
+def test_patterns_spell_letters_literally():
+    """Signature.compiled lower-cases each pattern to match lower-cased lines (signature.folded): a letter
+    hidden in an escape or a group name would not be folded."""
+    for s in SIGNATURES:
+        for pattern in s.patterns:
+            assert not re.search(r"\\[xuUN]|\(\?P|\(\?[aiLmsux]", pattern), f"{s.id}: {pattern!r}"

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import os
+import stat
+from collections import deque
 from typing import BinaryIO, Optional
 
 from mpdoctor.explain.known import all_signatures
-from mpdoctor.explain.matcher import Match, find
-from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine
-from mpdoctor.probes.remote.redact import redact_text
+from mpdoctor.explain.matcher import MAX_LINE, Match, find
+from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
+from mpdoctor.probes.remote.redact import redact_clip, redact_text
 
-# A log longer than this is read from its end: the failure that stopped a run is at the bottom.
-MAX_INPUT = 512 << 20
+# A log longer than this is read from its end: the failure that stopped a run is at the bottom. The text is held a
+# few times over while it is cleaned and lower-cased (up to 4 bytes a character), so this bounds memory as well.
+MAX_INPUT = 128 << 20
+# A stream is read to its end, keeping only its last MAX_INPUT bytes; one that never ends (`yes | mpdoctor explain -`)
+# is abandoned after this much, and what was kept is scanned as a cut input.
+MAX_STREAM = 4 << 30
+CHUNK = 1 << 20
 
 
 class InputError(ValueError):
@@ -19,35 +26,66 @@ class InputError(ValueError):
 
 
 def read_file(path: str, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
-    """The file's bytes (its last ``limit`` when longer), and whether it was cut."""
+    """The file's bytes (its last ``limit`` when longer), and whether it was cut.
+
+    Regular files and pipes only: a device such as /dev/zero never ends. A pipe is read
+    like stdin, in bounded chunks. ``st_size`` only says where to start reading; a file
+    that grows while it is read is still read in bounded chunks.
+    """
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > limit:
-                handle.seek(size - limit)
-                return handle.read(limit), True
-            return handle.read(), False
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before its type can be checked.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory") from None
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if stat.S_ISFIFO(info.st_mode):
+        # A pipe the user named (`--file <(zcat run.log.gz)`): read it like stdin, in bounded chunks, waiting for
+        # its writer as a shell pipe would.
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as pipe:
+            try:
+                return read_stream(pipe, limit)
+            except OSError as exc:
+                raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{path}: is a directory")
+        raise InputError(f"{path}: not a regular file or a pipe (a device or socket); "
+                         f"pipe it in instead: ... | mpdoctor explain -")
+    with open(fd, "rb") as handle:
+        try:
+            if info.st_size > limit:
+                handle.seek(info.st_size - limit)
+                data, cut = read_stream(handle, limit)
+                return data, True
+            return read_stream(handle, limit)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def read_stream(stream: BinaryIO, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
-    """All of a stream (stdin), keeping only its last ``limit`` bytes."""
-    chunks, kept, cut = [], 0, False
-    while True:
-        chunk = stream.read(1 << 20)
+def read_stream(stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM) -> tuple[bytes, bool]:
+    """A stream (stdin) read in bounded chunks, keeping only its last ``limit`` bytes; at most ``most`` are read."""
+    chunks: deque[bytes] = deque()
+    kept, total, cut = 0, 0, False
+    while total < most:
+        chunk = stream.read(min(CHUNK, most - total))
         if not chunk:
             break
         chunks.append(chunk)
         kept += len(chunk)
+        total += len(chunk)
         while kept - len(chunks[0]) >= limit:  # drop whole chunks that fall before the last ``limit`` bytes
-            kept -= len(chunks.pop(0))
+            kept -= len(chunks.popleft())
             cut = True
+    else:
+        cut = cut or bool(stream.read(1))  # stopped at ``most``: cut unless it ended exactly there
     data = b"".join(chunks)
+    chunks.clear()
     if len(data) > limit:
         data, cut = data[-limit:], True
     return data, cut
@@ -57,9 +95,12 @@ def explanation(match: Match) -> Explanation:
     s = match.signature
     return Explanation(
         id=s.id, family=s.family, title=s.title, cause=s.cause,
-        lines=[MatchedLine(number, redact_text(text)) for number, text in match.lines],
+        lines=[MatchedLine(number, redact_clip(text, MAX_LINE)) for number, text in match.lines],  # redacted, then cut
         frames=[redact_text(str(frame)) for frame in match.frames],
-        fixes=list(s.fixes), checks=list(s.checks), sources=list(s.sources),
+        fixes=list(s.fixes), sources=list(s.sources),
+        # the checks that tell the ranked causes apart run (and are listed) with the explanation's own
+        checks=list(dict.fromkeys(s.checks + tuple(c for a in s.alternatives for c in a.checks))),
+        alternatives=[OtherCause(a.cause, a.tell, list(a.checks), list(a.fixes)) for a in s.alternatives],
     )
 
 
@@ -68,7 +109,8 @@ def explain(data: bytes | str, source: str, truncated: bool = False) -> ExplainR
     matches = find(data, all_signatures())
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
-    return ExplainReport(source=source, input_lines=lines, input_bytes=len(raw), truncated=truncated,
+    # the source is a file name the user gave: a log named after a run can carry the run's token
+    return ExplainReport(source=redact_text(source), input_lines=lines, input_bytes=len(raw), truncated=truncated,
                          recognised=[explanation(m) for m in matches])
 
 
@@ -82,12 +124,33 @@ def confirm(report: ExplainReport, python: str, timeout: float) -> None:
     if not codes:
         return
     try:
-        result = redacted(diagnose(Options(python=python, timeout=timeout, select=codes)))
+        # The torch import checks run too: when torch cannot be imported, they say why the others could not judge.
+        result = redacted(diagnose(Options(python=python, timeout=timeout, select=codes + list(TORCH_IMPORT_CHECKS))))
     except Exception as exc:  # a failed probe must not cost the explanation
-        report.check_error = f"{type(exc).__name__}: {exc}"
+        report.check_error = redact_clip(f"{type(exc).__name__}: {exc}", 2000)
         return
     for item in report.recognised:
         item.findings = [f for f in result.findings if any(f.code.startswith(code) for code in item.checks)]
+        item.unknown = could_not_judge(result, item.checks)
+
+
+# What makes a snapshot unable to judge precision: no usable torch (these checks say why), a check that crashed
+# (MPD001) or a fact that was not taken (MPD002).
+TORCH_IMPORT_CHECKS = ("TORCH001", "TORCH002", "TORCH003", "TORCH004", "TORCH011")
+
+
+def could_not_judge(result, checks: list[str]) -> list[str]:
+    """Why the checks named by ``checks`` could not judge the diagnosed machine: a check that could not run
+    proves nothing, so an explanation must not read its silence as "the environment is fine"."""
+    reasons = []
+    if result.snapshot.torch.status != "imported":
+        reasons += [f"{f.code}: {f.title}" for f in result.findings if f.code in TORCH_IMPORT_CHECKS] or \
+            [f"torch is {result.snapshot.torch.status.replace('-', ' ')} in the diagnosed interpreter"]
+    for finding in result.findings:
+        if finding.code in ("MPD001", "MPD002") and any(code in " ".join([finding.title, *finding.evidence])
+                                                        for code in checks):
+            reasons.append(f"{finding.code}: {finding.title}")
+    return reasons
 
 
 def selected_codes(report: ExplainReport) -> Optional[str]:

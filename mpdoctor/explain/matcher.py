@@ -15,13 +15,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from mpdoctor.explain.frames import rank as rank_frames
 from mpdoctor.explain.signature import Signature
+from mpdoctor.probes.remote.redact import CLIP_MARGIN
 
 MAX_LINE = 4096  # characters of one line given to a regex
 MAX_CONTEXT = 65_536  # characters searched backwards for the traceback a line is in
 MAX_LINES_PER_MATCH = 5
+MAX_FRAMES = 256  # innermost frames of one traceback a signature's frame rules look at
+MAX_SHARED_CONTEXT = 8192  # a traceback up to this long is compared, so that a repeated one is judged once
+MAX_VERDICTS = 4096  # (line, traceback) pairs remembered
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")  # runs: a log of NULs is one match, not one per byte
 # A traceback frame, also as torchrun prefixes it: `[rank0]:   File "...", line 12, in forward`.
 FRAME = re.compile(r'^(?:\[(?:default)?rank\d{1,6}\]:)?\s{0,16}File "([^"\n]{1,1000})", line (\d{1,9})(?:, in (\S{1,200}))?')
 TRACEBACK = "Traceback (most recent call last):"
@@ -60,8 +65,16 @@ class Text:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lower = text.lower()
+        lower = text.lower()
+        if len(lower) != len(text):
+            # U+0130 'İ' lower-cases to two characters (the only one that changes length): offsets found in
+            # ``lower`` must index ``text`` too, so it becomes a plain 'i' first.
+            lower = text.replace("\u0130", "i").lower()
+        self.lower = lower
         self._counted = (0, 1)  # (offset, line number there): lines are numbered in one forward pass
+        # The traceback last parsed: (its head, where parsing stopped, its frames so far). Hit lines come in
+        # order, so the lines of one traceback are parsed once, however many of them are hits.
+        self._traceback: tuple[int, int, list[Frame]] = (-1, -1, [])
 
     def line_at(self, offset: int) -> tuple[int, int]:
         """(start, end) of the line holding ``offset``."""
@@ -86,7 +99,7 @@ class Text:
             while at >= 0:
                 start, end = self.line_at(at)
                 starts.add(start)
-                at = self.lower.find(needle, end)  # one hit per line is enough
+                at = self.lower.find(needle, max(end, at + 1))  # one hit per line is enough; always forward
         return sorted(starts)
 
     def frames_before(self, start: int) -> list[Frame]:
@@ -95,12 +108,23 @@ class Text:
         head = self.text.rfind(TRACEBACK, window_start, start)
         if head < 0:
             return []
-        frames = []
-        for line in self.text[head:start].split("\n"):
+        cached_head, parsed, frames = self._traceback
+        if cached_head != head or parsed > start:
+            parsed, frames = head, []
+        for line in self.text[parsed:start].split("\n"):
             found = FRAME.match(line)
             if found:
                 frames.append(Frame(found.group(1), int(found.group(2)), found.group(3) or ""))
-        return frames
+        self._traceback = (head, start, frames)
+        return frames[-MAX_FRAMES:]
+
+    def context_key(self, start: int, line: str) -> tuple[str, str]:
+        """What judging line ``start`` depends on: the line, and the traceback it ends when that is short enough
+        to compare (a log of the same traceback repeated is judged once); else a key of its own."""
+        head = self.text.rfind(TRACEBACK, max(0, start - MAX_CONTEXT), start)
+        if head < 0:
+            return line, ""
+        return (line, self.text[head:start]) if start - head <= MAX_SHARED_CONTEXT else (line, str(start))
 
 
 def _context_allows(signature: Signature, frames: Sequence[Frame]) -> bool:
@@ -111,37 +135,50 @@ def _context_allows(signature: Signature, frames: Sequence[Frame]) -> bool:
 
 
 def _relevant_frames(signature: Signature, frames: Sequence[Frame]) -> list[Frame]:
-    """The frames a reader should look at: those the signature cares about, else the innermost three."""
+    """The frames a reader should look at: those the signature cares about, else the user's own code and the
+    library that changes the meaning (frames.rank), never torch's plumbing alone."""
     wanted = [f for f in frames if any(p.search(f.file.replace("\\", "/")) for p in signature.compiled_frames)]
-    return wanted or list(frames[-3:])
+    return wanted or rank_frames(frames)
 
 
 def find(data: bytes | str, signatures: Sequence[Signature]) -> list[Match]:
     """Every signature recognised in ``data``, in the order its first line appears."""
     text = Text(clean(data))
-    by_line: dict[int, list[Signature]] = {}
+    by_line: dict[int, dict[str, Signature]] = {}  # by id: each once, in a stable order, without hashing a Signature
     needles: dict[str, list[Signature]] = {}
     for signature in signatures:
         for needle in signature.needles:
             needles.setdefault(needle, []).append(signature)
     for needle, owners in needles.items():
         for start in text.hit_lines([needle]):
-            by_line.setdefault(start, []).extend(owners)
+            slot = by_line.setdefault(start, {})
+            for owner in owners:
+                slot.setdefault(owner.id, owner)
     matches: dict[str, Match] = {}
+    verdicts: dict[tuple[str, str], dict[str, bool]] = {}  # (line, its traceback) -> {signature id: it claims the line}
     for start in sorted(by_line):
+        candidates = [s for s in by_line[start].values()
+                      if s.id not in matches or len(matches[s.id].lines) < MAX_LINES_PER_MATCH]
+        if not candidates:
+            continue  # a line only full signatures could claim costs nothing more (a log of repeated tracebacks)
         _, end = text.line_at(start)
         line = text.text[start:min(end, start + MAX_LINE)]
+        folded = line.lower()  # signatures' patterns are compiled lower-cased (Signature.compiled): any case matches
         frames: list[Frame] | None = None
+        if len(verdicts) >= MAX_VERDICTS:
+            verdicts.clear()
+        seen = verdicts.setdefault(text.context_key(start, line), {})
         claimed = []
-        for signature in dict.fromkeys(by_line[start]):  # each once, in a stable order
-            full = signature.id in matches and len(matches[signature.id].lines) >= MAX_LINES_PER_MATCH
-            if full or not any(p.search(line) for p in signature.compiled):  # a full one costs nothing more
-                continue
-            if signature.frames or signature.not_frames:
-                frames = text.frames_before(start) if frames is None else frames
-                if not _context_allows(signature, frames):
-                    continue
-            claimed.append(signature)
+        for signature in candidates:
+            claims = seen.get(signature.id)
+            if claims is None:
+                claims = any(p.search(folded) for p in signature.compiled)
+                if claims and (signature.frames or signature.not_frames):
+                    frames = text.frames_before(start) if frames is None else frames
+                    claims = _context_allows(signature, frames)
+                seen[signature.id] = claims
+            if claims:
+                claimed.append(signature)
         if not claimed:
             continue
         best = max(s.rank for s in claimed)
@@ -150,5 +187,6 @@ def find(data: bytes | str, signatures: Sequence[Signature]) -> list[Match]:
             if match is None:
                 frames = text.frames_before(start) if frames is None else frames
                 match = matches[signature.id] = Match(signature, frames=_relevant_frames(signature, frames))
-            match.lines.append((text.number(start), line.strip()))
+            # the line as far as it is shown, plus a margin so that redaction sees a secret whole before the cut
+            match.lines.append((text.number(start), text.text[start:min(end, start + MAX_LINE + CLIP_MARGIN)].strip()))
     return list(matches.values())

@@ -20,8 +20,18 @@ from functools import cached_property
 from mpdoctor.findings import Step
 
 FAMILIES = ("dtype", "cpu-half", "scaler", "overflow", "hardware", "attention", "kernel-image", "apex", "oneflow",
-            "driver")
+            "driver", "framework", "mps", "numerics", "op-support", "compiler", "quantization")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another cause the same words can have, ranked below the signature's own, and what tells them apart."""
+
+    cause: str  # the other cause, in plain words
+    tell: str  # what tells the two apart: a frame, a package, a setting the user can look at
+    checks: tuple[str, ...] = ()  # codes (or prefixes) of the `mpdoctor check` checks that confirm it
+    fixes: tuple[Step, ...] = ()  # what fixes it when it is this one
 
 
 @dataclass(frozen=True)
@@ -43,10 +53,16 @@ class Signature:
     not_frames: tuple[str, ...] = ()  # regexes: no frame of the line's traceback may match one
     rank: int = 0  # when signatures claim the same line, the highest rank is the explanation
     notes: str = ""  # anything a maintainer should know about it
+    alternatives: tuple[Alternative, ...] = ()  # other causes of the same words, most likely first
+
 
     @cached_property
     def compiled(self) -> tuple[re.Pattern, ...]:
-        return tuple(re.compile(p) for p in self.patterns)
+        """The patterns for a lower-cased line: people paste messages in any case (issue titles, chat, logs
+        passed through `str.lower()`), and the needles are already found case-insensitively. Lower-casing the
+        pattern, not re.IGNORECASE, keeps the regex engine's fast scan for a literal prefix: IGNORECASE made
+        the adversarial 100 MB log five times slower."""
+        return tuple(re.compile(folded(p)) for p in self.patterns)
 
     @cached_property
     def compiled_frames(self) -> tuple[re.Pattern, ...]:
@@ -57,9 +73,23 @@ class Signature:
         return tuple(re.compile(p) for p in self.not_frames)
 
 
+def folded(pattern: str) -> str:
+    """``pattern`` for lower-cased text: its letters lower-cased, its escapes (``\\D``, ``\\W``, ``\\S``) kept.
+
+    On lower-cased text this matches what ``pattern`` matches with re.IGNORECASE (ASCII letters; patterns
+    spell letters literally, never as ``\\x`` escapes).
+    """
+    out, i = [], 0
+    while i < len(pattern):
+        step = 2 if pattern[i] == "\\" else 1
+        out.append(pattern[i:i + step] if step == 2 else pattern[i].lower())
+        i += step
+    return "".join(out)
+
+
 def fix(text: str, command: str | None = None) -> Step:
     """A fix step, spelled short in the data files."""
     return Step(text, command)
 
 
-__all__ = ["FAMILIES", "ID_PATTERN", "Signature", "fix"]
+__all__ = ["FAMILIES", "ID_PATTERN", "Alternative", "Signature", "fix", "folded"]

@@ -47,6 +47,13 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
         console.print(f"  {number}. {escape(step.text)}", highlight=False, soft_wrap=True)
         if step.command:
             console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
+    for other in item.alternatives:  # the same words can mean something else: rank it and say what tells them apart
+        console.print(f"  or (less likely): {escape(other.cause)}", highlight=False, soft_wrap=True)
+        _dim(console, f"tells them apart: {other.tell}", 4)
+        if other.checks:
+            _dim(console, f"check: mpdoctor check --select {','.join(other.checks)}", 4)
+        for step in other.fixes:
+            _dim(console, f"fix: {step.text}" + (f"  $ {step.command}" if step.command else ""), 4)
     if item.checks:
         console.print(Text(f"  confirm: mpdoctor check --select {','.join(item.checks)}", style="dim"), soft_wrap=True)
     if checked:
@@ -56,6 +63,11 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
             console.print("  on this machine:", highlight=False)
             for finding in item.findings:
                 render_finding(console, finding)
+        elif item.checks and item.unknown:  # a check that could not run found nothing: unknown, never fine
+            console.print("  on this machine: unknown: those checks could not judge it", style="yellow",
+                          highlight=False, soft_wrap=True)
+            for reason in item.unknown:
+                _dim(console, reason, 4)
         elif item.checks:
             console.print("  on this machine: those checks found nothing; the cause is in the code or the data, "
                           "not the environment", highlight=False, soft_wrap=True)
@@ -98,4 +110,6 @@ def list_json(signatures: list[Signature]) -> str:
         "needles": list(s.needles), "frames": list(s.frames), "not_frames": list(s.not_frames), "rank": s.rank,
         "fixes": [{"text": f.text, "command": f.command} for f in s.fixes], "checks": list(s.checks),
         "sources": list(s.sources), "examples": list(s.examples), "near_misses": list(s.near_misses),
+        "alternatives": [{"cause": a.cause, "tell": a.tell, "checks": list(a.checks),
+                          "fixes": [{"text": f.text, "command": f.command} for f in a.fixes]} for a in s.alternatives],
     } for s in signatures], indent=2) + "\n"

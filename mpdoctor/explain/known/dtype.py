@@ -9,8 +9,9 @@ dtype_updates.py.
 
 from __future__ import annotations
 
-from mpdoctor.explain.known._dtype_words import (AUTOCAST, CAST_INPUTS, FULL, FULL_CPP, FULL_DTYPE, HALF, HALF_CPP,
-                                                 HALF_DTYPE, SWAPPED_KERNEL_FRAMES, TENSOR_PREFIX)
+from mpdoctor.explain.known._dtype_words import (AUTOCAST, CAST_INPUTS, DTYPE_TRACE, FULL, FULL_CPP, FULL_DTYPE, HALF,
+                                                 HALF_CPP, HALF_DTYPE, STRAY_APEX, SWAPPED_KERNEL_FRAMES,
+                                                 TENSOR_PREFIX)
 from mpdoctor.explain.signature import Signature, fix
 
 SIGNATURES: list[Signature] = [
@@ -31,8 +32,7 @@ SIGNATURES: list[Signature] = [
             CAST_INPUTS,
             fix("For a custom CUDA extension without half kernels, run it in fp32: decorate its forward with "
                 "`@torch.autocast(\"cuda\", enabled=False)` and call it on `x.float()`"),
-            fix("Find the module where the dtypes meet: a forward hook printing each module's input and weight "
-                "dtypes"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007", "APEX007"),
         sources=("https://github.com/pytorch/pytorch/issues/42358",
@@ -64,6 +64,7 @@ SIGNATURES: list[Signature] = [
             'RuntimeError: expected scalar type Float but found Half',
         ),
         not_frames=SWAPPED_KERNEL_FRAMES,
+        alternatives=(STRAY_APEX,),
         notes="The message names the dtype the kernel was dispatched for first and the stray tensor second, but "
               "which of the two is the input depends on the op; the cure is the same either way.",
     ),
@@ -91,6 +92,7 @@ SIGNATURES: list[Signature] = [
             fix("On a box with different GPUs, make sure `cuda:0` is the card you meant: CUDA numbers the "
                 "fastest first, nvidia-smi by PCI bus, and an older card takes another precision path",
                 "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007", "GPU001", "GPU002", "GPU003"),
         sources=("https://github.com/hiyouga/LlamaFactory/issues/567",
@@ -123,6 +125,9 @@ SIGNATURES: list[Signature] = [
             rf"Input type \((?:struct )?c10::({HALF})\) and (?:weight|bias) type \((?!(?:struct )?c10::\1\))"
             rf"(?:{HALF_CPP}|{FULL_CPP})\)",
             rf"Input type \({FULL_CPP}\) and (?:weight|bias) type \({HALF_CPP}\)",
+            # ATen's type names for the input (torch 1.x): `CUDABFloat16Type` against a HalfTensor weight
+            rf"Input type \((?:CUDA|CPU)?(?:{HALF}Type\) and (?:weight|bias) type \({TENSOR_PREFIX}(?:{HALF}|{FULL})Tensor"
+            rf"|{FULL}Type\) and (?:weight|bias) type \({TENSOR_PREFIX}{HALF}Tensor)\)",
         ),
         cause="`conv1d/2d/3d` (or a transposed conv) got an fp16/bf16 input with fp32 weights, or the reverse. "
               "Usually a VAE, ControlNet or image encoder left in fp32 next to an fp16 UNet, latents produced in "
@@ -134,6 +139,7 @@ SIGNATURES: list[Signature] = [
             fix("Or cast the input to the conv's own dtype: `x = x.to(conv.weight.dtype)`"),
             fix("Load every sub-model (VAE, ControlNet, text/image encoders) in the same dtype, e.g. one "
                 "`torch_dtype=torch.float16` for the whole pipeline, or `pipe.to(torch.float16)`"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007",),
         sources=("https://github.com/Yu-Fangxu/COLD-Attack/issues/20",
@@ -141,7 +147,8 @@ SIGNATURES: list[Signature] = [
                  "https://github.com/zai-org/CogVLM/issues/282",
                  "https://github.com/lshqqytiger/stable-diffusion-webui-amdgpu/issues/564",
                  "https://github.com/vladmandic/sdnext/issues/1431",
-                 "https://github.com/AUTOMATIC1111/stable-diffusion-webui-feature-showcase/issues/24"),
+                 "https://github.com/AUTOMATIC1111/stable-diffusion-webui-feature-showcase/issues/24",
+                 "https://github.com/fpgaminer/joycaption/issues/3"),
         examples=(
             '  File "/GitHub/COLD-Attack/bleuloss.py", line 47, in batch_log_bleulosscnn_ae\n'
             '    term = nn.functional.conv2d(out, eye_filter)/ngram\n'
@@ -152,6 +159,7 @@ SIGNATURES: list[Signature] = [
             "3. Input type (c10::Half) and bias type (float) should be the same",
             "    RuntimeError: Input type (float) and bias type (struct c10::Half) should be the same",
             "[Issue]: Input type (c10::BFloat16) and bias type (c10::Half) should be the same",
+            "`RuntimeError: Input type (CUDABFloat16Type) and weight type (torch.cuda.HalfTensor) should be the same`",
         ),
         near_misses=(
             # device mismatches worded the same way: one tensor on the CPU, the other on the GPU
@@ -181,6 +189,7 @@ SIGNATURES: list[Signature] = [
                 "dtype: `rois.to(features.dtype)`)"),
             fix("If it appears in backward (`grad_output`), the forward mixed dtypes: cast the layer's output "
                 "back explicitly instead of mixing `.half()` and fp32 modules"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007",),
         sources=("https://github.com/GVCLab/PersonaLive/issues/42",
@@ -220,6 +229,7 @@ SIGNATURES: list[Signature] = [
             fix("Or cast key, value and mask to the query's dtype right before the call: `k, v = k.to(q.dtype), "
                 "v.to(q.dtype)`; `attn_mask = attn_mask.to(q.dtype)` (or a bool mask)"),
             fix("Allocate caches and masks with the model's dtype: `torch.zeros(..., dtype=model.dtype)`"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007",),
         sources=("https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/10853",
@@ -262,6 +272,7 @@ SIGNATURES: list[Signature] = [
             fix("On CPU, run in fp32: `model.float()` and fp32 inputs; or bf16 via "
                 "`with torch.autocast(\"cpu\", dtype=torch.bfloat16):` with the model left in fp32"),
             fix("Or keep the norm layers in fp32 and cast only their input: `norm(x.to(norm.weight.dtype))`"),
+            DTYPE_TRACE,
         ),
         checks=("TORCH009", "TORCH005"),
         sources=("https://github.com/Kosinkadink/ComfyUI-AnimateDiff-Evolved/issues/535",
@@ -310,6 +321,7 @@ SIGNATURES: list[Signature] = [
                 "skipped inside autocast): `with torch.autocast(\"cuda\", dtype=torch.float16):`"),
             fix("Or cast the input and the initial hidden state to the RNN's dtype: "
                 "`x = x.to(rnn.weight_ih_l0.dtype)`"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007",),
         sources=("https://github.com/pytorch/TensorRT/issues/2666",

@@ -3,7 +3,7 @@ torch.cuda.FloatTensor``): old code and old containers still print them."""
 
 from __future__ import annotations
 
-from mpdoctor.explain.known._dtype_words import FULL, HALF, TENSOR_PREFIX
+from mpdoctor.explain.known._dtype_words import DTYPE_TRACE, FULL, HALF, TENSOR_PREFIX
 from mpdoctor.explain.signature import Signature, fix
 
 SIGNATURES: list[Signature] = [
@@ -23,6 +23,7 @@ SIGNATURES: list[Signature] = [
                 "GradScaler, which casts per op and so avoids the mix"),
             fix("On the old torch, cast the stray tensor to the activations' dtype where they meet: "
                 "`bias.to(x.dtype)`, `torch.cat([a, b.to(a.dtype)])`"),
+            DTYPE_TRACE,
         ),
         checks=("APEX008", "APEX007"),
         sources=("https://github.com/huggingface/transformers/issues/7371",
@@ -70,6 +71,7 @@ SIGNATURES: list[Signature] = [
                 "buffers and masks do not have to follow by hand"),
             fix("On the old torch, cast the odd tensor where they meet: `tensor * mask.to(tensor.dtype)`, "
                 "`running_mean.add_(mean.to(running_mean.dtype))`"),
+            DTYPE_TRACE,
         ),
         checks=("APEX008", "APEX007"),
         sources=("https://github.com/NVIDIA/apex/issues/168",
@@ -89,4 +91,32 @@ SIGNATURES: list[Signature] = [
             "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",  # device, not dtype
         ),
     ),
+    Signature(
+        id="dtype-legacy-expected-backend",
+        family="dtype",
+        title="torch 1.0-1.2: an op got fp16 and fp32 tensors (\"expected backend CUDA and dtype Float but got ... "
+              "Half\")",
+        needles=("but got backend",),
+        patterns=(r"expected backend (\w{3,4}) and dtype (?:Float but got backend \1 and dtype Half|Half but got "
+                  r"backend \1 and dtype Float)\b",),
+        cause="torch 1.0-1.2's wording of a dtype mix in an element-wise op or an in-place update: a tensor "
+              "created in fp32 (anchor grids, masks, positional tables) meets activations from a model converted "
+              "with `.half()` (apex O2/O3, fastai `to_fp16()`), or the reverse. A different backend on the two "
+              "sides (`CUDA` against `CPU`) is a device mismatch instead, and not this.",
+        fixes=(
+            fix("Upgrade torch and use native autocast + GradScaler instead of converting the model, so buffers "
+                "and constant tensors need no hand casting"),
+            fix("On the old torch, cast the stray tensor where they meet: `x.data + self.grid_x.to(x.dtype)`, "
+                "and register constant tensors as buffers so `.half()` converts them too"),
+            DTYPE_TRACE,
+        ),
+        checks=("APEX008", "APEX007"),
+        sources=("https://github.com/DocF/YOLOv3-Torch2TRT/issues/2",),
+        examples=(
+            '  File "/data_disk/software/YOLOv3-Torch2TRT/models.py", line 204, in forward\n'
+            '    pred_boxes[..., 0] = x.data + self.grid_x\n'
+            'RuntimeError: expected backend CUDA and dtype Float but got backend CUDA and dtype Half',
+        ),
+    ),
 ]
+

@@ -4,7 +4,7 @@ does not cover in-place writes, so most cures here are a cast at the right place
 
 from __future__ import annotations
 
-from mpdoctor.explain.known._dtype_words import FULL, FULL_CPP, HALF, HALF_CPP, TENSOR_PREFIX
+from mpdoctor.explain.known._dtype_words import DTYPE_TRACE, FULL, FULL_CPP, HALF, HALF_CPP, TENSOR_PREFIX
 from mpdoctor.explain.signature import Signature, fix
 
 SIGNATURES: list[Signature] = [
@@ -32,6 +32,7 @@ SIGNATURES: list[Signature] = [
                 "`out.scatter_add_(dim, index, src.to(out.dtype))` (autocast does not cover in-place writes)"),
             fix("Or allocate the destination in the dtype the computation produces: `torch.zeros(..., "
                 "dtype=src.dtype)`"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007",),
         sources=("https://github.com/hiyouga/LlamaFactory/issues/3807",
@@ -73,6 +74,7 @@ SIGNATURES: list[Signature] = [
                 "in fp32"),
             fix("In an optimizer step, keep parameters fp32 and let autocast+GradScaler do the fp16 work, "
                 "instead of `.half()` on the model: autocast, not a cast of the parameters, is the cure"),
+            DTYPE_TRACE,
         ),
         checks=("PREC007", "PREC008"),
         sources=("https://github.com/Megvii-BaseDetection/YOLOX/issues/731",
@@ -108,6 +110,7 @@ SIGNATURES: list[Signature] = [
                 "`state.lerp_(grad.to(state.dtype), 1 - beta)`, and keep an EMA copy in the parameters' dtype "
                 "or upcast them: `ema.lerp_(p.detach().float(), w)`"),
             fix("After loading an optimizer checkpoint, make sure its state dtypes match the parameters again"),
+            DTYPE_TRACE,
         ),
         checks=(),
         sources=("https://github.com/LoganBooker/prodigy-plus-schedule-free/issues/10",
@@ -137,6 +140,7 @@ SIGNATURES: list[Signature] = [
             fix("Cast only floating tensors to the model dtype and leave ids alone: "
                 "`{k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.items()}`"),
             fix("Better, do not cast inputs at all and run under autocast, which never touches integer tensors"),
+            DTYPE_TRACE,
         ),
         checks=(),
         sources=("https://github.com/Comfy-Org/ComfyUI/issues/7370",
