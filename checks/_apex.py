@@ -142,11 +142,11 @@ def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[Step]:
     steps = []
     if names:
         steps.append(Step(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
-                          fixes.pip(snap, "uninstall", "-y", *sorted(set(names)))))
+                          fixes.pip(snap, "uninstall", "-y", *sorted(set(names))), role=fixes.role_of(why)))
     if facts(snap).conda_packages:
         steps.append(Step("Remove conda's package too", "conda remove -y nvidia-apex"))
     steps += stray_steps(snap)
-    return steps or [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"))]
+    return steps or [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))]
 
 
 def stray_steps(snap: Snapshot) -> list[Step]:
@@ -186,18 +186,21 @@ def build_steps(snap: Snapshot) -> list[Step]:
         toolkit = f"the CUDA {cuda} toolkit (nvcc {cuda}, the CUDA torch was built with)"
     else:
         toolkit = "a CUDA build of torch (this one has none) and the CUDA toolkit it was built with"
+    # pip clones the source into a temporary directory and builds there: a clone left in the working directory would
+    # be imported instead of the installed apex by scripts run there (APEX009), and one command is what the fix
+    # simulator can apply (APEX_* are read by apex's setup.py, in the build that pip starts).
     return [
         Step(f"Build it from source against this torch; this needs {toolkit} on PATH",
-             f"git clone {REPO} && cd apex && APEX_CPP_EXT=1 APEX_CUDA_EXT=1 "
-             + fixes.pip(snap, "install", "-v", "--no-build-isolation", ".")),
+             "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 "
+             + fixes.pip(snap, "install", "-v", "--no-build-isolation", f"git+{REPO}")),
     ]
 
 
 def rebuild_steps(snap: Snapshot, why: str) -> list[Step]:
     """Uninstall the build that is there, then build apex against the installed torch."""
-    return [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"))] + build_steps(snap)
+    return [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))] + build_steps(snap)
 
 
 def torch_amp_step(lead: str = "Or use") -> Step:
     return Step(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
-                "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)")
+                "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)", role=fixes.role_of(lead))

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.findings import Finding, Step, error, warning
 from mpdoctor.checks.registry import check, defer
-from mpdoctor.checks import _apex
+from mpdoctor.checks import _apex, fixes
 from mpdoctor.checks._apex import FAMILY
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
@@ -49,8 +49,8 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     yield warning("`apex` here is an unrelated PyPI project (a Pyramid web toolkit), not NVIDIA apex", evidence,
                   _apex.uninstall_steps(snap, "Uninstall the PyPI namesake")
                   + [_apex.torch_amp_step(),
-                     Step("If you do need NVIDIA apex, install conda-forge's build", "conda install -c conda-forge "
-                          "nvidia-apex"),
+                     fixes.alternative("If you do need NVIDIA apex, install conda-forge's build",
+                                       "conda install -c conda-forge nvidia-apex"),
                      *_apex.build_steps(snap)])
 
 

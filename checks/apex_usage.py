@@ -53,7 +53,7 @@ def _upgrade_steps(snap: Snapshot, grouped: dict[str, list[ApexImport]], fixed_i
         fixed = fixed_in.get(name.lower())
         if _older(uses[0].version, fixed):
             steps.append(Step(f"{lead} {name} to {fixed} or newer, which no longer does this",
-                              fixes.pip(snap, "install", "-U", f"{name}>={fixed}")))
+                              fixes.pip(snap, "install", "-U", f"{name}>={fixed}"), role=fixes.role_of(lead)))
         else:
             steps.append(Step(f"No release of {name} known to mpdoctor drops this; removing apex is the fix"))
     return steps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from mpdoctor.checks import fixes
 from mpdoctor.checks._common import is_cuda_build
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.checks.registry import check
@@ -43,13 +44,15 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     if nvml.status == "unavailable":
         if is_cuda_build(snap):
             yield info(f"No NVIDIA driver found ({nvml.reason}); GPU checks are skipped",
-                       [nvml.detail or nvml.reason], [Step("Check whether the driver answers", "nvidia-smi")])
+                       [nvml.detail or nvml.reason], [fixes.inspect("Check whether the driver answers", "nvidia-smi")])
         return
-    steps = [Step("Check what the driver says", "nvidia-smi")]
+    # A driver that did not answer NVML in time will not answer nvidia-smi either: let the command end.
+    smi = fixes.timed(30, "nvidia-smi") if nvml.status == "timeout" else "nvidia-smi"
+    steps = [fixes.inspect("Check what the driver says", smi)]
     if nvml.reason == "LibRmVersionMismatch":
         steps.insert(0, Step("The driver was upgraded but the old kernel module is loaded: reboot", "sudo reboot"))
     if nvml.reason == "NoPermission":
-        steps.insert(0, Step("Your user cannot open the GPU devices", "ls -l /dev/nvidia*"))
+        steps.insert(0, fixes.inspect("Your user cannot open the GPU devices", "ls -l /dev/nvidia*"))
     yield error(f"NVML fails: {nvml.reason or nvml.status}: {nvml.detail}", [nvml.detail], steps)
 
 
@@ -64,6 +67,6 @@ def _cuda_without_nvml(snap: Snapshot) -> Finding:
             evidence.append(f"NVIDIA_DRIVER_CAPABILITIES={env['NVIDIA_DRIVER_CAPABILITIES']}")
         steps = [Step("In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
                       "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ..."),
-                 Step("Check that NVML answers", "nvidia-smi")]
+                 fixes.inspect("Check that NVML answers", "nvidia-smi")]
     return warning(f"CUDA works but NVML does not ({nvml.reason}): GPUs cannot be tied to nvidia-smi's numbering",
                    evidence, steps)

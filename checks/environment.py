@@ -41,7 +41,8 @@ def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
     yield error(
         f"cannot inventory the Python environment: {detail}",
         evidence,
-        [Step("Run the interpreter by hand and read its error", fixes.python(snap, "-c", "import sys; print(sys.version)")),
+        [fixes.inspect("Run the interpreter by hand and read its error",
+                       fixes.python(snap, "-c", "import sys; print(sys.version)")),
          Step("mpdoctor needs Python 3.8 or newer on the --python it is given")],
     )
 
@@ -68,7 +69,8 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
         yield warning(
             f"broken metadata for {label}: {'; '.join(dist.problems)}",
             [f"metadata directory: {dist.metadata_path or dist.location}"],
-            [Step("Inspect, then remove the broken metadata directory", "ls -la " + shlex.quote(dist.metadata_path or dist.location))]
+            [fixes.inspect("Look at the broken metadata directory", "ls -la " + shlex.quote(dist.metadata_path or dist.location))]
+            + ([Step("Remove it", "rm -rf " + shlex.quote(dist.metadata_path))] if dist.metadata_path else [])
             + ([Step("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
                if dist.name else []),
         )

@@ -6,11 +6,12 @@ pip``), so a fix pasted from a ``--python`` run changes the right environment.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Optional
 
-from mpdoctor.analysis.versions import version_tuple
-from mpdoctor.findings import Step
+from mpdoctor.analysis.versions import driver_for_cuda, version_tuple
+from mpdoctor.findings import Step, StepRole
 from mpdoctor.snapshot import Snapshot
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
@@ -27,9 +28,77 @@ LATEST_RELEASE_ARCHS = {
 }
 
 
+def alternative(text: str, command: Optional[str] = None) -> Step:
+    """Another way to the same end ("Or ..."): the steps after it, up to the next alternative, belong to it.
+
+    Said in data (``Step.role``), so the fix simulator proves each way on its own and renderers can show it.
+    """
+    return Step(text, command, role="alternative")
+
+
+def role_of(lead: str) -> StepRole:
+    """The role of a step whose words start with ``lead``: "Or ..." (and "Or, if ...") is an alternative."""
+    return "alternative" if re.match(r"Or\b", lead) else "step"
+
+
+def inspect(text: str, command: str) -> Step:
+    """A command that only looks (``nvidia-smi``, ``ls``): it informs the fix and changes nothing."""
+    return Step(text, command, role="inspect")
+
+
+def ways(steps: list[Step]) -> list[list[Step]]:
+    """The steps grouped into the ways they offer: the first way, then one per alternative."""
+    out: list[list[Step]] = [[]]
+    for step in steps:
+        if step.role == "alternative" and out[-1]:
+            out.append([])
+        out[-1].append(step)
+    return out if out[0] else []
+
+
 def pip(snap: Snapshot, *args: str) -> str:
     """``<target python> -m pip <args>``, each argument shell-quoted."""
     return " ".join(shlex.quote(a) for a in (snap.python_command(), "-m", "pip", *args))
+
+
+def mpdoctor_check(snap: Snapshot, *, timeout: Optional[float] = None, kernels: bool = False,
+                   select: Optional[str] = None, extra: tuple[str, ...] = ()) -> str:
+    """``mpdoctor check`` as the user ran it (``snap.invocation``), changed only where asked.
+
+    ``timeout`` replaces the user's --timeout; ``kernels=True`` drops --no-kernels (the run must measure);
+    ``select`` replaces the selection (its --ignore is dropped with it); ``extra`` is appended, and an
+    ``--kernels`` in it replaces the user's (and their --no-kernels).
+    """
+    given = snap.invocation
+    words = ["mpdoctor", "check"]
+    if given.python:
+        words += ["--python", given.python]
+    if timeout is not None or given.timeout is not None:
+        words += ["--timeout", _number(timeout if timeout is not None else given.timeout)]
+    if given.kernels and "--kernels" not in extra:  # an --kernels in ``extra`` replaces the user's
+        words += ["--kernels", given.kernels]
+    if given.no_kernels and not kernels and "--kernels" not in extra:
+        words.append("--no-kernels")
+    if select is not None:
+        words += ["--select", select]
+    else:
+        words += [w for code in given.select for w in ("--select", code)]
+        words += [w for code in given.ignore for w in ("--ignore", code)]
+    return " ".join(shlex.quote(w) for w in (*words, *extra))
+
+
+def more_time(snap: Snapshot, at_least: float) -> float:
+    """A --timeout worth trying next: ``at_least``, or three times the one the user gave if that is more."""
+    return max(at_least, 3 * (snap.invocation.timeout or 0))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def timed(seconds: int, command: str) -> str:
+    """``timeout SECONDS command``: a diagnostic command that can hang (an import that hangs) ends anyway."""
+    return f"timeout {seconds} {command}"
 
 
 def export(name: str, value: str) -> str:
@@ -54,18 +123,21 @@ def torch_variants(snap: Snapshot) -> dict[str, set[int]]:
     return {cuda: set(by_host.get(host, [])) for cuda, by_host in table.items()}
 
 
-def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int]) -> Optional[str]:
+def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int], *,
+                      minor_compat: bool = True) -> Optional[str]:
     """The official CUDA variant to install: one the driver runs that has code for every GPU.
 
-    The newest variant up to the driver's CUDA version is preferred. A newer minor
-    version of the driver's major version still runs (CUDA minor-version
-    compatibility), so the closest such one is the fallback. None when none fits.
+    The newest variant up to the driver's CUDA version is preferred. With ``minor_compat``,
+    a newer minor version of the driver's major version still runs (CUDA minor-version
+    compatibility), so the closest such one is the fallback. The variant torch already is
+    never comes back: reinstalling the build in place changes nothing. None when none fits.
     """
     limit = version_tuple(driver_cuda) if driver_cuda else (99, 99)
+    installed = version_tuple(snap.torch.cuda)[:2] if snap.torch.status == "imported" and snap.torch.cuda else None
     ranked = []
     for cuda, archs in torch_variants(snap).items():
         version = version_tuple(cuda)
-        if version[0] > limit[0]:
+        if version[0] > limit[0] or version[:2] == installed:
             continue
         if not all(any(compatible(cc, code) for code in archs) for cc in capabilities):
             continue
@@ -73,7 +145,21 @@ def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int])
     fitting = [r for r in ranked if r[0]]
     if fitting:
         return max(fitting)[2]
-    return min(ranked)[2] if ranked else None
+    return min(ranked)[2] if ranked and minor_compat else None
+
+
+def driver_upgrade_step(snap: Snapshot, cuda: str) -> Step:
+    """Upgrade the driver to the least one that fully supports CUDA ``cuda`` (NVIDIA's table).
+
+    Its words are what the fix simulator reads ("Upgrade the NVIDIA driver to V or newer"): a driver
+    upgrade has no command that is the same on every distribution.
+    """
+    least = driver_for_cuda(cuda)
+    if not least:
+        return Step(f"Upgrade the NVIDIA driver to one that supports CUDA {cuda} (NVIDIA's CUDA release notes list "
+                    "the least driver of each CUDA version); a reboot may be needed")
+    return Step(f"Upgrade the NVIDIA driver to {least} or newer (the least that fully supports CUDA {cuda}; this "
+                f"one is {snap.machine.nvml.driver_version or '?'}); a reboot may be needed")
 
 
 def compatible(device_cc: int, code_cc: int) -> bool:
@@ -95,10 +181,19 @@ def torch_companions(snap: Snapshot) -> list[str]:
     return specs
 
 
-def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str) -> Step:
+def torch_index(version: str) -> list[str]:
+    """``--index-url`` of the PyTorch index a torch ``version`` with a local label (+cpu, +cu130) comes from.
+
+    pip finds such a version on no other index (PyPI has no local versions); none for a version without one.
+    """
+    local = version.partition("+")[2]
+    return ["--index-url", f"{PYTORCH_INDEX}/{local}"] if re.fullmatch(r"cpu|cu\d+|rocm[\d.]+|xpu", local) else []
+
+
+def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str, role: StepRole = "step") -> Step:
     """Reinstall the same torch version (and its companions) from the CUDA ``cuda`` index."""
     version = snap.torch.version.split("+")[0] if snap.torch.version else ""
     spec = f"torch=={version}" if version else "torch"
     index = f"{PYTORCH_INDEX}/{cuda_tag(cuda)}" if cuda else f"{PYTORCH_INDEX}/cpu"
     command = pip(snap, "install", "--force-reinstall", spec, *torch_companions(snap), "--index-url", index)
-    return Step(f"{why} (other builds: {INSTALL_SELECTOR})", command)
+    return Step(f"{why} (other builds: {INSTALL_SELECTOR})", command, role=role)

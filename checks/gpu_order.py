@@ -93,7 +93,7 @@ def _unconfirmed(view) -> Iterator[Finding]:
         "On this box cuda:N may not be nvidia-smi GPU N: the GPUs differ and CUDA numbers them fastest first",
         env_evidence(view) + [describe(row) for row in whole] + view.notes,
         [Step("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
-         Step("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L")],
+         fixes.inspect("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L")],
     )
 
 
@@ -131,7 +131,7 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
              f"{best.name} ({reason})")
     peers = [row for row in rows if precision_profile(row) == precision_profile(best) and row.cc == best.cc]
     steps = _uuid_steps(peers, f"Make the {best.name} cuda:0 by selecting it by UUID")
-    steps.append(Step(f"Or address it explicitly in code: torch.device('cuda:{best.cuda_ordinal}')"))
+    steps.append(fixes.alternative(f"Or address it explicitly in code: torch.device('cuda:{best.cuda_ordinal}')"))
     yield warning(title, env_evidence(view) + [describe(row) for row in rows], steps)
 
 

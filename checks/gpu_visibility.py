@@ -64,7 +64,7 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     if meant:
         steps.append(Step("List each GPU once, by UUID (integers read as nvidia-smi indices)",
                           fixes.export("CUDA_VISIBLE_DEVICES", meant)))
-    steps.append(Step("Check the UUIDs", "nvidia-smi -L"))
+    steps.append(fixes.inspect("Check the UUIDs", "nvidia-smi -L"))
     yield warning(f"CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} does not select what it lists: "
                   f"{problems[0] if problems else 'entries are dropped'}", evidence, steps)
 
@@ -96,7 +96,8 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     if raw.strip() == "NoDevFiles":
         steps.insert(0, Step("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"))
     if snap.machine.nvml.gpus:
-        steps.append(Step("Or select GPUs by UUID, from this list", "nvidia-smi -L"))
+        steps.append(fixes.alternative("Or select GPUs by UUID, from this list"))
+        steps.append(fixes.inspect("List the GPUs and their UUIDs", "nvidia-smi -L"))
     make = warning if raw.strip() in DELIBERATE_HIDING else error
     yield make(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, steps)
 
@@ -154,7 +155,7 @@ def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
     title = (f"CUDA sees {len(view.visible)} device(s) but NVML sees {len(snap.machine.nvml.gpus)} GPU(s): "
              f"nvidia-smi {', '.join(str(row.nvml_index) for row in missing)} unused")
     evidence = env_evidence(view) + [describe(row) for row in view.visible + missing]
-    steps = [Step("See which GPU device files this process can open", "ls -l /dev/nvidia*"),
+    steps = [fixes.inspect("See which GPU device files this process can open", "ls -l /dev/nvidia*"),
              Step("In Docker, pass every GPU through", "docker run --gpus all ...")]
     yield (info if foreign else warning)(title, evidence, steps)
 
@@ -182,5 +183,5 @@ def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
         f"CUDA_VISIBLE_DEVICES selects {len(migs)} MIG devices, but a CUDA process uses only the first ({migs[0].text})",
         evidence,
         [Step("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
-         Step("List the MIG devices", "nvidia-smi -L")],
+         fixes.inspect("List the MIG devices", "nvidia-smi -L")],
     )

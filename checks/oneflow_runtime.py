@@ -67,11 +67,12 @@ def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
     steps += [Step(f"Remove this line from {line.file}: {line.line}") for line in mock.pth_lines]
     steps += [Step(f"Remove the oneflow.mock_torch.enable() call from {path}") for path in mock.customize]
     if mock.hooks or mock.customize or mock.torch.kind == "oneflow-hook":
-        steps.append(Step("Or make oneflow.mock_torch.enable() a no-op for this shell",
+        steps.append(fixes.alternative("Or make oneflow.mock_torch.enable() a no-op for this shell",
                           fixes.export("ONEFLOW_DISABLE_MOCK_TORCH", "1")))
     if not steps:
         steps.append(Step(f"Remove what makes `import torch` load {mock.torch.origin or 'OneFlow'}"))
-    steps.append(Step("Then run mpdoctor again: this report's torch facts are OneFlow's", "mpdoctor check"))
+    steps.append(fixes.inspect("Then run mpdoctor again: this report's torch facts are OneFlow's",
+                               fixes.mpdoctor_check(snap)))
     yield error("`import torch` gives OneFlow, not PyTorch: oneflow's mock-torch is on, so torch checks and "
                 "precision kernels describe OneFlow or were skipped", evidence, steps)
 

@@ -172,19 +172,21 @@ class Check:
                     out.append(Verdict(self.stamp(item), self.superseded_by))
             return out
         except Exception as exc:  # one broken check must not cost the others
-            return [Verdict(self._crash_finding(exc))]
+            return [Verdict(self._crash_finding(exc, snap))]
 
     def run(self, snap: Snapshot) -> list[Finding]:
         """Run the check alone: every finding it makes, stamped with its code, name and family."""
         return [v.finding for v in self.verdicts(snap)]
 
-    def _crash_finding(self, exc: Exception) -> Finding:
+    def _crash_finding(self, exc: Exception, snap: Snapshot) -> Finding:
+        # Imported here: loading mpdoctor.checks loads the families, which import this module.
+        from mpdoctor.checks.fixes import mpdoctor_check
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         crash = warning(
             f"Check {self.code} ({self.name}) crashed: {type(exc).__name__}: {exc}",
             evidence=["".join(frames[-3:]).strip()],
             fix=[Step("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
-                      "mpdoctor check --format markdown --output mpdoctor-report.md")],
+                      mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")))],
         )
         return CHECK_CRASHED.stamp(crash)
 

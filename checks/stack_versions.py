@@ -40,12 +40,35 @@ def in_scope(name: str) -> bool:
 
 
 def _installed(snap: Snapshot) -> dict[str, Distribution]:
-    """Name -> distribution; the first one on sys.path wins, as for imports."""
+    """Name -> distribution; the first one on sys.path wins, as for imports.
+
+    A copy whose Version is not a version (a stray dist-info: ``not.a.version!!``) does
+    not hide the copies after it: the first with a readable version is the one judged,
+    so junk metadata cannot hide an unmet requirement (STACK003 reports the copies).
+    """
     found: dict[str, Distribution] = {}
     for dist in snap.environment.distributions:
-        if dist.name:
-            found.setdefault(canonical_name(dist.name), dist)
+        name = canonical_name(dist.name)
+        if dist.name and (name not in found or (not _readable(found[name].version) and _readable(dist.version))):
+            found[name] = dist
     return found
+
+
+def _readable(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def pinnable_version(snap: Snapshot, name: str) -> str:
+    """The version of ``name`` to pin in a fix: for torch the one that imports, else the first readable one; ""
+    when none is a version (a pin pip would refuse: ``torch==not.a.version!!``)."""
+    if canonical_name(name) == "torch" and snap.torch.status == "imported" and _readable(snap.torch.version):
+        return snap.torch.version
+    dist = _installed(snap).get(canonical_name(name))
+    return dist.version if dist and _readable(dist.version) else ""
 
 
 class Conflict:
@@ -95,20 +118,25 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
 
 
 def _fix(snap: Snapshot, conflict: Conflict) -> list[Step]:
-    torch = snap.distribution("torch")
-    pin_torch = [f"torch=={torch.version}"] if torch and torch.version else []
+    torch = pinnable_version(snap, "torch")
+    pin_torch = [f"torch=={torch}"] if torch else []
     wanted = f"{conflict.req.name}{conflict.req.specifier}"
     if conflict.required == "torch":
         # Keep torch; move the package that disagrees to a release built for it.
         return [
-            Step(f"Keep torch {torch.version if torch else ''} and move {conflict.requirer.name} to a release that "
+            Step(f"Keep torch {torch} and move {conflict.requirer.name} to a release that "
                  "supports it (pip refuses rather than changing torch)",
                  fixes.pip(snap, "install", "--upgrade", conflict.requirer.name, *pin_torch)),
-            Step(f"Or install the torch {conflict.requirer.name} was built for",
-                 fixes.pip(snap, "install", wanted)),
+            fixes.alternative(f"Or install the torch {conflict.requirer.name} was built for",
+                              fixes.pip(snap, "install", wanted)),
         ]
     return [Step(f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
                  fixes.pip(snap, "install", wanted, *pin_torch))]
+
+
+def _install_once(snap: Snapshot, name: str) -> Step:
+    version = pinnable_version(snap, name)
+    return Step("Install it once", fixes.pip(snap, "install", f"{name}=={version}" if version else name))
 
 
 @check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",),
@@ -193,5 +221,5 @@ def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
             + [f"`import {name.replace('-', '_')}` uses the first of these on sys.path"],
             [Step("Remove every copy (repeat until pip says it is not installed)",
                   fixes.pip(snap, "uninstall", "-y", first.name)),
-             Step("Install it once", fixes.pip(snap, "install", f"{first.name}=={first.version}"))],
+             _install_once(snap, first.name)],
         )

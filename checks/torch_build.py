@@ -12,6 +12,8 @@ from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Snapshot
 
 FAMILY = "torch"
+# The torch part's steps that start CUDA (their names: mpdoctor/probes/remote/steps.py, CUDA and DEVICES).
+CUDA_STEPS = ("cuda", "devices")
 
 
 @check("TORCH005", "cpu-only-torch-with-gpus", family=FAMILY,
@@ -57,20 +59,28 @@ def driver_too_old(snap: Snapshot) -> Optional[tuple[str, str]]:
     return None
 
 
-# Minimum Linux driver of each CUDA major version (NVIDIA's CUDA Compatibility guide).
-MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580"}
-
-
 def _driver_steps(snap: Snapshot) -> list[Step]:
-    """Upgrade the driver to one for torch's CUDA, or install the torch build the driver runs."""
+    """Upgrade the driver to one that fully supports torch's CUDA, or install a build this driver fully supports.
+
+    Never the build already installed, and never one that would again need minor-version
+    compatibility: that is the problem being fixed. When no build of this torch version fits
+    the driver, the finding says so and the driver upgrade is the fix.
+    """
     torch, nvml = snap.torch, snap.machine.nvml
-    built = fixes.version_tuple(torch.cuda)
     caps = [c for c in map(capability, gpus(snap)) if c]
-    cuda = fixes.best_cuda_variant(snap, nvml.cuda_driver_version, caps)
-    steps = [Step(f"Upgrade the NVIDIA driver to at least {MIN_DRIVER.get(built[0], 'the one for CUDA ' + torch.cuda)} "
-                  f"(CUDA {torch.cuda}); a reboot may be needed")]
+    cuda = fixes.best_cuda_variant(snap, nvml.cuda_driver_version, caps, minor_compat=False)
+    steps = [fixes.driver_upgrade_step(snap, torch.cuda)]
+    version = torch.version.split("+")[0]
     if cuda:
-        steps.append(fixes.reinstall_torch_step(snap, cuda, f"Or install the torch build for CUDA {cuda}"))
+        steps.append(fixes.reinstall_torch_step(snap, cuda, f"Or install the torch {version} build for CUDA {cuda}, "
+                                                            "which this driver supports",
+                                                role="alternative"))
+    else:
+        builds = ", ".join(sorted(fixes.torch_variants(snap), key=fixes.version_tuple))
+        steps.append(Step(f"No build of torch {version} fits this driver (its CUDA builds: {builds}; the driver "
+                          f"supports CUDA {nvml.cuda_driver_version}): upgrading the driver is the fix, or an "
+                          f"older torch release built for CUDA {nvml.cuda_driver_version} or older "
+                          f"({fixes.INSTALL_SELECTOR})", role="alternative"))
     return steps
 
 
@@ -88,8 +98,11 @@ def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     cubins, Triton/torch.compile kernels) can fail with "unsupported toolchain".
 
     ## Fix
-    Upgrade the NVIDIA driver, or install the torch build for a CUDA version the
-    driver supports.
+    Upgrade the NVIDIA driver to at least the one NVIDIA lists for torch's CUDA
+    version (560.28.03 for CUDA 12.6, 580.65.06 for 13.0, ...), or install the
+    build of this torch version for a CUDA version the driver fully supports. The
+    finding never offers the build already installed; when no build of this torch
+    version fits the driver, it says so.
     """
     torch, nvml = snap.torch, snap.machine.nvml
     if not is_cuda_build(snap) or nvml.status != "ok" or not nvml.cuda_driver_version:
@@ -181,7 +194,8 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
     wanted = [r.split(";")[0].strip() for r in (dist.requires if dist else []) if "cudnn" in r]
     steps = [Step("Reinstall the cuDNN torch was built with", fixes.pip(snap, "install", "--force-reinstall", w))
              for w in wanted] or [Step("Reinstall torch so that its cuDNN comes with it",
-                                       fixes.pip(snap, "install", "--force-reinstall", f"torch=={torch.version}"))]
+                                       fixes.pip(snap, "install", "--force-reinstall", f"torch=={torch.version}",
+                                                 *fixes.torch_index(torch.version)))]
     evidence = [f"torch {torch.version} built with CUDA {torch.cuda}", "torch.backends.cudnn.version() is None"]
     if "cudnn" in torch.fact_errors:
         evidence.append(torch.fact_errors["cudnn"])
@@ -232,7 +246,8 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
                           "without it", "unset CUDA_VISIBLE_DEVICES"))
     if not (too_old or hidden):
         steps.append(Step("In a container, pass the GPUs through", "docker run --gpus all ..."))
-    steps.append(Step("See CUDA's own error", fixes.python(snap, "-c", "import torch; torch.cuda.init()")))
+    steps.append(fixes.inspect("See CUDA's own error (ended after 60 s if CUDA hangs)",
+                               fixes.timed(60, fixes.python(snap, "-c", "import torch; torch.cuda.init()"))))
     causes = (["TORCH006"] if too_old else []) + (["GPU005"] if hidden else [])
     finding = error(title, evidence, steps)
     yield defer(finding, *causes) if causes else finding
@@ -252,16 +267,20 @@ def cuda_init_crashes(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Check `nvidia-smi` and the kernel log; a reboot or a driver reload usually
-    clears it.
+    clears it. Only a CUDA build that died while starting CUDA gets this diagnosis:
+    a probe that ran out of time in any other step (a slow import, a CPU-only
+    build) is TORCH004's.
     """
     torch = snap.torch
     probe = torch.probe
-    if torch.status != "imported" or probe.status not in ("crashed", "timeout") or probe.step == "import":
+    if torch.status != "imported" or probe.status not in ("crashed", "timeout") or probe.step not in CUDA_STEPS:
+        return
+    if not torch.cuda:  # a CPU-only build cannot hang in CUDA: this is not a driver problem
         return
     yield error(
         f"CUDA initialisation in torch {torch.version} {'hangs' if probe.status == 'timeout' else 'crashes'}: "
         f"it {probe.detail} during step '{probe.step}'",
         [tail(probe.stderr_tail) or "no output on stderr"],
-        [Step("Look at the driver's state", "nvidia-smi"),
-         Step("Look for GPU errors in the kernel log", "sudo dmesg | grep -iE 'NVRM|Xid'")],
+        [fixes.inspect("Look at the driver's state", fixes.timed(30, "nvidia-smi")),
+         fixes.inspect("Look for GPU errors in the kernel log", "sudo dmesg | grep -iE 'NVRM|Xid'")],
     )

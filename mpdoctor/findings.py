@@ -11,6 +11,10 @@ from mpdoctor.schema.serde import fact
 
 # The values of Severity, for annotations (Finding.severity); mpdoctor.snapshot.vocab re-exports it.
 SeverityName = Literal["error", "warning", "info"]
+# Step.role, for the same reason: "step" (do it, after the steps before it), "alternative" (another way to the
+# same end: "Or ..."; the steps after it, up to the next alternative, belong to it), "inspect" (a command that only
+# looks and changes nothing). Written by checks/fixes.py's helpers; read by checks/fix_simulator.py and renderers.
+StepRole = Literal["step", "alternative", "inspect"]
 
 
 class Severity(str, enum.Enum):
@@ -31,6 +35,8 @@ class Step:
 
     text: str = fact("What to do, in words")
     command: Optional[str] = fact("A shell command that does it, ready to paste", None)
+    role: StepRole = fact("step (do it, in order), alternative (another way to the same end: the steps after it "
+                          "belong to it) or inspect (only looks, changes nothing)", "step")
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,10 @@ def test_driver_too_old_with_torch006_ignored_still_says_cuda_cannot_start():
     assert "is_available() is False" in finding.title
     assert "supports CUDA 12.2" in finding.title and "needs CUDA 13.0" in finding.title
     assert "580" in finding.fix[0].text  # the driver to install, as TORCH006 would say
-    assert any("/whl/cu126" in (step.command or "") for step in finding.fix)
+    # No build of torch 2.13.0 is for CUDA 12.2 or older: cu126 would run only under minor-version compatibility,
+    # which TORCH006 flags in turn, so the fix says so instead of offering it (issue 17)
+    assert not any("/whl/cu126" in (step.command or "") for step in finding.fix)
+    assert any(step.text.startswith("No build of torch 2.13.0 fits this driver") for step in finding.fix)
 
 
 def test_every_gpu_hidden_with_gpu005_ignored_still_says_cuda_has_no_gpu():

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from mpdoctor.checks.registry import builtin_registry
-from mpdoctor.snapshot import Snapshot, load_snapshot
+from mpdoctor.snapshot import Invocation, Snapshot, load_snapshot
 
 
 @dataclass
@@ -17,6 +17,7 @@ class Options:
     snapshot: Optional[str] = None
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    invocation: Invocation = field(default_factory=Invocation)  # the options as the user gave them
 
 
 def needed_facts(options: Options) -> frozenset[str]:
@@ -30,7 +31,8 @@ def gather(options: Options) -> Snapshot:
     The optional facts are taken only when a selected check needs them: the
     microkernels, the slow probe (``needs=("kernels",)``, and not with
     ``--no-kernels``), and the scan of the working directory's code
-    (``needs=("project",)``; skipped, the snapshot says it was not scanned).
+    (``needs=("project",)``; skipped, the snapshot says it was not scanned). A fresh
+    snapshot records the options as the user gave them, for fix commands that rerun mpdoctor.
     """
     if options.snapshot:
         return load_snapshot(options.snapshot)
@@ -38,4 +40,6 @@ def gather(options: Options) -> Snapshot:
 
     needed = needed_facts(options)
     kernels = options.kernels if "kernels" in needed else "off"
-    return take_snapshot(options.python, options.timeout, kernels, project="project" in needed)
+    snapshot = take_snapshot(options.python, options.timeout, kernels, project="project" in needed)
+    snapshot.invocation = options.invocation
+    return snapshot

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from mpdoctor.checks import fixes
 from mpdoctor.checks.facts import FACTS
 from mpdoctor.checks.registry import CHECK_CRASHED, FACT_NOT_TAKEN, Check, builtin_registry
 from mpdoctor.findings import Finding, Step, info, triage
@@ -50,5 +51,6 @@ def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
             f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
             [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
             [Step("Take it again with these checks selected, on the machine and in the directory it describes",
-                  f"mpdoctor check --select {codes} --save-snapshot snapshot.json")])))
+                  fixes.mpdoctor_check(snap, select=codes, kernels=name == "kernels",
+                                       extra=("--save-snapshot", "snapshot.json")))])))
     return out
