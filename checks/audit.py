@@ -48,15 +48,58 @@ MODULE_MIXES_DTYPES = rule("AUDIT002", "module-mixes-dtypes", family=FAMILY, sub
     """)
 
 CHECKPOINT_MIXES_DTYPES = rule("AUDIT003", "checkpoint-mixes-dtypes", family=FAMILY, subject=CHECKPOINT, doc="""
-    The checkpoint mixes floating dtypes across modules, each module uniform.
+    Parts of the checkpoint are in different floating dtypes, beyond the modules AUDIT004/AUDIT005 name.
 
     ## Why it matters
-    Often on purpose (an fp32 text encoder beside an fp16 UNet, fp32 norms in
-    an fp16 model): fine under torch.autocast, and for loaders that cast the
-    whole model to one dtype. Code that feeds one part's output to another
-    without autocast must cast between them, or it fails with a dtype mismatch.
+    Often on purpose (an fp32 text encoder beside an fp16 UNet in a diffusers
+    folder; a mostly-fp32 part of an fp16 model): fine under torch.autocast, and
+    for loaders that cast the whole model to one dtype. Code that feeds one
+    part's output to another without autocast must cast between them, or it
+    fails with a dtype mismatch. It is reported whether or not AUDIT002 fires
+    (a module that mixes dtypes inside itself is another matter); it stands
+    down only where AUDIT004 and AUDIT005 already name every module in
+    another dtype, which says the same more precisely.
 
     ## Fix
     Nothing, if you run it under torch.autocast or load it in one dtype;
     otherwise cast the activations where the parts meet.
+    """)
+
+MODULE_IN_ANOTHER_DTYPE = rule("AUDIT004", "module-in-another-dtype", family=FAMILY, subject=CHECKPOINT, doc="""
+    A whole submodule is in another floating dtype than the model around it, and nothing says it is on purpose.
+
+    ## Why it matters
+    Every tensor of the module is, say, float32 inside a float16 model (incident
+    3's `mask_embed`, an `fc2` left in fp32 by a partial `.half()`). Loaded as
+    saved, the module receives float16 activations and multiplies them with its
+    float32 weights: `mat1 and mat2 must have the same dtype`, `Input type
+    (c10::Half) and bias type (float) should be the same`, or, when it runs, a
+    float32 output that breaks the next module. Norms and the names in a model's
+    `_keep_in_fp32_modules` are reported by AUDIT005 instead.
+
+    ## Fix
+    Cast on load: load the model in one dtype (`torch_dtype=torch.float16`,
+    `model.to(torch.float16)`), or run it under torch.autocast, which casts per
+    op. Or keep the module in its dtype on purpose and cast the input in its
+    forward: `x = x.to(self.weight.dtype)`, and the output back to the model's
+    dtype.
+    """)
+
+MODULE_KEPT_IN_FLOAT32 = rule("AUDIT005", "module-kept-in-float32", family=FAMILY, subject=CHECKPOINT, doc="""
+    Submodules are in float32 inside a lower-precision model, as loaders keep them on purpose.
+
+    ## Why it matters
+    Norms, and the modules a transformers or diffusers model lists in
+    `_keep_in_fp32_modules` (read from the `config.json` beside the weights, or
+    from the live model), are kept in float32 for accuracy: T5's `wo`
+    overflows in float16. The libraries that do this cast the input in the
+    module's forward, so it works as saved. Code that casts the model by hand
+    (`.half()`) undoes it, and code that calls such a module with a half
+    input and no cast fails with a dtype mismatch.
+
+    ## Fix
+    Nothing, under transformers/diffusers loaders or torch.autocast. In your
+    own code, cast the input in the module's forward (`x.to(self.weight.dtype)`),
+    or load the model with the library's loader and `torch_dtype`, which keeps
+    these modules as they are.
     """)

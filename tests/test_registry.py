@@ -28,7 +28,9 @@ DECLARED_PREFIXES = {
     "precision": "PREC", "apex": "APEX", "oneflow": "ONEFLOW", "audit": "AUDIT", "mpdoctor": "MPD",
 }
 OUTSIDE_CHECK = {"AUDIT001": ("unreadable-weights", CHECKPOINT), "AUDIT002": ("module-mixes-dtypes", CHECKPOINT),
-                 "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT), "MPD001": ("check-crashed", INTERNAL),
+                 "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT),
+                 "AUDIT004": ("module-in-another-dtype", CHECKPOINT), "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
+                 "MPD001": ("check-crashed", INTERNAL),
                  "MPD002": ("fact-not-taken", INTERNAL)}
 
 

@@ -100,7 +100,10 @@ def test_incident_3_an_fp32_mask_concatenated_with_fp16_latents_is_named_at_the_
                                                                            ("args[1]", "float32")]
     assert [c.name for c in trace.calls] == ["", "down.0", "down.0.conv_in"]
     assert [c.raised for c in trace.calls] == [True, True, True]
-    assert [str(m) for m in trace.mismatches] == ["down.0.conv_in (Conv2d): inputs float32, parameters float16"]
+    # Where they meet: the model takes fp16 latents and an fp32 mask (its forward concatenates them), and the
+    # conv then gets the fp32 result with fp16 weights.
+    assert [str(m) for m in trace.mismatches] == ["(root) (InpaintUNet): float16 from args[0]; float32 from args[1]",
+                                                  "down.0.conv_in (Conv2d): inputs float32, parameters float16"]
 
 
 def test_incident_3_with_the_mask_in_fp16_there_is_nothing_to_report():
@@ -192,8 +195,29 @@ def test_incident_5_an_fp32_query_with_fp16_key_and_value_is_named_at_the_attent
             "k_proj (Linear) float16 [2, 12, 32]; v_proj (Linear) float16 [2, 12, 32].") in text
     # o_proj never ran: the error came first.
     assert "decoder.attn.o_proj" not in [c.name for c in trace.calls]
-    # Each projection got what its weights expect: no call mismatched before SDPA met them.
-    assert trace.mismatches == []
+    # Each projection got what its weights expect; the dtypes meet in the attention module, which has no
+    # parameters of its own: its inputs differ, and so do the outputs of q_proj and k_proj/v_proj it combines.
+    attn = next(m for m in trace.mismatches if m.module == "decoder.attn")
+    assert (attn.cls, attn.param_dtypes) == ("CrossAttention", ())
+    assert attn.combined == (("q_proj", "float32"), ("k_proj", "float16"), ("v_proj", "float16"))
+    # An input that a sibling returned is named with it: the fp32 args[0] is decoder.norm's output.
+    assert attn.producers == {"float32": ("args[0] (decoder.norm)", "q_proj"),
+                              "float16": ("encoder_out", "k_proj", "v_proj")}
+    assert str(attn) == ("decoder.attn (CrossAttention): float32 from args[0] (decoder.norm), q_proj; "
+                         "float16 from encoder_out, k_proj, v_proj")
+    # The model and the decoder are handed both dtypes too (audio fp32, the encoder's output fp16);
+    # no projection is a mismatch.
+    assert [str(m) for m in trace.mismatches[:2]] == ["(root) (TTS): float16 from args[0]; float32 from args[1]",
+                                                      "decoder (Decoder): float32 from args[0]; "
+                                                      "float16 from args[1] (encoder)"]
+    assert len(trace.mismatches) == 3
+    data = json.loads(json.dumps(trace.to_data()))
+    assert data["mismatches"][2]["producers"] == {"float32": ["args[0] (decoder.norm)", "q_proj"],
+                                                  "float16": ["encoder_out", "k_proj", "v_proj"]}
+    assert data["calls"][2]["sources"] == [{"input": "args[1]", "module": "encoder"}]
+    assert data["calls"][4]["combined"] == [{"module": "q_proj", "dtype": "float32"},
+                                            {"module": "k_proj", "dtype": "float16"},
+                                            {"module": "v_proj", "dtype": "float16"}]
 
 
 def test_incident_5_fixed_by_casting_the_query_path_runs_clean():
@@ -254,7 +278,7 @@ def test_the_table_marks_only_the_failing_and_mismatched_rows():
     data = json.loads(json.dumps(trace.to_data()))
     assert data["failure"]["module"] == "head" and data["failure"]["dtypes"] == ["float32", "float16"]
     assert data["mismatches"] == [{"index": 4, "module": "head", "class": "Linear",
-                                   "input_dtypes": ["float32"], "param_dtypes": ["float16"]}]
+                                   "input_dtypes": ["float32"], "param_dtypes": ["float16"], "producers": {}}]
     assert data["calls"][4]["params"] == [{"name": "weight", "dtype": "float16", "shape": [4, 16]},
                                           {"name": "bias", "dtype": "float16", "shape": [4]}]
 
@@ -302,6 +326,45 @@ def test_mismatches_list_modules_that_ran_with_inputs_and_weights_in_different_d
         ("norm", "LayerNorm", ("float16",), ("float32",)), ("scale", "Upcast", ("float16",), ("float32",))]
     assert all(c.autocast is False and c.autocast_dtype is None for c in trace.calls)
     assert sum("<- mismatch" in row for row in trace.table().splitlines()) == 2
+
+
+class TwoPaths(nn.Module):
+    """No parameters of its own: one child in fp32, one in fp16, their outputs added (a silent upcast)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8).half()
+
+    def forward(self, x):
+        return self.a(x) + self.b(x.half())  # type promotion: fp32 + fp16 gives fp32, no error
+
+
+class ToFloat(nn.Module):
+    def forward(self, x):
+        return x.float()
+
+
+def test_a_container_that_combines_its_childrens_outputs_in_two_dtypes_is_where_they_meet():
+    model = nn.Sequential(TwoPaths(), nn.Linear(8, 2))
+    with dtype_trace(model) as trace:
+        out = model(torch.randn(2, 8))
+    assert out.dtype == FLOAT and trace.failure is None
+    (meet,) = trace.mismatches
+    assert (meet.module, meet.cls, meet.input_dtypes, meet.param_dtypes) == ("0", "TwoPaths", ("float32",), ())
+    assert meet.producers == {"float32": ("a",), "float16": ("b",)}
+    assert str(meet) == "0 (TwoPaths): float32 from a; float16 from b"
+    assert [row.split()[1] for row in trace.table().splitlines() if "<- mismatch" in row] == ["0"]
+
+
+def test_a_chain_that_changes_dtype_is_no_meeting():
+    # Each child's output is the next child's very input: the Sequential only passes it on.
+    model = nn.Sequential(nn.Linear(8, 8).half(), ToFloat(), nn.Linear(8, 8))
+    with dtype_trace(model) as trace:
+        out = model(torch.randn(2, 8, dtype=HALF))
+    assert out.dtype == FLOAT
+    assert [c.output_dtypes for c in trace.calls[1:]] == [("float16",), ("float32",), ("float32",)]
+    assert trace.mismatches == [] and all(c.combined == () for c in trace.calls)
 
 
 def test_under_autocast_nothing_is_a_mismatch():
@@ -517,6 +580,8 @@ def test_without_always_call_the_last_open_call_is_the_failure(monkeypatch, pre,
     assert [p.module for p in trace.failure.produced] == ["q_proj", "k_proj", "v_proj"]
     assert [c.raised for c in trace.calls] == [True, False, True, False, True, False, False, False]
     assert [t.name for t in trace.failure.inputs] == (["args[0]", "encoder_out"] if pre[0] else ["args[0]"])
+    attn = next(m for m in trace.mismatches if m.module == "decoder.attn")  # found from the calls left open
+    assert attn.combined == (("q_proj", "float32"), ("k_proj", "float16"), ("v_proj", "float16"))
     assert hooks_left(model) == {}
 
 

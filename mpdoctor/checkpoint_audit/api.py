@@ -9,12 +9,13 @@ from typing import Any, Mapping, Optional
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile, read, weight_files
+from mpdoctor.checkpoint_audit.tree import ModelFacts, keep_names
 
 IN_MEMORY = "<in memory>"
 
 
 def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> AuditReport:
-    """Audit an ``nn.Module`` (its state dict), a state dict, or a path (as `mpdoctor audit PATH`).
+    """Audit an ``nn.Module`` (its parameters and all its buffers), a state dict, or a path (as `mpdoctor audit PATH`).
 
     ``print(report)`` shows the dtype mix and the modules that mix dtypes;
     ``report.to_data()`` is the JSON-ready form (the audit schema).
@@ -22,11 +23,18 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> 
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
         return audit_files(path, [read(file, python or sys.executable, timeout) for file in weight_files(path)])
-    state = obj.state_dict() if callable(getattr(obj, "state_dict", None)) else obj
+    live = callable(getattr(obj, "named_parameters", None)) and callable(getattr(obj, "named_buffers", None))
+    # A live module: its non-persistent buffers too (a state dict leaves them out), its classes, its own
+    # _keep_in_fp32_modules; the same analysis as its saved file, knowing more.
+    state = {**dict(obj.named_parameters()), **dict(obj.named_buffers())} if live else \
+        obj.state_dict() if callable(getattr(obj, "state_dict", None)) else obj
     if not isinstance(state, Mapping):
         raise TypeError(f"mpdoctor.audit takes a module, a state dict or a path, not {type(obj).__name__}")
     entries = [TensorEntry(str(name), str(tensor.dtype).replace("torch.", ""), tuple(tensor.shape),
                            int(tensor.numel()) * int(tensor.element_size()), IN_MEMORY)
                for name, tensor in state.items() if hasattr(tensor, "dtype") and hasattr(tensor, "numel")]
     label = type(obj).__name__
-    return audit_files(label, [WeightFile(IN_MEMORY, format="memory", tensors=entries)])
+    keep = keep_names(obj) if live else []
+    facts = ModelFacts({name: type(module).__name__ for name, module in obj.named_modules()} if live else {},
+                       {"": (keep, f"{label}._keep_in_fp32_modules")} if keep else {})
+    return audit_files(label, [WeightFile(IN_MEMORY, format="memory", tensors=entries)], facts)

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
-from mpdoctor.checkpoint_audit.sources import WeightFile
+from mpdoctor.checkpoint_audit.sources import WeightFile, unread_steps
+from mpdoctor.checkpoint_audit.tree import ModelFacts, OddModule, Subtree, analyse, describe, keep_fp32_beside
+from mpdoctor.checkpoint_audit.tree import findings as tree_findings
+from mpdoctor.checkpoint_audit.tree import size_text as _size
 from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.probes.remote.redact import redact_tree
@@ -72,6 +75,10 @@ class AuditReport:
     groups: dict[str, dict[str, int]] = fact("Top-level module prefix (with its component) -> dtype -> tensors",
                                              factory=dict)
     mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
+    odd_modules: list[OddModule] = fact("Submodules whose tensors are all in another floating dtype than the "
+                                        "subtree around them (the odd modules out), at every level", factory=list)
+    subtrees: list[Subtree] = fact("Module subtrees holding more than one floating dtype, with the dominant one",
+                                   factory=list)
     findings: list[Finding] = fact("What is wrong, errors first", factory=list)
     schema_version: int = version_fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
@@ -89,8 +96,8 @@ def _module(name: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else ""
 
 
-def audit_files(path: str, files: list[WeightFile]) -> AuditReport:
-    """The dtype mix of the files' tensors, module by module."""
+def audit_files(path: str, files: list[WeightFile], facts: ModelFacts | None = None) -> AuditReport:
+    """The dtype mix of the files' tensors, module by module; ``facts`` tells what a live model knows."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     components: dict[str, Counter] = defaultdict(Counter)
     modules: dict[str, list] = defaultdict(list)
@@ -122,17 +129,21 @@ def audit_files(path: str, files: list[WeightFile]) -> AuditReport:
         majority = max(weight, key=lambda d: (weight[d], kinds[d]))
         odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in tensors if t.dtype != majority]
         report.mixed.append(MixedModule(module, majority, dict(kinds), odd))
-    report.findings = findings(report, files)
+    if facts is None:  # files: the config.json beside them may name the modules kept in float32
+        facts = ModelFacts(keep_fp32=keep_fp32_beside((f.component, f.path) for f in files if f.format))
+    tree = analyse(((f.component, t.name, t.dtype, t.nbytes) for f in files for t in f.tensors), facts)
+    report.odd_modules, report.subtrees = tree.odd, tree.subtrees
+    report.findings = findings(report, files, tree.unnamed) + tree_findings(tree)
     return report
 
 
-def findings(report: AuditReport, files: list[WeightFile]) -> list[Finding]:
+def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -> list[Finding]:
     found = []
     broken = [f for f in files if f.error]
     if broken:
         found.append(UNREADABLE_WEIGHTS.stamp(error(
             f"{len(broken)} weight file(s) could not be read", [f.error for f in broken[:MAX_LISTED]],
-            [Step("Re-download or re-save the file; a truncated download is the usual cause")])))
+            unread_steps(broken, report.path))))
     if report.mixed:
         lines = [f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}"
                                                                for o in m.odd[:6]) for m in report.mixed[:MAX_LISTED]]
@@ -144,11 +155,11 @@ def findings(report: AuditReport, files: list[WeightFile]) -> list[Finding]:
              Step("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
                   "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")])))
     floating = [d.dtype for d in report.dtypes if d.dtype in FLOATING]
-    if len(floating) > 1 and not report.mixed:
+    if unnamed:  # parts in different dtypes that no AUDIT004/AUDIT005 module names (AUDIT002 or not)
         per_component = [f"{c}: " + ", ".join(sorted(dtypes)) for c, dtypes in sorted(report.components.items())]
         found.append(CHECKPOINT_MIXES_DTYPES.stamp(info(
-            f"The checkpoint mixes {', '.join(floating)} across modules (each module is uniform)",
-            per_component or [f"{d.dtype}: {d.tensors} tensors, {d.bytes} bytes" for d in report.dtypes],
+            f"The checkpoint mixes {', '.join(floating)} across its parts",
+            per_component + [line for line in unnamed if not line.startswith("components: ")],
             [Step("Fine under torch.autocast; a model converted by hand must cast between these parts")])))
     return found
 
@@ -170,15 +181,7 @@ def audit_schema() -> dict:
 MAX_GROUPS = 16  # top-level module prefixes listed in the overview; a bigger model shows its totals only
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
-
-
-def overview(report: AuditReport) -> list[str]:
+def overview(report: AuditReport, show_all: bool = False) -> list[str]:
     tensors = sum(d.tensors for d in report.dtypes)
     where = "a state dict in memory" if [f.format for f in report.files] == ["memory"] else \
         f"{len(report.files)} weight file(s)"
@@ -187,7 +190,7 @@ def overview(report: AuditReport) -> list[str]:
               for d in report.dtypes]
     lines += [f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
               for c, dtypes in sorted(report.components.items())]
-    if 1 < len(report.groups) <= MAX_GROUPS:
+    if 1 < len(report.groups) and (show_all or len(report.groups) <= MAX_GROUPS):
         lines += [f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
                   for prefix, dtypes in report.groups.items()]
     return lines
@@ -199,5 +202,6 @@ def plain_text(report: AuditReport) -> str:
     for mixed in report.mixed:
         lines.append(f"  mixed: {mixed.module}: mostly {mixed.majority}; "
                      + ", ".join(f"{o.name} {o.dtype} {list(o.shape)}" for o in mixed.odd))
+    lines += [f"  odd module out: {line}" for line in describe(report.odd_modules)]
     lines += [f"  {f.severity} {f.code}: {f.title}" for f in report.findings]
     return "\n".join(lines)

@@ -1,4 +1,10 @@
-"""`mpdoctor audit` output: the dtype mix, where it mixes inside a module, and the findings."""
+"""`mpdoctor audit` output: the dtype mix, the findings (the odd modules out, grouped), and with --all every module.
+
+A big model stays small on screen: the findings name the odd modules out grouped by
+pattern (32 layers' norms are one line), and `--all` adds the full listing: every
+odd module on its own line, every subtree that mixes dtypes with its dominant one,
+and every odd tensor of the modules that mix dtypes inside themselves.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +15,52 @@ from rich.markup import escape
 from rich.text import Text
 
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview
+from mpdoctor.checkpoint_audit.tree import describe
 from mpdoctor.render.text import render_finding, summary_line
 
-def render_text(report: AuditReport, console: Console) -> None:
+
+def listing(report: AuditReport) -> list[tuple[str, list[str]]]:
+    """The full listing `--all` shows: (heading, lines) per section that has lines."""
+    sections = [
+        ("Odd modules out, each", describe(report.odd_modules, grouped=False)),
+        ("Subtrees that hold more than one floating dtype", [
+            f"{s.module or '(model)'}: mostly {s.dominant}; " + ", ".join(f"{n} {d}" for d, n in s.dtypes.items())
+            for s in report.subtrees]),
+        ("Modules whose own tensors mix floating dtypes", [
+            f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name} {o.dtype} {o.shape}" for o in m.odd)
+            for m in report.mixed]),
+    ]
+    return [(heading, lines) for heading, lines in sections if lines]
+
+
+def _verdict(report: AuditReport, show_all: bool) -> str:
+    if not report.mixed and not report.odd_modules:
+        return "No module in another dtype, none mixing dtypes inside itself."
+    return "See where the dtypes meet above." + ("" if show_all else " `--all` lists every module.")
+
+
+def render_text(report: AuditReport, console: Console, show_all: bool = False) -> None:
     console.print(Text(f"mpdoctor audit: {report.path}", style="bold"), soft_wrap=True)
-    for line in overview(report):
+    for line in overview(report, show_all):
         console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
     console.print()
+    for heading, lines in listing(report) if show_all else ():
+        console.print(Text(heading, style="bold"), soft_wrap=True)
+        for line in lines:
+            console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+        console.print()
     for finding in report.findings:
         render_finding(console, finding)
-    verdict = "No dtype mix inside any module." if not report.mixed else "See where the dtypes meet above."
-    console.print(Text(f"{summary_line(report.findings)}. {verdict}", style="bold"), soft_wrap=True)
+    console.print(Text(f"{summary_line(report.findings)}. {_verdict(report, show_all)}", style="bold"),
+                  soft_wrap=True)
 
 
-def render_markdown(report: AuditReport) -> str:
+def render_markdown(report: AuditReport, show_all: bool = False) -> str:
     from mpdoctor.render.markdown import finding_lines
 
-    out = [f"# mpdoctor audit: `{report.path}`", "", *[f"- {line}" for line in overview(report)], ""]
+    out = [f"# mpdoctor audit: `{report.path}`", "", *[f"- {line}" for line in overview(report, show_all)], ""]
+    for heading, lines in listing(report) if show_all else ():
+        out += [f"## {heading}", "", *[f"- `{line}`" for line in lines], ""]
     for finding in report.findings:
         out += finding_lines(finding)
     out.append(f"**{summary_line(report.findings)}**")
@@ -33,4 +68,5 @@ def render_markdown(report: AuditReport) -> str:
 
 
 def render_json(report: AuditReport) -> str:
+    """Always complete: the JSON lists every odd module and subtree, with or without --all."""
     return json.dumps(audit_data(report), indent=2) + "\n"

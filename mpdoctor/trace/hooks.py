@@ -3,7 +3,7 @@
     with dtype_trace(model) as trace:
         model(*inputs)
     print(trace)              # a table: call order, module, class, input/parameter/output dtypes, autocast
-    trace.mismatches          # the calls whose floating inputs differ from their floating parameters
+    trace.mismatches          # the calls where dtypes meet, with what brought each dtype
     trace.failure             # where the forward raised, if it did
 
 While the ``with`` block runs, every module of ``model`` carries a forward pre-hook
@@ -12,6 +12,11 @@ order: the module's qualified name and class, the dtypes and shapes of its float
 inputs, of its own floating parameters and buffers, and of its floating outputs, and
 whether autocast was on for the inputs' device. Only dtypes, shapes and names are
 kept, never a tensor, and the hooks never change an argument or an output.
+
+A call is a mismatch where dtypes meet, autocast off: its floating inputs differ from
+its parameters or from each other, or the outputs of its children that it combined
+(``chains``: not those one child passed to the next) differ, so an attention block
+with no parameters of its own is named where ``q_proj`` and ``k_proj`` disagree.
 
 When the forward raises, the innermost module that was running at that moment is
 found, and a note is added to the exception: its inputs, its parameters, and what its
@@ -34,8 +39,11 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
+from mpdoctor.trace.chains import combined, offer, take
+from mpdoctor.trace.compat import autocast_queries as _autocast_queries
+from mpdoctor.trace.compat import register_hook as _register
 from mpdoctor.trace.records import (MAX_PRODUCED, ROOT, Failure, Mismatch, ModuleCall, Produced, TensorInfo,
                                     attach_note, cell, first_line, with_note)
 
@@ -51,7 +59,7 @@ _POST_HOOK_OPTIONS = ({"with_kwargs": True, "always_call": True}, {"with_kwargs"
 class _Frame:
     """A module call that is running: its record and the calls that finished inside it."""
 
-    __slots__ = ("module", "call", "produced", "produced_count", "ambient")
+    __slots__ = ("module", "call", "produced", "produced_count", "ambient", "offered")
 
     def __init__(self, module: Any, call: ModuleCall, ambient: Optional[BaseException]) -> None:
         self.module = module
@@ -63,13 +71,16 @@ class _Frame:
         # The exception being handled around this call, if any: the forward hook compares
         # against it to tell "forward raised" from "forward returned inside an except block".
         self.ambient = ambient
+        # [child, dtype, weak reference, taken] per floating output of a finished child: a later child
+        # that takes the very tensor as input chains it (not combined here). Weak: no tensor kept alive.
+        self.offered: Optional[deque] = None
 
 
 class DtypeTrace:
     """Records the dtypes of every module call of ``model`` while it is used as a context manager.
 
     ``calls`` holds the :class:`ModuleCall` records in call order, ``mismatches`` the
-    calls whose inputs and parameters differ in dtype (autocast off), ``failure`` the
+    calls where dtypes meet (autocast off; see ``ModuleCall.mismatched``), ``failure`` the
     :class:`Failure` when the forward raised. ``str(trace)`` is a table; ``to_data()``
     is the same as JSON-ready data. The records stay readable after the block ends.
     """
@@ -123,8 +134,9 @@ class DtypeTrace:
 
     @property
     def mismatches(self) -> list[Mismatch]:
-        """The calls whose floating inputs differ in dtype from their floating parameters, autocast off."""
-        return [Mismatch(c.index, c.name, c.cls, c.input_dtypes, c.param_dtypes) for c in self.calls if c.mismatched]
+        """The calls where dtypes meet, autocast off: inputs that differ from each other or from the parameters,
+        or children's outputs combined in another dtype each; with what brought each dtype (``producers``)."""
+        return [c.mismatch() for c in self.calls if c.mismatched]
 
     def table(self) -> str:
         """The calls as a text table; only mismatched calls and the failing call are marked."""
@@ -190,10 +202,13 @@ class DtypeTrace:
         named = [(f"args[{i}]", value) for i, value in enumerate(args)]
         if kwargs:
             named += [(str(key), value) for key, value in kwargs.items()]
+        offered = stack[-1].offered if stack else None
+        objects: Optional[list] = [] if offered else None  # the input tensors, only to match against those
         for input_name, value in named:
-            found = self._collect(value, input_name, inputs, 1)
+            found = self._collect(value, input_name, inputs, 1, objects)
             if first is None:
                 first = found
+        sources = take(offered, objects) if objects else None
         params = self._own(module._parameters)
         buffers = self._own(module._buffers)
         if first is None:  # no floating input: the parameters' device, else the CPU
@@ -206,6 +221,8 @@ class DtypeTrace:
             parent=None if parent is None else parent.index, inputs=tuple(inputs), params=params,
             buffers=buffers, autocast=autocast, autocast_dtype=autocast_dtype, device=device,
         )
+        if sources and len(call.input_dtypes) > 1:  # inputs that meet here: which sibling made which
+            call.sources = tuple((inputs[i].name, source) for i, source in sorted(sources.items()))
         self._count += 1
         if len(self.calls) < self.max_calls:
             self.calls.append(call)
@@ -233,13 +250,16 @@ class DtypeTrace:
                 # The first hook to see an exception is the innermost module: a child that
                 # raised it would have seen it first.
                 self._pending = (raising, self._describe_failure(frame, raising))
+            call.combined = combined(frame.offered)
             return
+        call.combined = combined(frame.offered)
         outputs: list[TensorInfo] = []
+        objects: Optional[list] = [] if stack else None
         try:
             # The container a forward returns is a level of its own, as the argument tuple is for inputs.
-            self._collect(output, "output", outputs, 2)
+            self._collect(output, "output", outputs, 2, objects)
         except Exception:  # an output the trace cannot read must not break the user's forward
-            outputs = []
+            outputs, objects = [], None
         call.outputs = tuple(outputs)
         call.finished = True
         if stack:
@@ -248,6 +268,11 @@ class DtypeTrace:
                 parent.produced = deque(maxlen=MAX_PRODUCED)
             parent.produced.append(call)
             parent.produced_count += 1
+            if objects:
+                if parent.offered is None:
+                    parent.offered = deque(maxlen=MAX_TENSORS)
+                offer(parent.offered, _relative(call.name, f"{parent.call.name}." if parent.call.name else ""),
+                      call.name, outputs, objects)
 
     # ------------------------------------------------------------------ reading tensors
 
@@ -265,14 +290,17 @@ class DtypeTrace:
         dtype = tensor.dtype
         return TensorInfo(name, self._dtype_names.get(dtype) or self._dtype(dtype), shape)
 
-    def _collect(self, value: Any, name: str, out: list, levels: int) -> Any:
+    def _collect(self, value: Any, name: str, out: list, levels: int, objects: Optional[list] = None) -> Any:
         """Floating tensors in ``value``, looking ``levels`` deep into tuples, lists and dicts.
 
-        Returns the first floating tensor found, or None; it is not kept.
+        Returns the first floating tensor found, or None; it is not kept. ``objects``, when
+        given, gets the tensors themselves, one per record, for the caller to drop after use.
         """
         if isinstance(value, self._torch.Tensor):
             if value.is_floating_point() and len(out) < MAX_TENSORS:
                 out.append(self._info(name, value))
+                if objects is not None:
+                    objects.append(value)
                 return value
             return None
         if levels <= 0:
@@ -285,7 +313,7 @@ class DtypeTrace:
             return None
         first = None
         for item_name, item in items:
-            found = self._collect(item, item_name, out, levels - 1)
+            found = self._collect(item, item_name, out, levels - 1, objects)
             if first is None:
                 first = found
             if len(out) >= MAX_TENSORS:
@@ -339,6 +367,7 @@ class DtypeTrace:
             frame = stack[-1]
             for f in stack:
                 f.call.raised = True
+                f.call.combined = combined(f.offered)
             return self._describe_failure(frame, exc)
         return None  # raised outside every module of the model (a loss, a user's own code)
 
@@ -353,40 +382,6 @@ def dtype_trace(model: Any, *, max_calls: int = MAX_CALLS) -> DtypeTrace:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _autocast_queries(torch: Any) -> tuple[Callable[[str], Any], Callable[[str], Any]]:
-    """``is_enabled(device_type)`` and ``dtype(device_type)`` for this torch.
-
-    torch 2.4 took a device type; before, CPU and CUDA had their own functions and the
-    no-argument ``is_autocast_enabled()`` meant CUDA only.
-    """
-    try:
-        torch.is_autocast_enabled("cpu")
-        is_enabled: Callable[[str], Any] = torch.is_autocast_enabled
-    except TypeError:
-        def is_enabled(device: str) -> Any:
-            if device == "cpu":
-                return torch.is_autocast_cpu_enabled()
-            if device == "cuda":
-                return torch.is_autocast_enabled()
-            raise ValueError(device)
-    if hasattr(torch, "get_autocast_dtype"):
-        get_dtype: Callable[[str], Any] = torch.get_autocast_dtype
-    else:
-        def get_dtype(device: str) -> Any:
-            return torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype()
-    return is_enabled, get_dtype
-
-
-def _register(register: Callable[..., Any], hook: Callable[..., Any], choices: Sequence[dict]) -> Any:
-    """Register ``hook`` with the first set of options this torch accepts; its handle."""
-    for options in choices[:-1]:
-        try:
-            return register(hook, **options)
-        except TypeError:  # an option this torch does not know yet
-            continue
-    return register(hook, **choices[-1])
 
 
 def _relative(name: str, prefix: str) -> str:

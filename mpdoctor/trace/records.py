@@ -52,6 +52,12 @@ class ModuleCall:
     outputs: tuple[TensorInfo, ...] = ()
     finished: bool = False  # the forward returned
     raised: bool = False  # the forward raised (this call or one inside it)
+    # (child, dtype) for each floating output of a direct child that no later child took as its input, in
+    # call order: what this module combined itself. Kept only when those outputs differ in dtype.
+    combined: tuple[tuple[str, str], ...] = ()
+    # (input, module) for inputs that an earlier sibling returned as that very tensor: who made it. Kept only
+    # when the inputs differ in dtype.
+    sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -71,13 +77,22 @@ class ModuleCall:
 
     @property
     def mismatched(self) -> bool:
-        """Floating inputs and floating parameters in different dtypes, with autocast off.
+        """Dtypes meet here, with autocast off: floating inputs that differ from each other or from the
+        floating parameters, or children's outputs it combined that differ (a container with no parameters).
 
         Under autocast the op casts its operands itself, so the difference is intended.
         """
-        if self.autocast or not self.inputs or not self.params:
+        if self.autocast:
             return False
-        return len(set(self.input_dtypes) | set(self.param_dtypes)) > 1
+        if len(self.input_dtypes) > 1 or self.combined:
+            return True
+        return bool(self.inputs and self.params) and len(set(self.input_dtypes) | set(self.param_dtypes)) > 1
+
+    def mismatch(self) -> "Mismatch":
+        made = dict(self.sources)
+        inputs = tuple((f"{t.name} ({made[t.name]})" if t.name in made else t.name, t.dtype)
+                       for t in self.inputs) if len(self.input_dtypes) > 1 else ()
+        return Mismatch(self.index, self.name, self.cls, self.input_dtypes, self.param_dtypes, inputs, self.combined)
 
     def to_data(self) -> dict:
         return {
@@ -86,26 +101,45 @@ class ModuleCall:
             "buffers": [t.to_data() for t in self.buffers], "outputs": [t.to_data() for t in self.outputs],
             "autocast": self.autocast, "autocast_dtype": self.autocast_dtype, "device": self.device,
             "finished": self.finished, "raised": self.raised, "mismatched": self.mismatched,
+            "combined": [{"module": m, "dtype": d} for m, d in self.combined],
+            "sources": [{"input": i, "module": m} for i, m in self.sources],
         }
 
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A call whose floating inputs are in another dtype than its floating parameters."""
+    """A call where floating dtypes meet: its inputs differ from each other or from its parameters, or the
+    outputs of its children that it combined differ (``decoder.attn``: ``q_proj`` float32, ``k_proj`` float16)."""
 
     index: int
     module: str
     cls: str
     input_dtypes: tuple[str, ...]
     param_dtypes: tuple[str, ...]
+    inputs: tuple[tuple[str, str], ...] = ()  # (input, dtype) when the inputs differ from each other
+    combined: tuple[tuple[str, str], ...] = ()  # (child, dtype): children's outputs it combined, when they differ
+
+    @property
+    def producers(self) -> dict[str, tuple[str, ...]]:
+        """Each floating dtype that meets here -> what brought it: inputs by name, then children."""
+        found: dict[str, list[str]] = {}
+        for name, dtype in self.inputs + self.combined:
+            if name not in found.setdefault(dtype, []):
+                found[dtype].append(name)
+        return {dtype: tuple(names) for dtype, names in found.items()}
 
     def __str__(self) -> str:
-        return (f"{self.module or ROOT} ({self.cls}): inputs {', '.join(self.input_dtypes)}, "
-                f"parameters {', '.join(self.param_dtypes)}")
+        where = f"{self.module or ROOT} ({self.cls})"
+        producers = self.producers
+        if not producers:
+            return f"{where}: inputs {', '.join(self.input_dtypes)}, parameters {', '.join(self.param_dtypes)}"
+        met = "; ".join(f"{dtype} from {', '.join(names)}" for dtype, names in producers.items())
+        return f"{where}: {met}" + (f"; parameters {', '.join(self.param_dtypes)}" if self.param_dtypes else "")
 
     def to_data(self) -> dict:
         return {"index": self.index, "module": self.module, "class": self.cls,
-                "input_dtypes": list(self.input_dtypes), "param_dtypes": list(self.param_dtypes)}
+                "input_dtypes": list(self.input_dtypes), "param_dtypes": list(self.param_dtypes),
+                "producers": {dtype: list(names) for dtype, names in self.producers.items()}}
 
 
 @dataclass(frozen=True)
