@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.analysis.kernel_view import (NO_GAIN, hardware_level, is_gpu, label, measured, ratio_text, result, short,
-                                  speedup, kernel_name)
+from mpdoctor.analysis.kernel_view import (NO_GAIN, conclusive_speed, faster, hardware_level, is_gpu, kernel_name,
+                                           label, measured, ratio_text, result, short)
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 FAMILY = "precision"
@@ -28,12 +28,15 @@ def sdpa_tried(device: DeviceKernels, dtype: str) -> list[KernelResult]:
     return [r for r in device.results if r.op == "sdpa" and r.dtype == dtype and r.backend and r.status != "skipped"]
 
 
-def best_dtype(device: DeviceKernels, op: str) -> tuple[str, Optional[float]]:
-    """The fastest dtype that ran correctly for ``op`` (fp32, fp16 or bf16) and its speed-up."""
+def best_dtype(snap: Snapshot, device: DeviceKernels, op: str) -> tuple[str, Optional[float]]:
+    """The fastest dtype that ran correctly for ``op`` (fp32, fp16 or bf16) and its speed-up.
+
+    A dtype counts as faster than fp32 only when its whole measured spread is.
+    """
     best, best_ratio = "float32", 1.0
     for dtype in LOW:
         r = result(device, op, dtype)
-        ratio = speedup(device, r) if r else None
+        ratio = faster(snap, device, r) if r else None
         if ratio is not None and ratio > best_ratio:
             best, best_ratio = dtype, ratio
     base = result(device, op, "float32")
@@ -42,9 +45,9 @@ def best_dtype(device: DeviceKernels, op: str) -> tuple[str, Optional[float]]:
     return best, best_ratio
 
 
-def use_instead(device: DeviceKernels, op: str, avoid: str) -> str:
+def use_instead(snap: Snapshot, device: DeviceKernels, op: str, avoid: str) -> str:
     """Advice naming the measured best dtype other than ``avoid`` for ``op``."""
-    best, ratio = best_dtype(device, op)
+    best, ratio = best_dtype(snap, device, op)
     if not best or best == avoid:
         return ""
     if best == "float32":
@@ -60,8 +63,8 @@ def bf16_misreported(snap: Snapshot, device: DeviceKernels) -> bool:
     r = result(device, "matmul", "bfloat16")
     if not emulated or r is None:
         return False
-    ratio = speedup(device, r)
-    return r.status in FAILED or (ratio is not None and ratio < NO_GAIN)
+    measured_speed = conclusive_speed(snap, device, r)  # no real gain, beyond doubt
+    return r.status in FAILED or (measured_speed is not None and measured_speed.high < NO_GAIN)
 
 
 def missing_images(snap: Snapshot) -> list[tuple[DeviceKernels, list[str]]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterator
 
+from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
                                       no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
@@ -65,7 +66,8 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             ops = ", ".join(r.op for r in failed)
             title = f"{short(dtype)} does not run on {label(device)}: {ops}"
             evidence = [f"{kernel_name(r)}: {r.detail}" for r in failed]
-            steps = [Step(text) for text in dict.fromkeys(use_instead(device, r.op, dtype) for r in failed) if text]
+            advice = dict.fromkeys(use_instead(snap, device, r.op, dtype) for r in failed)
+            steps = [Step(text) for text in advice if text]
             if not is_gpu(device) and dtype == "float16":
                 steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
             make = warning if dtype == "float8_e4m3fn" else error
@@ -123,7 +125,7 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
                        if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
         steps = [Step(f"Do not train in these dtypes on {label(device)} until fixed")]
         if is_gpu(device):
-            steps += [Step("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+            steps += [fixes.inspect("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
                       Step("Update the NVIDIA driver and torch, then run `mpdoctor check` again")]
         else:
             steps.append(Step("Update torch, then run `mpdoctor check` again"))
@@ -155,7 +157,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
         yield warning(f"The precision microkernels did not finish: {kernels.detail}",
                       [f"kernel runner: {kernels.probe.status} {kernels.probe.detail}".rstrip()]
                       + ([kernels.probe.stderr_tail[-600:]] if kernels.probe.stderr_tail else []),
-                      [Step("Run again with more time, e.g. `mpdoctor check --timeout 180`")])
+                      [Step("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))])
     for device in measured(snap):
         if device.status in ("crashed", "timeout", "error") and not device.results:
             if NO_KERNEL_IMAGE in device.detail:
@@ -168,7 +170,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                 continue
             yield error(f"Could not start {label(device)} to run kernels: {device.detail}",
                         [f"{device.device}: {device.status}"],
-                        [Step("See what holds the GPU or why it fails", "nvidia-smi")])
+                        [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")])
             continue
         killed = [r for r in device.results if r.status in ("crashed", "timeout")]
         if not killed:
@@ -199,4 +201,4 @@ def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     """
     if snap.kernels.status == "skipped":
         yield info("Precision was predicted, not measured: the microkernels were skipped",
-                   [f"kernels: {snap.kernels.detail}"], [Step("Measure it", "mpdoctor check")])
+                   [f"kernels: {snap.kernels.detail}"], [Step("Measure it", fixes.mpdoctor_check(snap, kernels=True))])

@@ -1,19 +1,24 @@
 """precision, part two: a dtype that runs, but slowly, emulated, or without fused attention.
 
-Speeds are measured on the device itself and compared with fp32 on the same
-device in the same run, so they hold whatever the machine's load or clocks.
+Speeds are measured on the device itself, interleaved with fp32 on the same
+device in the same rounds. A finding rests only on ratios that are beyond doubt:
+undisturbed rounds whose whole spread is on one side of the line. A ratio that
+is not (the machine was busy, or the rounds disagree) is inconclusive, and
+PREC011 says so instead.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
+from mpdoctor.checks import fixes
 from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
 from mpdoctor.findings import Finding, Step, info, warning
-from mpdoctor.analysis.kernel_view import (NO_GAIN, hardware_level, is_gpu, is_slow, label, measured, ratio_text, result,
-                                  short, speedup)
+from mpdoctor.analysis.kernel_view import (NO_GAIN, busy_cpu, conclusive_speed, disturbance, gpu_of, hardware_level,
+                                           inconclusive, is_gpu, is_slow, kernel_name, label, load_text, measured,
+                                           ratio_text, result, short, spread_text, verdict)
 from mpdoctor.checks.registry import check, defer
-from mpdoctor.snapshot import DeviceKernels, Snapshot
+from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 
 def _ms(seconds: float) -> str:
@@ -22,8 +27,8 @@ def _ms(seconds: float) -> str:
 
 @check("PREC004", "precision-slower-than-fp32", family=FAMILY, defers_to=("PREC005",), needs=("kernels",),
        fires_on=("cpu-kernels", "kernels-h100", "kernels-a100", "kernels-t4", "kernels-titan-1080ti",
-                 "kernels-missing-arch", "kernels-cpu-old-torch", "kernels-faulty-gpu"),
-       quiet_on=("kernels-skipped", "cpu-laptop"))
+                 "kernels-missing-arch", "kernels-cpu-old-torch", "kernels-faulty-gpu", "kernels-gpu-shared"),
+       quiet_on=("kernels-skipped", "cpu-laptop", "kernels-cpu-busy"))
 def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
     """A low-precision dtype runs, but its matmul is far slower than fp32, or emulated.
 
@@ -48,7 +53,7 @@ def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
         for dtype in LOW + ("float8_e4m3fn",):
             r = result(device, "matmul", dtype)
             if r is not None and is_slow(snap, device, r):
-                slow.append((dtype, r, speedup(device, r), hardware_level(snap, device, dtype)))
+                slow.append((dtype, r, conclusive_speed(snap, device, r), hardware_level(snap, device, dtype)))
         misreported = [entry for entry in slow if entry[0] == "bfloat16" and bf16_misreported(snap, device)]
         rest = [entry for entry in slow if entry not in misreported]
         if rest:
@@ -62,14 +67,17 @@ def _slow_finding(snap: Snapshot, device: DeviceKernels, slow: list) -> Finding:
     names = " and ".join(short(dtype) for dtype, *_ in slow)
     base = result(device, "matmul", "float32")
     evidence = [f"matmul fp32: {_ms(base.seconds)} per call" if base and base.seconds else "matmul fp32: ?"]
-    for dtype, r, ratio, level in slow:
+    for dtype, r, speed, level in slow:
         emulated = f"; the hardware has {level} {short(dtype)}" if level in ("emulated", "slow") else ""
-        evidence.append(f"matmul {short(dtype)}: {_ms(r.seconds)} per call, {ratio_text(ratio)}{emulated}")
+        evidence.append(f"matmul {short(dtype)}: {_ms(r.seconds)} per call, {spread_text(speed)}{emulated}")
         conv = result(device, "conv2d", dtype)
-        conv_ratio = speedup(device, conv) if conv else None
-        if conv_ratio is not None:
-            evidence.append(f"conv2d {short(dtype)}: {ratio_text(conv_ratio)}")
-    advice = use_instead(device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
+        word, why = verdict(snap, device, conv) if conv else ("", "")
+        conv_speed = conclusive_speed(snap, device, conv) if conv else None
+        if word == "inconclusive":
+            evidence.append(f"conv2d {short(dtype)}: inconclusive ({why})")
+        elif conv_speed is not None:
+            evidence.append(f"conv2d {short(dtype)}: {spread_text(conv_speed)}")
+    advice = use_instead(snap, device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
     title = f"{names} {'run' if len(slow) > 1 else 'runs'} {_summary(slow)} on {label(device)}"
     make = warning if is_gpu(device) else info  # few train on the CPU; it is advice there
     return make(title, evidence, [Step(advice[0].upper() + advice[1:])])
@@ -77,7 +85,7 @@ def _slow_finding(snap: Snapshot, device: DeviceKernels, slow: list) -> Finding:
 
 def _summary(slow) -> str:
     """"108x slower than fp32", or "108x and 117x slower than fp32" for several dtypes."""
-    texts = [ratio_text(ratio) for _, _, ratio, _ in slow]
+    texts = [ratio_text(speed.ratio) for _, _, speed, _ in slow]
     number, _, rest = texts[0].partition(" ")
     if all(text.partition(" ")[2] == rest for text in texts) and number.endswith("x"):
         return " and ".join(text.partition(" ")[0] for text in texts) + " " + rest
@@ -106,17 +114,17 @@ def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
             continue
         bf16 = result(device, "matmul", "bfloat16")
         fp16 = result(device, "matmul", "float16")
-        ratio = speedup(device, bf16) if bf16 else None
-        fp16_ratio = speedup(device, fp16) if fp16 else None
-        measured_text = (f"bf16 matmul ran {ratio_text(ratio)}" if ratio is not None
+        bf16_speed = conclusive_speed(snap, device, bf16) if bf16 else None
+        fp16_speed = conclusive_speed(snap, device, fp16) if fp16 else None
+        measured_text = (f"bf16 matmul ran {spread_text(bf16_speed)}" if bf16_speed is not None
                          else f"bf16 matmul failed: {bf16.detail if bf16 else '?'}")
         evidence = [f"torch.cuda.is_bf16_supported() = {device.bf16_supported}",
                     f"torch.cuda.is_bf16_supported(including_emulation=False) = {device.bf16_native}",
                     measured_text]
-        if fp16_ratio is not None:
-            evidence.append(f"fp16 matmul ran {ratio_text(fp16_ratio)}")
-        steps = [Step("Train in fp16 with torch.amp.GradScaler on this GPU" if fp16_ratio and fp16_ratio >= NO_GAIN
-                      else "Stay in fp32 on this GPU"),
+        if fp16_speed is not None:
+            evidence.append(f"fp16 matmul ran {spread_text(fp16_speed)}")
+        steps = [Step("Train in fp16 with torch.amp.GradScaler on this GPU"
+                      if fp16_speed is not None and fp16_speed.low >= NO_GAIN else "Stay in fp32 on this GPU"),
                  Step("Where code picks the dtype, use torch.cuda.is_bf16_supported(including_emulation=False)")]
         yield warning(f"bf16 is only emulated on {label(device)}, yet torch.cuda.is_bf16_supported() says True",
                       evidence, steps)
@@ -159,3 +167,67 @@ def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
         names = " and ".join(short(d) for d in lacking)
         yield warning(f"No fused attention for {names} on {label(device)}: SDPA falls back to the math kernel",
                       evidence, steps)
+
+
+@check("PREC011", "kernel-timings-disturbed", family=FAMILY, needs=("kernels",),
+       fires_on=("kernels-gpu-shared", "kernels-cpu-busy"),
+       quiet_on=("kernels-a100", "kernels-h100", "kernels-skipped"))
+def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
+    """Some precision speed ratios are inconclusive: the machine was busy while they were timed.
+
+    ## Why it matters
+    A speed ratio against fp32 is only worth something when both kernels ran
+    undisturbed. Another process on the same cores (a data loader, a second
+    job, a notebook) or on the same GPU slows some kernels more than others, so
+    a busy machine can make fp16 look faster than fp32 or bf16 look slower. mpdoctor
+    times the dtypes interleaved, sets aside rounds run while something else was
+    runnable, and calls a ratio inconclusive rather than guess; the speed checks
+    (PREC004, PREC005) then say nothing about it, either way.
+
+    ## Fix
+    Measure again when the machine is quiet (stop or wait for the other
+    processes the finding names), with more rounds and bigger problems
+    (`mpdoctor check --kernels full`); on a shared GPU node, point the run at
+    an idle GPU with `CUDA_VISIBLE_DEVICES`.
+    """
+    for device in measured(snap):
+        unsure = [(r, why) for r, why in inconclusive(snap, device) if _disturbed(snap, device, r)]
+        if not unsure:
+            continue
+        # The CPU's load is the GPU's business only through NVML (disturbance names the sharers).
+        evidence = [f"while timed: {load_text(device)}"] if load_text(device) and not is_gpu(device) else []
+        by_reason: dict[str, list[str]] = {}
+        for r, why in unsure:
+            base = result(device, r.op, "float32")
+            if not is_gpu(device) and base is not None and (r.rounds_disturbed or base.rounds_disturbed):
+                why = busy_cpu(device, base, machine=False)  # the machine's part is said once, above
+            by_reason.setdefault(why, []).append(kernel_name(r))
+        evidence += [f"{', '.join(names)}: inconclusive: {why}" for why, names in by_reason.items()]
+        load = device.load
+        said = [f"{load.rounds_disturbed} of {load.rounds} timing rounds disturbed"] \
+            if load.rounds and not is_gpu(device) else []  # GPU rounds are timed by CUDA events, never set aside
+        if load.budget_exhausted:
+            said.append(f"extra rounds stopped at their budget after {load.extra_seconds:.2g} s")
+        if said:
+            evidence.append("; ".join(said))
+        again = fixes.mpdoctor_check(snap, select="PREC", extra=("--kernels", "full"))
+        steps = [Step("Measure again at a quiet moment, with more rounds and bigger problems", again)]
+        if is_gpu(device):
+            steps.insert(0, fixes.inspect("See what else runs on the GPU", "nvidia-smi"))
+            idle = [g for g in snap.machine.nvml.usable_gpus
+                    if g.uuid and not any(not p.ours for p in g.processes) and g is not gpu_of(snap, device)]
+            if idle:
+                steps.append(fixes.alternative(f"Or measure on an idle GPU (nvidia-smi {idle[0].index})",
+                                               f"CUDA_VISIBLE_DEVICES={idle[0].uuid} {again}"))
+        else:
+            steps.insert(0, fixes.inspect("See what else keeps the CPU busy", "top -b -n 1 | head -20"))
+        yield info(f"{len(unsure)} precision speed ratio{'s' if len(unsure) > 1 else ''} on {label(device)} "
+                   "could not be measured reliably: the machine was busy", evidence, steps)
+
+
+def _disturbed(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> bool:
+    """Inconclusive because of other work (not merely too close to call on a quiet machine)."""
+    if disturbance(snap, device):
+        return True
+    base = result(device, r.op, "float32")
+    return bool(r.rounds_disturbed or (base is not None and base.rounds_disturbed))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from mpdoctor.analysis.kernel_view import verdict
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding
 from mpdoctor.probes.remote import kernel_runner, kernel_suite
@@ -73,7 +74,8 @@ SEGFAULT = lambda real, *args, **kwargs: os.kill(os.getpid(), signal.SIGSEGV)
 def plan_keys() -> list[str]:
     """The CPU plan's result keys in order, from the suite itself (a stub torch: no kernel runs)."""
     stub = types.SimpleNamespace(Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None))
-    return [key for key, _ in kernel_suite.tests(stub, "cpu", "quick") if key not in ("device", "retime")]
+    return [key for key, _ in kernel_suite.tests(stub, "cpu", "quick")
+            if key not in ("device", "retime") and not key.startswith(kernel_suite.TIMING + "/")]
 
 
 def run_with_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faults: str,
@@ -147,6 +149,10 @@ def test_segfaulting_kernel_is_recorded_and_later_tests_still_run(tmp_path, monk
     assert results["matmul/bfloat16"].max_rel_error is not None and results["matmul/bfloat16"].seconds
     assert device.restarts == 1  # exactly one fresh worker, for the one crash
     assert (device.status, device.detail) == ("ok", "")  # the resumed worker finished the plan
+    # fp32 matmul was timed by the worker that crashed; bf16 by its successor: never compared as if together.
+    assert results["matmul/float32"].rounds is None and results["matmul/bfloat16"].rounds is not None
+    word, why = verdict(Snapshot(kernels=info), device, results["matmul/bfloat16"])
+    assert word == "inconclusive" and "not timed beside fp32" in why
 
     findings = prec(info)
     finding = one(findings, "PREC009")
@@ -274,7 +280,13 @@ def test_junk_step_file_lines_become_error_entries_and_good_ones_survive(tmp_pat
         line("autocast/float16", {"status": "ok", "output_dtypes": {"linear": 16}}),
         line("matmul/bfloat16", {**good, "op": "evil", "dtype": "float64"}),  # the step key wins
         line("end", {"status": "ok", "detail": "", "restarts": "many", "seconds": 2.5}),
-        line("retime", {"seconds": {"matmul/float32": 0.0005, "matmul/bfloat16": "x"}}),
+        line("timing/matmul", {"timed": {
+            "matmul/float32": {"seconds": 0.0005, "seconds_median": 0.0006, "seconds_max": 0.002, "rounds": 5,
+                               "rounds_disturbed": 1},
+            "matmul/bfloat16": {"seconds": "x", "seconds_median": 0.001, "seconds_max": 0.001, "rounds": 5,
+                                "rounds_disturbed": 0}}}),
+        line("timing/conv2d", ["junk"]),
+        line("retime", {"load": {"others_cores": "busy", "runnable_others": 2, "rounds": 12}}),
         b'{"step": "softmax/bfloat16", "data": {"status": "o',  # cut short by a crash
     ]))
 
@@ -289,7 +301,10 @@ def test_junk_step_file_lines_become_error_entries_and_good_ones_survive(tmp_pat
         assert results[key].status == "error" and results[key].detail, (key, results[key])
         assert results[key].max_rel_error is None and results[key].seconds is None
     assert results["matmul/float32"].status == "ok"
-    assert results["matmul/float32"].seconds == 0.0005  # the retimed, faster timing
+    assert results["matmul/float32"].seconds == 0.0005  # the interleaved rounds' best
+    assert (results["matmul/float32"].seconds_median, results["matmul/float32"].rounds) == (0.0006, 5)
+    assert results["matmul/bfloat16"].rounds is None  # its timing facts did not fit: the first estimate stays
+    assert (device.load.others_cores, device.load.runnable_others, device.load.rounds) == (None, 2, 12)
     assert (results["matmul/bfloat16"].op, results["matmul/bfloat16"].dtype) == ("matmul", "bfloat16")
     assert results["matmul/bfloat16"].seconds == 0.001
 

@@ -62,9 +62,46 @@ def test_autocast_and_grad_scaler_on_cpu(plan_results):
     assert step["loss_finite"] and step["grads_finite"] and step["scale_after"] >= step["scale_before"] == 65536.0
 
 
-def test_retime_keeps_the_fp32_baselines(plan_results):
-    again = plan_results["retime"]["seconds"]
-    assert "matmul/float32" in again and all(v > 0 for v in again.values())
+def test_each_op_is_timed_interleaved_with_a_spread(plan_results):
+    timed = plan_results["timing/matmul"]["timed"]
+    assert {"matmul/float32", "matmul/float16", "matmul/bfloat16"} <= set(timed)
+    for key, facts in timed.items():
+        assert facts["rounds"] + facts["rounds_disturbed"] >= kernel_measure.EARLY_ROUNDS, key
+        assert 0 < facts["seconds"] <= facts["seconds_median"] <= facts["seconds_max"], key
+    assert set(plan_results["timing/sdpa"]["timed"]) >= {"sdpa/float32", "sdpa/float16/math"}
+    load = plan_results["retime"]["load"]
+    assert load["rounds"] >= 5 * kernel_measure.EARLY_ROUNDS and load["cpus"] >= 1 and load["extra_seconds"] >= 0
+    assert load["rounds_disturbed"] <= load["rounds"] and isinstance(load["budget_exhausted"], bool)
+
+
+def test_the_runner_stops_where_the_host_could_not_judge_anyway():
+    from mpdoctor.analysis.kernel_view import MIN_ROUNDS
+
+    assert kernel_measure.EARLY_ROUNDS < kernel_measure.CONCLUSIVE_ROUNDS == MIN_ROUNDS <= kernel_measure.MIN_ROUNDS
+
+
+def test_the_load_sampler_sees_a_busy_loop():
+    """A real busy process beside us: the sampler counts it as runnable and its CPU time as others'."""
+    import subprocess
+    import time
+
+    from mpdoctor.probes.remote import load_sample
+
+    busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    try:
+        time.sleep(0.3)
+        before = load_sample.sample()
+        seen = []
+        end = time.monotonic() + 0.6
+        while time.monotonic() < end:
+            seen.append(load_sample.runnable_now())
+            time.sleep(0.02)
+        window = load_sample.window(before, load_sample.sample())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert max(seen) >= 1  # the busy loop is always runnable
+    assert window["others_cores"] >= 0.5 and window["runnable_others"] is not None
 
 
 def test_wrong_numbers_are_caught(cpu):

@@ -136,3 +136,81 @@ def test_cli_no_kernels_and_unselected_precision_skip_the_kernels(tmp_path):
         result = run_cli("check", "--format", "json", "--save-snapshot", str(saved), *args)
         assert result.returncode in (0, 1), result.stderr
         assert '"status": "skipped"' in saved.read_text().split('"kernels"')[1][:200]
+
+
+# ---------------------------------------------------------------- busy machines: inconclusive, never wrong
+
+
+def test_a_shared_gpu_gives_inconclusive_ratios_and_prec011_names_the_other_job():
+    snap = load_fixture("kernels-gpu-shared")
+    busy, idle = snap.kernels.devices[1], snap.kernels.devices[2]
+    headers, rows = matrix(snap, busy)
+    table = {row[0]: dict(zip(headers, row)) for row in rows}
+    assert table["matmul"]["fp32"] == "153 us"  # a time, not a verdict
+    assert table["matmul"]["fp16"] == table["matmul"]["bf16"] == "inconclusive"
+    assert table["autocast"]["bf16"] == "ok"  # not timed: unaffected
+    assert "inconclusive" not in {c for row in matrix(snap, idle)[1] for c in row}  # the idle twin holds
+    (finding,) = [f for f in findings("kernels-gpu-shared") if f.code == "PREC011"]
+    assert finding.severity == "info" and "cuda:0" in finding.title
+    assert "the GPU was shared with pid 41877 (python, 31.0 GiB), 98% busy" in finding.evidence[0]
+    assert "52310" not in " ".join(finding.evidence)  # mpdoctor's own worker is not "another process"
+    commands = [step.command for step in finding.fix]
+    assert commands[0] == "nvidia-smi"
+    assert any(c and c.startswith("CUDA_VISIBLE_DEVICES=GPU-f5a6b7c8") and "--kernels full" in c for c in commands)
+    notes = kernel_notes(snap)
+    assert any(n.startswith("cuda:0: ") and "inconclusive: the GPU was shared" in n for n in notes)
+
+
+def test_a_busy_cpu_repeats_no_verdict_of_the_quiet_run():
+    quiet = {f.code for f in findings("cpu-kernels")}
+    busy = findings("kernels-cpu-busy")
+    assert "PREC004" in quiet and "PREC004" not in {f.code for f in busy}
+    (finding,) = [f for f in busy if f.code == "PREC011"]
+    assert "the CPU" in finding.title and "busy" in finding.title
+    assert finding.evidence[0] == ("while timed: 16 other runnable processes; others used 1.8 of 2 cores; "
+                                   "load average 10.59")
+    assert finding.evidence[1] == ("matmul fp16, matmul bf16: inconclusive: another process was runnable in 9 of 9 "
+                                   "timing rounds; fp32 matmul varied 1106x between repeats")
+    assert finding.evidence[-1] == "29 of 29 timing rounds disturbed; extra rounds stopped at their budget after 0.62 s"
+    assert finding.fix[0].command.startswith("top")
+    snap = load_fixture("kernels-cpu-busy")
+    headers, rows = matrix(snap, snap.kernels.devices[0])
+    table = {row[0]: dict(zip(headers, row)) for row in rows}
+    assert table["matmul"] == {"op": "matmul", "fp32": "busy 105 us", "fp16": "inconclusive", "bf16": "inconclusive"}
+    assert table["autocast"]["bf16"] == "ok"
+
+
+def test_slow_findings_show_the_ratio_with_its_spread():
+    (finding,) = [f for f in by_code("kernels-titan-1080ti", "PREC004") if "cuda:0" in f.title]
+    assert any("over 5 rounds)" in line and "slower than fp32 (" in line for line in finding.evidence)
+    # An older snapshot timed each kernel once: its ratio is shown as such, not as a spread it does not have.
+    (cpu,) = by_code("cpu-kernels", "PREC004")
+    assert any("(timed once, no spread)" in line for line in cpu.evidence)
+
+
+def test_a_ratio_whose_spread_straddles_the_line_is_inconclusive():
+    from mpdoctor.analysis.kernel_view import verdict
+
+    snap = load_fixture("kernels-t4")
+    t4 = snap.kernels.devices[1]
+    bf16 = next(r for r in t4.results if (r.op, r.dtype) == ("matmul", "bfloat16"))
+    assert verdict(snap, t4, bf16) == ("slow", "")  # 0.8x of fp32 on emulated bf16: below the 1.5x line
+    bf16.seconds = bf16.seconds / 2  # its best round 1.6x, its median round 0.78x: across the 1.5x line
+    word, why = verdict(snap, t4, bf16)
+    assert word == "inconclusive" and "across the 1.5x line" in why
+    assert "PREC005" not in {f.code for f in judge(snap, select=["PREC"])}  # no finding rests on it
+
+
+def test_an_unseen_pid_on_the_gpu_may_be_our_own_worker():
+    """In a container NVML can list host PIDs: one process without a name is not taken for another job."""
+    from mpdoctor.analysis.kernel_view import gpu_sharers
+
+    snap = load_fixture("kernels-gpu-shared")
+    busy = snap.kernels.devices[1]
+    gpu = snap.machine.nvml.gpus[0]
+    for p in gpu.processes:
+        p.name, p.ours = "", False  # nothing visible: the container case
+    assert gpu_sharers(snap, busy) == ["pid 52310 (compute, 1.0 GiB)"]  # one of two unseen is taken to be ours
+    gpu.processes = gpu.processes[:1]
+    assert gpu_sharers(snap, busy) == []
+    assert "PREC011" not in {f.code for f in judge(snap, select=["PREC"])}

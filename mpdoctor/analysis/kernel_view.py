@@ -6,14 +6,16 @@ the checks decide what is a problem.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.analysis.capability import parse_capability, support
-from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
+from mpdoctor.snapshot import DeviceKernels, KernelResult, NvmlGpu, Snapshot
 
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}
 SLOWER = 0.67  # a dtype at under 2/3 of fp32's speed is "far slower"
 NO_GAIN = 1.5  # on hardware that only emulates a dtype, under 1.5x fp32 is no real gain
+MIN_ROUNDS = 3  # undisturbed rounds a timing needs before its spread means anything
 
 
 def measured(snap: Snapshot) -> list[DeviceKernels]:
@@ -53,11 +55,163 @@ def result(device: DeviceKernels, op: str, dtype: str, backend: str = "") -> Opt
 
 
 def speedup(device: DeviceKernels, r: KernelResult) -> Optional[float]:
-    """fp32 time / this time for the same op on the same device (>1: faster than fp32)."""
+    """fp32 time / this time for the same op on the same device (>1: faster than fp32), best against best."""
     base = result(device, r.op, "float32")
     if r.status != "ok" or not r.seconds or not base or base.status != "ok" or not base.seconds:
         return None
     return base.seconds / r.seconds
+
+
+@dataclass(frozen=True)
+class Speed:
+    """A speed ratio against fp32 with its spread, and why it cannot be trusted, if it cannot.
+
+    ``low`` and ``high`` pair one kernel's best round with the other's median
+    (best fp32 / median this, median fp32 / best this): on a quiet machine they
+    sit close to ``ratio``; rounds that ran at different speeds pull them apart.
+    """
+
+    ratio: float
+    low: float
+    high: float
+    rounds: Optional[int]  # the fewer undisturbed rounds of the two kernels; None: timed once (older snapshot)
+    disturbed: str  # why the timings cannot be trusted at all ("" when they can)
+
+
+def speed_of(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional[Speed]:
+    """``r``'s speed against fp32 on the same device, with its spread; None when there is no ratio."""
+    ratio = speedup(device, r)
+    base = result(device, r.op, "float32")
+    if ratio is None or base is None:
+        return None
+    if r.rounds is None or base.rounds is None or not r.seconds_median or not base.seconds_median:
+        if any(other.rounds is not None for other in device.results):
+            # This mpdoctor times in rounds: these two were not timed together (a worker restarted in between).
+            return Speed(ratio, ratio, ratio, None, "not timed beside fp32 in the same rounds (a kernel worker "
+                                                    "restarted in between)")
+        return Speed(ratio, ratio, ratio, None, disturbance(snap, device))  # an older snapshot: one timing each
+    low = base.seconds / r.seconds_median
+    high = base.seconds_median / r.seconds
+    rounds = min(r.rounds, base.rounds)
+    why = disturbance(snap, device)
+    if not why and rounds < MIN_ROUNDS and not is_gpu(device):
+        why = busy_cpu(device, base)
+    return Speed(ratio, min(low, ratio), max(high, ratio), rounds, why)
+
+
+def busy_cpu(device: DeviceKernels, base: KernelResult, machine: bool = True) -> str:
+    """Why the CPU's timings of ``base``'s op were disturbed; ``machine``: with the device's load (load_text)."""
+    busy = base.rounds_disturbed or 0
+    parts = [f"another process was runnable in {busy} of {busy + (base.rounds or 0)} timing rounds" if busy
+             else "too few timing rounds"]
+    if base.seconds and base.seconds_max and base.seconds_max > 1.5 * base.seconds:
+        times = base.seconds_max / base.seconds
+        parts.append(f"fp32 {base.op.replace('_', ' ')} varied {times:.0f}x between repeats" if times >= 10 else
+                     f"fp32 {base.op.replace('_', ' ')} varied {times:.1f}x between repeats")
+    if machine and load_text(device):
+        parts.append(load_text(device))
+    return "; ".join(parts)
+
+
+def load_text(device: DeviceKernels) -> str:
+    """What else the machine did while the device's kernels were timed, in words; "" when nothing is known."""
+    load = device.load
+    parts = []
+    if load.runnable_others:
+        parts.append(f"{load.runnable_others} other runnable process{'es' if load.runnable_others > 1 else ''}")
+    if load.others_cores is not None and load.others_cores >= 0.1:
+        parts.append(f"others used {load.others_cores:.1f} of {load.cpus or '?'} cores")
+    if load.steal is not None and load.steal >= 0.01:
+        parts.append(f"{load.steal:.0%} CPU steal")
+    if load.load1 is not None and parts:
+        parts.append(f"load average {load.load1:.2f}")
+    return "; ".join(parts)
+
+
+def gpu_of(snap: Snapshot, device: DeviceKernels) -> Optional[NvmlGpu]:
+    """The NVML GPU that is this CUDA device, by UUID, else by PCI bus id, from the torch probe's devices."""
+    if not is_gpu(device):
+        return None
+    ordinal = device.device.partition(":")[2]
+    for known in snap.torch.devices:
+        if str(known.ordinal) != ordinal:
+            continue
+        for gpu in snap.machine.nvml.usable_gpus:
+            if (known.uuid and gpu.uuid and gpu.uuid.endswith(known.uuid.replace("GPU-", ""))) or \
+                    (known.pci_bus_id and gpu.pci_bus_id == known.pci_bus_id):
+                return gpu
+    return None
+
+
+def gpu_sharers(snap: Snapshot, device: DeviceKernels) -> list[str]:
+    """Other processes NVML saw on this device's GPU, as "pid 4242 (python, 30.0 GiB)".
+
+    In a container NVML may give PIDs of the host's namespace, which this machine
+    cannot see (no name): when none of the GPU's processes is known to be ours,
+    one unseen process is taken to be our own kernel worker, not another job.
+    """
+    gpu = gpu_of(snap, device)
+    processes = list(gpu.processes) if gpu else []
+    others = [p for p in processes if not p.ours]
+    unseen = [p for p in others if not p.name]
+    if unseen and not any(p.ours for p in processes):
+        others.remove(unseen[0])
+    out = []
+    for p in others:
+        memory = f", {p.memory_used / 1024 ** 3:.1f} GiB" if p.memory_used else ""
+        out.append(f"pid {p.pid} ({p.name or p.kind or 'unknown'}{memory})")
+    return out
+
+
+def disturbance(snap: Snapshot, device: DeviceKernels) -> str:
+    """Why a whole device's timings cannot be trusted: another process on its GPU; "" otherwise."""
+    sharers = gpu_sharers(snap, device)
+    if not sharers:
+        return ""
+    gpu = gpu_of(snap, device)
+    busy = f", {gpu.utilization}% busy" if gpu and gpu.utilization is not None else ""
+    return f"the GPU was shared with {', '.join(sharers)}{busy}"
+
+
+def threshold(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> float:
+    """The speed under which ``r`` counts as slow: SLOWER, or NO_GAIN where the hardware only emulates it."""
+    return NO_GAIN if hardware_level(snap, device, r.dtype) in ("emulated", "slow") else SLOWER
+
+
+def verdict(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> tuple[str, str]:
+    """(``slow``, ``fine`` or ``inconclusive``, the reason when inconclusive); ("", "") without a ratio."""
+    s = speed_of(snap, device, r)
+    if s is None or r.dtype == "float32":
+        return "", ""
+    if s.disturbed:
+        return "inconclusive", s.disturbed
+    limit = threshold(snap, device, r)
+    if s.high < limit:
+        return "slow", ""
+    if s.low >= limit:
+        return "fine", ""
+    return "inconclusive", (f"{kernel_name(r)} ran {spread_text(s)}, across the {limit:g}x line between fine "
+                            f"and slow")
+
+
+def conclusive_speed(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional[Speed]:
+    """``r``'s speed when it was measured undisturbed; None otherwise."""
+    s = speed_of(snap, device, r)
+    return s if s is not None and not s.disturbed else None
+
+
+def faster(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional[float]:
+    """The speed-up when ``r`` is faster than fp32 beyond doubt (its whole spread above 1); None otherwise."""
+    s = conclusive_speed(snap, device, r)
+    return s.ratio if s is not None and s.low > 1.0 else None
+
+
+def spread_text(s: Speed) -> str:
+    """"2.4x faster than fp32 (2.1x-2.6x over 5 rounds)", or the bare ratio for a single timing."""
+    text = ratio_text(s.ratio)
+    if s.rounds is None:
+        return f"{text} (timed once, no spread)"
+    return f"{text} ({speed(s.low)}-{speed(s.high)} over {s.rounds} rounds)"
 
 
 def ratio_text(ratio: float) -> str:
@@ -87,11 +241,18 @@ def hardware_level(snap: Snapshot, device: DeviceKernels, dtype: str) -> str:
 
 
 def is_slow(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> bool:
-    """Far slower than fp32, or no real gain on hardware that only emulates the dtype."""
-    ratio = speedup(device, r)
-    if ratio is None or r.dtype == "float32":
-        return False
-    return ratio < SLOWER or (hardware_level(snap, device, r.dtype) in ("emulated", "slow") and ratio < NO_GAIN)
+    """Far slower than fp32, or no real gain on hardware that only emulates the dtype: beyond doubt."""
+    return verdict(snap, device, r)[0] == "slow"
+
+
+def inconclusive(snap: Snapshot, device: DeviceKernels) -> list[tuple[KernelResult, str]]:
+    """The device's speed ratios that are neither slow nor fine beyond doubt, with why."""
+    out = []
+    for r in device.results:
+        word, why = verdict(snap, device, r)
+        if word == "inconclusive":
+            out.append((r, why))
+    return out
 
 
 # ---------------------------------------------------------------- the capability matrix
@@ -101,8 +262,9 @@ ROWS = (("matmul", ""), ("conv2d", ""), ("layer_norm", ""), ("softmax", ""), ("s
         ("sdpa", "efficient"), ("sdpa", "cudnn"), ("sdpa", "math"), ("autocast", ""), ("grad_scaler", ""))
 WORDS = {"unsupported": "fails", "error": "fails", "wrong": "WRONG", "crashed": "crash", "timeout": "hang",
          "skipped": "-"}
-MATRIX_LEGEND = ("fp32: time per call; others: speed vs fp32 on the same device (2x: twice as fast, 1/8: eight "
-                 "times slower); slow: far slower than fp32, or emulated; fails: raised; WRONG: outside tolerance")
+MATRIX_LEGEND = ("fp32: time per call (busy: every timing round shared the CPU with another process); others: speed vs fp32 on the same device (2x: twice as fast, 1/8: eight "
+                 "times slower); slow: far slower than fp32, or emulated; inconclusive: the timings were disturbed "
+                 "or too close to call; fails: raised; WRONG: outside tolerance")
 
 
 def _time(seconds: float) -> str:
@@ -118,11 +280,15 @@ def cell(snap: Snapshot, device: DeviceKernels, r: Optional[KernelResult]) -> st
     if r.op in ("autocast", "grad_scaler") or not r.seconds:
         return "ok"
     if r.dtype == "float32" and not r.backend:
-        return _time(r.seconds)
+        # Every round disturbed: the time is the machine's, not the kernel's, and the cell says so.
+        return ("busy " if r.rounds == 0 and r.rounds_disturbed else "") + _time(r.seconds)
     ratio = speedup(device, r)
     if ratio is None:
         return "ok"
-    return ("slow " if is_slow(snap, device, r) else "") + speed(ratio)
+    word = verdict(snap, device, r)[0]
+    if word == "inconclusive":
+        return "inconclusive"
+    return ("slow " if word == "slow" else "") + speed(ratio)
 
 
 def speed(ratio: float) -> str:
@@ -183,4 +349,13 @@ def kernel_notes(snap: Snapshot) -> list[str]:
     for device in kernels.devices:
         if device.status != "ok":
             notes.append(f"{device.device}: {device.status}{': ' + device.detail if device.detail else ''}")
+        unsure = inconclusive(snap, device)
+        if unsure:
+            reasons = list(dict.fromkeys(why for _, why in unsure))
+            notes.append(f"{device.device}: {len(unsure)} speed ratio{'s' if len(unsure) > 1 else ''} "
+                         f"inconclusive: {reasons[0]}" + (f" (and {len(reasons) - 1} more reasons)"
+                                                          if len(reasons) > 1 else ""))
+        if device.load.budget_exhausted:
+            notes.append(f"{device.device}: the timings did not settle; extra rounds stopped at their budget "
+                         f"({device.load.extra_seconds:.2g} s)")
     return notes

@@ -22,12 +22,13 @@ from mpdoctor.probes.child import ChildResult, remote_argv, run_child
 from mpdoctor.probes.environment import Steps, probe_run, torch_facts
 from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
-from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
+from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS, TIMED_OPS, TIMING
 from mpdoctor.schema.serde import DataError, from_data
-from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TorchInfo
+from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TimingLoad, TorchInfo
 
 DEVICE_FACTS = ("name", "compute_capability", "arch", "threads", "init_seconds", "bf16_supported", "bf16_native")
 BOOKKEEPING = (step_names.DEVICE, step_names.END, step_names.DONE, step_names.RETIME)
+TIMING_FACTS = ("seconds", "seconds_median", "seconds_max", "rounds", "rounds_disturbed")
 
 
 def probe_kernels(python: str, timeout: Union[Budget, float], mode: str,
@@ -156,20 +157,42 @@ def device_facts(name: str, steps: Steps) -> DeviceKernels:
         device.restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
         device.seconds = float(seconds) if _number(seconds) else 0.0
     device.results = [kernel_result(key, data) for key, data in steps.data.items()
-                      if key not in BOOKKEEPING and known_key(key)]
-    _keep_faster(device.results, steps.data.get(step_names.RETIME))
+                      if key not in BOOKKEEPING and known_key(key) and not key.startswith(TIMING + "/")]
+    for key, data in steps.data.items():
+        if key.startswith(TIMING + "/") and isinstance(data, dict):
+            _apply_timing(device.results, data.get("timed"))
+    device.load = _load(steps.data.get(step_names.RETIME))
     return device
 
 
-def _keep_faster(results: list[KernelResult], retimed: object) -> None:
-    """Apply the second timings of ``kernel_suite.retime``: the faster of two counts."""
-    seconds = retimed.get("seconds") if isinstance(retimed, dict) else None
-    if not isinstance(seconds, dict):
+def _apply_timing(results: list[KernelResult], timed: object) -> None:
+    """An op's interleaved timing rounds (``kernel_measure.compare``) onto its results; junk is left out."""
+    if not isinstance(timed, dict):
         return
     for r in results:
-        again = seconds.get("/".join(part for part in (r.op, r.dtype, r.backend) if part))
-        if r.seconds and _number(again) and 0 < again < r.seconds:
-            r.seconds = float(again)
+        facts = timed.get("/".join(part for part in (r.op, r.dtype, r.backend) if part))
+        if r.status != "ok" or not isinstance(facts, dict) or not all(_number(facts.get(k)) for k in TIMING_FACTS):
+            continue
+        if min(facts[k] for k in TIMING_FACTS[:3]) <= 0 or min(facts["rounds"], facts["rounds_disturbed"]) < 0:
+            continue
+        r.seconds, r.seconds_median, r.seconds_max = (float(facts[k]) for k in TIMING_FACTS[:3])
+        r.rounds, r.rounds_disturbed = int(facts["rounds"]), int(facts["rounds_disturbed"])
+
+
+def _load(summary: object) -> TimingLoad:
+    """The device's timing summary (``kernel_measure.timing_summary``); fields that do not fit are left unknown."""
+    data = summary.get("load") if isinstance(summary, dict) else None
+    load = TimingLoad()
+    if not isinstance(data, dict):
+        return load
+    hints = typing.get_type_hints(TimingLoad)
+    for key, hint in hints.items():
+        if key in data:
+            try:
+                setattr(load, key, from_data(hint, data[key]))
+            except DataError:
+                pass
+    return load
 
 
 def _number(value: object) -> bool:
@@ -179,6 +202,8 @@ def _number(value: object) -> bool:
 def known_key(key: str) -> bool:
     """A step this mpdoctor's kernel suite runs; anything else (a mismatched runner, junk) is ignored."""
     op, dtype, backend = parse_key(key)
+    if op == TIMING:
+        return dtype in TIMED_OPS and not backend
     return op in OPS and dtype in TOLERANCE and backend in ("",) + tuple(name for name, _, _ in SDPA_BACKENDS)
 
 

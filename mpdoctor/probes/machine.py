@@ -14,6 +14,14 @@ NVML module, as JSON on stdout; :func:`nvml_facts` is the same as an
 never a crash. This module imports only the standard library at the top, so the
 child costs an interpreter start and pynvml (about 40 ms of CPU), not
 mpdoctor's snapshot classes.
+
+Besides what each GPU is, it records what the GPU is doing (:func:`_load`):
+utilisation, the processes on it (each marked when it is mpdoctor itself or one
+of its children, the kernel workers), SM clocks and throttle reasons. NVML runs
+beside the kernel runner, so these are what the GPU did while it was measured,
+give or take a second; the precision checks call a shared GPU's speed ratios
+inconclusive from them. Each call is on its own: a driver that does not report
+one leaves that fact unknown.
 """
 
 from __future__ import annotations
@@ -89,6 +97,83 @@ def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list
     return enabled, devices
 
 
+# nvmlClocksThrottleReason* bits (nvml.h), named as nvidia-smi -q names them; idle is left out: it is no load.
+THROTTLE_REASONS = {
+    0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def _ancestry() -> set[int]:
+    """This process's parent and its parents: the mpdoctor that started this NVML child (Linux /proc)."""
+    found, pid = set(), os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+                pid = int(handle.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def _ours(pid: int, mpdoctor: set[int]) -> bool:
+    """``pid`` is mpdoctor's own host process or one of its descendants (the kernel runner's workers)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid in mpdoctor:
+            return True
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+                pid = int(handle.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def _process_name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def _processes(nvml: ModuleType, handle: object) -> list[dict[str, Any]]:
+    """Compute and graphics processes on a GPU (``GpuProcess`` fields); none when NVML does not tell."""
+    mpdoctor = _ancestry() | {os.getppid()}
+    out = []
+    for kind, call in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
+                       ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+        listed = _optional(lambda: getattr(nvml, call)(handle)) or []
+        for proc in listed:
+            pid = int(getattr(proc, "pid", 0) or 0)
+            used = getattr(proc, "usedGpuMemory", None)
+            out.append({"pid": pid, "name": _process_name(pid) if pid else "", "kind": kind,
+                        "memory_used": int(used) if isinstance(used, int) and used >= 0 else None,
+                        "ours": bool(pid) and _ours(pid, mpdoctor)})
+    return out
+
+
+def _load(nvml: ModuleType, handle: object) -> dict[str, Any]:
+    """What the GPU is doing: utilisation, processes, clocks, throttle reasons; each call on its own."""
+    rates = _optional(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
+    clock_kind = getattr(nvml, "NVML_CLOCK_SM", 1)
+    reasons = _optional(lambda: nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+    sm_clock = _optional(lambda: nvml.nvmlDeviceGetClockInfo(handle, clock_kind))
+    sm_clock_max = _optional(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, clock_kind))
+    return {
+        "utilization": int(rates.gpu) if rates is not None and isinstance(getattr(rates, "gpu", None), int) else None,
+        "processes": _processes(nvml, handle),
+        "sm_clock": int(sm_clock) if isinstance(sm_clock, int) else None,
+        "sm_clock_max": int(sm_clock_max) if isinstance(sm_clock_max, int) else None,
+        "throttle_reasons": [name for bit, name in THROTTLE_REASONS.items()
+                             if isinstance(reasons, int) and reasons & bit],
+    }
+
+
 def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
     """One GPU's ``NvmlGpu`` fields."""
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
@@ -97,6 +182,7 @@ def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
     capability = _optional(lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle))
     mig_enabled, mig_devices = _mig_devices(nvml, handle)
     return {
+        **_load(nvml, handle),
         "index": index,
         "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(handle)) or ""),
         "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(handle)) or ""),

@@ -7,14 +7,24 @@ Accuracy: every op runs on inputs already rounded to the dtype under test, and i
 compared with the same op in float64 on the same device, so the error measures the
 kernel, not the rounding of the inputs. The error is ``max|out - ref| / max|ref|``.
 
-Speed: seconds per call after a warm-up call, timed with CUDA events on GPUs and
-``perf_counter`` on the CPU, repeating until a small time target is reached. The
-parent turns them into ratios against float32 on the same device.
+Speed (:func:`compare`): after every dtype of an op has run once, the op's kernels
+are timed together in rounds, interleaved (fp32, fp16, bf16, then bf16, fp32, fp16,
+...), each a batch of calls of about ``round`` seconds, with CUDA events on GPUs
+and ``perf_counter`` on the CPU. A burst of load then hits every dtype, not one.
+On the CPU a round is set aside as disturbed when another process was runnable
+just before or just after it (``load_sample``). Each kernel keeps its best, median
+and slowest time per call; the parent turns them into ratios against float32
+with their spread. When the rounds are noisy, or disturbed by load that comes and
+goes, more rounds are run, up to an extra time budget per device (``extra``), and
+the result says so; under load that stays (no undisturbed round at all) an op
+stops as soon as no verdict could come of more rounds.
 """
 
 import math
 import time
 import warnings
+
+from . import load_sample
 
 # Output tolerance of each dtype, relative to the largest reference value. About
 # 20x what a correct kernel shows at these sizes (fp16 ~5e-4, bf16 ~3e-3, fp8
@@ -28,19 +38,26 @@ TOLERANCE = {
 }
 
 # Problem sizes: "quick" is the default and keeps a whole device under a second.
+# "round": the length of one kernel's batch in a timing round; "extra": the most
+# time a device spends on extra rounds when its timings are noisy or disturbed.
 SIZES = {
     ("quick", "cpu"): {"gemm": 192, "batch": 1, "channels": 16, "pixels": 32, "rows": 64, "width": 1024,
-                       "heads": 4, "seq": 128, "target": 0.002},
+                       "heads": 4, "seq": 128, "round": 0.001, "extra": 0.6},
     ("quick", "cuda"): {"gemm": 1024, "batch": 8, "channels": 64, "pixels": 64, "rows": 1024, "width": 4096,
-                        "heads": 8, "seq": 1024, "target": 0.01},
+                        "heads": 8, "seq": 1024, "round": 0.002, "extra": 0.6},
     ("full", "cpu"): {"gemm": 512, "batch": 8, "channels": 64, "pixels": 56, "rows": 256, "width": 4096,
-                      "heads": 8, "seq": 512, "target": 0.05},
+                      "heads": 8, "seq": 512, "round": 0.01, "extra": 4.0},
     ("full", "cuda"): {"gemm": 4096, "batch": 32, "channels": 128, "pixels": 64, "rows": 8192, "width": 8192,
-                       "heads": 16, "seq": 4096, "target": 0.05},
+                       "heads": 16, "seq": 4096, "round": 0.01, "extra": 4.0},
 }
 REFERENCE_ROWS = 128  # rows of the GEMM checked in float64 (a full fp64 GEMM is slow on consumer GPUs)
 MAX_REPS = 200
-ROUNDS = 2
+MIN_ROUNDS = 5  # undisturbed rounds wanted per op: enough for a median and a spread
+MAX_ROUNDS = 25  # rounds of one op, disturbed ones included, extra budget or not
+SETTLED = 1.25  # a kernel whose median is within 25% of its best needs no more rounds
+BATCH_LIMIT = 5  # a CPU batch stops after this many times its "round" length (see Device.per_call)
+CONCLUSIVE_ROUNDS = 3  # undisturbed rounds the host needs for a verdict (analysis.kernel_view.MIN_ROUNDS)
+EARLY_ROUNDS = 2  # an op whose first rounds were all disturbed stops after this many: the load stays
 ERROR_TEXT = 600
 
 
@@ -69,7 +86,11 @@ class Device:
         self.is_cuda = name.startswith("cuda")
         self.sizes = SIZES[(mode, "cuda" if self.is_cuda else "cpu")]
         self.generator = torch.Generator().manual_seed(20261121)
-        self.timed = []  # (step key, run, seconds) of every timed kernel, for retime()
+        self.timed = []  # (step key, op, run, seconds of one call) of every timed kernel, for compare()
+        self.extra_left = self.sizes["extra"]  # seconds of extra rounds this device may still spend
+        self.first_sample = None  # load_sample.sample() when the first timing rounds began
+        self.totals = {"rounds": 0, "rounds_disturbed": 0, "extra_seconds": 0.0, "budget_exhausted": False,
+                       "runnable_others": None}
 
     def randn(self, *shape, scale=1.0):
         """Inputs made on the CPU with a fixed seed: the same numbers on every device."""
@@ -79,18 +100,19 @@ class Device:
         if self.is_cuda:
             self.torch.cuda.synchronize(self.name)
 
-    def seconds_per_call(self, run):
-        """Time ``run`` (already warmed up) per call: the best of a few batches.
+    def disturbed(self):
+        """Another process is runnable beside this worker now: a CPU timing would share its cores.
 
-        The best, not the mean: the probes run side by side, and on a small machine
-        a batch that shares its cores with another process says nothing about the
-        kernel. A call slower than the time target is timed once more only.
+        A GPU's timings come from CUDA events and do not care (NVML tells the host
+        what else ran on the GPU).
         """
-        first = self._batch(run, 1)
-        if first >= self.sizes["target"]:
-            return first
-        reps = min(MAX_REPS, max(1, int(self.sizes["target"] / max(first, 1e-7))))
-        return min([first] + [self._batch(run, reps) / reps for _ in range(ROUNDS)])
+        if self.is_cuda:
+            return False
+        others = load_sample.runnable_now()
+        if others is not None:
+            seen = self.totals["runnable_others"]
+            self.totals["runnable_others"] = others if seen is None else max(seen, others)
+        return bool(others)
 
     def _batch(self, run, reps):
         if self.is_cuda:
@@ -106,6 +128,25 @@ class Device:
         for _ in range(reps):
             run()
         return time.perf_counter() - began
+
+    def per_call(self, run, reps):
+        """Seconds per call of a batch of up to ``reps`` calls.
+
+        On the CPU the batch stops early once it has taken BATCH_LIMIT rounds' worth:
+        on a busy machine a 10 us kernel can take 8 ms a call, and a batch sized on
+        a quiet call would then take seconds.
+        """
+        if self.is_cuda or reps == 1:
+            return self._batch(run, reps) / reps
+        limit = BATCH_LIMIT * self.sizes["round"]
+        began = time.perf_counter()
+        calls = 0
+        while calls < reps:
+            run()
+            calls += 1
+            if time.perf_counter() - began > limit:
+                break
+        return (time.perf_counter() - began) / calls
 
 
 def max_relative_error(torch, out, ref):
@@ -142,8 +183,8 @@ def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
             return record(op, dtype, backend, "unsupported", detail, **extra)
     error = max_relative_error(torch, view(out) if view else out, expected)
     tolerance = TOLERANCE[dtype]
-    seconds = dev.seconds_per_call(run)
-    dev.timed.append(("/".join(part for part in (op, dtype, backend) if part), run, seconds))
+    seconds = dev._batch(run, 1)  # a first estimate; compare() times it properly beside the other dtypes
+    dev.timed.append(("/".join(part for part in (op, dtype, backend) if part), op, run, seconds))
     status = "ok" if error <= tolerance else "wrong"
     detail = "" if status == "ok" else (
         "output is not finite or has the wrong shape" if math.isinf(error)
@@ -152,19 +193,90 @@ def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
                   tolerance=tolerance, seconds=seconds, **extra)
 
 
-def retime(dev):
-    """Time the fast kernels again, at the end of the run; the parent keeps the faster time.
+def _median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
-    The CPU worker starts while the other probes still import torch beside it,
-    and on a 2-core machine a sub-millisecond fp32 matmul then measures 30x
-    slower than it is (its threads wait on each other while sharing cores),
-    which would make every ratio against fp32 a lie. By the end the machine is
-    quiet. Slow low-precision kernels are barely affected and are not repeated:
-    they would cost the time budget.
+
+def _settled(rounds, keys):
+    """Enough undisturbed rounds, and every kernel's median within SETTLED of its best."""
+    clean = [times for times, disturbed in rounds if not disturbed]
+    if len(clean) < MIN_ROUNDS:
+        return False
+    return all(_median([t[key] for t in clean]) <= SETTLED * min(t[key] for t in clean) for key in keys)
+
+
+def compare(dev, op):
+    """Time every kernel of ``op`` that ran, interleaved, in rounds; see the module's docstring.
+
+    Returns ``{"timed": {key: {seconds, seconds_median, seconds_max, rounds,
+    rounds_disturbed}}, "load": ...}``: best and median over the undisturbed rounds
+    (over every round when none was undisturbed, ``rounds`` then 0), the slowest
+    over all of them, and what the machine did meanwhile.
     """
-    again = {}
-    for key, run, seconds in dev.timed:
-        # fp32 always: it is the denominator of every ratio.
-        if "/float32" in key or seconds < dev.sizes["target"]:
-            again[key] = dev.seconds_per_call(run)
-    return {"seconds": again}
+    group = [(key, run, first) for key, kernel_op, run, first in dev.timed if kernel_op == op]
+    if not group:
+        return {"timed": {}}
+    target = dev.sizes["round"]
+    reps = {key: 1 if first >= target else min(MAX_REPS, max(1, int(target / max(first, 1e-7))))
+            for key, _, first in group}
+    before = load_sample.sample()
+    if dev.first_sample is None:
+        dev.first_sample = before
+    rounds = []
+    extra_began = None
+    while True:
+        shift = len(rounds) % len(group)  # rotate the order: no dtype always follows the same one
+        order = group[shift:] + group[:shift]
+        disturbed = dev.disturbed()
+        times = {key: dev.per_call(run, reps[key]) for key, run, _ in order}
+        disturbed = dev.disturbed() or disturbed
+        rounds.append((times, disturbed))
+        undisturbed = sum(1 for _, was in rounds if not was)
+        # Extra rounds only while they can help: budget left, and the load comes and goes (some round of
+        # this op ran undisturbed). Under load that stays, more rounds only cost time.
+        extra_allowed = dev.extra_left > 0 and undisturbed > 0
+        if not extra_allowed and undisturbed + max(0, MIN_ROUNDS - len(rounds)) < CONCLUSIVE_ROUNDS:
+            dev.totals["budget_exhausted"] = dev.totals["budget_exhausted"] or dev.extra_left <= 0
+            break  # no verdict can come of more rounds
+        if len(rounds) == EARLY_ROUNDS and not undisturbed:
+            break  # disturbed from the start: load that stays, where a call can take 100 times its quiet time
+        if len(rounds) < MIN_ROUNDS or _settled(rounds, reps):
+            if len(rounds) >= MIN_ROUNDS:
+                break
+            continue
+        now = time.perf_counter()
+        extra_began = extra_began or now  # the rounds past MIN_ROUNDS are the extra ones
+        if len(rounds) >= MAX_ROUNDS or now - extra_began >= dev.extra_left:
+            dev.totals["budget_exhausted"] = True
+            break
+    if extra_began is not None:
+        spent = time.perf_counter() - extra_began
+        dev.extra_left = max(0.0, dev.extra_left - spent)
+        dev.totals["extra_seconds"] += spent
+    clean = [times for times, disturbed in rounds if not disturbed]
+    dev.totals["rounds"] += len(rounds)
+    dev.totals["rounds_disturbed"] += len(rounds) - len(clean)
+    timed = {}
+    for key in reps:
+        kept = [t[key] for t in (clean or [times for times, _ in rounds])]
+        timed[key] = {"seconds": min(kept), "seconds_median": _median(kept),
+                      "seconds_max": max(t[key] for t, _ in rounds), "rounds": len(clean),
+                      "rounds_disturbed": len(rounds) - len(clean)}
+    return {"timed": timed, "load": load_sample.window(before, load_sample.sample())}
+
+
+def timing_summary(dev):
+    """What the machine did over all of the device's timing rounds, and the extra rounds they took.
+
+    The last step of a device (``steps.RETIME``). One window over every op gives
+    ``/proc/stat``'s clock ticks enough time to count (an op's rounds alone may
+    last a few ticks). A device that restarted reports its last worker's rounds.
+    """
+    out = dict(dev.totals, extra_seconds=round(dev.totals["extra_seconds"], 4))
+    if dev.first_sample is not None:
+        window = load_sample.window(dev.first_sample, load_sample.sample())
+        window["runnable_others"] = dev.totals["runnable_others"]
+        out.update(window)
+    return {"load": out}

@@ -13,9 +13,11 @@ import warnings
 import zlib
 
 from . import steps
-from .kernel_measure import REFERENCE_ROWS, Device, error_text, measure, record, retime, skipped
+from .kernel_measure import REFERENCE_ROWS, Device, compare, error_text, measure, record, skipped, timing_summary
 
 OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
+TIMED_OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
+TIMING = "timing"  # TIMING + "/" + op: the step that times an op's dtypes against each other (compare)
 LOW_PRECISION = ("float16", "bfloat16")
 SDPA_BACKENDS = (  # our name, SDPBackend member, the old sdp_kernel() flag
     ("flash", "FLASH_ATTENTION", "enable_flash"),
@@ -292,15 +294,27 @@ def _plan(torch, name, mode):
         plan.append(("matmul/" + dtype, lambda d=dtype: gemm(dev, d)))
     plan.append(("matmul/float8_e4m3fn", lambda: fp8_gemm(dev) if claims_fp8(torch, dev)
                  else skipped("matmul", "float8_e4m3fn", "the device does not claim fp8 GEMMs")))
+    plan.append(timing(dev, "matmul"))
     for op, func in (("conv2d", conv2d), ("layer_norm", layer_norm), ("softmax", softmax)):
         for dtype in ("float32",) + LOW_PRECISION:
             plan.append(("%s/%s" % (op, dtype), lambda f=func, d=dtype: f(dev, d)))
+        plan.append(timing(dev, op))
     plan.append(("sdpa/float32", lambda: sdpa(dev, "float32")))
     for dtype in LOW_PRECISION:
         for backend, _, _ in SDPA_BACKENDS:
             plan.append(("sdpa/%s/%s" % (dtype, backend), lambda d=dtype, b=backend: sdpa(dev, d, b)))
+    plan.append(timing(dev, "sdpa"))
     for dtype in LOW_PRECISION:
         plan.append(("autocast/" + dtype, lambda d=dtype: autocast(dev, d)))
     plan.append(("grad_scaler/float16", lambda: grad_scaler(dev)))
-    plan.append((steps.RETIME, lambda: retime(dev)))
+    plan.append((steps.RETIME, lambda: timing_summary(dev)))
     return dev, plan
+
+
+def timing(dev, op):
+    """The step that times ``op``'s dtypes against each other, right after they ran.
+
+    Right after, not at the end: a test that crashes restarts the worker, and a
+    fresh worker has only the kernels it ran itself to compare.
+    """
+    return (TIMING + "/" + op, lambda: compare(dev, op))
