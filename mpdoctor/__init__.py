@@ -44,4 +44,8 @@ def __getattr__(name: str):
         from mpdoctor.trace import dtype_trace
 
         return dtype_trace
+    if name == "fleet_check":
+        from mpdoctor.fleet.api import fleet_check
+
+        return fleet_check
     raise AttributeError(f"module 'mpdoctor' has no attribute {name!r}")

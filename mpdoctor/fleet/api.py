@@ -1,0 +1,104 @@
+"""``mpdoctor.fleet_check()``: the fleet check from inside a training script, after ``init_process_group``.
+
+Every rank calls it (as the first thing after ``init_process_group``, before the
+first step). It uses the process group's own store under mpdoctor's key prefix, so
+it needs no port of its own, and no collective: a rank that never calls it costs
+the others ``deadline`` seconds, not a hang. Each rank's check runs in child
+processes (``mpdoctor.doctor.diagnose``), as ``mpdoctor check`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+from mpdoctor.findings import Severity
+from mpdoctor.fleet.compare import worst
+from mpdoctor.fleet.model import FleetReport
+from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
+from mpdoctor.fleet.rank import RankOptions, check_rank
+from mpdoctor.fleet.verdict import judge_gathered, summary_line
+from mpdoctor.fleet.launcher import Launch
+
+
+class FleetCheckFailed(RuntimeError):
+    """Raised on every rank when rank 0's verdict is at or above ``fail_on`` (or no verdict came).
+
+    ``report`` is the fleet report on rank 0 (None on the others).
+    """
+
+    def __init__(self, message: str, report: Optional[FleetReport] = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def fleet_check(*, fail_on: str = "error", timeout: float = 60.0, deadline: float = 300.0, kernels: str = "off",
+                store: Any = None, run_id: str = "api") -> Optional[FleetReport]:
+    """Check every rank of the running job; rank 0 returns the fleet report, the others None.
+
+    Raises :class:`FleetCheckFailed` on every rank when the worst finding is at least
+    ``fail_on`` (error, warning, info; never: only warn), so no rank walks into a
+    collective the others will not reach. Findings below it are a warning on rank 0.
+    ``kernels``: "off" (default: a training script's GPUs are busy), "quick" or "full"
+    (local rank 0 of each node runs them). ``store``: another c10d store (default: the
+    default process group's).
+    """
+    import torch.distributed as dist
+
+    if store is None:
+        if not dist.is_initialized():
+            raise RuntimeError("mpdoctor.fleet_check() needs torch.distributed.init_process_group() first")
+        store = dist.distributed_c10d._get_default_store()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
+    host = socket.gethostname()
+    launch = Launch("api", rank, world, local_rank, host, "", 0, run_id)
+    channel = Channel(store, run_id)
+    until = time.monotonic() + deadline
+    beater = Beater(channel, rank, host, local_rank)
+    beater.step("checking")
+    checked: dict = {}
+    options = RankOptions(python=sys.executable, timeout=timeout, deadline=deadline, kernels=kernels)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-fleet-check") as pool:
+        job = pool.submit(check_rank, launch, options, checked)
+        while not job.done():  # this thread beats while the check runs
+            beater.tick()
+            time.sleep(0.2)
+    if "report" in checked:
+        beater.step("sending")
+        channel.post_report(rank, checked["report"])
+    else:
+        beater.post(state="crashed", detail=checked.get("failed", "its check failed"))
+    beater.step("waiting")
+    report, verdict = None, None
+    if rank == 0:
+        gatherer = Gatherer(channel, world)
+        while not gatherer.poll(until):
+            beater.tick()
+            time.sleep(POLL)
+        report = judge_gathered(gatherer.got, launch)
+        verdict = {"worst": worst(report), "summary": summary_line(report)}
+        channel.post_verdict(verdict)
+    else:
+        while verdict is None and time.monotonic() < until + 15.0:
+            beater.tick()
+            verdict = channel.verdict()
+            if verdict is None:
+                time.sleep(POLL)
+    beater.post(state="done", step="done")
+    if verdict is None:
+        raise FleetCheckFailed(f"mpdoctor fleet_check: no verdict from rank 0 within {deadline + 15:.0f} s")
+    level = verdict.get("worst")
+    if fail_on != "never" and level and Severity(level).rank >= Severity(fail_on).rank:
+        raise FleetCheckFailed(f"mpdoctor fleet_check: {verdict.get('summary', '')}", report)
+    if rank == 0 and level:
+        warnings.warn(f"mpdoctor fleet_check: {verdict.get('summary', '')}", stacklevel=2)
+    return report
+
+
+__all__ = ["FleetCheckFailed", "fleet_check"]

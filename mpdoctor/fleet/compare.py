@@ -1,0 +1,334 @@
+"""Compare ranks: group identical fingerprints, name the odd ranks out, and the FLEET findings.
+
+Pure functions of the ranks' reports: no store, no process. Identical fingerprints
+are grouped first, so the differences are computed across groups, not ranks (a
+1,024-rank job usually has a handful of groups).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import math
+from collections import defaultdict
+from dataclasses import fields, replace
+from typing import Iterable, Optional
+
+from mpdoctor.checks.registry import builtin_registry
+from mpdoctor.findings import Finding, Step, error, info, triage, warning
+from mpdoctor.fleet import rules
+from mpdoctor.fleet.model import Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
+from mpdoctor.snapshot import utc_timestamp
+
+# The torch stack: a difference here hangs or corrupts collectives, so it is an error.
+STACK_FIELDS = {"torch": "torch", "torch_cuda": "torch's CUDA", "cudnn": "cuDNN", "python": "Python"}
+STACK_PACKAGE_PREFIXES = ("nvidia-nccl", "nvidia-cudnn", "nvidia-cublas", "nvidia-cuda-runtime", "torch", "triton")
+PRECISION_PACKAGES = ("apex", "transformers", "accelerate", "deepspeed", "flash-attn", "xformers", "megatron-core",
+                      "transformer-engine", "bitsandbytes", "numpy", "oneflow", "onediff", "mpdoctor")
+SLOW_RATIO = 1.5  # a GPU is slow at >= 1.5x the median time of its model's peers, as a geometric mean over kernels
+MIN_SHARED_KERNELS = 2  # ...over at least this many kernels both measured, so one noisy timing is not enough
+
+
+def compare(reports: Iterable[RankReport], world_size: int, launcher: str,
+            absent: Iterable[RankState] = ()) -> FleetReport:
+    """The fleet report of ``reports`` (one per rank that reported) and ``absent`` (ranks that did not)."""
+    reports = _with_node_facts(sorted(reports, key=lambda r: r.rank))
+    groups = _groups(reports)
+    states = [RankState(rank=r.rank, host=r.host, local_rank=r.local_rank, status="reported",
+                        group=next(i for i, g in enumerate(groups) if r.rank in g.ranks), last_step="done",
+                        label=r.label) for r in reports]
+    absent = sorted(absent, key=lambda s: s.rank)
+    findings = [_missing(state, world_size) for state in absent]
+    findings += _differences(groups, reports)
+    findings += _slow_gpus(reports)
+    shared, some = _rank_findings(reports)
+    findings += some
+    return FleetReport(created=utc_timestamp(), launcher=launcher, world_size=world_size,
+                       ranks=sorted(states + absent, key=lambda s: s.rank), groups=groups,
+                       findings=triage(findings), rank_findings=shared)
+
+
+def worst(report: FleetReport) -> Optional[str]:
+    """The worst severity in the report (fleet findings and the ranks' own), or None when it has none."""
+    found = report.all_findings()
+    return max(found, key=lambda f: f.level.rank).severity if found else None
+
+
+# ---------------------------------------------------------------- groups
+
+
+def _with_node_facts(reports: list[RankReport]) -> list[RankReport]:
+    """Ranks that ran no kernels take their GPU's bf16 support from the rank of their node that did."""
+    measured = {(r.host, device): bf16 for r in reports for device, bf16 in r.fingerprint.kernel_bf16.items()}
+    out = []
+    for report in reports:
+        print_ = report.fingerprint  # may be shared by many ranks (decoded once): replaced, never changed
+        if print_.bf16_native is None and (report.host, print_.device) in measured:
+            report = replace(report, fingerprint=replace(print_, bf16_native=measured[(report.host, print_.device)]))
+        out.append(report)
+    return out
+
+
+PER_RANK = ("kernels", "kernel_devices", "kernel_bf16", "executable", "device")  # not compared: one rank's own
+COMPARED = tuple(f.name for f in fields(Fingerprint) if f.name not in PER_RANK)
+
+
+def _comparable(print_: Fingerprint) -> dict:
+    # The fields are flat (text, or dicts of text): no deep copy needed (dataclasses.asdict was 4 s at 1,024 ranks).
+    return {name: getattr(print_, name) for name in COMPARED}
+
+
+def _groups(reports: list[RankReport]) -> list[Group]:
+    by_key: dict[str, Group] = {}
+    for report in reports:
+        key = json.dumps(_comparable(report.fingerprint), sort_keys=True)
+        group = by_key.get(key)
+        if group is None:
+            shared = Fingerprint(**copy.deepcopy(_comparable(report.fingerprint)),
+                                 executable=report.fingerprint.executable, device=report.fingerprint.device)
+            group = by_key[key] = Group(fingerprint=shared)
+        group.ranks.append(report.rank)
+        if report.host not in group.hosts:
+            group.hosts.append(report.host)
+    return sorted(by_key.values(), key=lambda g: (-len(g.ranks), g.ranks[0]))
+
+
+def flatten(print_: Fingerprint) -> dict[str, str]:
+    """A fingerprint as labelled text values: what a difference is shown as ("package numpy", "env NCCL_ALGO")."""
+    flat = {label: str(getattr(print_, name)) for name, label in STACK_FIELDS.items()}
+    flat.update({"NVIDIA driver": print_.driver, "CUDA the driver supports": print_.cuda_driver,
+                 "GPU": print_.gpu, "compute capability": print_.compute_capability,
+                 "bf16 native": "" if print_.bf16_native is None else str(print_.bf16_native).lower()})
+    flat.update({f"package {name}": version for name, version in print_.packages.items()})
+    flat.update({f"env {name}": value for name, value in print_.env.items()})
+    return flat
+
+
+def rank_list(ranks: Iterable[int]) -> str:
+    """0 1 2 3 5 -> "0-3, 5"."""
+    ranks = sorted(set(ranks))
+    spans: list[str] = []
+    start = previous = None
+    for rank in ranks + [None]:
+        if start is not None and rank == previous + 1:
+            previous = rank
+            continue
+        if start is not None:
+            spans.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = rank
+    return ", ".join(spans)
+
+
+def who(ranks: list[int], hosts: list[str]) -> str:
+    """ "ranks 0-13, 15 (15 ranks on 4 nodes)" or "rank 14 on node-c"."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]} on {hosts[0]}" if hosts and hosts[0] else f"rank {ranks[0]}"
+    nodes = len(set(hosts))
+    return f"ranks {rank_list(ranks)} ({len(ranks)} ranks on {nodes} node{'s' if nodes != 1 else ''})"
+
+
+def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding]:
+    if len(groups) < 2:
+        return []
+    hosts = {r.rank: r.host for r in reports}
+    flats = [flatten(g.fingerprint) for g in groups]
+    labels = sorted({label for flat in flats for label in flat})
+    out, minor = [], []
+    for label in labels:
+        values: dict[str, list[int]] = defaultdict(list)
+        for group, flat in zip(groups, flats):
+            values[flat.get(label, "")].extend(group.ranks)
+        if len(values) < 2:
+            continue
+        # The majority value first; the others are the odd ranks out.
+        ordered = sorted(values.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
+        evidence = [f"{label} = {value or '(unset)'}: {who(sorted(r), [hosts[x] for x in sorted(r)])}"
+                    for value, r in ordered]
+        odd = sorted(rank for _, ranks in ordered[1:] for rank in ranks)
+        odd_text = who(odd, [hosts[r] for r in odd])
+        common, others = ordered[0][0] or "(unset)", ", ".join(v or "(unset)" for v, _ in ordered[1:])
+        title = f"{label} differs: {others} on {odd_text}, {common} on the other {len(ordered[0][1])}"
+        severity, rule = _judge_difference(label)
+        if severity is None:
+            minor.append(evidence)
+            continue
+        out.append(rule.stamp(severity(title, evidence, _fix(label, common))))
+    if minor:
+        out.append(rules.STACK_DIFFERS.stamp(info(
+            f"{len(minor)} other installed package(s) differ across ranks",
+            [line for evidence in minor for line in evidence][:40],
+            [Step("Install from one lock file or image on every node, then compare the package lists",
+                  "mpdoctor fleet compare A.json B.json")])))
+    return out
+
+
+def _judge_difference(label: str):
+    """(severity function or None for a minor package, the rule) of a difference labelled ``label``."""
+    if label in STACK_FIELDS.values():
+        return error, rules.STACK_DIFFERS
+    if label.startswith("package "):
+        name = label[len("package "):]
+        if name.startswith(STACK_PACKAGE_PREFIXES):
+            return error, rules.STACK_DIFFERS
+        return (warning, rules.STACK_DIFFERS) if name in PRECISION_PACKAGES else (None, rules.STACK_DIFFERS)
+    if label in ("NVIDIA driver", "CUDA the driver supports"):
+        return warning, rules.DRIVER_DIFFERS
+    if label in ("GPU", "compute capability", "bf16 native"):
+        return warning, rules.GPU_DIFFERS
+    return warning, rules.ENV_DIFFERS
+
+
+def _fix(label: str, common: str) -> list[Step]:
+    if label.startswith("package "):
+        name = label[len("package "):]
+        return [Step(f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
+                     f"python -m pip install '{name}=={common}'")]
+    if label.startswith("env "):
+        name = label[len("env "):]
+        return [Step(f"Set {name} the same way for every rank, in the job script"
+                     + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
+                     f"unset {name}" if common == "(unset)" else None)]
+    if label in ("NVIDIA driver", "CUDA the driver supports"):
+        return [Step(f"Install driver {common} on the odd nodes, or drain them", "nvidia-smi")]
+    if label in ("GPU", "compute capability", "bf16 native"):
+        return [Step("Schedule the job on one GPU model (e.g. sbatch --constraint), or use a dtype all support")]
+    return [Step(f"Use the same {label} ({common}) on every node: one image or lock file")]
+
+
+# ---------------------------------------------------------------- missing ranks
+
+
+def _missing(state: RankState, world_size: int) -> Finding:
+    where = f" on {state.host}" + (f" (local rank {state.local_rank})" if state.local_rank is not None else "") \
+        if state.host else ""
+    since = f" for {state.step_seconds:.0f} s" if state.step_seconds is not None else ""
+    step = f"; last step: {state.last_step}{since}" if state.last_step else "; it never reached the store"
+    verb = "crashed" if state.status == "crashed" else "sent no report"
+    return rules.RANK_MISSING.stamp(error(
+        f"rank {state.rank}{where} {verb}{step}",
+        [f"rank {state.rank} of {world_size}: {state.status}", state.detail] if state.detail
+        else [f"rank {state.rank} of {world_size}: {state.status}"],
+        [Step(f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
+              "mpdoctor check")]))
+
+
+# ---------------------------------------------------------------- measured speed
+
+
+def _slow_gpus(reports: list[RankReport]) -> list[Finding]:
+    """Devices whose kernels take >= SLOW_RATIO x the median of the same model elsewhere (geometric mean)."""
+    by_model: dict[str, list[tuple[str, str, dict[str, float]]]] = defaultdict(list)
+    owners: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for report in reports:
+        for device, times in report.fingerprint.kernels.items():
+            name = report.fingerprint.kernel_devices.get(device, "")
+            by_model[name].append((report.host or report.label, device, times))
+        if report.fingerprint.gpu:
+            owners[(report.host or report.label, f"cuda:{report.local_rank}")].append(report.rank)
+    out = []
+    for model, devices in sorted(by_model.items()):
+        if len(devices) < 2:
+            continue
+        # Each key's times across the model, sorted once: a device's peers are these without its own time.
+        by_key: dict[str, list[float]] = defaultdict(list)
+        for _, _, times in devices:
+            for key, seconds in times.items():
+                by_key[key].append(seconds)
+        for values in by_key.values():
+            values.sort()
+        for host, device, times in devices:
+            ratios = {}
+            for key, seconds in times.items():
+                peers = by_key[key]
+                if len(peers) > 1 and seconds > 0:
+                    ratios[key] = seconds / _median_without(peers, seconds)
+            if len(ratios) < MIN_SHARED_KERNELS:
+                continue
+            mean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+            if mean < SLOW_RATIO:
+                continue
+            ranks = owners.get((host, device), [])
+            whose = f" (rank {rank_list(ranks)})" if ranks else ""
+            worst = sorted(ratios.items(), key=lambda kv: -kv[1])[:5]
+            out.append(rules.SLOW_GPU.stamp(warning(
+                f"{device} on {host}{whose} ({model or 'unnamed'}) is {mean:.1f}x slower than the same model "
+                f"on {len(devices) - 1} other device(s)",
+                [f"{key}: {ratio:.2f}x the peers' median" for key, ratio in worst]
+                + [f"threshold: {SLOW_RATIO}x as a geometric mean over {len(ratios)} kernels both measured "
+                   "(no per-kernel uncertainty in this snapshot version)"],
+                [Step(f"Look at {device}'s clocks, temperature and other processes on {host}",
+                      "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE")])))
+    return out
+
+
+def _median_without(ordered: list[float], value: float) -> float:
+    """The median of the sorted ``ordered`` with one occurrence of ``value`` left out, without copying it."""
+    gone = bisect.bisect_left(ordered, value)
+    n = len(ordered) - 1
+
+    def at(i: int) -> float:
+        return ordered[i + 1] if i >= gone else ordered[i]
+
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+
+
+# ---------------------------------------------------------------- the ranks' own findings
+
+
+def kernel_codes() -> frozenset[str]:
+    """The codes of the checks that judge the microkernels (``needs=("kernels",)``)."""
+    return frozenset(entry.code for entry in builtin_registry() if "kernels" in entry.needs)
+
+
+def _findings_of(report: RankReport, runners: dict[str, RankReport], measured: frozenset[str]) -> list[Finding]:
+    """A rank's findings; one that ran no kernels takes the kernel findings of its node's rank that did."""
+    runner = runners.get(report.host)
+    if report.node_kernels or runner is None:
+        return report.findings
+    return [f for f in report.findings if f.code not in measured] + \
+        [f for f in runner.findings if f.code in measured]
+
+
+def _rank_findings(reports: list[RankReport]) -> tuple[list[SharedFinding], list[Finding]]:
+    everyone = {r.rank for r in reports}
+    hosts = {r.rank: r.host for r in reports}
+    runners = {r.host: r for r in reports if r.node_kernels}
+    measured = kernel_codes()
+    shared: dict[tuple[str, str], SharedFinding] = {}
+    for report in reports:
+        for finding in _findings_of(report, runners, measured):
+            entry = shared.setdefault((finding.code, finding.title), SharedFinding(finding=finding))
+            if report.rank not in entry.ranks:
+                entry.ranks.append(report.rank)
+    some = []
+    for entry in shared.values():
+        entry.on_all = set(entry.ranks) == everyone
+        if not entry.on_all and entry.finding.level.rank >= 2:
+            without = sorted(everyone - set(entry.ranks))
+            some.append(rules.FINDING_ON_SOME.stamp(warning(
+                f"{entry.finding.code or 'a finding'} on {who(entry.ranks, [hosts[r] for r in entry.ranks])} "
+                f"only: {entry.finding.title}",
+                [f"found on: ranks {rank_list(entry.ranks)}", f"not found on: ranks {rank_list(without)}"],
+                [Step(f"Read its fix: mpdoctor rule {entry.finding.code}" if entry.finding.code
+                      else "Follow the finding's own fix on those ranks")])))
+    ordered = sorted(shared.values(), key=lambda s: (-s.finding.level.rank, not s.on_all, s.finding.code))
+    return ordered, some
+
+
+def group_lines(report: FleetReport, limit: int = 5) -> list[str]:
+    """One line per group: the largest "agree"; each other group with how it differs from the largest."""
+    if not report.groups:
+        return []
+    base = flatten(report.groups[0].fingerprint)
+    hosts = {s.rank: s.host or s.label for s in report.ranks}
+    lines = [f"{who(report.groups[0].ranks, [hosts[r] for r in report.groups[0].ranks])} "
+             f"{'agree' if len(report.groups[0].ranks) > 1 else 'is the reference'}"]
+    for group in report.groups[1:]:
+        flat = flatten(group.fingerprint)
+        diffs = [f"{label} {flat.get(label) or '(unset)'} (others: {base.get(label) or '(unset)'})"
+                 for label in sorted(set(base) | set(flat)) if base.get(label, "") != flat.get(label, "")]
+        more = f", and {len(diffs) - limit} more" if len(diffs) > limit else ""
+        lines.append(f"{who(group.ranks, [hosts[r] for r in group.ranks])} differ{'s' if len(group.ranks) == 1 else ''}"
+                     f": {'; '.join(diffs[:limit])}{more}")
+    return lines

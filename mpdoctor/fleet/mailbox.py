@@ -1,0 +1,39 @@
+"""The files a rank and its store child talk through: one directory, each message a file written atomically.
+
+Files, not pipes, as for every mpdoctor child (``mpdoctor.probes.child.run_child``
+sends a child's output to files): the child is started and reaped by ``run_child``,
+and neither side can block on the other. A message is written to a temporary name
+and renamed, so a reader sees all of it or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional
+
+# From the rank (mpdoctor's own process) to its store child:
+STEP, REPORT, FAIL, VERDICT, EXIT = "step", "report.json", "fail", "verdict.json", "exit"
+# From the store child to the rank:
+CONNECTED, ERROR, GATHERED, HEARD, DONE = "connected", "error", "gathered.json", "heard.json", "done"
+
+
+def put(directory: str, name: str, value: Any) -> None:
+    """Write ``value`` (JSON) as the message ``name``, atomically."""
+    path = os.path.join(directory, name)
+    with open(path + ".part", "w", encoding="utf-8") as handle:
+        json.dump(value, handle, separators=(",", ":"))
+    os.replace(path + ".part", path)
+
+
+def has(directory: str, name: str) -> bool:
+    return os.path.exists(os.path.join(directory, name))
+
+
+def take(directory: str, name: str) -> Optional[Any]:
+    """The message ``name`` (its JSON), or None when it has not been written."""
+    try:
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None

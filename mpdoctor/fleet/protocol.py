@@ -1,0 +1,220 @@
+"""How ranks meet in a c10d key-value store: the keys, heartbeats, gathering and the verdict.
+
+Works over any object with the c10d ``Store`` methods it uses (``set``, ``get``,
+``check``, ``add``): a ``torch.distributed.TCPStore`` in ``store_child``, the process
+group's own store in ``mpdoctor.fleet_check()``, a real TCPStore in tests. It
+never calls a collective and never blocks on a key that may not exist: it looks
+with ``check`` (non-blocking) and waits by polling, up to a deadline, so a rank
+that never arrives costs the others only the wait they chose. It starts no thread:
+its callers poll (``Gatherer.poll``, ``Beater.tick``, ``Channel.verdict``) from one loop.
+
+Keys, under ``mpdoctor-fleet/<run id>/``:
+
+* ``hb/<rank>``: the rank's heartbeat (JSON: host, local rank, step, seconds in it,
+  a counter bumped every second, state running / crashed / done);
+* ``report/<rank>``: the rank's report (JSON ``RankReport``); ``reported`` counts them, and
+  ``arrivals`` lists their ranks (``append``), so rank 0 reads each new one without
+  looking for every missing rank's key;
+* ``verdict``: rank 0's verdict (worst severity, a one-line summary);
+* ``ack``: ranks done with the verdict (printed, exiting): rank 0 waits for them before it exits,
+  as its store (when it hosts it) must outlive their reads, and torchrun stops every
+  worker once one exits with a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+PREFIX = "mpdoctor-fleet"
+STEPS = ("starting", "connecting", "checking", "sending", "waiting", "comparing", "done")
+POLL = 0.2  # seconds between looks at the store while waiting
+BEAT = 1.0  # seconds between heartbeats
+SILENT = 5.0  # a heartbeat that has not moved for this long is a rank that stopped beating
+
+
+@dataclass
+class Gathered:
+    """What rank 0 found in the store by the deadline."""
+
+    reports: dict[int, Any] = field(default_factory=dict)  # rank -> the JSON of its report
+    heartbeats: dict[int, dict] = field(default_factory=dict)  # rank -> its last heartbeat, for the others
+    silent: dict[int, float] = field(default_factory=dict)  # rank -> seconds its heartbeat had not moved
+    seconds: float = 0.0
+
+    def to_data(self) -> dict:
+        return {"reports": {str(k): v for k, v in self.reports.items()},
+                "heartbeats": {str(k): v for k, v in self.heartbeats.items()},
+                "silent": {str(k): v for k, v in self.silent.items()}, "seconds": self.seconds}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Gathered":
+        return cls({int(k): v for k, v in data.get("reports", {}).items()},
+                   {int(k): v for k, v in data.get("heartbeats", {}).items()},
+                   {int(k): v for k, v in data.get("silent", {}).items()}, data.get("seconds", 0.0))
+
+
+class Channel:
+    """The fleet's keys in one store."""
+
+    def __init__(self, store: Any, run_id: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.prefix, self.clock = store, f"{PREFIX}/{run_id}/", clock
+
+    def _key(self, name: str) -> str:
+        return self.prefix + name
+
+    def _has(self, name: str) -> bool:
+        return bool(self.store.check([self._key(name)]))
+
+    def _get_json(self, name: str) -> Any:
+        raw = self.store.get(self._key(name))
+        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+
+    def _set_json(self, name: str, value: Any) -> None:
+        self.store.set(self._key(name), json.dumps(value, separators=(",", ":")))
+
+    def _add(self, name: str, amount: int) -> int:
+        return int(self.store.add(self._key(name), amount))
+
+    # ------------------------------------------------------------ every rank
+
+    def heartbeat(self, rank: int, beat: dict) -> None:
+        self._set_json(f"hb/{rank}", beat)
+
+    def post_report(self, rank: int, report: Any) -> None:
+        self._set_json(f"report/{rank}", report)
+        try:  # the arrivals list lets rank 0 read new reports without looking for every rank's key
+            self.store.append(self._key("arrivals"), f"{rank},")
+        except (AttributeError, RuntimeError, NotImplementedError):
+            pass  # a store without append: rank 0 looks for every missing rank's key instead
+        self._add("reported", 1)
+
+    def verdict(self) -> Optional[dict]:
+        """Rank 0's verdict when it is there (one look, no wait)."""
+        return self._get_json("verdict") if self._has("verdict") else None
+
+    def wait_verdict(self, until: float) -> Optional[dict]:
+        """Rank 0's verdict, or None when it has not come by ``until`` (on ``clock``)."""
+        while self.clock() < until:
+            verdict = self.verdict()
+            if verdict is not None:
+                return verdict
+            time.sleep(POLL)
+        return None
+
+    def ack(self) -> None:
+        """Say this rank is done with the verdict (it has printed it and is exiting)."""
+        self._add("ack", 1)
+
+    # ------------------------------------------------------------ rank 0
+
+    def arrived(self, world_size: int, got: "Gathered") -> list[int]:
+        """Ranks whose report is in and not yet read: from the arrivals list, else by looking for each key."""
+        try:
+            if self._has("arrivals"):
+                raw = self.store.get(self._key("arrivals"))
+                text = raw.decode("ascii") if isinstance(raw, bytes) else raw
+                listed = {int(part) for part in text.split(",") if part.strip().isdigit()}
+                return sorted(r for r in listed if r not in got.reports and 0 <= r < world_size)
+        except (AttributeError, RuntimeError, ValueError):
+            pass
+        return [r for r in range(world_size) if r not in got.reports and self._has(f"report/{r}")]
+
+    def gather(self, world_size: int, until: float) -> "Gathered":
+        """Every rank's report, until all reported (or crashed) or ``until``; the heartbeats of the rest."""
+        gatherer = Gatherer(self, world_size)
+        while not gatherer.poll(until):
+            time.sleep(POLL)
+        return gatherer.got
+
+    def post_verdict(self, verdict: dict) -> None:
+        self._set_json("verdict", verdict)
+
+    def acks(self) -> int:
+        return self._add("ack", 0)
+
+    def wait_acks(self, expected: int, until: float) -> int:
+        """Wait until ``expected`` ranks are done with the verdict (its store must outlive their reads), or ``until``."""
+        while True:
+            acks = self.acks()
+            if acks >= expected or self.clock() >= until:
+                return acks
+            time.sleep(POLL)
+
+
+class Gatherer:
+    """Rank 0's gathering, one look at a time (``poll``), so one loop can also beat and read its parent's files."""
+
+    def __init__(self, channel: Channel, world_size: int) -> None:
+        self.channel, self.world_size = channel, world_size
+        self.got = Gathered()
+        self.start = channel.clock()
+        self.moved: dict[int, tuple[int, float]] = {}  # rank -> (last beat counter, when it last changed)
+        self.seen_count, self.next_beats = -1, self.start
+        self.finished = False
+
+    def poll(self, until: float) -> bool:
+        """One look at the store; True once every rank reported (or crashed) or ``until`` passed."""
+        if self.finished:
+            return True
+        channel, got = self.channel, self.got
+        now = channel.clock()
+        count = channel._add("reported", 0)
+        if count != self.seen_count:  # look for reports only when the counter moved
+            self.seen_count = count
+            for rank in channel.arrived(self.world_size, got):
+                got.reports[rank] = channel._get_json(f"report/{rank}")
+        pending = [r for r in range(self.world_size) if r not in got.reports]
+        if now >= self.next_beats or not pending or now >= until:
+            # Heartbeats of the missing ranks, once a second, or less often when one pass takes long
+            # (thousands of missing ranks): at most a fifth of rank 0's time goes to them.
+            passed = channel.clock()
+            for rank in pending:
+                if channel._has(f"hb/{rank}"):
+                    beat = channel._get_json(f"hb/{rank}")
+                    got.heartbeats[rank] = beat
+                    counter = beat.get("beat", 0)
+                    if rank not in self.moved or self.moved[rank][0] != counter:
+                        self.moved[rank] = (counter, now)
+                    got.silent[rank] = round(now - self.moved[rank][1], 1)
+            self.next_beats = now + max(BEAT, 5 * (channel.clock() - passed))
+        crashed = {r for r in pending if got.heartbeats.get(r, {}).get("state") == "crashed"}
+        if set(pending) - crashed and now < until:
+            return False
+        for rank in got.reports:
+            got.heartbeats.pop(rank, None)
+            got.silent.pop(rank, None)
+        got.seconds = round(channel.clock() - self.start, 2)
+        self.finished = True
+        return True
+
+
+class Beater:
+    """A rank's heartbeat: its step and how long it has been in it, posted on each change and by ``tick`` every second."""
+
+    def __init__(self, channel: Channel, rank: int, host: str, local_rank: int) -> None:
+        self.channel, self.rank = channel, rank
+        self.beat = {"host": host, "local_rank": local_rank, "step": "connecting", "step_seconds": 0.0, "beat": 0,
+                     "state": "running", "detail": ""}
+        self.since = self.last = time.monotonic()
+
+    def step(self, step: str) -> None:
+        if step and step != self.beat["step"]:
+            self.beat["step"], self.since = step, time.monotonic()
+            self.post()
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last >= BEAT:
+            self.post()
+
+    def post(self, **changes: Any) -> None:
+        self.beat.update(changes)
+        self.beat["beat"] += 1
+        self.last = time.monotonic()
+        self.beat["step_seconds"] = round(self.last - self.since, 1)
+        try:
+            self.channel.heartbeat(self.rank, dict(self.beat))
+        except Exception:  # noqa: BLE001 - a lost store costs the heartbeat, and rank 0 reports the silence
+            pass

@@ -1,0 +1,182 @@
+"""The rank-side runner of ``mpdoctor fleet``: check this rank as the job runs it, report, and hear the verdict.
+
+This process never imports torch: the store lives in ``store_child`` (the job's own
+interpreter, started through ``run_child`` like every mpdoctor child, talking through
+files: ``mailbox``), and the check is the ordinary ``mpdoctor check`` of this
+interpreter (``mpdoctor.doctor.diagnose``: probes in child processes, each with its
+limit). Only local rank 0 of each node runs the microkernels, on all of the node's
+devices in parallel (one worker per device), so the ranks of a node do not time
+kernels against each other; the other ranks skip them. Rank 0 compares every report
+(``verdict``) and every rank exits with the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+from mpdoctor.fleet import mailbox
+from mpdoctor.fleet.compare import worst
+from mpdoctor.fleet.fingerprint import rank_report
+from mpdoctor.fleet.launcher import Launch
+from mpdoctor.fleet.model import FleetReport
+from mpdoctor.fleet.protocol import Gathered
+from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
+from mpdoctor.fleet.verdict import judge_gathered, summary_line
+from mpdoctor.probes.child import run_child
+from mpdoctor.schema.serde import to_data
+
+# A test stand-in for a rank whose mpdoctor dies mid-check (tests/test_fleet_run.py sets it for one rank only):
+# "die" kills this process with SIGKILL, as the OOM killer would, once its store child is connected (so the
+# heartbeat has its step to tell). Nothing else reads it.
+TEST_HOOK = "MPDOCTOR_FLEET_TEST_FAULT"
+STAY = 5.0  # seconds past the deadline a rank without a verdict of its own stays, for rank 0 to report it
+TICK = 0.1  # seconds between looks at the store child's files
+
+
+@dataclass
+class RankOptions:
+    python: str
+    timeout: float = 60.0  # --timeout of the check
+    deadline: float = 300.0  # seconds from start for every rank's report
+    kernels: str = "quick"
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    snapshots: bool = False  # --save-snapshots: each rank also sends its whole (redacted) snapshot
+
+
+@dataclass
+class Outcome:
+    """How this rank's run ended: rank 0 has the report; every rank has the verdict or the problem."""
+
+    report: Optional[FleetReport] = None
+    worst: Optional[str] = None  # the verdict: the worst severity rank 0 found
+    summary: str = ""
+    problem: str = ""  # why there is no verdict (store unreachable, rank 0 silent)
+    abandoned: bool = False  # this rank's own check was still running when the verdict came
+    release: Optional[object] = None  # call once the verdict is printed: lets the store child go (rank 0 waits)
+    snapshots: dict = field(default_factory=dict)  # rank 0 with --save-snapshots: rank -> its snapshot (JSON data)
+
+    def done(self) -> None:
+        if callable(self.release):
+            self.release()
+
+
+def run_rank(launch: Launch, options: RankOptions) -> Outcome:
+    """Check this rank and take part in the fleet; returns when the verdict is known or no longer can be.
+
+    Call the outcome's ``done()`` once its verdict is printed: rank 0 posts the verdict
+    then, and waits (a few seconds at most) for the others to be done with it.
+    """
+    start = time.time()
+    until = start + options.deadline
+    box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
+    config = {"addr": launch.master_addr, "port": launch.master_port, "rank": launch.rank,
+              "world_size": launch.world_size, "host": launch.host, "local_rank": launch.local_rank,
+              "run_id": launch.run_id, "agent_store": launch.agent_store, "until": until, "dir": box}
+    mailbox.put(box, mailbox.STEP, "checking")
+    # Not `with`: a hung check must not keep this function from returning (the CLI then ends the process).
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mpdoctor-fleet")
+    child = pool.submit(run_child, [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
+                        until + GRACE + 2 * ACK_WAIT + 30 - time.time())
+    checked: dict = {}
+    checker = pool.submit(check_rank, launch, options, checked)
+    pool.shutdown(wait=False)
+    outcome = _take_part(launch, box, child, checker, checked, start, until)
+    if outcome.problem and launch.rank != 0:
+        # Stay until rank 0 has reported (it names this rank): torchrun stops every worker once one exits non-zero.
+        time.sleep(max(0.0, until + STAY - time.time()))
+    if outcome.release is None:
+        outcome.release = lambda: _let_go(box, child)
+    return outcome
+
+
+def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked: dict, start: float,
+               until: float) -> Outcome:
+    reported = False
+    limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
+    while time.time() < limit:
+        if os.environ.get(TEST_HOOK) == "die" and mailbox.has(box, mailbox.CONNECTED):
+            os.kill(os.getpid(), 9)  # the test stand-in: this rank's mpdoctor dies during its check
+        error = mailbox.take(box, mailbox.ERROR)
+        if error:
+            return Outcome(problem=error)
+        if mailbox.has(box, mailbox.CONNECTED) and not reported and checker.done():
+            if "report" in checked:
+                mailbox.put(box, mailbox.STEP, "sending")
+                mailbox.put(box, mailbox.REPORT, checked["report"])
+                mailbox.put(box, mailbox.STEP, "waiting")
+            else:
+                mailbox.put(box, mailbox.FAIL, checked.get("failed") or _failure(checker))
+            reported = True
+        gathered = mailbox.take(box, mailbox.GATHERED)
+        if gathered is not None:
+            return _lead(launch, box, child, Gathered.from_data(gathered), checker)
+        if mailbox.has(box, mailbox.HEARD):
+            verdict = mailbox.take(box, mailbox.HEARD)
+            if verdict is None:
+                return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
+            return Outcome(worst=verdict.get("worst"), summary=verdict.get("summary", ""),
+                           abandoned=not checker.done())
+        if child.done():
+            return Outcome(problem=f"the store child ended: {child.result().describe()}")
+        time.sleep(TICK)
+    return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
+
+
+def _lead(launch: Launch, box: str, child: Future, gathered: Gathered, checker: Future) -> Outcome:
+    """Rank 0: the report from what was gathered; the verdict is posted by done(), after the report is printed."""
+    report = judge_gathered(gathered, launch)
+    outcome = Outcome(report=report, worst=worst(report), summary=summary_line(report), abandoned=not checker.done(),
+                      snapshots={rank: data["snapshot"] for rank, data in gathered.reports.items()
+                                 if isinstance(data, dict) and isinstance(data.get("snapshot"), dict)})
+    # Ranks that will never read the verdict: crashed, or never reached the store.
+    gone = sum(1 for s in report.ranks if s.status == "crashed" or (s.status == "missing" and not s.host))
+    verdict = {"verdict": {"worst": outcome.worst, "summary": outcome.summary}, "not_waiting": gone}
+    # Rank 0 prints its report first, then posts the verdict: once another rank has the verdict it exits,
+    # and torchrun stops every worker once one exits non-zero.
+    outcome.release = lambda: (mailbox.put(box, mailbox.VERDICT, verdict), _let_go(box, child))
+    return outcome
+
+
+def _let_go(box: str, child: Future) -> None:
+    """Tell the store child this rank is done (it acknowledges on the store) and wait for it, a few seconds at most."""
+    try:
+        mailbox.put(box, mailbox.EXIT, True)
+        child.result(timeout=2 * ACK_WAIT + 5)
+    except Exception:  # noqa: BLE001 - a child still running is killed with the process group at exit
+        pass
+    finally:  # SIGTERM here too (torchrun stopping this worker): the files go either way
+        shutil.rmtree(box, ignore_errors=True)
+
+
+def _failure(checker: Future) -> str:
+    error = checker.exception()
+    return f"its check failed: {type(error).__name__}: {error}" if error else "its check produced no report"
+
+
+def check_rank(launch: Launch, options: RankOptions, out: dict) -> None:
+    """The single-process check of this rank, as ``mpdoctor check`` runs it; its rank report lands in ``out``."""
+    from mpdoctor.doctor.diagnose import Options, diagnose
+    from mpdoctor.doctor.report import redacted
+
+    began = time.monotonic()
+    kernels = options.kernels if launch.local_rank == 0 else "off"
+    try:
+        report = redacted(diagnose(Options(python=options.python, timeout=options.timeout, kernels=kernels,
+                                           select=options.select, ignore=options.ignore)))
+    except Exception as exc:  # noqa: BLE001 - rank 0 names this rank with the reason instead of waiting for it
+        out["failed"] = f"its check failed: {type(exc).__name__}: {exc}"
+        return
+    mine = rank_report(launch.rank, launch.host, launch.local_rank, report.snapshot, report.findings,
+                       time.monotonic() - began)
+    out["report"] = to_data(mine)
+    if options.snapshots:  # beside the report's fields: a reader of RankReport ignores a key it does not know
+        out["report"]["snapshot"] = to_data(report.snapshot)

@@ -1,0 +1,141 @@
+"""The fleet family's codes (FLEET001...), documented as the check registry documents checks.
+
+They judge a set of ranks, not one snapshot, so ``mpdoctor check`` never runs them:
+``mpdoctor fleet`` and ``mpdoctor fleet compare`` do (``mpdoctor.fleet.compare``),
+and ``mpdoctor fleet rules`` / ``mpdoctor fleet rule CODE`` print these docs. Codes
+are never reused; each finding carries its own severity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+
+from mpdoctor.findings import Finding
+
+FAMILY = "fleet"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    doc: str
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0]
+
+    def stamp(self, finding: Finding) -> Finding:
+        return dataclasses.replace(finding, code=self.code, name=self.name, family=FAMILY)
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, name: str, doc: str) -> Rule:
+    doc = inspect.cleandoc(doc)
+    for heading in ("## Why it matters", "## Fix"):
+        if heading not in doc:
+            raise ValueError(f"{code}: its documentation needs a {heading!r} section")
+    if code in RULES or any(r.name == name for r in RULES.values()):
+        raise ValueError(f"{code} {name}: registered twice")
+    RULES[code] = Rule(code, name, doc)
+    return RULES[code]
+
+
+def find(code_or_name: str) -> Rule | None:
+    wanted = code_or_name.strip()
+    return RULES.get(wanted.upper()) or next((r for r in RULES.values() if r.name == wanted.lower()), None)
+
+
+RANK_MISSING = rule("FLEET001", "rank-never-reported", """
+    A rank sent no report by the deadline, or its mpdoctor died: named by host and local rank, with its last step.
+
+    ## Why it matters
+    The job would meet the same rank at its first collective and hang there: a rank
+    stuck importing torch, one whose node cannot reach rank 0's store, or one that
+    crashed. Its heartbeat (a store key updated every second) says where it stopped.
+
+    ## Fix
+    Run `mpdoctor check` on that node, in the rank's environment, and read its
+    findings; when it stopped at `connecting`, check that MASTER_ADDR/MASTER_PORT are
+    reachable from that node.
+    """)
+
+STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", """
+    Ranks run different versions of torch, its CUDA, cuDNN, NCCL, Python or other installed packages.
+
+    ## Why it matters
+    Mixed NCCL versions on one job hang or corrupt collectives (NVIDIA/nccl#1267); ranks'
+    torch versions are never compared by init_process_group (pytorch#24273). Other
+    packages (transformers, apex, ...) change which precision path a rank takes.
+
+    ## Fix
+    Install the same versions on every node (one lock file, one container image), and
+    run `mpdoctor fleet` again.
+    """)
+
+DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", """
+    Nodes run different NVIDIA drivers, or drivers that support different CUDA versions.
+
+    ## Why it matters
+    Identical pip lists do not make identical nodes: a different driver changes which
+    CUDA and NCCL features work (NVIDIA/nccl#1381).
+
+    ## Fix
+    Install the same driver on every node (drain the odd node until it is updated).
+    """)
+
+GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", """
+    Ranks run on different GPU models, compute capabilities, or bf16 support (native on some ranks only).
+
+    ## Why it matters
+    A bf16 job runs emulated (much slower, sometimes differently rounded) where bf16 is
+    not native, and the whole job waits for the slowest rank; kernels picked per
+    architecture can differ numerically.
+
+    ## Fix
+    Schedule the job on one GPU type (a Slurm constraint or a node selector), or use a
+    dtype every rank's GPU supports natively.
+    """)
+
+SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", """
+    A GPU measured far slower than identical GPUs on other ranks (throttled, degraded, or shared).
+
+    ## Why it matters
+    Synchronous data parallelism runs at the pace of its slowest rank: one throttled
+    GPU slows the whole job. Only GPUs of the same model are compared, and only beyond
+    the threshold described in the finding, so timing noise is not blamed.
+
+    ## Fix
+    Look at that GPU's clocks, temperature and other processes (`nvidia-smi -q -d
+    PERFORMANCE,CLOCK,TEMPERATURE`), run `dcgmi diag -r 2` on that node, and drain it
+    until it measures like its peers.
+    """)
+
+ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", """
+    An environment variable that changes numerics or communication differs across ranks (NCCL_*, TORCH_*, NVIDIA_TF32_OVERRIDE, ...).
+
+    ## Why it matters
+    NVIDIA_TF32_OVERRIDE=0 on one rank gives it other float32 matmul results; NCCL_*
+    settings that differ across ranks can make NCCL pick incompatible protocols and hang.
+    Variables set per rank by the launcher (CUDA_VISIBLE_DEVICES, TORCHELASTIC_*) are
+    not compared.
+
+    ## Fix
+    Set these variables in one place that every rank reads (the job script, not a
+    node's profile) and run `mpdoctor fleet` again. Values are shown redacted.
+    """)
+
+FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", """
+    A single-process finding (a `mpdoctor check` code) appears on some ranks only: those ranks' setup differs.
+
+    ## Why it matters
+    A problem on one node (an apex impostor, a CPU-only torch) breaks the job as surely
+    as one everywhere, but is easy to miss when a node is checked at random.
+
+    ## Fix
+    Follow that finding's own fix on the ranks named (`mpdoctor rule CODE`).
+    """)

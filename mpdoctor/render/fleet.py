@@ -1,0 +1,73 @@
+"""The fleet report as text, Markdown and JSON (the JSON is a contract: ``mpdoctor/fleet/model.py``)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.text import Text
+
+from mpdoctor.fleet.compare import group_lines, rank_list
+from mpdoctor.fleet.model import FleetReport, fleet_data
+from mpdoctor.render.text import STYLE, render_finding, summary_line
+
+
+def render_fleet_json(report: FleetReport) -> str:
+    return json.dumps(fleet_data(report), indent=2) + "\n"
+
+
+def _absent_lines(report: FleetReport) -> list[str]:
+    lines = []
+    for state in report.ranks:
+        if state.status == "reported":
+            continue
+        where = f" on {state.host} (local rank {state.local_rank})" if state.host else ""
+        step = (f", last step {state.last_step}" + (f" for {state.step_seconds:.0f} s" if state.step_seconds else "")
+                if state.last_step else "")
+        lines.append(f"rank {state.rank}{where}: {state.status}{step}" + (f": {state.detail}" if state.detail else ""))
+    return lines
+
+
+def _where(shared, report: FleetReport) -> str:
+    reported = sum(1 for s in report.ranks if s.status == "reported")
+    return f"on all {reported} ranks" if shared.on_all else f"on rank(s) {rank_list(shared.ranks)} of {reported}"
+
+
+def render_fleet_text(report: FleetReport, console: Console) -> None:
+    console.print(Text(f"mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", style="bold"))
+    for line in group_lines(report) + _absent_lines(report):
+        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+    if report.findings:
+        console.print()
+        console.print(Text("How the ranks differ", style="bold"))
+        for finding in report.findings:
+            render_finding(console, finding)
+    if report.rank_findings:
+        console.print()
+        console.print(Text("What the ranks found (each finding once)", style="bold"))
+        for shared in report.rank_findings:
+            head = Text()
+            head.append(f"{shared.finding.severity:<8}", style=STYLE.get(shared.finding.severity, ""))
+            head.append(f"{shared.finding.code:<10} ", style="bold")
+            head.append(f"{shared.finding.title}  [{_where(shared, report)}]")
+            console.print(head, soft_wrap=True)
+    console.print()
+    console.print(f"fleet: {summary_line(report.findings)}; the ranks' own: "
+                  f"{summary_line([s.finding for s in report.rank_findings])}", markup=False, highlight=False)
+
+
+def render_fleet_markdown(report: FleetReport) -> str:
+    out = [f"# mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", ""]
+    out += [f"- {line}" for line in group_lines(report) + _absent_lines(report)]
+    if report.findings:
+        out += ["", "## How the ranks differ", ""]
+        for finding in report.findings:
+            out.append(f"- **{finding.severity}** `{finding.code}` {finding.title}")
+            out += [f"  - {line}" for line in finding.evidence]
+            out += [f"  - fix: {step.text}" + (f": `{step.command}`" if step.command else "") for step in finding.fix]
+    if report.rank_findings:
+        out += ["", "## What the ranks found", "", "| severity | code | finding | where |", "|---|---|---|---|"]
+        for shared in report.rank_findings:
+            title = shared.finding.title.replace("|", "\\|")
+            out.append(f"| {shared.finding.severity} | `{shared.finding.code}` | {title} | {_where(shared, report)} |")
+    return "\n".join(out) + "\n"
