@@ -141,7 +141,9 @@ LAYERS = [
     ("probes", ("mpdoctor.probes.",)),
     ("analysis", ("mpdoctor.analysis",)),
     ("checks", ("mpdoctor.checks",)),
-    ("reports", ("mpdoctor.doctor", "mpdoctor.explain", "mpdoctor.checkpoint_audit", "mpdoctor.trace")),
+    # mpdoctor.fleet judges many ranks' reports (it runs mpdoctor.doctor on each); mpdoctor.render.fleet formats it.
+    ("reports", ("mpdoctor.doctor", "mpdoctor.explain", "mpdoctor.checkpoint_audit", "mpdoctor.trace",
+                 "mpdoctor.fleet")),
     ("render", ("mpdoctor.render", "mpdoctor.schema")),
     # mpdoctor/__init__.py is the Python API's door (mpdoctor.audit, mpdoctor.dtype_trace, loaded on first use);
     # its submodules importing it for __version__ are not edges (a package comes with its modules).
@@ -181,7 +183,7 @@ def test_checks_are_pure_functions_of_the_snapshot():
 
 def test_top_level_holds_only_entry_points_and_the_shared_finding():
     flat = sorted(p.name for p in (ROOT / "mpdoctor").glob("*.py"))
-    assert flat == ["__init__.py", "__main__.py", "cli.py", "findings.py"]
+    assert flat == ["__init__.py", "__main__.py", "findings.py"]
 
 
 # ---------------------------------------------------------------- code that runs in the target

@@ -24,6 +24,7 @@ from mpdoctor.checkpoint_audit import report as audit
 from mpdoctor.doctor.report import SCHEMA_PATH, Report
 from mpdoctor.explain import report as explain
 from mpdoctor.explain.signature import FAMILIES
+from mpdoctor.fleet import model as fleet
 from mpdoctor.findings import Severity
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
@@ -35,6 +36,7 @@ SHIPPED = {  # each shipped schema and the dataclass it is generated from
     SCHEMA_PATH: Report,
     explain.SCHEMA_PATH: explain.ExplainReport,
     audit.SCHEMA_PATH: audit.AuditReport,
+    fleet.SCHEMA_PATH: fleet.FleetReport,
 }
 UNKNOWN = "added_by_a_newer_mpdoctor"
 
@@ -441,8 +443,10 @@ def test_each_vocabulary_field_defaults_to_one_of_its_values(path, cls, field, l
 
 
 def test_every_vocabulary_is_used_and_declared_in_vocab():
-    # ExplainFamily is declared in mpdoctor.explain.report (explain does not load the snapshot package)
-    declared = {**{name: getattr(vocab, name) for name in vocab.__all__}, "ExplainFamily": explain.ExplainFamily}
+    # ExplainFamily is declared in mpdoctor.explain.report (explain does not load the snapshot package), a rank's
+    # status in the fleet model beside the report it belongs to
+    declared = {**{name: getattr(vocab, name) for name in vocab.__all__}, "ExplainFamily": explain.ExplainFamily,
+                "RankStatus": fleet.RankStatus}
     assert all(typing.get_origin(lit) is Literal for lit in declared.values())
     used = {lit for *_, lit in ALL_LITERAL_FIELDS}
     assert used <= set(declared.values())

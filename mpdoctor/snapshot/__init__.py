@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor import __version__
+from mpdoctor.probes.remote import files
 from mpdoctor.schema.contract import version_fact
 from mpdoctor.schema.serde import DataError, fact, from_data
 from mpdoctor.snapshot.apex import ApexInfo
@@ -197,6 +198,17 @@ class MigDevice:
 
 
 @dataclass
+class GpuProcess:
+    """A process NVML lists on a GPU."""
+
+    pid: int = fact("Process id (in NVML's PID namespace: 0 or foreign inside some containers)", 0)
+    name: str = fact("The process's command name, when this machine can see it", "")
+    kind: str = fact("compute or graphics", "")
+    memory_used: Optional[int] = fact("GPU memory it holds, in bytes; null when NVML does not say", None)
+    ours: bool = fact("It is mpdoctor itself or one of its children (the kernel workers)", False)
+
+
+@dataclass
 class NvmlGpu:
     """One GPU as NVML (and nvidia-smi) sees it."""
 
@@ -209,6 +221,13 @@ class NvmlGpu:
     mig_enabled: Optional[bool] = fact("MIG mode is on; null when the GPU does not support MIG", None)
     mig_devices: list[MigDevice] = fact("Its MIG devices, when MIG mode is on", factory=list)
     error: str = fact("Why this GPU could not be read, e.g. NoPermission; empty when it could", "")
+    utilization: Optional[int] = fact("GPU utilisation in percent over NVML's last sample period", None)
+    processes: list[GpuProcess] = fact("Compute and graphics processes on it; empty when none or not told",
+                                       factory=list)
+    sm_clock: Optional[int] = fact("Current SM clock, MHz", None)
+    sm_clock_max: Optional[int] = fact("Maximum SM clock, MHz", None)
+    throttle_reasons: list[str] = fact("Active clock throttle reasons other than idle, e.g. sw_thermal_slowdown",
+                                       factory=list)
 
 
 @dataclass
@@ -244,13 +263,40 @@ class KernelResult:
     max_rel_error: Optional[float] = fact(
         "max|out - ref| / max|ref| against float64 on the same device, from the same rounded inputs", None)
     tolerance: Optional[float] = fact("The largest max_rel_error accepted for this dtype", None)
-    seconds: Optional[float] = fact("Seconds per call after a warm-up (CUDA events on GPUs)", None)
+    seconds: Optional[float] = fact(
+        "Seconds per call after a warm-up (CUDA events on GPUs): the best of the undisturbed timing rounds, "
+        "or of every round when none was undisturbed", None)
+    seconds_median: Optional[float] = fact("The median seconds per call of the same rounds; null: timed once "
+                                           "(an older mpdoctor)", None)
+    seconds_max: Optional[float] = fact("The slowest seconds per call of every round, disturbed ones included", None)
+    rounds: Optional[int] = fact("Undisturbed timing rounds, interleaved with the other dtypes of the same op; "
+                                 "null: not timed in rounds (an older mpdoctor)", None)
+    rounds_disturbed: int = fact("Timing rounds set aside because another process was runnable on the CPU", 0)
     flops: Optional[float] = fact("Floating-point operations per call, for GEMMs", None)
     output_dtypes: dict[str, str] = fact("autocast: the dtype each op produced", factory=dict)
     loss_finite: Optional[bool] = fact("grad_scaler: the loss was finite", None)
     grads_finite: Optional[bool] = fact("grad_scaler: no gradient overflowed after unscaling", None)
     scale_before: Optional[float] = fact("grad_scaler: the loss scale before the step", None)
     scale_after: Optional[float] = fact("grad_scaler: the loss scale after the step", None)
+
+
+@dataclass
+class TimingLoad:
+    """What else the machine was doing while one device's kernels were timed (probes/remote/load_sample)."""
+
+    seconds: Optional[float] = fact("Wall time of the timing rounds", None)
+    others_cores: Optional[float] = fact("CPU time other processes used meanwhile, in cores (1.0: one core kept "
+                                         "busy); null where /proc/stat is missing", None)
+    steal: Optional[float] = fact("The fraction of CPU time a hypervisor gave to other guests meanwhile", None)
+    runnable_others: Optional[int] = fact("The most runnable tasks seen at one moment that were not the kernel "
+                                          "worker's own threads", None)
+    load1: Optional[float] = fact("The 1-minute load average at the end (it lags)", None)
+    cpus: Optional[int] = fact("os.cpu_count() in the worker", None)
+    rounds: int = fact("Timing rounds run, disturbed ones included", 0)
+    rounds_disturbed: int = fact("Rounds set aside because another process was runnable", 0)
+    extra_seconds: float = fact("Time spent on extra rounds because the timings were noisy or disturbed", 0.0)
+    budget_exhausted: bool = fact("The extra rounds stopped at their time budget, not because the timings "
+                                  "settled", False)
 
 
 @dataclass
@@ -270,6 +316,7 @@ class DeviceKernels:
     restarts: int = fact("Workers started again after a test crashed or hung", 0)
     seconds: float = fact("Wall time of the device's run, CUDA start-up included", 0.0)
     results: list[KernelResult] = fact("Every test, in the order run", factory=list)
+    load: TimingLoad = fact("What else the machine did while the kernels were timed", factory=TimingLoad)
 
 
 @dataclass
@@ -293,6 +340,22 @@ class Machine:
 
 
 @dataclass
+class Invocation:
+    """The options `mpdoctor check` was given when it took the snapshot, as given (defaults left out).
+
+    Fix commands that run mpdoctor again rebuild the user's own command from it, so they
+    check the same interpreter with the same selection.
+    """
+
+    python: str = fact("--python as given; empty when not given (mpdoctor's own interpreter)", "")
+    timeout: Optional[float] = fact("--timeout as given; null when not given", None)
+    kernels: str = fact("--kernels as given (quick or full); empty when not given", "")
+    no_kernels: bool = fact("--no-kernels was given", False)
+    select: list[str] = fact("--select codes, as given", factory=list)
+    ignore: list[str] = fact("--ignore codes, as given", factory=list)
+
+
+@dataclass
 class Snapshot:
     """Everything mpdoctor knows about one environment at one moment."""
 
@@ -303,6 +366,8 @@ class Snapshot:
     torch: TorchInfo = fact("torch in that environment", factory=TorchInfo)
     machine: Machine = fact("The machine: driver and GPUs", factory=Machine)
     kernels: KernelInfo = fact("Live precision microkernels per device", factory=KernelInfo)
+    invocation: Invocation = fact("The `mpdoctor check` options that took it, for fix commands that run it again",
+                                  factory=Invocation)
 
     def distribution(self, name: str) -> Optional[Distribution]:
         """The installed distribution called ``name`` (normalised), if any."""
@@ -367,19 +432,28 @@ def snapshot_from_data(data: object) -> Snapshot:
         raise SnapshotError(f"corrupt snapshot: {exc}") from None
 
 
+MAX_SNAPSHOT_BYTES = 64 << 20  # a real snapshot is some 100 KB; /dev/zero or a 1 GB file is refused, not read
+
+
 def load_snapshot(path: str) -> Snapshot:
-    """Read a snapshot (or a JSON report) from ``path``."""
+    """Read a snapshot (or a JSON report) from ``path``: a regular file, read to a bound and parsed to a depth.
+
+    st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.probes.remote.files``.
+    """
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        raw = files.read_bytes(path, MAX_SNAPSHOT_BYTES)
+    except files.Refused as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: it is {exc.why}") from None
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+    try:
+        data = files.json_value(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise SnapshotError(f"cannot read snapshot {path}: not UTF-8 text") from None
-    except RecursionError:
-        raise SnapshotError(f"corrupt snapshot {path}: JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise SnapshotError(
             f"corrupt snapshot {path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
+    except ValueError as exc:
+        raise SnapshotError(f"corrupt snapshot {path}: {exc}") from None
     return snapshot_from_data(data)

@@ -19,9 +19,9 @@ code (OPS, TOLERANCE, FAMILIES, ...) to that table.
 Two vocabularies are declared beside their users instead, where the layers
 want them (README "Architecture"):
 
-* ``SeverityName`` (``Finding.severity``: error, warning, info) in
-  ``mpdoctor.findings``, beside the ``Severity`` enum: findings sit below the
-  snapshot. It is re-exported here.
+* ``SeverityName`` (``Finding.severity``: error, warning, info) and ``StepRole``
+  (``Step.role``: step, alternative, inspect) in ``mpdoctor.findings``, beside the
+  ``Severity`` enum: findings sit below the snapshot. They are re-exported here.
 * ``ExplainFamily`` (``Explanation.family``: explain/signature.FAMILIES) in
   ``mpdoctor.explain.report``: `mpdoctor explain` must not load the snapshot
   package, and the snapshot may not import a report.
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from mpdoctor.findings import SeverityName
+from mpdoctor.findings import SeverityName, StepRole
 
 # ---------------------------------------------------------------- the snapshot
 
@@ -131,5 +131,5 @@ __all__ = [
     "CudaOrder", "DeviceRunStatus", "DeviceSource", "KernelDtype", "KernelMode", "KernelOp",
     "KernelResultStatus", "KernelStatus", "LoadStatus", "MatchedBy", "MockTorchKind", "NvmlStatus",
     "OneflowRuntimeStatus", "OneflowTorchStatus", "PrecisionLevel", "ProbeStatus", "SdpaBackend", "SeverityName",
-    "TorchStatus", "VisibleEntryKind", "WeightFormat",
+    "StepRole", "TorchStatus", "VisibleEntryKind", "WeightFormat",
 ]

@@ -1,0 +1,73 @@
+"""Command-line interface. Thin: parse options, call one function, hand the result to a renderer.
+
+One module a command (check.py also lists the checks), options.py what they share, app.py the typer
+application they register on. Importing this package registers every command; nothing heavy is
+imported until a command runs (torch never: the probes run it in a child).
+
+Exit codes: 0 nothing at or above --fail-on; 1 something is; 2 usage error (bad
+option, unreadable or corrupt snapshot, an output that is not a regular file or
+cannot be written, no temporary directory); 3 internal error, and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+# Each registers its command on import, in the order `mpdoctor --help` lists them.
+from mpdoctor.cli import check, explain, audit, fleet  # noqa: F401,I001
+from mpdoctor.cli.app import app
+from mpdoctor.cli.fleet import fleet_app
+from mpdoctor.cli.options import EXIT_INTERNAL, EXIT_USAGE
+
+app.add_typer(fleet_app, name="fleet")
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point: usage errors exit 2, internal errors 3, never a traceback.
+
+    SIGINT (Ctrl-C) exits 130 and SIGTERM 143 (128 + the signal), at once: every
+    child process mpdoctor started is killed with its whole process group first
+    (``mpdoctor.probes.child.on_signal``); a second signal exits without waiting
+    for anything. The handler imports nothing: commands that start no child
+    (``--help``, ``explain``) never load the probes.
+    """
+    import signal
+
+    def on_signal(signum: int, frame: object) -> None:
+        handler = getattr(sys.modules.get("mpdoctor.probes.child"), "on_signal", None)
+        if handler is None:
+            raise SystemExit(128 + signum)  # no probe was ever loaded, so no child is running
+        handler(signum, frame)  # kills every child's group, then raises Interrupted (a SystemExit)
+
+    from mpdoctor.render.output import WRITE_ERRNOS, prepare_stdout, stdout_problem
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
+    prepare_stdout()  # a lone surrogate in a report is written escaped, never a UnicodeEncodeError
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except SystemExit:
+        problem = stdout_problem()  # stdout on a full disk (/dev/full) fails only when flushed
+        if problem:
+            typer.echo(f"mpdoctor: error: cannot write the output: {problem}", err=True)
+            sys.exit(EXIT_USAGE)
+        raise
+    except Exception as exc:  # the last line of defence
+        if isinstance(exc, BrokenPipeError):  # the reader went away (`| head`): quiet, as click makes it
+            stdout_problem()
+            sys.exit(1)
+        if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:  # the disk, not a bug
+            stdout_problem()
+            typer.echo(f"mpdoctor: error: cannot write the output: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        from mpdoctor.probes.remote.redact import redact_clip
+
+        typer.echo(f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
+                   "Please report it at https://github.com/mpdoctor/mpdoctor/issues", err=True)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,51 @@
+"""`mpdoctor audit`: the dtypes of a checkpoint or model folder."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from mpdoctor.cli.app import app
+from mpdoctor.cli.options import (FailOn, Format, bounded_timeout, check_writable, emit, emit_text, resolve_python,
+                                  usage_error)
+
+
+@app.command()
+def audit(
+    path: Annotated[str, typer.Argument(help="A .safetensors/.pt/.bin/.ckpt file, a sharded checkpoint's "
+                                             "index.json, or a transformers/diffusers model folder.")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
+    python: Annotated[Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one pickled file may take to list.",
+                                           min=0.1, callback=bounded_timeout)] = 120.0,
+    show_all: Annotated[bool, typer.Option("--all", help="List every odd module, mixed subtree and odd tensor "
+                                                         "(text and Markdown; JSON always has them all).")] = False,
+) -> None:
+    """Which dtypes a checkpoint or model folder holds, and the modules in another dtype than the model around them.
+
+    Safetensors are read by their header only; pickled files through
+    torch.load(weights_only=True) in a child process, never a full unpickle.
+    """
+    from mpdoctor.checkpoint_audit.report import audit_files, redacted
+    from mpdoctor.checkpoint_audit.safetensors import AuditError
+    from mpdoctor.checkpoint_audit.sources import read, weight_files
+    from mpdoctor.findings import exit_code
+    from mpdoctor.render import audit as view
+
+    check_writable("--output", output)
+    interpreter = resolve_python(python)
+    try:
+        files = [read(file, interpreter, timeout) for file in weight_files(path)]
+    except AuditError as exc:
+        usage_error(str(exc))
+    report = redacted(audit_files(path, files))
+    if format is Format.json:
+        emit(output, view.render_json(report))
+    elif format is Format.markdown:
+        emit(output, view.render_markdown(report, show_all))
+    else:
+        emit_text(output, lambda console: view.render_text(report, console, show_all))
+    raise typer.Exit(exit_code(report.findings, fail_on.value))

@@ -1,0 +1,154 @@
+"""`mpdoctor fleet`: every rank of a distributed job checks itself; rank 0 compares (and `fleet compare`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from mpdoctor.cli.options import (FailOn, Format, KernelMode, bounded_timeout, check_selection, check_writable, codes,
+                                  emit, emit_text, usage_error, write_output)
+
+
+def _fleet_deadline(value: Optional[float]) -> Optional[float]:
+    """fleet --deadline: finite seconds (nan or inf would never end, 1e308 overflows the store's timeout)."""
+    if value is not None and not 0.1 <= value <= 86400:  # nan fails both comparisons
+        raise typer.BadParameter(f"{value} is not a number of seconds from 0.1 to 86400")
+    return value
+
+
+fleet_app = typer.Typer(help="Check every rank of a distributed job and name the odd one out (see README "
+                             "\"Fleet\").", no_args_is_help=False)
+
+
+@fleet_app.callback(invoke_without_command=True)
+def fleet(
+    ctx: typer.Context,
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format (rank 0's report).")] = Format.text,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Rank 0 writes the report to FILE.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Every rank exits 1 when a finding is at least this severe.")] = FailOn.error,
+    select: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: only these codes (as in check).")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: skip these codes.")] = None,
+    timeout: Annotated[float, typer.Option(help="Each rank's check: --timeout as in check.",
+                                           min=0.1, callback=bounded_timeout)] = 60.0,
+    deadline: Annotated[Optional[float], typer.Option(help="Seconds from start for every rank's report (0.1 to 86400); "
+                                                           "rank 0 then reports the missing ones. Default: the "
+                                                           "check's whole budget + 60.",
+                                                      callback=_fleet_deadline)] = None,
+    kernels: Annotated[KernelMode, typer.Option(help="Microkernel sizes, run by local rank 0 of each node.")] = KernelMode.quick,
+    no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the microkernels.")] = False,
+    save_snapshots: Annotated[Optional[str], typer.Option(help="Every rank also sends its whole snapshot (redacted, "
+                                                               "about 30 KB); rank 0 saves them in this directory "
+                                                               "as rank-N.json, for `fleet compare`.")] = None,
+) -> None:
+    """Run under the job's launcher (torchrun, srun, mpirun): each rank checks itself, rank 0 compares.
+
+    Ranks meet in a torch.distributed TCPStore (rank 0's, or torchrun's own) and use
+    no collective; every rank exits with the verdict (--fail-on), 1 also when no verdict came.
+    """
+    if ctx.invoked_subcommand:
+        return
+    from mpdoctor.checks.registry import builtin_registry
+    from mpdoctor.fleet.launcher import LaunchError, detect
+    from mpdoctor.fleet.rank import RankOptions, run_rank
+    from mpdoctor.findings import Severity
+    from mpdoctor.probes.budget import Budget
+
+    chosen, dropped = codes(select), codes(ignore)
+    check_selection(builtin_registry(), chosen + dropped)
+    try:
+        launch = detect(os.environ)
+    except LaunchError as exc:
+        usage_error(str(exc))
+    if launch.rank == 0:
+        check_writable("--output", output)
+        if save_snapshots:
+            check_writable("--save-snapshots", os.path.join(save_snapshots, "rank-0.json"))
+    options = RankOptions(python=sys.executable, timeout=timeout, select=chosen, ignore=dropped,
+                          deadline=deadline or Budget.from_timeout(timeout).whole + 60.0,
+                          kernels="off" if no_kernels else kernels.value, snapshots=bool(save_snapshots))
+    outcome = run_rank(launch, options)
+    if outcome.report is not None:
+        _emit_fleet(outcome.report, format, output)
+    if save_snapshots and outcome.snapshots:
+        import json
+
+        for rank, data in sorted(outcome.snapshots.items()):
+            write_output("--save-snapshots", os.path.join(save_snapshots, f"rank-{rank}.json"),
+                   json.dumps(data, indent=2) + "\n")
+    if outcome.problem:
+        typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.problem}", err=True)
+        code = 0 if fail_on is FailOn.never else 1
+    else:
+        if launch.rank != 0:
+            typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.summary} (report on rank 0)", err=True)
+        failed = fail_on is not FailOn.never and outcome.worst is not None and \
+            Severity(outcome.worst).rank >= Severity(fail_on.value).rank
+        code = 1 if failed else 0
+    outcome.done()  # printed: rank 0 may exit now (torchrun stops every worker once one fails)
+    if outcome.abandoned:  # this rank's own check still hangs in a thread: end without waiting for it
+        from mpdoctor.probes.child import kill_children
+
+        kill_children()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise typer.Exit(code)
+
+
+@fleet_app.command("compare")
+def fleet_compare(
+    files: Annotated[list[str], typer.Argument(help="Saved snapshots or JSON reports, one per node or environment.")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
+) -> None:
+    """Compare saved snapshots or reports as the ranks of one fleet (file N plays rank N)."""
+    from mpdoctor.findings import exit_code
+    from mpdoctor.fleet.offline import compare_files
+    from mpdoctor.snapshot import SnapshotError
+
+    if len(files) < 2:
+        usage_error("fleet compare needs at least two files")
+    check_writable("--output", output)
+    try:
+        report = compare_files(files)
+    except SnapshotError as exc:
+        usage_error(str(exc))
+    _emit_fleet(report, format, output)
+    raise typer.Exit(exit_code(report.all_findings(), fail_on.value))
+
+
+@fleet_app.command("rules")
+def fleet_rules() -> None:
+    """List the fleet family's codes (FLEET001...): what each finds."""
+    from mpdoctor.fleet.rules import RULES
+
+    for entry in RULES.values():
+        typer.echo(f"{entry.code}  {entry.name:<34}  {entry.summary}")
+
+
+@fleet_app.command("rule")
+def fleet_rule(code: Annotated[str, typer.Argument(help="A fleet code (FLEET001) or name.")]) -> None:
+    """Print the documentation of one fleet code."""
+    from mpdoctor.fleet.rules import find
+
+    entry = find(code)
+    if entry is None:
+        usage_error(f"no fleet code {code!r} (see `mpdoctor fleet rules`)")
+    typer.echo(f"{entry.code} {entry.name} (fleet)\n\n{entry.doc}")
+
+
+def _emit_fleet(report, format: Format, output: Optional[str]) -> None:
+    from mpdoctor.fleet.model import redacted_fleet
+    from mpdoctor.render import fleet as view
+
+    report = redacted_fleet(report)
+    if format is Format.json:
+        emit(output, view.render_fleet_json(report))
+    elif format is Format.markdown:
+        emit(output, view.render_fleet_markdown(report))
+    else:
+        emit_text(output, lambda console: view.render_fleet_text(report, console))

@@ -1,0 +1,138 @@
+"""What the commands share: output formats, usage errors, option checks and where a report goes."""
+
+from __future__ import annotations
+
+import enum
+import io
+import os
+import shutil
+import sys
+from typing import Callable, NoReturn, Optional
+
+import typer
+
+EXIT_USAGE, EXIT_INTERNAL = 2, 3
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class KernelMode(str, enum.Enum):
+    quick = "quick"
+    full = "full"
+
+
+class FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def usage_error(message: str) -> NoReturn:
+    """Bad input from the user: one line on stderr, exit status 2, no traceback."""
+    from mpdoctor.probes.remote.redact import redact_text
+
+    typer.echo(f"mpdoctor: error: {redact_text(message)}", err=True)  # it may quote a path or URL with a token
+    raise typer.Exit(EXIT_USAGE)
+
+
+def codes(values: Optional[list[str]]) -> list[str]:
+    """``--select TORCH,STACK001 --select ENV`` -> ["TORCH", "STACK001", "ENV"]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def resolve_python(python: Optional[str]) -> str:
+    if python is None:
+        return sys.executable
+    if not python.strip():  # `--python "$UNSET_VAR"`: never silently diagnose mpdoctor's own interpreter instead
+        usage_error("--python needs an interpreter (a path or a name on PATH), not an empty string")
+    found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
+    if not found:
+        usage_error(f"--python {python}: no such interpreter")
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        usage_error(f"--python {python}: not an executable file")
+    return found
+
+
+def check_writable(option: str, path: Optional[str]) -> None:
+    """Refuse an output path before probing, rather than fail after the work is done (see render/output.py)."""
+    from mpdoctor.render.output import target_problem
+
+    if path is None:
+        return
+    problem = target_problem(path)
+    if problem:
+        usage_error(f"{option} {path}: {problem}")
+
+
+def write_output(option: str, path: str, text: str) -> None:
+    from mpdoctor.render.output import write_report
+
+    try:
+        write_report(path, text)
+    except OSError as exc:
+        usage_error(f"{option} {path}: cannot write: {exc.strerror or exc}")
+
+
+def check_temp() -> None:
+    """Probing needs a temporary directory (each child's output goes there): without one, say so and stop."""
+    from mpdoctor.probes.child import temp_problem
+
+    problem = temp_problem()
+    if problem:
+        usage_error(problem)
+
+
+def bounded_timeout(ctx: typer.Context, param: typer.CallbackParam, value: float) -> float:
+    """--timeout: a number of seconds within MIN_TIMEOUT..MAX_TIMEOUT (nan, inf and 1e308 would hang or overflow)."""
+    source = ctx.get_parameter_source(param.name)
+    if source is not None and source.name == "DEFAULT":  # ours; and `explain` without --check loads no probe code
+        return value
+    from mpdoctor.probes.budget import timeout_problem
+
+    problem = timeout_problem(value)
+    if problem:
+        raise typer.BadParameter(f"{value} {problem}")
+    return value
+
+
+def check_selection(registry, prefixes: list[str]) -> None:
+    """--select/--ignore take codes that `mpdoctor check` runs: snapshot checks, not audit or internal codes."""
+    from mpdoctor.checks.registry import CHECKPOINT, INTERNAL
+
+    for prefix in prefixes:
+        if registry.matches(prefix):
+            continue
+        subjects = {entry.subject for entry in registry.matching(prefix)}
+        if CHECKPOINT in subjects:
+            usage_error(f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
+                        "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)")
+        if INTERNAL in subjects:
+            usage_error(f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
+                        "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)")
+        usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
+
+
+def emit(output: Optional[str], text: str) -> None:
+    """A rendered report to --output FILE (atomically, see render/output.py) or to stdout."""
+    if output:
+        write_output("--output", output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def emit_text(output: Optional[str], draw: Callable) -> None:
+    """The text format: drawn on the terminal's console (colour where it has some), plain 100 columns in a file."""
+    from rich.console import Console
+
+    # emoji=False: rich would turn `:ab:` in a PCI bus id (0000:ab:00.0) or a path into an emoji
+    if not output:
+        draw(Console(highlight=False, emoji=False))
+        return
+    buffer = io.StringIO()
+    draw(Console(file=buffer, no_color=True, width=100, highlight=False, emoji=False))
+    write_output("--output", output, buffer.getvalue())
