@@ -6,7 +6,7 @@ import shlex
 from typing import Iterator
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -74,3 +74,47 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
             + ([Step("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
                if dist.name else []),
         )
+
+
+@check("ENV003", "project-scan-incomplete", family=FAMILY, needs=("project",),
+       fires_on=("project-scan-incomplete",),
+       quiet_on=("cpu-laptop", "apex-amp-removed"))
+def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
+    """The scan of your project's code left files unread, stopped at its budget, or failed.
+
+    ## Why it matters
+    The checks that read your code (apex.amp imports, torch AMP mixed with apex,
+    OneFlow uses) only know the files the scan read: a use in a file it skipped
+    is missed, so their silence about it means "unknown". Files are skipped when
+    they are not regular files (a FIFO would block the scan, a device never
+    ends) or are too deeply nested to parse safely (a generated file with one
+    400,000-character line); the scan stops at its time and file budget in a very
+    large tree.
+
+    ## Fix
+    Run mpdoctor from your training project's own directory rather than a large
+    tree above it, and keep generated files, pipes and devices out of it; or check
+    the skipped files for apex and OneFlow uses by hand.
+    """
+    scan = snap.environment.project
+    if not (scan.truncated or scan.error or scan.skipped_files):
+        return
+    files = f"{scan.files_scanned} Python file{'' if scan.files_scanned == 1 else 's'}"
+    evidence = [f"{files} read under {scan.root or 'the working directory'}"]
+    if scan.error:
+        evidence.append(f"the scan failed: {scan.error}")
+    if scan.truncated:
+        evidence.append("the scan stopped at its time or file budget")
+    evidence += [f"skipped {entry}" for entry in scan.skipped_files[:5]]
+    if len(scan.skipped_files) > 5:
+        evidence.append(f"... and {len(scan.skipped_files) - 5} more skipped")
+    what = "failed" if scan.error else "stopped early" if scan.truncated else \
+        f"left {len(scan.skipped_files)} file{'s' if len(scan.skipped_files) != 1 else ''} unread"
+    yield info(
+        f"the scan of your project's code {what}: checks that read your code may miss a use in it",
+        evidence,
+        [Step("Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
+              "kept out of it"),
+         fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand")],
+    )
+

@@ -326,7 +326,8 @@ def test_gather_takes_the_kernels_only_when_a_selected_check_needs_them(taken, s
     (["APEX006"], [], True),
     (["ONEFLOW005"], [], True),
     (["ONEFLOW003"], [], False),
-    ([], ["APEX", "ONEFLOW"], False),
+    ([], ["APEX", "ONEFLOW"], True),  # ENV003 reports on the scan itself
+    ([], ["APEX", "ONEFLOW", "ENV003"], False),
     (["TORCH", "ONEFLOW001"], [], True),
 ])
 def test_gather_scans_the_project_only_when_a_selected_check_needs_it(taken, select, ignore, expected):
