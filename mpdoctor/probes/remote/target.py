@@ -12,11 +12,10 @@ not cost the package inventory:
 * ``env``: interpreter, installed distributions, environment variables;
 * ``torch``: the result of importing torch and what the imported torch reports.
 
-Both also look at NVIDIA apex (``apex.py``, ``scan.py`` and
-``loads.py``, siblings in this package): the env part finds it and who
-imports it without importing it; the torch part, with torch imported, loads
-apex's compiled extensions in a supervised forked worker (``supervise.py``). The
-env part also looks for OneFlow without importing it; a third part, ``oneflow``
+Both also look at NVIDIA apex (``apex.py``, ``scan.py`` and ``loads.py``, siblings in
+this package): the env part finds it and who imports it without importing it; the torch
+part loads apex's compiled extensions in a supervised forked worker (``supervise.py``).
+The env part also looks for OneFlow without importing it; a third part, ``oneflow``
 (``oneflow.py``), imports it and runs it beside torch.
 
 The parts' and steps' names are ``steps.py``'s: the host reads them back by the
@@ -27,6 +26,7 @@ JSON object from the host's ``Budget``: ``env_limits``, ``torch_limits``), then
 switches (``steps.NO_PROJECT``). No limit is derived here.
 """
 
+import gc
 import importlib
 import os
 import sys
@@ -314,13 +314,17 @@ def import_torch(out):
     out.emit(steps.FIND, {"found": True, "origin": spec.origin or (locations[0] if locations else "")})
 
     out.begin(steps.IMPORT)
+    gc.disable()  # `import torch` makes objects by the hundred thousand, none garbage: collecting only costs time
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             import torch
         except BaseException as exc:  # SystemExit and friends from a broken torch too
+            gc.enable()
             out.emit(steps.IMPORT, {"ok": False, "error": _exception_facts(exc), "warnings": _warning_texts(caught)})
             return None, _exception_facts(exc)
+    gc.freeze()  # and what it made stays out of every later collection
+    gc.enable()
     imported_as = _sibling("oneflow").imported_as(torch)
     out.emit(steps.IMPORT, {"ok": True, "warnings": _warning_texts(caught), "imported_as": imported_as})
     if imported_as != "torch":  # oneflow's mock-torch: anything further would describe OneFlow
@@ -393,7 +397,3 @@ def main(argv):
     out = StepWriter(path)
     PARTS[part](out, limits, set(argv[3:]))
     out.emit(steps.DONE, True)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
