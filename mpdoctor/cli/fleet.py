@@ -13,9 +13,14 @@ from mpdoctor.cli.options import (FailOn, Format, KernelMode, bounded_timeout, c
 
 
 def _fleet_deadline(value: Optional[float]) -> Optional[float]:
-    """fleet --deadline: finite seconds (nan or inf would never end, 1e308 overflows the store's timeout)."""
-    if value is not None and not 0.1 <= value <= 86400:  # nan fails both comparisons
-        raise typer.BadParameter(f"{value} is not a number of seconds from 0.1 to 86400")
+    """fleet --deadline: bounded as --timeout is (nan or inf would never end, 1e308 overflows the store's timeout)."""
+    if value is None:
+        return value
+    from mpdoctor.probes.budget import timeout_problem
+
+    problem = timeout_problem(value)
+    if problem:
+        raise typer.BadParameter(f"{value} {problem}")
     return value
 
 

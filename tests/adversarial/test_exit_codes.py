@@ -38,6 +38,15 @@ def test_a_timeout_that_is_not_a_sane_number_of_seconds_is_a_usage_error(command
     assert "Invalid value for '--timeout'" in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--timeout", "--deadline"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e308", "0"])
+def test_fleet_bounds_its_time_options_as_check_does(option, value):
+    """Refused before any launcher is looked for: nothing here runs under torchrun."""
+    result = mpdoctor("fleet", f"{option}={value}")
+    assert_clean(result, 2)
+    assert f"Invalid value for '{option}'" in result.stderr
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e308 * 10])
 def test_the_budget_refuses_what_the_option_refuses(value):
     with pytest.raises(ValueError, match="positive, finite"):
