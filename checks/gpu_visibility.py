@@ -82,8 +82,9 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     entry does it by accident.
 
     ## Fix
-    Unset it, or list the GPUs you want by UUID (`nvidia-smi -L`); under Slurm,
-    request GPUs with `--gres=gpu:N`.
+    Unset it, or list the GPUs you want by UUID (`nvidia-smi -L`). Under Slurm
+    (`NoDevFiles`), request GPUs with `--gres=gpu:N`; never unset it inside the
+    job, which would reach GPUs given to other jobs.
     """
     view = gpu_view(snap)
     if not view.hides_all or not (view.devices or snap.torch.cuda):
@@ -92,9 +93,16 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     reason = view.visible_entries[0].problem if view.visible_entries else "it is empty"
     evidence = env_evidence(view) + _entry_lines(view) + _uuid_list(snap)
     evidence += [describe(row) for row in view.hidden]
-    steps = [Step("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
     if raw.strip() == "NoDevFiles":
-        steps.insert(0, Step("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"))
+        # Slurm's own value in a job that was given no GPU. Unsetting it inside the job would reach GPUs
+        # allocated to other jobs where Slurm does not fence devices off (no ConstrainDevices): the only
+        # fix is to ask Slurm for GPUs.
+        yield error(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, [
+            Step("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
+            fixes.inspect("See which GPUs the job was given", "scontrol show job \"$SLURM_JOB_ID\""),
+        ])
+        return
+    steps = [Step("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
     if snap.machine.nvml.gpus:
         steps.append(fixes.alternative("Or select GPUs by UUID, from this list"))
         steps.append(fixes.inspect("List the GPUs and their UUIDs", "nvidia-smi -L"))
