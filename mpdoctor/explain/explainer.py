@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import stat
 from collections import deque
 from typing import BinaryIO, Optional
@@ -10,6 +11,7 @@ from typing import BinaryIO, Optional
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote.redact import redact_clip, redact_text
 
 # A log longer than this is read from its end: the failure that stopped a run is at the bottom. The text is held a
@@ -19,18 +21,21 @@ MAX_INPUT = 128 << 20
 # is abandoned after this much, and what was kept is scanned as a cut input.
 MAX_STREAM = 4 << 30
 CHUNK = 1 << 20
+PROGRESS_STEP = 4 << 20  # bytes read between two progress posts: never one per chunk of a slow pipe, nor per line
+TASK = "explain"  # the progress task reading and matching post to
 
 
 class InputError(ValueError):
     """Input that cannot be read; the message is meant for the user."""
 
 
-def read_file(path: str, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
+def read_file(path: str, limit: int = MAX_INPUT, progress: ProgressBoard = SILENT) -> tuple[bytes | bytearray, bool]:
     """The file's bytes (its last ``limit`` when longer), and whether it was cut.
 
     Regular files and pipes only: a device such as /dev/zero never ends. A pipe is read
     like stdin, in bounded chunks. ``st_size`` only says where to start reading; a file
-    that grows while it is read is still read in bounded chunks.
+    that grows while it is read is still read in bounded chunks. ``progress`` gets a task
+    "explain" counting the bytes read (of the file's size, when it has one).
     """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer before its type can be checked.
@@ -44,11 +49,16 @@ def read_file(path: str, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
     info = os.fstat(fd)
     if stat.S_ISFIFO(info.st_mode):
         # A pipe the user named (`--file <(zcat run.log.gz)`): read it like stdin, in bounded chunks, waiting for
-        # its writer as a shell pipe would.
+        # its writer as a shell pipe would. A FIFO that no writer has opened yet reads as empty at once: wait
+        # until one has (it wrote, or came and went) before the first read.
         os.set_blocking(fd, True)
+        try:
+            select.select([fd], [], [])
+        except (OSError, ValueError):  # a descriptor select cannot watch: read at once, as before this wait
+            pass
         with open(fd, "rb") as pipe:
             try:
-                return read_stream(pipe, limit)
+                return read_stream(pipe, limit, progress=progress)
             except OSError as exc:
                 raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
@@ -57,21 +67,80 @@ def read_file(path: str, limit: int = MAX_INPUT) -> tuple[bytes, bool]:
             raise InputError(f"{path}: is a directory")
         raise InputError(f"{path}: not a regular file or a pipe (a device or socket); "
                          f"pipe it in instead: ... | mpdoctor explain -")
-    with open(fd, "rb") as handle:
+    # unbuffered: the bytes go from the file straight into the buffer they are scanned in
+    with open(fd, "rb", buffering=0) as handle:
+        expected = min(info.st_size, limit)
+        progress.start(TASK, "reading the log", total=expected, unit="bytes")
         try:
             if info.st_size > limit:
                 handle.seek(info.st_size - limit)
-                data, cut = read_stream(handle, limit)
+                data, cut = _read_sized(handle, expected, limit, progress)
                 return data, True
-            return read_stream(handle, limit)
+            return _read_sized(handle, expected, limit, progress)
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def read_stream(stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM) -> tuple[bytes, bool]:
-    """A stream (stdin) read in bounded chunks, keeping only its last ``limit`` bytes; at most ``most`` are read."""
+def read_stream(stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM,
+                progress: ProgressBoard = SILENT) -> tuple[bytes | bytearray, bool]:
+    """A stream (stdin) read in bounded chunks, keeping only its last ``limit`` bytes; at most ``most`` are read.
+
+    Stdin redirected from a file (``mpdoctor explain - < run.log``) is read as ``read_file`` reads one: from
+    where its last ``limit`` bytes begin, into one buffer. ``progress`` gets a task "explain" counting the
+    bytes read, of the file's size when there is one."""
+    remaining = _file_remaining(stream)
+    if remaining is None:
+        progress.start(TASK, "reading the input", unit="bytes")
+        return _read_chunks(stream, limit, most, progress)
+    progress.start(TASK, "reading the input", total=min(remaining, limit), unit="bytes")
+    if remaining > limit:
+        stream.seek(remaining - limit, os.SEEK_CUR)
+        data, cut = _read_sized(stream, limit, limit, progress)
+        return data, True
+    return _read_sized(stream, remaining, limit, progress)
+
+
+def _file_remaining(stream: BinaryIO) -> Optional[int]:
+    """The bytes left in ``stream`` when it is a regular file (stdin redirected from one), else None."""
+    try:
+        info = os.fstat(stream.fileno())
+        return max(0, info.st_size - stream.tell()) if stat.S_ISREG(info.st_mode) else None
+    except (AttributeError, OSError, ValueError):  # no descriptor (BytesIO), closed, or not seekable
+        return None
+
+
+def _read_sized(handle: BinaryIO, expected: int, limit: int,
+                progress: ProgressBoard) -> tuple[bytes | bytearray, bool]:
+    """A file ``fstat`` says holds ``expected`` more bytes: read into one bytearray of that size, in ``CHUNK``s
+    (a 100 MB log is not copied again to join chunks, nor to make it ``bytes``: everything downstream takes a
+    bytearray), then on in bounded chunks if it grew meanwhile."""
+    buffer = bytearray(expected)
+    got = posted = 0
+    with memoryview(buffer) as view:
+        while got < expected:
+            count = handle.readinto(view[got:got + CHUNK])
+            if not count:
+                break  # it shrank while it was read
+            got += count
+            if got - posted >= PROGRESS_STEP:
+                progress.update(TASK, completed=got)
+                posted = got
+    progress.update(TASK, completed=got)
+    if got < expected:
+        del buffer[got:]
+        return buffer, False
+    more, cut = _read_chunks(handle, limit, MAX_STREAM, progress, got)
+    if not more:
+        return buffer, cut
+    data = buffer + more
+    return (data[-limit:], True) if len(data) > limit else (data, cut)
+
+
+def _read_chunks(stream: BinaryIO, limit: int, most: int, progress: ProgressBoard,
+                 done: int = 0) -> tuple[bytes, bool]:
     chunks: deque[bytes] = deque()
     kept, total, cut = 0, 0, False
+    posted = done
     while total < most:
         chunk = stream.read(min(CHUNK, most - total))
         if not chunk:
@@ -79,12 +148,16 @@ def read_stream(stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM
         chunks.append(chunk)
         kept += len(chunk)
         total += len(chunk)
+        if done + total - posted >= PROGRESS_STEP:
+            progress.update(TASK, completed=done + total)
+            posted = done + total
         while kept - len(chunks[0]) >= limit:  # drop whole chunks that fall before the last ``limit`` bytes
             kept -= len(chunks.popleft())
             cut = True
     else:
         cut = cut or bool(stream.read(1))  # stopped at ``most``: cut unless it ended exactly there
-    data = b"".join(chunks)
+    progress.update(TASK, completed=done + total)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk (a short message) is not copied
     chunks.clear()
     if len(data) > limit:
         data, cut = data[-limit:], True
@@ -104,14 +177,18 @@ def explanation(match: Match) -> Explanation:
     )
 
 
-def explain(data: bytes | str, source: str, truncated: bool = False) -> ExplainReport:
-    """Every known failure in ``data``."""
+def explain(data: bytes | bytearray | str, source: str, truncated: bool = False,
+            progress: ProgressBoard = SILENT) -> ExplainReport:
+    """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
+    progress.update(TASK, text="looking for known failures")
     matches = find(data, all_signatures())
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token
-    return ExplainReport(source=redact_text(source), input_lines=lines, input_bytes=len(raw), truncated=truncated,
-                         recognised=[explanation(m) for m in matches])
+    report = ExplainReport(source=redact_text(source), input_lines=lines, input_bytes=len(raw), truncated=truncated,
+                           recognised=[explanation(m) for m in matches])
+    progress.finish(TASK)
+    return report
 
 
 def confirm(report: ExplainReport, python: str, timeout: float) -> None:
