@@ -8,7 +8,7 @@ from typing import Any, Mapping, Optional
 
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
-from mpdoctor.checkpoint_audit.sources import WeightFile, read, weight_files
+from mpdoctor.checkpoint_audit.sources import WeightFile, read_all, weight_files
 from mpdoctor.checkpoint_audit.tree import ModelFacts, keep_names
 
 IN_MEMORY = "<in memory>"
@@ -22,7 +22,7 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> 
     """
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
-        return audit_files(path, [read(file, python or sys.executable, timeout) for file in weight_files(path)])
+        return audit_files(path, read_all(weight_files(path), python or sys.executable, timeout))
     live = callable(getattr(obj, "named_parameters", None)) and callable(getattr(obj, "named_buffers", None))
     # A live module: its non-persistent buffers too (a state dict leaves them out), its classes, its own
     # _keep_in_fp32_modules; the same analysis as its saved file, knowing more.

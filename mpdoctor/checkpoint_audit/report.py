@@ -7,15 +7,20 @@ when a field is removed, renamed or changes type, and the shipped schema
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import eq, itemgetter
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
+from mpdoctor.checkpoint_audit import gc_pause
+from mpdoctor.checkpoint_audit.safetensors import TensorEntry, TensorTable
 from mpdoctor.checkpoint_audit.sources import WeightFile, unread_steps
-from mpdoctor.checkpoint_audit.tree import ModelFacts, OddModule, Subtree, analyse, describe, keep_fp32_beside
+from mpdoctor.checkpoint_audit.tree import ModelFacts, OddModule, Subtree, describe, keep_fp32_beside
 from mpdoctor.checkpoint_audit.tree import findings as tree_findings
 from mpdoctor.checkpoint_audit.tree import size_text as _size
+from mpdoctor.checkpoint_audit.tree_ranges import analyse_columns
 from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.probes.remote.redact import redact_tree
@@ -24,7 +29,7 @@ from mpdoctor.snapshot.vocab import WeightFormat
 
 AUDIT_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("audit", AUDIT_SCHEMA_VERSION)
-FLOATING = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
+FLOATING = frozenset(("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"))
 MAX_LISTED = 20
 
 
@@ -92,46 +97,80 @@ class AuditReport:
         return plain_text(self)
 
 
-def _module(name: str) -> str:
-    return name.rsplit(".", 1)[0] if "." in name else ""
+def _joined(components: list[str], parts: list[str]) -> list[str]:
+    """``component/part`` for each pair, leaving out an empty side (most checkpoints have no components)."""
+    if not any(components):
+        return parts
+    return ["/".join(p for p in pair if p) for pair in zip(components, parts)]
 
 
 def audit_files(path: str, files: list[WeightFile], facts: ModelFacts | None = None) -> AuditReport:
-    """The dtype mix of the files' tensors, module by module; ``facts`` tells what a live model knows."""
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    components: dict[str, Counter] = defaultdict(Counter)
-    modules: dict[str, list] = defaultdict(list)
-    groups: dict[str, Counter] = defaultdict(Counter)
+    """The dtype mix of the files' tensors, module by module; ``facts`` tells what a live model knows.
+
+    A column at a time (names, dtypes, sizes of every tensor), with counting and
+    filtering that run in C: a 100,000-tensor checkpoint is a few passes over lists.
+    """
+    with gc_pause.paused():
+        return _audit(path, files, facts)
+
+
+def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> AuditReport:
+    components, names, dtypes, shapes, sizes = [], [], [], [], []
     for file in files:
-        for tensor in file.tensors:
-            groups["/".join(part for part in (file.component, tensor.name.split(".", 1)[0]) if part)][tensor.dtype] += 1
-            totals[tensor.dtype][0] += 1
-            totals[tensor.dtype][1] += tensor.nbytes
-            if tensor.dtype in FLOATING:
-                components[file.component][tensor.dtype] += tensor.nbytes
-                key = "/".join(part for part in (file.component, _module(tensor.name)) if part)
-                modules[key].append(tensor)
+        if isinstance(file.tensors, TensorTable):  # the bulk header reader's columns, as they are
+            columns = file.tensors.names, file.tensors.dtypes, file.tensors.shapes, file.tensors.nbytes, ()
+        else:
+            columns = tuple(zip(*file.tensors))
+        if columns:
+            components += repeat(file.component, len(columns[0]))
+            names += columns[0]
+            dtypes += columns[1]
+            shapes += columns[2]
+            sizes += columns[3]
+    totals = {d: [n, sum(compress(sizes, map(eq, dtypes, repeat(d))))] for d, n in Counter(dtypes).items()}
+    floating = list(map(FLOATING.__contains__, dtypes))
+    float_components, float_dtypes = list(compress(components, floating)), list(compress(dtypes, floating))
+    float_sizes = list(compress(sizes, floating))
+    per_component: dict[str, dict[str, int]] = {}  # the report lists named components only (diffusers folders)
+    pairs = list(zip(float_components, float_dtypes)) if any(float_components) else []
+    for component, dtype in dict.fromkeys(pairs):  # the (component, dtype) pairs, in the order they first come
+        per_component.setdefault(component, {})[dtype] = sum(compress(float_sizes, map(eq, pairs,
+                                                                                        repeat((component, dtype)))))
+    groups: dict[str, dict[str, int]] = {}
+    tops = _joined(components, list(map(itemgetter(0), map(str.partition, names, repeat(".")))))
+    for (prefix, dtype), count in Counter(zip(tops, dtypes)).items():
+        groups.setdefault(prefix, {})[dtype] = count
+    modules = _joined(float_components, list(map(itemgetter(0), map(str.rpartition, compress(names, floating),
+                                                                    repeat(".")))))
     report = AuditReport(
         path=path,
         files=[FileSummary(f.path, f.component, f.format, len(f.tensors), f.error) for f in files],
         dtypes=[DtypeTotal(d, n, b) for d, (n, b) in sorted(totals.items(), key=lambda kv: -kv[1][1])],
-        components={c: dict(counter) for c, counter in components.items() if c},
-        modules=len(modules),
-        groups={prefix: dict(counter) for prefix, counter in sorted(groups.items())},
+        components={c: dtypes for c, dtypes in per_component.items() if c},
+        modules=len(set(modules)),
+        groups=dict(sorted(groups.items())),
     )
-    for module, tensors in sorted(modules.items()):
-        kinds = Counter(t.dtype for t in tensors)
-        if len(kinds) < 2:
-            continue
+    pairs = set(zip(modules, float_dtypes))
+    mixed = set()
+    if len(pairs) > report.modules:  # some module holds more than one floating dtype
+        mixed = {module for module, kinds in Counter(map(itemgetter(0), pairs)).items() if kinds > 1}
+    by_module: dict[str, list] = {}
+    if mixed:
+        tensors = map(TensorEntry, names, dtypes, shapes, sizes, repeat(""))
+        for module, tensor in zip(compress(modules, map(mixed.__contains__, modules)),
+                                  compress(compress(tensors, floating), map(mixed.__contains__, modules))):
+            by_module.setdefault(module, []).append(tensor)
+    for module, own in sorted(by_module.items()):
+        kinds = Counter(t.dtype for t in own)
         weight = Counter()
-        for t in tensors:
+        for t in own:
             weight[t.dtype] += t.nbytes
         majority = max(weight, key=lambda d: (weight[d], kinds[d]))
-        odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in tensors if t.dtype != majority]
+        odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in own if t.dtype != majority]
         report.mixed.append(MixedModule(module, majority, dict(kinds), odd))
     if facts is None:  # files: the config.json beside them may name the modules kept in float32
         facts = ModelFacts(keep_fp32=keep_fp32_beside((f.component, f.path) for f in files if f.format))
-    tree = analyse(((f.component, t.name, t.dtype, t.nbytes) for f in files for t in f.tensors), facts)
+    tree = analyse_columns(float_components, list(compress(names, floating)), float_dtypes, float_sizes, facts)
     report.odd_modules, report.subtrees = tree.odd, tree.subtrees
     report.findings = findings(report, files, tree.unnamed) + tree_findings(tree)
     return report

@@ -12,7 +12,11 @@ import math
 import os
 import stat
 import struct
-from dataclasses import dataclass
+from itertools import repeat
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from mpdoctor.checkpoint_audit import header_bulk
 
 from mpdoctor.probes.remote import files
 
@@ -31,10 +35,15 @@ TORCH_NAME = {
 }
 
 
+# AuditError.cause and WeightFile.cause: why a file was not read, when the fix is not "re-download it": a pickle
+# weights_only refused, no torch to read a pickle with, no temporary directory for the loading child.
+REFUSED, NO_TORCH, NO_TEMP = "refused", "no-torch", "no-temp"
+
+
 class AuditError(ValueError):
     """A file that cannot be audited; the message says which and why, for the user.
 
-    ``cause`` names a cause whose fix is not "re-download it" (``sources.REFUSED``, ``sources.NO_TORCH``).
+    ``cause`` names a cause whose fix is not "re-download it" (``REFUSED``, ``NO_TORCH``, ``NO_TEMP``).
     """
 
     def __init__(self, message: str, cause: str = "") -> None:
@@ -42,9 +51,12 @@ class AuditError(ValueError):
         self.cause = cause
 
 
-@dataclass(frozen=True)
-class TensorEntry:
-    """One tensor of a checkpoint: where it is, its dtype (torch's name) and shape."""
+class TensorEntry(NamedTuple):
+    """One tensor of a checkpoint: where it is, its dtype (torch's name) and shape.
+
+    A named tuple, not a dataclass: a big checkpoint has 100,000 of them, and a
+    frozen dataclass's ``__init__`` cost more than reading the whole header.
+    """
 
     name: str
     dtype: str
@@ -53,7 +65,33 @@ class TensorEntry:
     file: str
 
 
-def read_header(path: str) -> tuple[list[TensorEntry], dict[str, str]]:
+class TensorTable(Sequence):
+    """A file's tensors as columns, one list per field: a sequence of :class:`TensorEntry` made on demand.
+
+    What the bulk header reader gives: the report reads the columns, and 100,000
+    entries need never be made one by one.
+    """
+
+    def __init__(self, names: Sequence[str], dtypes: Sequence[str], shapes: Sequence[tuple], nbytes: Sequence[int],
+                 file: str) -> None:
+        self.names, self.dtypes, self.shapes, self.nbytes, self.file = names, dtypes, shapes, nbytes, file
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index):  # an int, or a slice (a list then)
+        if isinstance(index, slice):
+            return list(self)[index]
+        return TensorEntry(self.names[index], self.dtypes[index], self.shapes[index], self.nbytes[index], self.file)
+
+    def __iter__(self) -> Iterator[TensorEntry]:
+        return map(TensorEntry, self.names, self.dtypes, self.shapes, self.nbytes, repeat(self.file))
+
+    def __repr__(self) -> str:
+        return f"TensorTable({list(self)!r})"
+
+
+def read_header(path: str) -> tuple[Sequence[TensorEntry], dict[str, str]]:
     """The tensors a .safetensors file holds, and its free-form __metadata__."""
     why = files.not_regular(path)
     if why:  # a FIFO would block the read, a device never end
@@ -78,13 +116,25 @@ def read_header(path: str) -> tuple[list[TensorEntry], dict[str, str]]:
                 raise AuditError(f"{path}: the header claims {length} bytes but only {len(raw)} could be read")
     except OSError as exc:
         raise AuditError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data_size = size - 8 - length
+    bulk = header_bulk.entries(raw, data_size, ITEM_SIZE)
+    if bulk is not None:
+        (names, dtypes, shapes, sizes), meta = bulk
+        return TensorTable(names, list(map(TORCH_NAME.__getitem__, dtypes)), shapes, sizes, path), meta
+    return parse_header(path, raw, data_size)  # not the usual layout, or something in it is wrong
+
+
+def parse_header(path: str, raw: bytes, data_size: int) -> tuple[list[TensorEntry], dict[str, str]]:
+    """The header's JSON ``raw`` read entry by entry, each claim checked against ``data_size``, saying what is wrong.
+
+    The reference reader: ``header_bulk.entries`` gives the same result or none.
+    """
     try:
         header = files.json_value(raw, max_depth=MAX_DEPTH)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise AuditError(f"{path}: the header is not valid JSON ({exc})") from None
     if not isinstance(header, dict):
         raise AuditError(f"{path}: the header is not a JSON object")
-    data_size = size - 8 - length
     metadata = header.pop("__metadata__", None)
     entries = [_entry(path, name, spec, data_size) for name, spec in header.items()]
     _no_overlap(path, header)

@@ -8,22 +8,21 @@ folder has both, safetensors are read and the pickles beside them left alone.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpdoctor.checkpoint_audit.safetensors import AuditError, TensorEntry, read_header
+from mpdoctor.checkpoint_audit.progress_text import short as _short
+from mpdoctor.checkpoint_audit.safetensors import NO_TEMP, NO_TORCH, REFUSED, AuditError, TensorEntry, read_header
 from mpdoctor.findings import Step
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import files as safe_files
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
 MAX_INDEX = 64 << 20  # an index or model_index.json: a few MB at most for the largest models
-# WeightFile.cause: why a file was not read, when the fix is not "re-download it"
-REFUSED, NO_TORCH, NO_TEMP = "refused", "no-torch", "no-temp"
 
 
 @dataclass
@@ -33,7 +32,7 @@ class WeightFile:
     path: str
     component: str = ""  # the diffusers component (unet, text_encoder, ...) it belongs to
     format: str = ""  # safetensors or pickle
-    tensors: list[TensorEntry] = field(default_factory=list)
+    tensors: Sequence[TensorEntry] = field(default_factory=list)  # a TensorTable from the bulk header reader
     error: str = ""
     cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, or ""
 
@@ -117,51 +116,47 @@ def weight_files(path: str) -> list[WeightFile]:
 
 def read(file: WeightFile, python: str, timeout: float) -> WeightFile:
     """Fill in the file's tensors, or its error; never raises for a bad file."""
-    try:
-        if file.path.endswith(SAFETENSORS):
-            file.format = "safetensors"
-            file.tensors, _ = read_header(file.path)
-        elif file.path.endswith(PICKLES):
-            file.format = "pickle"
-            file.tensors = _read_pickle(file.path, python, timeout)
-        elif not os.path.exists(file.path):
-            raise AuditError(f"{file.path}: listed, but missing")
-        else:
-            raise AuditError(f"{file.path}: not a weight file mpdoctor reads")
-    except AuditError as exc:
-        file.error, file.cause = str(exc), exc.cause
-    return file
+    return read_all([file], python, timeout)[0]
 
 
-def _read_pickle(path: str, python: str, timeout: float) -> list[TensorEntry]:
-    """torch.load(weights_only=True) in a child of ``python``, within ``Budget.checkpoint`` of ``--timeout``."""
-    from mpdoctor.probes.budget import Budget
-    from mpdoctor.probes.child import remote_argv, run_child
+def read_all(files: list[WeightFile], python: str, timeout: float,
+             progress: ProgressBoard = SILENT) -> list[WeightFile]:
+    """Fill in every file's tensors, or its error, and return them; never raises for a bad file.
 
-    why = safe_files.not_regular(path)
-    if why:  # torch.load would block on a FIFO, and read a device forever
-        raise AuditError(f"{path}: it is {why}, not a regular file: not read")
-    if not os.path.isfile(path):
-        raise AuditError(f"{path}: listed, but missing")
-    try:
-        scratch = tempfile.TemporaryDirectory(prefix="mpdoctor-audit-")
-    except OSError as exc:
-        raise AuditError(f"{path}: not read: no writable temporary directory ({exc.strerror or exc}); set TMPDIR "
-                         "to a directory you can write to", NO_TEMP) from None
-    with scratch as tmp:
-        out = os.path.join(tmp, "tensors.json")
-        limit = Budget.from_timeout(timeout).checkpoint
-        result = run_child(remote_argv(python, "checkpoint_loader", path, out), limit)
+    Safetensors headers are read here, one after the other (milliseconds each);
+    the pickles all go to one child of ``python`` (``pickles.py``): one torch
+    import for all of them, each file within ``Budget.checkpoint`` of ``timeout``.
+    ``progress`` gets an "audit" task counting the files, naming the one being read.
+    """
+    progress.start("audit", "", total=len(files), unit="files")
+    pickles, done = [], 0
+    for file in files:
         try:
-            data = json.loads(Path(out).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise AuditError(f"{path}: torch.load {result.describe()}") from None
-    if not data.get("ok") and data.get("stage") == "import":
-        raise AuditError(f"{path}: not read: {python} cannot import torch ({data.get('type')}: {data.get('message')}), "
-                         "and only torch reads a pickled checkpoint (give --python an environment that has it)",
-                         NO_TORCH)
-    if not data.get("ok"):
-        raise AuditError(f"{path}: torch.load(weights_only=True) refused it: {data.get('type')}: "
-                         f"{data.get('message')}", REFUSED if data.get("type") == "UnpicklingError" else "")
-    return [TensorEntry(str(name), str(dtype), tuple(shape), int(nbytes), path)
-            for name, dtype, shape, nbytes in data.get("tensors", [])]
+            if file.path.endswith(SAFETENSORS):
+                file.format = "safetensors"
+                progress.update("audit", _short(os.path.basename(file.path)), completed=done)
+                file.tensors, _ = read_header(file.path)
+            elif file.path.endswith(PICKLES):
+                file.format = "pickle"
+                why = safe_files.not_regular(file.path)
+                if why:  # torch.load would block on a FIFO, and read a device forever
+                    raise AuditError(f"{file.path}: it is {why}, not a regular file: not read")
+                if not os.path.isfile(file.path):
+                    raise AuditError(f"{file.path}: listed, but missing")
+                pickles.append(file)
+                continue
+            elif not os.path.exists(file.path):
+                raise AuditError(f"{file.path}: listed, but missing")
+            else:
+                raise AuditError(f"{file.path}: not a weight file mpdoctor reads")
+        except AuditError as exc:
+            file.error, file.cause = str(exc), exc.cause
+        done += 1
+        progress.update("audit", completed=done)
+    if pickles:
+        from mpdoctor.checkpoint_audit.pickles import read_pickles  # a child and its machinery: only for pickles
+
+        read_pickles(pickles, python, timeout, progress, done, len(files))
+    progress.update("audit", completed=len(files))
+    progress.finish("audit", "done")
+    return files
