@@ -7,6 +7,7 @@ installed torch where it is.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Iterator, Optional
 
@@ -86,6 +87,31 @@ class Conflict:
         return f"{self.requirer.name} {self.requirer.version} requires {self.req}, but {have}"
 
 
+# The name at the start of a requirement, matched as packaging's own parser matches it (`WS? IDENTIFIER`,
+# the same two patterns), so it is the name Requirement(line).name would give for any line that parses.
+REQUIREMENT_NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
+
+
+def _requirements(requirer: Distribution) -> Iterator[Requirement]:
+    """The requirements of ``requirer`` that take part in the precision stack, parsed only when they do.
+
+    A package outside the stack matters only through what it requires of the stack: for it, a line naming a
+    package outside the stack is skipped on its name alone (Requirement() costs ~25 us a line, and an
+    environment of 2,000 packages has some 7,000 lines, nearly all outside the stack).
+    """
+    every = in_scope(requirer.name)
+    for line in requirer.requires:
+        if not every:
+            name = REQUIREMENT_NAME.match(line)
+            if name and not in_scope(name.group(1)):
+                continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue  # unparseable metadata is ENV002's business, not a conflict
+        yield req
+
+
 def find_conflicts(snap: Snapshot) -> list[Conflict]:
     installed = _installed(snap)
     markers = snap.environment.markers
@@ -97,11 +123,7 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
             continue
         if canonical_name(requirer.name) == "oneflow" and without_core(snap):
             continue
-        for line in requirer.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue  # unparseable metadata is ENV002's business, not a conflict
+        for req in _requirements(requirer):
             if not (in_scope(requirer.name) or in_scope(req.name)) or not requirement_applies(req, markers):
                 continue
             have = installed.get(canonical_name(req.name))

@@ -76,3 +76,44 @@ def test_a_snapshot_without_the_scan_judged_with_apex_checks_says_they_could_not
     fresh = check(python, project, "--select", "APEX")
     assert [f for f in fresh["findings"] if f["code"] == "APEX006"]
     assert not [f for f in fresh["findings"] if f["code"] == "MPD002"]
+
+
+# ---------------------------------------------------------------- the scan's time budget (issue 23)
+
+def test_a_scan_out_of_time_names_the_files_it_did_not_read(tmp_path):
+    from mpdoctor.probes.remote import scan
+
+    for n in range(3):
+        (tmp_path / f"m{n}.py").write_text("from apex import amp\n")
+    facts = scan.project_uses(str(tmp_path), 0.0)
+    assert facts["truncated"] and facts["files_scanned"] == 0 and facts["apex_uses"] == []
+    assert facts["skipped_files"] == [f"m{n}.py: not read, the scan ran out of its 0.0 s budget" for n in range(3)]
+
+
+def test_the_files_left_unread_are_named_up_to_the_note_limit_then_counted(tmp_path):
+    from mpdoctor.probes.remote import scan
+
+    for n in range(120):
+        (tmp_path / f"m{n:03}.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "late.py").write_text("from apex import amp\n")
+    facts = scan.project_uses(str(tmp_path), 0.0)
+    notes = facts["skipped_files"]
+    assert len(notes) == scan.MAX_SKIPPED and notes[0] == "m000.py: not read, the scan ran out of its 0.0 s budget"
+    assert notes[-2] == "72 more files: not read, the scan ran out of its 0.0 s budget"
+    assert notes[-1] == "sub and the directories after it: not listed, the scan ran out of time"
+
+
+def test_env003_names_the_unread_files(tmp_path):
+    from mpdoctor.doctor.judge import judge
+    from mpdoctor.probes.remote import scan
+    from mpdoctor.snapshot.project import ProjectScan
+    from fixtures.base import laptop, with_environment
+
+    for n in range(3):
+        (tmp_path / f"m{n}.py").write_text("x = 1\n")
+    facts = scan.project_uses(str(tmp_path), 0.0)
+    snap = with_environment(laptop(), project=ProjectScan(**{k: v for k, v in facts.items() if k != "apex_uses"}))
+    env003 = [f for f in judge(snap, select=["ENV003"]) if f.code == "ENV003"]
+    assert len(env003) == 1 and "stopped early" in env003[0].title
+    assert "skipped m0.py: not read, the scan ran out of its 0.0 s budget" in env003[0].evidence

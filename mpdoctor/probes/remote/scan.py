@@ -7,21 +7,29 @@ Loaded beside ``target.py`` (stdlib only, Python 3.8+, judges nothing). Two scan
 * the user's project (the working directory): apex.amp, torch.amp and OneFlow use.
 
 Both read source with ``ast``, never run it: a docstring that mentions
-``from apex import amp`` is not an import. A byte search picks the files worth
-parsing first, and both scans stop at a time and file budget, saying so.
+``from apex import amp`` is not an import. Both stop at a time and file budget,
+saying so (the project scan names the files it did not read).
+
+The project scan pays for what it finds: per file, a few byte searches (memchr
+speed) decide which readers it needs, exactly as the regular expressions they
+replace did; only a file whose key words stand in code (not in a string or a
+comment) is parsed, and then only the statements around them (``windows.py``),
+after a syntax check of the whole file that builds no syntax tree (``symtable``),
+so a file that does not parse still reports nothing, as a whole-file parse did.
 """
 
 import ast
 import os
 import re
+import symtable
 import time
 
-from . import files
+from . import files, listing, windows
 from .redact import redact_clip
 
 SKIP_DISTRIBUTIONS = ("apex", "nvidia-apex", "torch", "pip", "setuptools", "mpdoctor")
-SKIP_DIRECTORIES = ("node_modules", "site-packages", "dist-packages", "__pycache__", "build", "dist")
-APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
+APEX_IMPORT = windows.APEX_IMPORT
+# What windows.readers decides with byte searches; kept as the reference for the tests.
 TORCH_AMP = re.compile(rb"autocast|GradScaler|torch\.cuda\.amp|torch\.amp")
 TORCH_AMP_NAMES = ("autocast", "GradScaler")
 TORCH_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
@@ -58,14 +66,23 @@ def _read(path, skipped=None, label=""):
         return None
 
 
+def _unsafe(source):
+    """Why the parser cannot be trusted with ``source`` (see MAX_LINE); "" when it can."""
+    # A line that long holds one of the newline-free spans found by these memchr probes, one every MAX_LINE/2
+    # bytes; only then are the lines measured (a regex [^\n]{N} backtracks).
+    half = MAX_LINE // 2
+    if any(source.find(b"\n", at, at + half + 1) < 0 for at in range(0, len(source) - half, half)) \
+            and max(map(len, source.split(b"\n"))) > MAX_LINE:
+        return "a line longer than %d characters" % MAX_LINE
+    if source.count(b"\n") > MAX_CONTINUATIONS and len(CONTINUATION.findall(source)) > MAX_CONTINUATIONS:
+        return "more than %d lines continuing one expression" % MAX_CONTINUATIONS
+    return ""
+
+
 def _parse(source, path, skipped=None, label=""):
     """The file's syntax tree; None when it is not Python, or too deeply nested to parse safely (noted)."""
-    reason = ""
-    if any(len(line) > MAX_LINE for line in source.split(b"\n")):  # linear; a regex [^\n]{N} backtracks
-        reason = "a line longer than %d characters" % MAX_LINE
-    elif source.count(b"\n") > MAX_CONTINUATIONS and len(CONTINUATION.findall(source)) > MAX_CONTINUATIONS:
-        reason = "more than %d lines continuing one expression" % MAX_CONTINUATIONS
-    else:
+    reason = _unsafe(source)
+    if not reason:
         try:
             return ast.parse(source, filename=path)
         except (SyntaxError, ValueError):
@@ -246,24 +263,63 @@ def installed_uses(budget):
 # ---------------------------------------------------------------- the user's project
 
 
-def _skip_directory(root, name):
-    if name.startswith(".") or name in SKIP_DIRECTORIES:
-        return True
-    path = os.path.join(root, name)
-    # A virtualenv or conda environment inside the project is not the project's code.
-    return os.path.exists(os.path.join(path, "pyvenv.cfg")) or os.path.isdir(os.path.join(path, "conda-meta"))
+READERS = (("apex_uses", apex_imports), ("torch_amp_uses", torch_amp_uses), ("oneflow_uses", oneflow_uses))
+WHOLE = "parse the whole file"
 
 
-def project_files(top, deadline, max_files):
-    """The project's .py files, top down, skipping environments and hidden directories."""
-    found, truncated = [], False
-    for root, dirs, names in os.walk(top):
-        dirs[:] = sorted(name for name in dirs if not _skip_directory(root, name))
-        found += [os.path.join(root, name) for name in sorted(names) if name.endswith(".py")]
-        if len(found) >= max_files or time.monotonic() > deadline:
-            truncated = True
-            break
-    return found[:max_files], truncated
+def _uses(tree, source, readers):
+    lines = source.decode("utf-8", "replace").splitlines()
+    return {key: read(tree, lines) for wanted, (key, read) in zip(readers, READERS) if wanted}
+
+
+def _window_tree(source, path, readers):
+    """The syntax tree of the statements around the file's uses (see ``windows.py``); None when it can hold none
+    (its key words all sit in strings and comments), WHOLE when only a parse of the whole file can say."""
+    if _unsafe(source) or len(source) >= MAX_FILE or not windows.plain_utf8(source):  # a cut file, another encoding
+        return WHOLE
+    hits, masked = windows.hits(source, readers)
+    if not hits:
+        return None
+    window = windows.window_source(source, masked, hits)
+    if window is None:
+        return WHOLE
+    try:
+        return ast.parse(window, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return WHOLE
+
+
+def _file_uses(source, path, readers, skipped, label):
+    """{reader's key: uses} of a flagged file, exactly as ``_parse`` of the whole file gives them.
+
+    A file not worth a parse gives none; otherwise only the statements around its uses are parsed. When they
+    hold a use, the whole file is checked to be Python by ``symtable`` (parsed in C, no syntax tree built):
+    a file that is not Python reports nothing, as its whole-file parse did.
+    """
+    tree = _window_tree(source, path, readers)
+    if tree is None:
+        return {}
+    if tree is not WHOLE:
+        uses = _uses(tree, source, readers)
+        if not any(uses.values()):
+            return uses
+        try:
+            symtable.symtable(source, path, "exec")
+            return uses
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass  # not Python (the parse below says None), or a file ast.parse forgives and symtable does not
+    tree = _parse(source, path, skipped, label)
+    return {} if tree is None else _uses(tree, source, readers)
+
+
+def _not_read(facts, labels, budget, limit):
+    """Name the files the scan ran out of time for, as many as ``limit`` notes hold, then how many more."""
+    room = limit - len(facts["skipped_files"])
+    room = len(labels) if len(labels) <= room else max(1, room - 1)
+    why = "not read, the scan ran out of its %.1f s budget" % budget
+    facts["skipped_files"] += ["%s: %s" % (label, why) for label in labels[:room]]
+    if len(labels) > room:
+        facts["skipped_files"].append("%d more files: %s" % (len(labels) - room, why))
 
 
 def project_uses(top, budget, max_files=3000, skip=()):
@@ -274,35 +330,37 @@ def project_uses(top, budget, max_files=3000, skip=()):
     if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
         facts["skipped"] = "the working directory is the filesystem root"
         return facts
-    paths, facts["truncated"] = project_files(top, deadline, max_files)
+    paths, stopped = listing.python_files(top, deadline, max_files)
+    facts["truncated"] = bool(stopped)
     skip = tuple(os.path.join(path, "") for path in skip)
-    for path in paths:
+    prefix = os.path.join(top, "")
+
+    def relative(path):  # the listing yields top + sep + the rest; relpath is slow, called 3,000 times
+        return path[len(prefix):] if path.startswith(prefix) else os.path.relpath(path, top)
+
+    for number, (path, regular) in enumerate(paths):
         if time.monotonic() > deadline:
             facts["truncated"] = True
+            _not_read(facts, [relative(p) for p, _ in paths[number:] if not p.startswith(skip)], budget,
+                      MAX_SKIPPED - bool(stopped))
             break
         if path.startswith(skip):
             continue
-        relative = os.path.relpath(path, top)
-        source = _read(path, facts["skipped_files"], relative)
-        if source is None:
+        try:
+            source = listing.read(path, regular, MAX_FILE)
+        except files.Refused as exc:
+            facts["skipped_files"].append("%s: %s" % (relative(path), exc.why))
+            continue
+        except OSError:
             continue
         facts["files_scanned"] += 1
-        has_apex = b"apex" in source and APEX_IMPORT.search(source)
-        has_amp = TORCH_AMP.search(source)
-        has_oneflow = ONEFLOW.search(source)
-        if not (has_apex or has_amp or has_oneflow):
+        readers = windows.readers(source)
+        if not any(readers):
             continue
-        tree = _parse(source, path, facts["skipped_files"], relative)
-        if tree is None:
-            continue
-        lines = source.decode("utf-8", "replace").splitlines()
-        if has_apex:
-            facts["apex_uses"] += [dict(use, file=relative) for use in apex_imports(tree, lines)]
-        if has_amp:
-            facts["torch_amp_uses"] += [dict(use, file=relative) for use in torch_amp_uses(tree, lines)]
-        if has_oneflow:
-            facts["oneflow_uses"] += [dict(use, file=relative) for use in oneflow_uses(tree, lines)]
+        label = relative(path)
+        for key, uses in _file_uses(source, path, readers, facts["skipped_files"], label).items():
+            facts[key] += [dict(use, file=label) for use in uses]
     for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
         facts[key] = facts[key][:MAX_USES]
-    facts["skipped_files"] = facts["skipped_files"][:MAX_SKIPPED]
+    facts["skipped_files"] = facts["skipped_files"][:MAX_SKIPPED - bool(stopped)] + ([stopped] if stopped else [])
     return facts
