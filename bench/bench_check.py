@@ -135,6 +135,7 @@ def bench(python: str, rounds: int) -> dict:
         "ratios": {
             "check/import-torch": med["mpdoctor check"] / med["import torch"],
             "check/collect_env": med["mpdoctor check"] / med["collect_env"],
+            "no-kernels/collect_env": med["check --no-kernels"] / med["collect_env"],
             "help/import-torch": med["mpdoctor --help"] / med["import torch"],
             "kernels/import-torch": (med["mpdoctor check"] - med["check --no-kernels"]) / med["import torch"],
         },
@@ -169,18 +170,55 @@ def print_table(result: dict) -> None:
     print(f"help imports torch: {'yes' if result['help_imports_torch'] else 'no'}")
 
 
+def bench_project(python: str, project: str, rounds: int) -> dict:
+    """``mpdoctor check`` run from ``project`` against the same command run from an empty directory.
+
+    Its own alternating run (the order flips every round, after one untimed round of each that also fills
+    the page cache with the tree), so the ratio compares runs taken under the same load. What it prices is
+    the project scan, the only part of a check that reads the working directory.
+    """
+    argv = dict(commands(python))["mpdoctor check"]
+    files = sum(name.endswith(".py") for _, _, names in os.walk(project) for name in names)
+    times: dict[str, list[float]] = {"check in empty dir": [], "check in project": []}
+    with tempfile.TemporaryDirectory(prefix="mpdoctor-bench-") as empty:
+        where = {"check in empty dir": empty, "check in project": project}
+        for name, cwd in where.items():
+            run(name, argv, cwd)
+        for r in range(rounds):
+            for name in (list(where) if r % 2 == 0 else list(where)[::-1]):
+                times[name].append(run(name, argv, where[name])[0])
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    return {"project": project, "py_files": files, "rounds": rounds,
+            "commands": {name: {"seconds": ts, "median": med[name], "min": min(ts)} for name, ts in times.items()},
+            "ratio": med["check in project"] / med["check in empty dir"]}
+
+
+def print_project(row: dict) -> None:
+    print()
+    print(f"project: {row['project']} ({row['py_files']} .py files), {row['rounds']} rounds, alternating")
+    for name, times in row["commands"].items():
+        print(f"  {name:<20} median {times['median']:.3f} s  min {times['min']:.3f} s")
+    print(f"  check-in-project/check-in-empty {row['ratio']:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (default 5)")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter to run the commands with (default: this one)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    parser.add_argument("--project", metavar="DIR", help="also time `mpdoctor check` run from DIR against an empty "
+                        "directory (a project to scan, e.g. an unpacked transformers)")
     args = parser.parse_args(argv)
+    if args.project and not os.path.isdir(args.project):
+        parser.error(f"--project: {args.project} is not a directory")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
     try:
         result = bench(args.python, args.rounds)
+        if args.project:
+            result["project"] = bench_project(args.python, os.path.abspath(args.project), args.rounds)
     except CommandFailed as exc:
         tail = exc.stderr.strip()
         tail = tail if len(tail) <= STDERR_TAIL else "..." + tail[-STDERR_TAIL:]
@@ -192,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     else:
         print_table(result)
+        if "project" in result:
+            print_project(result["project"])
     return 0
 
 

@@ -51,6 +51,11 @@ if __name__ == "__main__":
         sys.stderr.write(f"mpdoctor: error: {', '.join(missing)} not installed for {sys.executable}; "
                          f"install mpdoctor with its dependencies: {sys.executable} -m pip install {source}\n")
         sys.exit(2)
+    if sys.argv[1:2] == ["check"]:  # a plain `check` starts its probes before typer and rich load
+        from mpdoctor.probes.prescan import start_check_early
+        from mpdoctor.render.output import target_problem
+
+        start_check_early(sys.argv[1:], target_problem)
     from mpdoctor.cli import main
 
     main()

@@ -204,13 +204,15 @@ def test_torch_import_that_hangs_is_abandoned_at_the_timeout(fake_venv):
 
 @pytest.mark.parametrize("at_exit", ["import time; time.sleep(600)", "import os; os.abort()"],
                          ids=["hangs", "aborts"])
-def test_a_torch_that_hangs_or_crashes_at_exit_costs_nothing(fake_venv, at_exit):
+@pytest.mark.parametrize("kernels", [("--no-kernels",), ()], ids=["torch-part", "kernel-runner"])
+def test_a_torch_that_hangs_or_crashes_at_exit_costs_nothing(fake_venv, at_exit, kernels):
     """Every result is flushed to the step file before a probe child ends, and the child ends with os._exit:
     an exit handler (here torch's own, as a stand-in for one that hangs in a driver at shutdown) never runs,
-    so it can neither hold the check until the timeout nor turn a finished probe into a crash."""
+    so it can neither hold the check until the timeout nor turn a finished probe into a crash. The same for
+    the torch part (--no-kernels) and for the kernel runner, which is the torch part otherwise."""
     init = f"import atexit\n__version__ = '2.3.0'\natexit.register(lambda: exec({at_exit!r}))\n"
     venv = torch_venv(fake_venv, "torch-bad-exit", init)
-    proc = check_python(fake_venv.python(venv), "--no-kernels", timeout_opt="10", timeout=60)
+    proc = check_python(fake_venv.python(venv), *kernels, timeout_opt="10", timeout=60)
     report = json_report(proc)
     torch = report["snapshot"]["torch"]
     assert torch["probe"]["status"] == "ok", torch["probe"]

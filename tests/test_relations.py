@@ -282,7 +282,7 @@ def taken(monkeypatch):
     """What gather asked the probes for: the kernel mode of each take_snapshot call (``.project``: the scan's)."""
     calls = TakenCalls()
 
-    def fake_take_snapshot(python, timeout, kernels="quick", project=True):
+    def fake_take_snapshot(python, timeout, kernels="quick", project=True, progress=None):
         calls.append(kernels)
         calls.project.append(project)
         return Snapshot()

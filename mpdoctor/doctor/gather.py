@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from mpdoctor.checks.registry import builtin_registry
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.snapshot import Invocation, Snapshot, load_snapshot
 
 
@@ -18,6 +19,7 @@ class Options:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     invocation: Invocation = field(default_factory=Invocation)  # the options as the user gave them
+    progress: ProgressBoard = SILENT  # where the probes post what they are doing (a display may show it)
 
 
 def needed_facts(options: Options) -> frozenset[str]:
@@ -33,13 +35,24 @@ def gather(options: Options) -> Snapshot:
     ``--no-kernels``), and the scan of the working directory's code
     (``needs=("project",)``; skipped, the snapshot says it was not scanned). A fresh
     snapshot records the options as the user gave them, for fix commands that rerun mpdoctor.
+    A snapshot that ``mpdoctor.prescan`` started before the CLI loaded is used when it
+    is exactly the one these options ask for (``probes.early``); otherwise it is given up.
     """
-    if options.snapshot:
-        return load_snapshot(options.snapshot)
-    from mpdoctor.probes.collect import take_snapshot
+    from mpdoctor.probes import early
 
+    if options.snapshot:
+        early.discard()
+        return load_snapshot(options.snapshot)
     needed = needed_facts(options)
     kernels = options.kernels if "kernels" in needed else "off"
-    snapshot = take_snapshot(options.python, options.timeout, kernels, project="project" in needed)
+    request = early.Request(options.python, float(options.timeout), kernels, "project" in needed)
+    started = early.claim(request)
+    if started is not None:
+        snapshot = started.result()
+    else:
+        from mpdoctor.probes.collect import take_snapshot
+
+        snapshot = take_snapshot(request.python, request.timeout, request.kernels, request.project,
+                                 progress=options.progress)
     snapshot.invocation = options.invocation
     return snapshot

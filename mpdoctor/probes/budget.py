@@ -38,8 +38,11 @@ device_start   T                                  0.5    20     60     a device 
 kernel_step    min(device_run, max(2, T/4))       1      5      15     one microkernel test making no progress
 device_run     2T                                 1      40     120    each device's whole run (and the counting
                                                                        child's), from when the runner forks them
-quiet_wait     T                                  0.5    20     60     how long the CPU worker waits for the other
-                                                                       probes to finish (within device_run)
+quiet_wait     T                                  0.5    20     60     the longest the CPU worker waits for the host's
+                                                                       word that the inventory is done (within
+                                                                       device_run); the host gives that word at
+                                                                       the latest ``quiet_grace`` (min(0.25, T))
+                                                                       after the runner is ready (kernels.py)
 runner         torch_import + apex_loads          6.67   71.7   205    the kernel runner, end to end (run_child)
                + device_run + 5
 checkpoint     T                                  0.5    20     60     ``mpdoctor audit``: one pickled file's
@@ -82,6 +85,7 @@ from typing import Union
 MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 86400.0
 RUNNER_SLACK = 5.0  # s: the kernel runner's start and end around its timed phases
 WHOLE_FACTOR = 3.5  # ``whole`` <= WHOLE_FACTOR * T + RUNNER_SLACK for every T (tests/test_budget.py)
+QUIET_GRACE = 0.25  # s: see Budget.quiet_grace; an inventory usually ends well before torch has imported
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,16 @@ class Budget:
     def whole(self) -> float:
         """All the probing of one check: the longest of the probes that run side by side."""
         return max(self.runner, self.part + self.oneflow_floor, self.nvml)
+
+    @property
+    def quiet_grace(self) -> float:
+        """How long the CPU kernels, once the runner is ready for them, wait for the inventory to end.
+
+        Not a field of its own (a constant, capped by ``quiet_wait``): the CPU kernels
+        go ahead after it, and the runner's load detection sets aside the timing
+        rounds a still-running inventory disturbs (``kernels.probe_kernels_and_torch``).
+        """
+        return min(QUIET_GRACE, self.quiet_wait)
 
     def oneflow_part(self, env_seconds: float) -> float:
         """The oneflow part's limit once the env part took ``env_seconds``: the parts together stay near T."""

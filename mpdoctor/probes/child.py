@@ -17,7 +17,9 @@ too, so nothing is left to wait for.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal
 import subprocess
 import tempfile
@@ -32,6 +34,7 @@ from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wo
 
 STDERR_TAIL = 3000
 MAX_OUTPUT = 16 << 20  # of a child's stdout or stderr, the last this many bytes are read: a child may print forever
+WATCH_EVERY = 0.01  # s: how often a watch runs; it reads step files, so a step's end is seen within 10 ms
 
 # Loads mpdoctor/probes/remote/ in the target interpreter as one private package,
 # `_mpdoctor_remote`, by path: neither the target's sys.path nor another installed
@@ -122,11 +125,16 @@ class Interrupted(SystemExit):
         return 128 + self.signum
 
 
+class Cancelled(Exception):
+    """The work these children did was given up (:func:`cancel_children`): no child starts, none is reported."""
+
+
 # The registry of running children (pid -> Popen), so that a signal can kill them all.
 _lock = threading.RLock()  # re-entrant: the signal handler runs in the main thread, which may hold it
 _live: dict[int, subprocess.Popen] = {}
 _stopped_by: Optional[int] = None  # the signal on_signal got: from then on no child starts
 _local = threading.local()  # .starting: this thread is between starting a child and registering it
+_cancelled = threading.Event()  # cancel_children() runs: run_child raises Cancelled instead of starting one
 
 
 def live_children() -> list[int]:
@@ -141,6 +149,24 @@ def kill_children() -> None:
         procs = list(_live.values())
     for proc in procs:
         _kill_group(proc)
+
+
+@contextlib.contextmanager
+def cancel_children() -> Iterator[None]:
+    """Within it, every running child is killed and no child starts: run_child raises :class:`Cancelled`.
+
+    For giving up a snapshot nobody will read (``probes.early``): its threads
+    stop at their next child instead of starting the next probe. Like
+    :func:`kill_children`, it concerns every child: mpdoctor takes one snapshot
+    at a time, and starts the next one only after this block.
+    """
+    _cancelled.set()
+    try:
+        kill_children()
+        yield
+    finally:
+        kill_children()  # one a thread registered just as the block began
+        _cancelled.clear()
 
 
 @contextlib.contextmanager
@@ -201,13 +227,15 @@ def _raise_if_stopped() -> None:
     stopped_by = _stopped_by
     if stopped_by is not None:
         raise Interrupted(stopped_by)
+    if _cancelled.is_set():
+        raise Cancelled("the snapshot was given up")
 
 
 def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
               watch: Optional[Callable[[float], Optional[float]]] = None) -> ChildResult:
     """Run ``argv``; kill its whole process group at ``timeout`` seconds.
 
-    ``watch(elapsed)`` is called about every 50 ms while the child runs; when it
+    ``watch(elapsed)`` is called about every 10 ms (``WATCH_EVERY``) while the child runs; when it
     returns a number the child is abandoned (as timed out) and that number is the
     limit it overran, e.g. because one of its steps overran a budget of its own.
 
@@ -250,19 +278,56 @@ def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: 
 def _wait(proc: subprocess.Popen, start: float, timeout: float,
           watch: Optional[Callable[[float], Optional[float]]]) -> Optional[float]:
     """Wait for the child; None when it ended, else the limit it overran (the timeout, or watch's)."""
-    while True:
-        elapsed = time.monotonic() - start
-        slice_ = timeout - elapsed if watch is None else min(0.05, timeout - elapsed)
-        try:
-            proc.wait(timeout=max(slice_, 0))
-            return None
-        except subprocess.TimeoutExpired:
+    with _exit_waiter(proc) as ended:
+        while True:
+            elapsed = time.monotonic() - start
+            slice_ = timeout - elapsed if watch is None else min(WATCH_EVERY, timeout - elapsed)
+            if ended(max(slice_, 0.0)):
+                return None
             elapsed = time.monotonic() - start
             if elapsed >= timeout:
                 return timeout
             overran = watch(elapsed) if watch is not None else None
             if overran is not None:
                 return overran
+
+
+@contextlib.contextmanager
+def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
+    """``ended(seconds)``: wait up to that long for the child to exit (and reap it); True once it has.
+
+    Event-driven where the system allows: a pidfd (Linux 5.3+, Python 3.9+) becomes
+    readable the moment the child exits, so a finished probe is seen at once rather
+    than at the next tick of ``Popen.wait``'s sleep loop (up to 50 ms). Elsewhere
+    (macOS, older kernels, a sandbox that refuses the call) it falls back to that loop.
+    """
+    pidfd = -1
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        try:
+            pidfd = pidfd_open(proc.pid)
+        except OSError:  # ENOSYS, EPERM under seccomp: poll instead
+            pidfd = -1
+    if pidfd < 0:
+        def ended(seconds: float) -> bool:
+            try:
+                proc.wait(timeout=seconds)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+
+        yield ended
+        return
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    try:
+        def ended(seconds: float) -> bool:
+            poller.poll(math.ceil(seconds * 1000))  # rounded up: 0.3 ms rounded down to 0 would spin
+            return proc.poll() is not None
+
+        yield ended
+    finally:
+        os.close(pidfd)
 
 
 def _read(handle) -> str:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, kill_children_on_error, remote_argv, run_child
+from mpdoctor.probes.follow import PART_WORDS, PartProgress, finish_run
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.supervise import parse_steps
 from mpdoctor.schema.serde import DataError, from_data
@@ -46,18 +48,27 @@ class Steps:
 
 
 def run_part(python: str, part: str, timeout: float, limits: Optional[dict[str, float]] = None,
-             switches: tuple[str, ...] = ()) -> tuple[ChildResult, Steps]:
+             switches: tuple[str, ...] = (), progress: ProgressBoard = SILENT,
+             task: str = "") -> tuple[ChildResult, Steps]:
     """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget).
 
     ``limits``: the numbers the part enforces itself (``Budget.env_limits``,
     ``Budget.torch_limits``), handed over as one JSON object; ``switches``: words
-    after them (``steps.NO_PROJECT``).
+    after them (``steps.NO_PROJECT``). The step the part is in goes to ``progress``
+    as task ``task`` (default: the part's name) while it runs.
     """
     with tempfile.TemporaryDirectory(prefix="mpdoctor-") as tmp:
         out_path = os.path.join(tmp, step_names.PART_FILE % part)
         Path(out_path).touch()
         argv = remote_argv(python, "target", part, out_path, json.dumps(limits or {}), *switches)
-        result = run_child(argv, timeout)
+        follower = PartProgress(progress, task or part, [out_path], PART_WORDS[part])
+
+        def watch(elapsed: float) -> None:
+            follower.look()  # reports only: a part enforces its own limits, and run_child the whole one
+
+        # Nobody watches (SILENT): wait on the child's exit alone, with no ticks at all.
+        result = run_child(argv, timeout, watch=None if progress is SILENT else watch)
+        follower.look()  # the steps of its last 10 ms
         steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
     return result, steps
 
@@ -190,7 +201,7 @@ def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = Non
     build = steps.data.get(step_names.BUILD)
     if isinstance(build, dict):
         hints = typing.get_type_hints(TorchInfo)
-        for key in ("version", "cuda", "hip", "cudnn", "git_version", "arch_list", "release_archs"):
+        for key in ("version", "cuda", "hip", "cudnn", "nccl", "git_version", "arch_list", "release_archs"):
             if key in build:
                 setattr(info, key, _load(hints[key], build[key], getattr(info, key)))
         info.fact_errors.update(_load(dict[str, str], build.get("errors", {}), {}))
@@ -273,23 +284,28 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
     runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
 
 
-def probe_environment(python: str, timeout: Union[Budget, float],
-                      project: bool = True) -> tuple[PythonEnvironment, TorchInfo]:
+def probe_environment(python: str, timeout: Union[Budget, float], project: bool = True,
+                      progress: ProgressBoard = SILENT) -> tuple[PythonEnvironment, TorchInfo]:
     """Run the probe parts in parallel in the interpreter ``python``, within ``timeout`` (a Budget, or --timeout).
 
-    ``project``: scan the working directory's code (see probe_inventory).
+    ``project``: scan the working directory's code (see probe_inventory). Tasks
+    "torch", "inventory" and "oneflow" (when it runs) are posted to ``progress``.
     """
     budget = Budget.of(timeout)
+    progress.start("torch", "starting Python")
     with ThreadPoolExecutor(max_workers=1) as pool, kill_children_on_error():
-        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits())
-        env = probe_inventory(python, budget, project)
+        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits(),
+                                (), progress)
+        env = probe_inventory(python, budget, project, progress)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
+    finish_run(progress, "torch", torch.probe, torch_result.limit)
     merge_extension_loads(env.apex, torch_steps)
     return env, torch
 
 
-def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = True) -> PythonEnvironment:
+def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = True,
+                    progress: ProgressBoard = SILENT) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
     Most environments have no oneflow, and its part would be one more interpreter
@@ -297,13 +313,20 @@ def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = 
     elsewhere: beside this (probe_environment), or in the kernel runner.
     ``project``: scan the working directory's code (up to ``Budget.project_scan``);
     without it the snapshot's ``environment.project.skipped`` says it was not.
+    Tasks "inventory" and "oneflow" are posted to ``progress``.
     """
     budget = Budget.of(timeout)
     switches = () if project else (step_names.NO_PROJECT,)
-    result, steps = run_part(python, step_names.PART_ENV, budget.part, budget.env_limits(), switches)
+    progress.start("inventory", "starting Python")
+    result, steps = run_part(python, step_names.PART_ENV, budget.part, budget.env_limits(), switches, progress,
+                             "inventory")
     env = environment_facts(result, steps, project)
+    finish_run(progress, "inventory", env.probe, result.limit)
     oneflow = env.oneflow.packages.get("oneflow")
     if oneflow is None or oneflow.origin or oneflow.error:
         limit = budget.oneflow_part(env.probe.seconds)
-        env.oneflow.runtime = oneflow_runtime(*run_part(python, step_names.PART_ONEFLOW, limit))
+        progress.start("oneflow", "starting Python")
+        flow_result, flow_steps = run_part(python, step_names.PART_ONEFLOW, limit, (), (), progress)
+        env.oneflow.runtime = oneflow_runtime(flow_result, flow_steps)
+        finish_run(progress, "oneflow", env.oneflow.runtime.probe, flow_result.limit)
     return env

@@ -20,6 +20,8 @@ from typing import Optional, Union
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, remote_argv, run_child
 from mpdoctor.probes.environment import Steps, probe_run, torch_facts
+from mpdoctor.probes.follow import TORCH_WORDS, KernelProgress, PartProgress, end_words, finish_run
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS, TIMED_OPS, TIMING
@@ -35,15 +37,16 @@ def probe_kernels(python: str, timeout: Union[Budget, float], mode: str,
                   quiet: Optional[threading.Event] = None) -> KernelInfo:
     """Run every device's microkernels in ``python`` within ``timeout`` (a Budget, or --timeout).
 
-    ``quiet`` is set once the other probes are done: the CPU worker waits for it
-    (up to ``Budget.quiet_wait``), so that the CPU kernels are not timed on cores
-    that other probes are busy importing torch on. None: start at once.
+    ``quiet`` is set once the other probes that compete for the cores are done:
+    the CPU worker waits for it, but no longer than ``Budget.quiet_grace`` once the
+    runner is ready to start it (see probe_kernels_and_torch). None: start at once.
     """
     return probe_kernels_and_torch(python, timeout, mode, quiet)[0]
 
 
 def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: str,
-                            quiet: Optional[threading.Event] = None) -> tuple[KernelInfo, TorchInfo, Steps]:
+                            quiet: Optional[threading.Event] = None,
+                            progress: ProgressBoard = SILENT) -> tuple[KernelInfo, TorchInfo, Steps]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
@@ -52,6 +55,13 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
     as a whole gets ``Budget.runner``, its `import torch` ``Budget.torch_import``
     (watched from here), and enforces the rest of its limits itself, handed to it
     on its command line (``Budget.runner_limits``).
+
+    The CPU kernels start once ``quiet`` is set (the inventory, which competes for
+    the cores, has ended), or ``Budget.quiet_grace`` after the runner is ready for
+    them, whichever comes first: they never wait out a slow inventory, and rounds
+    that it disturbs are set aside by the runner's own load detection
+    (``kernel_measure``). ``progress`` gets task "torch" (the step the import is
+    in) and one "kernels <device>" per device (tests done of the plan's total).
     """
     budget = Budget.of(timeout)
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
@@ -60,9 +70,21 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
         Path(runner_file).touch()
         if quiet is None:
             Path(quiet_file).touch()
+        progress.start("torch", "starting Python")
+        torch_progress = PartProgress(progress, "torch", [os.path.join(tmp, name) for name in
+                                                          (step_names.TORCH_FILE, step_names.COUNT_FILE)],
+                                      TORCH_WORDS, done_step=step_names.DEVICES)
+        kernel_progress = KernelProgress(progress, tmp)  # also tells when the runner is ready for the kernels
+        ready_at: list[float] = []
 
         def watch(elapsed: float) -> Optional[float]:
-            if quiet is not None and quiet.is_set() and not os.path.exists(quiet_file):
+            if progress is not SILENT:
+                torch_progress.look()
+            kernel_progress.look()
+            if kernel_progress.started() and not ready_at:
+                ready_at.append(elapsed)
+            if not os.path.exists(quiet_file) and quiet is not None and (
+                    quiet.is_set() or (ready_at and elapsed - ready_at[0] >= budget.quiet_grace)):
                 Path(quiet_file).touch()
             # `import torch` gets the same limit as in the torch probe, not the runner's whole one.
             if elapsed > budget.torch_import and step_names.IMPORT not in _read_steps(runner_file).data:
@@ -72,7 +94,13 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
         argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()))
         result = run_child(argv, budget.runner, watch=watch)
         run, steps = torch_part(result, tmp)
-        return kernel_facts(result, tmp, mode), torch_facts(result, steps, run), steps
+        kernel_info, torch = kernel_facts(result, tmp, mode), torch_facts(result, steps, run)
+        torch_progress.look()
+        kernel_progress.look()
+        finish_run(progress, "torch", torch.probe, result.limit)
+        for device in kernel_info.devices:  # those whose run the runner could not end itself
+            progress.finish(f"kernels {device.device}", end_words(device.status, device.detail, result.limit))
+        return kernel_info, torch, steps
 
 
 def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, Steps]:

@@ -13,6 +13,7 @@ The kernel suite's own step names (``"matmul/float16"``, ...) are built from
 # ---------------------------------------------------------------- every step file
 
 DONE = "done"  # the last line of a step file whose writer finished
+PLAN = "plan"  # a supervised worker's first line: how many steps its plan has (for the host's progress display)
 ERROR = "%s_error"  # target.guarded_step records a step that raised as ERROR % step, with the exception
 
 # ---------------------------------------------------------------- the environment probe (target.py): parts

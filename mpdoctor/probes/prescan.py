@@ -1,0 +1,139 @@
+"""A plain ``mpdoctor check`` starts probing before the CLI loads.
+
+Importing torch in the probe children is most of a check's time, and nothing the
+CLI loads first (typer, rich, the checks registry: about 0.07 s) is needed to start
+them. :func:`start_check_early`, called by both entry points (``python -m mpdoctor``
+before it imports the CLI, the console script's ``cli.main``), reads the command line
+with no help from typer and,
+when it is a plain ``mpdoctor check`` whose options all parse cleanly, starts the
+snapshot it asks for (``probes.early``); ``doctor.gather`` claims it once typer has
+parsed the same options, or gives it up.
+
+Anything unusual starts nothing early and is left to typer: another command,
+``--help``, ``--snapshot``, ``--select``/``--ignore`` (which facts are needed depends
+on the checks), an unknown option or a value typer would refuse, an output path that
+cannot be written, no temporary directory. So ``--help`` and a bad option are
+answered exactly as before, and no probe child is started for them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from mpdoctor.probes import early
+
+PathProblem = Callable[[str], str]  # why a path cannot take a report, "" when it can (render.output.target_problem)
+
+# The values typer accepts (cli/options.py's enums; tests/test_prescan.py holds these to them). A value the
+# CLI accepts that is missing here only means no early start.
+FORMATS = {"text", "json", "markdown", "github", "junit"}
+FAIL_ON = {"error", "warning", "info", "never"}
+KERNEL_MODES = {"quick", "full"}
+TAKES_VALUE = {"--format": FORMATS, "--fail-on": FAIL_ON, "--kernels": KERNEL_MODES, "--output": None,
+               "--save-snapshot": None, "--python": None, "--timeout": None}  # None: any value, checked below
+SHORT = {"-f": "--format", "-o": "--output", "-q": "--quiet"}
+FLAGS = {"--no-kernels", "--quiet"}
+DEFAULT_TIMEOUT = 60.0  # check's --timeout default
+
+
+def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.Request]:
+    """The snapshot ``mpdoctor <argv>`` will take, or None when it is not a plain check.
+
+    ``path_problem``: the CLI's own test of an ``--output`` path (the entry point
+    passes ``render.output.target_problem``, a layer this one does not import).
+    """
+    if not argv or argv[0] != "check":
+        return None
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    rest = argv[1:]
+    while rest:
+        word, rest = rest[0], rest[1:]
+        name, equals, value = word.partition("=") if word.startswith("--") else (SHORT.get(word, word), "", "")
+        if name in FLAGS and not equals:
+            flags.add(name)
+        elif name in TAKES_VALUE:
+            if not equals:
+                if not rest:
+                    return None
+                value, rest = rest[0], rest[1:]
+            choices = TAKES_VALUE[name]
+            if choices is not None and value not in choices:
+                return None
+            values[name] = value  # given twice, the last one counts, as with typer
+        else:  # --help, --select, --snapshot, a typo, an argument: typer's business
+            return None
+    timeout = _timeout(values.get("--timeout"))
+    python = _python(values.get("--python"))
+    if timeout is None or python is None:
+        return None
+    for option in ("--output", "--save-snapshot"):
+        if option in values and path_problem(values[option]):
+            return None
+    from mpdoctor.probes import early
+    from mpdoctor.probes.child import temp_problem
+
+    if temp_problem():
+        return None
+    kernels = "off" if "--no-kernels" in flags else values.get("--kernels", "quick")
+    return early.Request(python, timeout, kernels, project=True)  # every check is selected: every fact is needed
+
+
+def _timeout(text: Optional[str]) -> Optional[float]:
+    if text is None:
+        return DEFAULT_TIMEOUT
+    from mpdoctor.probes.budget import timeout_problem
+
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and not timeout_problem(value) else None
+
+
+def _python(text: Optional[str]) -> Optional[str]:
+    """The interpreter as ``cli.options.resolve_python`` finds it; None where that would be a usage error."""
+    if text is None:
+        return sys.executable
+    if not text.strip():
+        return None
+    found = shutil.which(text) if os.sep not in text else (text if os.path.exists(text) else None)
+    if not found or os.path.isdir(found) or not os.access(found, os.X_OK):
+        return None
+    return found
+
+
+_looked = False  # once a process: `python -m mpdoctor` looks before the CLI loads, and main() again after
+
+
+def start_check_early(argv: list[str], path_problem: PathProblem) -> None:
+    """Start ``mpdoctor check``'s snapshot now when ``argv`` (without the program) is a plain check.
+
+    Ctrl-C or SIGTERM from then on kill its children (``child.on_signal``), even
+    before the CLI's ``main`` installs its own handler (which does the same).
+    """
+    global _looked
+    if _looked:
+        return
+    _looked = True
+    try:
+        request = check_request(argv, path_problem)
+    except Exception:  # never let the shortcut be the reason a command fails: typer will say what is wrong
+        return
+    if request is None:
+        return
+    import signal
+
+    from mpdoctor.probes import child, early
+
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, child.on_signal)
+    except ValueError:  # not the main thread (an embedding): its signals are not ours to take
+        pass
+    early.start(request)
