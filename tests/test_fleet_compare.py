@@ -76,20 +76,20 @@ def test_identical_ranks_form_one_group_and_find_nothing():
 
 
 def test_a_rank_that_never_reported_is_named_with_its_last_step():
-    absent = [RankState(rank=3, host="node-b", local_rank=1, status="missing", last_step="checking",
+    absent = [RankState(rank=3, host="node-b", local_rank=1, status="missing", last_step="importing torch",
                         step_seconds=61.0, detail="still running at the deadline")]
     report = compare(fleet([h100_node()] * 2, per_node=2)[:3], 4, "torchrun", absent)
     (finding,) = report.findings
     assert finding.code == "FLEET001" and finding.severity == "error"
-    assert finding.title == "rank 3 on node-b (local rank 1) sent no report; last step: checking for 61 s"
+    assert finding.title == "rank 3 on node-b (local rank 1) sent no report: stuck importing torch for 61 s"
     assert [s.status for s in report.ranks] == ["reported", "reported", "reported", "missing"]
 
 
 def test_a_crashed_rank_is_named_as_crashed():
-    absent = [RankState(rank=1, host="node-a", local_rank=1, status="crashed", last_step="checking",
+    absent = [RankState(rank=1, host="node-a", local_rank=1, status="crashed", last_step="starting CUDA",
                         step_seconds=2.0, detail="mpdoctor's process on this rank ended before it finished")]
     report = compare(fleet([h100_node()])[:1], 2, "slurm", absent)
-    assert report.findings[0].title.startswith("rank 1 on node-a (local rank 1) crashed; last step: checking")
+    assert report.findings[0].title.startswith("rank 1 on node-a (local rank 1) crashed; last step: starting CUDA")
 
 
 def test_one_node_with_another_nccl_is_an_error_naming_that_rank():
@@ -99,10 +99,28 @@ def test_one_node_with_another_nccl_is_an_error_naming_that_rank():
     report = compare(fleet(nodes, per_node=2), 8, "torchrun")
     (finding,) = [f for f in report.findings if f.code == "FLEET002"]
     assert finding.severity == "error"
-    assert finding.title == ("package nvidia-nccl-cu12 differs: 2.20.5 on ranks 6-7 (2 ranks on 1 node), "
-                             "2.19.3 on the other 6")
-    assert group_lines(report)[1] == ("ranks 6-7 (2 ranks on 1 node) differ: package nvidia-nccl-cu12 2.20.5 "
-                                      "(others: 2.19.3)")
+    # These snapshots' torch said no NCCL version: the wheel's stands in, and the finding says so.
+    assert finding.title == ("NCCL differs: 2.20.5 (nvidia-nccl-cu12 wheel) on ranks 6-7 (2 ranks on 1 node), "
+                             "2.19.3 (nvidia-nccl-cu12 wheel) on the other 6")
+    assert group_lines(report)[1] == ("ranks 6-7 (2 ranks on 1 node) differ: NCCL 2.20.5 (nvidia-nccl-cu12 wheel) "
+                                      "(others: 2.19.3 (nvidia-nccl-cu12 wheel))")
+
+
+def test_nccl_as_torch_loads_it_is_compared_instead_of_the_wheel():
+    """NVIDIA/nccl#1381: a system libnccl first on LD_LIBRARY_PATH on one node, the same wheels everywhere."""
+    def node(loaded: str, wheel: str = "2.19.3"):
+        snap = with_distributions(h100_node(), dist("nvidia-nccl-cu12", wheel))
+        return replace(snap, torch=replace(snap.torch, nccl=loaded))
+
+    report = compare(fleet([node("2.19.3"), node("2.19.3"), node("2.18.1")]), 3, "slurm")
+    (finding,) = [f for f in report.findings if f.code == "FLEET002"]
+    assert finding.title == ("NCCL differs: 2.18.1 (as torch loads it) on rank 2 on node-c, "
+                             "2.19.3 (as torch loads it) on the other 2")
+    assert "torch.cuda.nccl.version()" in finding.fix[0].command
+    # Torch loads the same NCCL everywhere: wheels that differ beside it are not what runs.
+    quiet = compare(fleet([node("2.21.5", "2.21.5"), node("2.21.5", "2.20.5")]), 2, "slurm")
+    assert not [f for f in quiet.findings if f.code == "FLEET002"]
+    assert group_lines(quiet) == ["ranks 0-1 (2 ranks on 2 nodes) agree"]
 
 
 def test_torch_versions_that_differ_are_an_error():
@@ -247,7 +265,7 @@ def test_the_shipped_schema_is_up_to_date():
 
 
 def test_every_rule_is_documented():
-    assert list(rules.RULES) == [f"FLEET00{n}" for n in range(1, 8)]
+    assert list(rules.RULES) == [f"FLEET00{n}" for n in range(1, 9)]
     for rule in rules.RULES.values():
         assert "## Why it matters" in rule.doc and "## Fix" in rule.doc
 
@@ -319,3 +337,16 @@ def test_secrets_never_reach_the_fleet_report(tmp_path):
         assert result.exit_code == 0, result.output
         assert "hunter2secret" not in result.output and token not in result.output
         assert "TORCH_HOME" in result.output
+
+
+def test_the_rules_listing_for_mpdoctor_checks():
+    listing = rules.listing()
+    assert [entry["code"] for entry in listing] == list(rules.RULES)
+    for entry in listing:
+        assert set(entry) == {"code", "name", "family", "severity", "summary"}
+        assert entry["family"] == "fleet" and entry["severity"] in ("error", "warning", "info") and entry["summary"]
+
+
+def test_every_fleet_finding_has_a_severity_its_rule_declares(odd_fleet):
+    for finding in odd_fleet.findings:
+        assert finding.severity in rules.RULES[finding.code].severities, finding.title

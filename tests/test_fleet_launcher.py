@@ -116,3 +116,13 @@ def test_fleet_refuses_endless_deadlines(value):
 
     result = CliRunner().invoke(app, ["fleet", "--deadline", value])
     assert result.exit_code == 2 and "Invalid value for '--deadline'" in result.output
+
+
+def test_full_snapshots_need_a_directory_to_save_them(monkeypatch):
+    from typer.testing import CliRunner
+
+    from mpdoctor.cli import app
+
+    result = CliRunner().invoke(app, ["fleet", "--full-snapshots"])
+    assert result.exit_code == 2 and "--full-snapshots needs --save-snapshots DIR" in result.output
+    assert "Traceback" not in result.output

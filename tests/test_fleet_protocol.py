@@ -131,3 +131,26 @@ def test_reports_are_found_without_the_arrivals_list(store):
     channel = Channel(NoAppend(store), "old")
     channel.post_report(1, {"rank": 1})
     assert channel.gather(2, time.monotonic() + 0.5).reports == {1: {"rank": 1}}
+
+
+def report_of(rank: int, nccl: str, device: str) -> dict:
+    return {"rank": rank, "fingerprint": {"nccl": nccl, "device": device, "kernels": {device: {"matmul": rank}}},
+            "snapshot": {"rank": rank}}
+
+
+def test_one_whole_snapshot_per_group_goes_through_the_store(store):
+    channel = Channel(store, "reps")
+    # Two groups: ranks 0, 1, 3 (their devices and timings are their own, not compared) and rank 2.
+    for rank, nccl in enumerate(["2.19.3", "2.19.3", "2.20.5", "2.19.3"]):
+        channel.post_report(rank, report_of(rank, nccl, f"cuda:{rank}"))
+    got = channel.gather(4, time.monotonic() + 30)
+    assert sorted(rank for rank, data in got.reports.items() if "snapshot" in data) == [0, 2]
+    assert all("fingerprint" in data for data in got.reports.values())
+
+
+def test_full_snapshots_send_every_one(store):
+    channel = Channel(store, "all")
+    for rank in range(3):
+        channel.post_report(rank, report_of(rank, "2.19.3", "cuda:0"), full_snapshots=True)
+    got = channel.gather(3, time.monotonic() + 30)
+    assert all(data["snapshot"] == {"rank": rank} for rank, data in got.reports.items())

@@ -39,17 +39,35 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--no-kernels", "--timeout", "60", "-f", "json", "-o", "report.json"]
 
 HANGING_TORCH = '''
-"""Stand-in: `import torch` hangs in mpdoctor's probes of this rank's interpreter (not in its store child)."""
+"""Stand-in: `import torch` hangs in mpdoctor's probes of this rank's interpreter (not in its store child).
+
+Finding torch works (the real spec); executing it sleeps, as a torch stuck in its import would.
+"""
+import importlib.machinery
 import sys
 import time
+
+
+class Sleeper:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        time.sleep(3600)
 
 
 class HangingTorch:
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name == "torch" and "_mpdoctor_remote" in sys.modules:
-            time.sleep(3600)
-        return None
+        if name != "torch" or "_mpdoctor_remote" not in sys.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = Sleeper(spec.loader)
+        return spec
 
 
 sys.meta_path.insert(0, HangingTorch())
@@ -98,7 +116,7 @@ def test_torchrun_names_the_rank_that_differs_and_the_rank_that_crashed(tmp_path
     assert data["groups"][0]["ranks"] == [0] and data["groups"][1]["ranks"] == [2]
     (crashed,) = by_code(data, "FLEET001")
     assert crashed["severity"] == "error"
-    assert crashed["title"].startswith("rank 1 on ") and "(local rank 1) crashed; last step: checking" in crashed["title"]
+    assert crashed["title"].startswith("rank 1 on ") and "(local rank 1) crashed; last step: " in crashed["title"]
     # The crashed rank's heartbeat said so: rank 0 did not wait out the 120 s deadline for it. --fail-on never:
     # every rank exits 0 although the report holds an error.
     assert result.returncode == 0, result.stderr[-3000:]
@@ -120,7 +138,9 @@ def test_torchrun_finishes_at_the_deadline_when_a_rank_hangs(tmp_path):
     data = report(tmp_path, result)
     assert [s["status"] for s in data["ranks"]] == ["reported", "missing"]
     (finding,) = by_code(data, "FLEET001")
-    assert "rank 1 on " in finding["title"] and "sent no report; last step: checking for" in finding["title"]
+    # Its heartbeat said what its check was doing: the probes' step, read from their step files.
+    assert "rank 1 on " in finding["title"] and "sent no report: stuck importing torch for" in finding["title"]
+    assert data["ranks"][1]["last_step"] == "importing torch"
     assert result.returncode == 1  # the missing rank is an error at the default --fail-on error
     # The hung rank heard the verdict too (its store child did), and said so before exiting.
     assert "mpdoctor fleet: rank 1: 2 ranks; rank 0 on " in result.stderr

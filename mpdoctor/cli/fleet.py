@@ -42,11 +42,16 @@ def fleet(
                                                            "rank 0 then reports the missing ones. Default: the "
                                                            "check's whole budget + 60.",
                                                       callback=_fleet_deadline)] = None,
-    kernels: Annotated[KernelMode, typer.Option(help="Microkernel sizes, run by local rank 0 of each node.")] = KernelMode.quick,
+    kernels: Annotated[KernelMode, typer.Option(help="Microkernel sizes: each rank times the GPU its LOCAL_RANK "
+                                                     "selects (local rank 0 the CPU of a node without GPUs).")] = KernelMode.quick,
     no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the microkernels.")] = False,
-    save_snapshots: Annotated[Optional[str], typer.Option(help="Every rank also sends its whole snapshot (redacted, "
-                                                               "about 30 KB); rank 0 saves them in this directory "
-                                                               "as rank-N.json, for `fleet compare`.")] = None,
+    save_snapshots: Annotated[Optional[str], typer.Option(
+        help="Rank 0 saves whole snapshots (redacted, about 35 KB each) in this directory as rank-N.json, for "
+             "`fleet compare`: one per group of identical ranks (the first to report), or all with "
+             "--full-snapshots.")] = None,
+    full_snapshots: Annotated[bool, typer.Option(
+        "--full-snapshots", help="With --save-snapshots: every rank sends its whole snapshot, not one per "
+                                 "group.")] = False,
 ) -> None:
     """Run under the job's launcher (torchrun, srun, mpirun): each rank checks itself, rank 0 compares.
 
@@ -61,6 +66,8 @@ def fleet(
     from mpdoctor.findings import Severity
     from mpdoctor.probes.budget import Budget
 
+    if full_snapshots and not save_snapshots:
+        usage_error("--full-snapshots needs --save-snapshots DIR (where rank 0 saves them)")
     chosen, dropped = codes(select), codes(ignore)
     check_selection(builtin_registry(), chosen + dropped)
     try:
@@ -73,7 +80,8 @@ def fleet(
             check_writable("--save-snapshots", os.path.join(save_snapshots, "rank-0.json"))
     options = RankOptions(python=sys.executable, timeout=timeout, select=chosen, ignore=dropped,
                           deadline=deadline or Budget.from_timeout(timeout).whole + 60.0,
-                          kernels="off" if no_kernels else kernels.value, snapshots=bool(save_snapshots))
+                          kernels="off" if no_kernels else kernels.value, snapshots=bool(save_snapshots),
+                          full_snapshots=full_snapshots)
     outcome = run_rank(launch, options)
     if outcome.report is not None:
         _emit_fleet(outcome.report, format, output)
@@ -150,10 +158,11 @@ def _emit_fleet(report, format: Format, output: Optional[str]) -> None:
     from mpdoctor.fleet.model import redacted_fleet
     from mpdoctor.render import fleet as view
 
+    if format is Format.json:  # redacted as data, written as it is: no round trip through the dataclasses
+        emit(output, view.render_fleet_json_redacted(report))
+        return
     report = redacted_fleet(report)
-    if format is Format.json:
-        emit(output, view.render_fleet_json(report))
-    elif format is Format.markdown:
+    if format is Format.markdown:
         emit(output, view.render_fleet_markdown(report))
     else:
         emit_text(output, lambda console: view.render_fleet_text(report, console))

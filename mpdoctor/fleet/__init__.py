@@ -6,7 +6,9 @@ The modules, in the order data flows:
   PMI) and what it says: rank, world size, local rank, node, where rank 0 is;
 * ``rank``: the rank-side runner: the normal single-process check of this rank's
   own interpreter (``mpdoctor.probes.collect.take_snapshot`` and
-  ``mpdoctor.doctor.judge``), reported through the store;
+  ``mpdoctor.doctor.judge``), reported through the store; ``devices``: the GPU its
+  LOCAL_RANK selects, and the microkernels timed on that GPU only; ``steps``: what
+  its check is doing, in words, for its heartbeat;
 * ``protocol`` (pure: keys, heartbeats, gathering, the verdict, over any c10d-like
   store) and ``store_child`` (the child process that imports torch and holds the
   ``torch.distributed.TCPStore``, started by ``run_child`` and talking through files:
@@ -16,7 +18,9 @@ The modules, in the order data flows:
 * ``compare`` and ``rules``: pure functions over the ranks' fingerprints: groups of
   identical ranks, and the FLEET findings;
 * ``model``: the fleet report, a versioned JSON contract (``schema``);
-* ``offline``: ``mpdoctor fleet compare`` over saved snapshots or reports;
+* ``offline``: ``mpdoctor fleet compare`` over saved snapshots or reports, with
+  ``loading`` (each distinct section decoded once) and ``judging`` (each distinct
+  content judged once);
 * ``api``: ``mpdoctor.fleet_check()`` inside a training script.
 
 Nothing here imports torch at module level: only ``store_child`` and ``api`` do,

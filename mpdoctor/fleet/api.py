@@ -18,12 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from mpdoctor.findings import Severity
+from mpdoctor.fleet import steps
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
 from mpdoctor.fleet.rank import RankOptions, check_rank
 from mpdoctor.fleet.verdict import judge_gathered, summary_line
 from mpdoctor.fleet.launcher import Launch
+from mpdoctor.fleet.steps import check_step
+from mpdoctor.probes.progress import ProgressBoard
 
 
 class FleetCheckFailed(RuntimeError):
@@ -45,7 +48,8 @@ def fleet_check(*, fail_on: str = "error", timeout: float = 60.0, deadline: floa
     ``fail_on`` (error, warning, info; never: only warn), so no rank walks into a
     collective the others will not reach. Findings below it are a warning on rank 0.
     ``kernels``: "off" (default: a training script's GPUs are busy), "quick" or "full"
-    (local rank 0 of each node runs them). ``store``: another c10d store (default: the
+    (each rank on the GPU its LOCAL_RANK selects; local rank 0 the CPU of a node
+    without GPUs). ``store``: another c10d store (default: the
     default process group's).
     """
     import torch.distributed as dist
@@ -61,20 +65,22 @@ def fleet_check(*, fail_on: str = "error", timeout: float = 60.0, deadline: floa
     channel = Channel(store, run_id)
     until = time.monotonic() + deadline
     beater = Beater(channel, rank, host, local_rank)
-    beater.step("checking")
+    beater.step(steps.CHECKING)
     checked: dict = {}
+    board = ProgressBoard()
     options = RankOptions(python=sys.executable, timeout=timeout, deadline=deadline, kernels=kernels)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-fleet-check") as pool:
-        job = pool.submit(check_rank, launch, options, checked)
-        while not job.done():  # this thread beats while the check runs
+        job = pool.submit(check_rank, launch, options, checked, board)
+        while not job.done():  # this thread beats while the check runs, with the step it is in
+            beater.step(check_step(board.tasks()))
             beater.tick()
             time.sleep(0.2)
     if "report" in checked:
-        beater.step("sending")
+        beater.step(steps.SENDING)
         channel.post_report(rank, checked["report"])
     else:
         beater.post(state="crashed", detail=checked.get("failed", "its check failed"))
-    beater.step("waiting")
+    beater.step(steps.GATHERING if rank == 0 else steps.WAITING)
     report, verdict = None, None
     if rank == 0:
         gatherer = Gatherer(channel, world)
@@ -90,7 +96,7 @@ def fleet_check(*, fail_on: str = "error", timeout: float = 60.0, deadline: floa
             verdict = channel.verdict()
             if verdict is None:
                 time.sleep(POLL)
-    beater.post(state="done", step="done")
+    beater.post(state="done", step=steps.DONE)
     if verdict is None:
         raise FleetCheckFailed(f"mpdoctor fleet_check: no verdict from rank 0 within {deadline + 15:.0f} s")
     level = verdict.get("worst")

@@ -18,11 +18,13 @@ from typing import Iterable, Optional
 from mpdoctor.checks.registry import builtin_registry
 from mpdoctor.findings import Finding, Step, error, info, triage, warning
 from mpdoctor.fleet import rules
-from mpdoctor.fleet.model import Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
+from mpdoctor.fleet.fingerprint import NCCL_WHEELS
+from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
 from mpdoctor.snapshot import utc_timestamp
 
 # The torch stack: a difference here hangs or corrupts collectives, so it is an error.
 STACK_FIELDS = {"torch": "torch", "torch_cuda": "torch's CUDA", "cudnn": "cuDNN", "python": "Python"}
+STACK_LABELS = (*STACK_FIELDS.values(), "NCCL")
 STACK_PACKAGE_PREFIXES = ("nvidia-nccl", "nvidia-cudnn", "nvidia-cublas", "nvidia-cuda-runtime", "torch", "triton")
 PRECISION_PACKAGES = ("apex", "transformers", "accelerate", "deepspeed", "flash-attn", "xformers", "megatron-core",
                       "transformer-engine", "bitsandbytes", "numpy", "oneflow", "onediff", "mpdoctor")
@@ -42,6 +44,7 @@ def compare(reports: Iterable[RankReport], world_size: int, launcher: str,
     findings = [_missing(state, world_size) for state in absent]
     findings += _differences(groups, reports)
     findings += _slow_gpus(reports)
+    findings += _without_own_gpu(reports)
     shared, some = _rank_findings(reports)
     findings += some
     return FleetReport(created=utc_timestamp(), launcher=launcher, world_size=world_size,
@@ -70,13 +73,15 @@ def _with_node_facts(reports: list[RankReport]) -> list[RankReport]:
     return out
 
 
-PER_RANK = ("kernels", "kernel_devices", "kernel_bf16", "executable", "device")  # not compared: one rank's own
 COMPARED = tuple(f.name for f in fields(Fingerprint) if f.name not in PER_RANK)
 
 
 def _comparable(print_: Fingerprint) -> dict:
     # The fields are flat (text, or dicts of text): no deep copy needed (dataclasses.asdict was 4 s at 1,024 ranks).
-    return {name: getattr(print_, name) for name in COMPARED}
+    same = {name: getattr(print_, name) for name in COMPARED}
+    # The nvidia-nccl wheels are compared as `nccl` (the NCCL torch loads, else the wheel's), as flatten shows them.
+    same["packages"] = {name: version for name, version in print_.packages.items() if not name.startswith(NCCL_WHEELS)}
+    return same
 
 
 def _groups(reports: list[RankReport]) -> list[Group]:
@@ -97,10 +102,14 @@ def _groups(reports: list[RankReport]) -> list[Group]:
 def flatten(print_: Fingerprint) -> dict[str, str]:
     """A fingerprint as labelled text values: what a difference is shown as ("package numpy", "env NCCL_ALGO")."""
     flat = {label: str(getattr(print_, name)) for name, label in STACK_FIELDS.items()}
+    # NCCL as torch loads it, or the wheel's version (said so): it stands for the nvidia-nccl packages, not beside them.
+    flat["NCCL"] = "" if not print_.nccl else f"{print_.nccl} (as torch loads it)" if print_.nccl_source == "torch" \
+        else f"{print_.nccl} ({print_.nccl_source} wheel)"
     flat.update({"NVIDIA driver": print_.driver, "CUDA the driver supports": print_.cuda_driver,
                  "GPU": print_.gpu, "compute capability": print_.compute_capability,
                  "bf16 native": "" if print_.bf16_native is None else str(print_.bf16_native).lower()})
-    flat.update({f"package {name}": version for name, version in print_.packages.items()})
+    flat.update({f"package {name}": version for name, version in print_.packages.items()
+                 if not name.startswith(NCCL_WHEELS)})
     flat.update({f"env {name}": value for name, value in print_.env.items()})
     return flat
 
@@ -165,7 +174,7 @@ def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding
 
 def _judge_difference(label: str):
     """(severity function or None for a minor package, the rule) of a difference labelled ``label``."""
-    if label in STACK_FIELDS.values():
+    if label in STACK_LABELS:
         return error, rules.STACK_DIFFERS
     if label.startswith("package "):
         name = label[len("package "):]
@@ -189,6 +198,10 @@ def _fix(label: str, common: str) -> list[Step]:
         return [Step(f"Set {name} the same way for every rank, in the job script"
                      + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
                      f"unset {name}" if common == "(unset)" else None)]
+    if label == "NCCL":
+        return [Step(f"Give every rank the same NCCL ({common}): one image or lock file, and no other libnccl "
+                     "earlier on LD_LIBRARY_PATH; then check which one torch loads on each node",
+                     "python -c 'import torch; print(torch.cuda.nccl.version())'")]
     if label in ("NVIDIA driver", "CUDA the driver supports"):
         return [Step(f"Install driver {common} on the odd nodes, or drain them", "nvidia-smi")]
     if label in ("GPU", "compute capability", "bf16 native"):
@@ -203,7 +216,12 @@ def _missing(state: RankState, world_size: int) -> Finding:
     where = f" on {state.host}" + (f" (local rank {state.local_rank})" if state.local_rank is not None else "") \
         if state.host else ""
     since = f" for {state.step_seconds:.0f} s" if state.step_seconds is not None else ""
-    step = f"; last step: {state.last_step}{since}" if state.last_step else "; it never reached the store"
+    if not state.last_step:
+        step = "; it never reached the store"
+    elif state.status == "crashed":
+        step = f"; last step: {state.last_step}{since}"
+    else:  # the step its heartbeat last announced, in words: "stuck importing torch for 60 s"
+        step = f": stuck {state.last_step}{since}"
     verb = "crashed" if state.status == "crashed" else "sent no report"
     return rules.RANK_MISSING.stamp(error(
         f"rank {state.rank}{where} {verb}{step}",
@@ -211,6 +229,37 @@ def _missing(state: RankState, world_size: int) -> Finding:
         else [f"rank {state.rank} of {world_size}: {state.status}"],
         [Step(f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
               "mpdoctor check")]))
+
+
+# ---------------------------------------------------------------- each rank's own GPU
+
+
+def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
+    """Ranks whose LOCAL_RANK selects no visible GPU, and GPUs that two ranks of one node select."""
+    out = []
+    short = [r for r in reports if r.fingerprint.device_problem]
+    if short:
+        out.append(rules.NO_GPU_OF_ITS_OWN.stamp(warning(
+            f"{who([r.rank for r in short], [r.host for r in short])}: LOCAL_RANK selects no GPU of its own",
+            [f"rank {r.rank} on {r.host or r.label} (local rank {r.local_rank}): {r.fingerprint.device_problem}"
+             for r in short[:20]] + ([f"and {len(short) - 20} more"] if len(short) > 20 else []),
+            [Step("Start as many ranks per node as it has visible GPUs, e.g.",
+                  "torchrun --nproc-per-node gpu ..."),
+             Step("Or give each rank one GPU and select cuda:0 in the script (srun --gpus-per-task=1)")])))
+    by_gpu: dict[tuple[str, str], list[RankReport]] = defaultdict(list)
+    for report in reports:
+        if report.fingerprint.device_uuid and not report.fingerprint.device_problem:
+            by_gpu[(report.host, report.fingerprint.device_uuid)].append(report)
+    for (host, uuid), sharing in sorted(by_gpu.items()):
+        if len(sharing) < 2:
+            continue
+        ranks = [r.rank for r in sharing]
+        out.append(rules.NO_GPU_OF_ITS_OWN.stamp(warning(
+            f"ranks {rank_list(ranks)} on {host} select the same GPU ({uuid})",
+            [f"rank {r.rank} (local rank {r.local_rank}): {r.fingerprint.device} = {uuid}" for r in sharing],
+            [Step("Give each rank of the node its own GPU: leave CUDA_VISIBLE_DEVICES the same for all and "
+                  "use cuda:LOCAL_RANK, or set it per rank to a different GPU")])))
+    return out
 
 
 # ---------------------------------------------------------------- measured speed
@@ -224,8 +273,8 @@ def _slow_gpus(reports: list[RankReport]) -> list[Finding]:
         for device, times in report.fingerprint.kernels.items():
             name = report.fingerprint.kernel_devices.get(device, "")
             by_model[name].append((report.host or report.label, device, times))
-        if report.fingerprint.gpu:
-            owners[(report.host or report.label, f"cuda:{report.local_rank}")].append(report.rank)
+        if report.fingerprint.device:
+            owners[(report.host or report.label, report.fingerprint.device)].append(report.rank)
     out = []
     for model, devices in sorted(by_model.items()):
         if len(devices) < 2:

@@ -7,6 +7,9 @@ numerics or communication, and (from one rank per node) the measured kernel time
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from mpdoctor.fleet.devices import select_device
 from mpdoctor.fleet.model import Fingerprint, RankReport
 from mpdoctor.findings import Finding
 from mpdoctor.snapshot import Snapshot, canonical_name
@@ -29,6 +32,11 @@ def env_that_matters(env: dict[str, str]) -> dict[str, str]:
 
 def fingerprint(snap: Snapshot, local_rank: int) -> Fingerprint:
     """The comparable facts of ``snap``, the snapshot of a rank whose LOCAL_RANK is ``local_rank``."""
+    return measured(unmeasured(snap, local_rank), snap)
+
+
+def unmeasured(snap: Snapshot, local_rank: int) -> Fingerprint:
+    """The fingerprint but what the microkernels measured: ranks of one group share it (``fleet compare``)."""
     env = snap.environment
     torch = snap.torch
     nvml = snap.machine.nvml
@@ -39,28 +47,48 @@ def fingerprint(snap: Snapshot, local_rank: int) -> Fingerprint:
         torch=torch.version if torch.status == "imported" else f"({torch.status})",
         torch_cuda=torch.cuda or "",
         cudnn=str(torch.cudnn) if torch.cudnn is not None else "",
+        **_nccl(snap),
         driver=nvml.driver_version if nvml.status == "ok" else "",
         cuda_driver=nvml.cuda_driver_version if nvml.status == "ok" else "",
         env=env_that_matters(env.env),
     )
-    if torch.devices:
-        # The job's convention: torch.cuda.set_device(LOCAL_RANK) over the devices CUDA_VISIBLE_DEVICES leaves.
-        device = torch.devices[local_rank % len(torch.devices)]
-        print_.device, print_.gpu, print_.compute_capability = (f"cuda:{device.ordinal}", device.name,
-                                                                device.compute_capability)
-        for run in snap.kernels.devices:
-            if run.device == f"cuda:{device.ordinal}":
-                print_.bf16_native = run.bf16_native
-    if snap.kernels.status == "ok":
-        for run in snap.kernels.devices:
-            times = {_kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results
-                     if r.status == "ok" and r.seconds}
-            if times:
-                print_.kernels[run.device] = times
-                print_.kernel_devices[run.device] = run.name
-            if run.bf16_native is not None:
-                print_.kernel_bf16[run.device] = run.bf16_native
+    # The job's convention: torch.cuda.set_device(LOCAL_RANK) over the devices CUDA_VISIBLE_DEVICES leaves.
+    chosen = select_device(snap, local_rank)
+    if chosen.device:
+        print_.device, print_.gpu, print_.compute_capability = chosen.device, chosen.name, chosen.compute_capability
+        print_.device_uuid, print_.device_problem = chosen.uuid, chosen.problem
     return print_
+
+
+def measured(print_: Fingerprint, snap: Snapshot) -> Fingerprint:
+    """``print_`` (unchanged) with what ``snap``'s microkernels measured: times, and bf16 on its own device."""
+    kernels, devices, bf16 = {}, {}, {}
+    own_bf16 = print_.bf16_native
+    for run in snap.kernels.devices:
+        if print_.device and run.device == print_.device:
+            own_bf16 = run.bf16_native
+        if snap.kernels.status != "ok":
+            continue
+        times = {_kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results
+                 if r.status == "ok" and r.seconds}
+        if times:
+            kernels[run.device], devices[run.device] = times, run.name
+        if run.bf16_native is not None:
+            bf16[run.device] = run.bf16_native
+    return replace(print_, bf16_native=own_bf16, kernels=kernels, kernel_devices=devices, kernel_bf16=bf16)
+
+
+NCCL_WHEELS = "nvidia-nccl"  # nvidia-nccl-cu11, -cu12, -cu13: what pip installed beside a CUDA torch
+
+
+def _nccl(snap: Snapshot) -> dict[str, str]:
+    """NCCL as this rank's torch loads it; the nvidia-nccl wheel's version when torch said none (older snapshot)."""
+    if getattr(snap.torch, "nccl", ""):
+        return {"nccl": snap.torch.nccl, "nccl_source": "torch"}
+    for dist in snap.environment.distributions:
+        if canonical_name(dist.name).startswith(NCCL_WHEELS) and dist.version:
+            return {"nccl": dist.version, "nccl_source": canonical_name(dist.name)}
+    return {}
 
 
 def _kernel_key(op: str, dtype: str, backend: str) -> str:
@@ -68,7 +96,8 @@ def _kernel_key(op: str, dtype: str, backend: str) -> str:
 
 
 def rank_report(rank: int, host: str, local_rank: int, snap: Snapshot, findings: list[Finding],
-                seconds: float = 0.0, label: str = "") -> RankReport:
-    return RankReport(rank=rank, host=host, local_rank=local_rank, fingerprint=fingerprint(snap, local_rank),
+                seconds: float = 0.0, label: str = "", print_: Fingerprint | None = None) -> RankReport:
+    """What rank ``rank`` sends; ``print_``: its fingerprint, when the caller has it already (shared, never changed)."""
+    return RankReport(rank=rank, host=host, local_rank=local_rank, fingerprint=print_ or fingerprint(snap, local_rank),
                       findings=list(findings), seconds=round(seconds, 3), label=label,
                       node_kernels=snap.kernels.status != "skipped")

@@ -20,8 +20,6 @@ FLEET_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("fleet", FLEET_SCHEMA_VERSION)
 
 RankStatus = Literal["reported", "missing", "crashed"]
-# The steps a rank announces in its heartbeat, in order (protocol.STEPS holds the same, for the store side).
-RankStep = Literal["starting", "connecting", "checking", "sending", "waiting", "comparing", "done"]
 
 
 @dataclass
@@ -34,12 +32,19 @@ class Fingerprint:
     torch: str = fact("torch.__version__, or how `import torch` failed (e.g. import-crashed)", "")
     torch_cuda: str = fact("torch.version.cuda (empty: no CUDA build)", "")
     cudnn: str = fact("torch.backends.cudnn.version()", "")
+    nccl: str = fact("The NCCL version the rank's torch loads (torch.cuda.nccl.version()); else the version of "
+                     "the nvidia-nccl wheel installed; empty when neither says", "")
+    nccl_source: str = fact("Where nccl came from: torch (as torch loads it), the wheel's name (nvidia-nccl-cu12: "
+                            "this torch reported none), or empty", "")
     driver: str = fact("NVIDIA driver version (NVML)", "")
     cuda_driver: str = fact("Newest CUDA the driver supports", "")
     device: str = fact("The device this rank's LOCAL_RANK selects (cuda:N); empty without GPUs", "")
     gpu: str = fact("Name of the GPU this rank's LOCAL_RANK selects (cuda:LOCAL_RANK after CUDA_VISIBLE_DEVICES); "
                     "empty without one", "")
     compute_capability: str = fact("That GPU's compute capability", "")
+    device_uuid: str = fact("That GPU's UUID (GPU-... or MIG-...), when known: two ranks of a node on one GPU", "")
+    device_problem: str = fact("Why this rank's LOCAL_RANK selects no GPU of its own (fewer visible devices than "
+                               "local ranks); empty when it does", "")
     bf16_native: Optional[bool] = fact("That GPU runs bf16 natively (not emulated); null when unknown", None)
     env: dict[str, str] = fact("Environment variables that change numerics or communication, redacted", factory=dict)
     kernels: dict[str, dict[str, float]] = fact(
@@ -49,6 +54,10 @@ class Fingerprint:
                                           factory=dict)
     kernel_bf16: dict[str, bool] = fact("bf16 native on each GPU in kernels: what the node's other ranks are judged "
                                         "by, as they run no kernels", factory=dict)
+
+
+# Fingerprint fields that are one rank's own, never compared: its timings, its interpreter's path, its device.
+PER_RANK = ("kernels", "kernel_devices", "kernel_bf16", "executable", "device", "device_uuid", "device_problem")
 
 
 @dataclass
@@ -76,8 +85,9 @@ class RankState:
     status: RankStatus = fact("reported, missing (no report by the deadline) or crashed (its mpdoctor died)",
                               "reported")
     group: Optional[int] = fact("Index in groups of the ranks identical to it; null when it did not report", None)
-    last_step: str = fact("The last step its heartbeat announced (starting, connecting, checking, sending, waiting, "
-                          "comparing, done); empty when it never reached the store", "")
+    last_step: str = fact("The last step its heartbeat announced, in words: connecting, what its check was doing "
+                          "(importing torch, starting CUDA, running kernels on cuda:1, judging...), sending its "
+                          "report, waiting for rank 0, comparing, done; empty when it never reached the store", "")
     step_seconds: Optional[float] = fact("How long it had been in that step when last seen", None)
     detail: str = fact("What went wrong, in words", "")
     label: str = fact("For `fleet compare`: the file it came from", "")

@@ -15,21 +15,30 @@ import os
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding
 from mpdoctor.fleet.compare import compare
-from mpdoctor.fleet.fingerprint import rank_report
-from mpdoctor.fleet.model import FleetReport, RankReport
+from mpdoctor.fleet.fingerprint import measured, rank_report, unmeasured
+from mpdoctor.fleet.judging import ManyJudge
+from mpdoctor.fleet.loading import SectionCache
+from mpdoctor.fleet.model import Fingerprint, FleetReport, RankReport
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import SnapshotError, snapshot_from_data
 
 
-def read_rank(path: str, rank: int, select: list[str] = (), ignore: list[str] = ()) -> RankReport:
-    """File ``path`` as rank ``rank``; raises SnapshotError with a one-line message for the user."""
+def _read_json(path: str):
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            return json.load(handle)
     except OSError as exc:
         raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as exc:
         raise SnapshotError(f"{path}: not a JSON snapshot or report ({type(exc).__name__})") from None
+
+
+def read_rank(path: str, rank: int, select: list[str] = (), ignore: list[str] = ()) -> RankReport:
+    """File ``path`` as rank ``rank``, judged on its own; raises SnapshotError with a one-line message for the user.
+
+    The plain way, one file at a time: ``compare_files`` must give what this gives for each file.
+    """
+    data = _read_json(path)
     try:
         snapshot = snapshot_from_data(data)
     except SnapshotError as exc:
@@ -46,5 +55,34 @@ def read_rank(path: str, rank: int, select: list[str] = (), ignore: list[str] = 
 
 
 def compare_files(paths: list[str], select: list[str] = (), ignore: list[str] = ()) -> FleetReport:
-    reports = [read_rank(path, rank, select, ignore) for rank, path in enumerate(paths)]
+    """The fleet report of ``paths`` (file N plays rank N): as ``read_rank`` of each, with what repeats done once.
+
+    Sections repeated across files are decoded once (``loading``), snapshots that
+    differ only in identity facts are judged once (``judging``), and ranks with the
+    same sections share one fingerprint.
+    """
+    cache, judge = SectionCache(), ManyJudge(select, ignore)
+    prints: dict[tuple, Fingerprint] = {}
+    reports = []
+    for rank, path in enumerate(paths):
+        data = _read_json(path)
+        try:
+            snapshot, ident = cache.snapshot(data)
+        except SnapshotError as exc:
+            raise SnapshotError(f"{path}: {exc}") from None
+        if "findings" in data and "snapshot" in data:
+            try:
+                findings = cache.findings(data["findings"])
+            except (DataError, TypeError) as exc:
+                raise SnapshotError(f"{path}: corrupt findings: {exc}") from None
+        else:
+            findings = judge.judge(snapshot, ident)
+        # What the fingerprint reads but its timings is in the sections' keys (identity facts aside, which it
+        # does not read): ranks with the same keys share it.
+        key = tuple(ident.section_key(name) for name in ("environment", "torch", "machine"))
+        if key not in prints:
+            prints[key] = unmeasured(snapshot, 0)
+        label = os.path.basename(path)
+        reports.append(rank_report(rank, label, 0, snapshot, findings, label=label,
+                                   print_=measured(prints[key], snapshot)))
     return compare(reports, len(reports), "compare")

@@ -10,9 +10,10 @@ its callers poll (``Gatherer.poll``, ``Beater.tick``, ``Channel.verdict``) from 
 
 Keys, under ``mpdoctor-fleet/<run id>/``:
 
-* ``hb/<rank>``: the rank's heartbeat (JSON: host, local rank, step, seconds in it,
+* ``hb/<rank>``: the rank's heartbeat (JSON: host, local rank, step in words (``steps``), seconds in it,
   a counter bumped every second, state running / crashed / done);
-* ``report/<rank>``: the rank's report (JSON ``RankReport``); ``reported`` counts them, and
+* ``report/<rank>``: the rank's report (JSON ``RankReport``, with its whole snapshot when it is the first of its
+  group to claim ``rep/<group hash>``, or with ``--full-snapshots``); ``reported`` counts them, and
   ``arrivals`` lists their ranks (``append``), so rank 0 reads each new one without
   looking for every missing rank's key;
 * ``verdict``: rank 0's verdict (worst severity, a one-line summary);
@@ -23,13 +24,15 @@ Keys, under ``mpdoctor-fleet/<run id>/``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from mpdoctor.fleet.model import PER_RANK
+
 PREFIX = "mpdoctor-fleet"
-STEPS = ("starting", "connecting", "checking", "sending", "waiting", "comparing", "done")
 POLL = 0.2  # seconds between looks at the store while waiting
 BEAT = 1.0  # seconds between heartbeats
 SILENT = 5.0  # a heartbeat that has not moved for this long is a rank that stopped beating
@@ -54,6 +57,13 @@ class Gathered:
         return cls({int(k): v for k, v in data.get("reports", {}).items()},
                    {int(k): v for k, v in data.get("heartbeats", {}).items()},
                    {int(k): v for k, v in data.get("silent", {}).items()}, data.get("seconds", 0.0))
+
+
+def group_key(report: dict) -> str:
+    """The group rank 0 will put this report in (its fingerprint without the per-rank fields), as a short hash."""
+    print_ = report.get("fingerprint") if isinstance(report.get("fingerprint"), dict) else {}
+    same = {name: value for name, value in print_.items() if name not in PER_RANK}
+    return hashlib.sha256(json.dumps(same, sort_keys=True).encode()).hexdigest()[:24]
 
 
 class Channel:
@@ -83,7 +93,15 @@ class Channel:
     def heartbeat(self, rank: int, beat: dict) -> None:
         self._set_json(f"hb/{rank}", beat)
 
-    def post_report(self, rank: int, report: Any) -> None:
+    def claim(self, key: str) -> bool:
+        """True for the first rank to claim ``key`` (an atomic counter: exactly one rank gets True)."""
+        return self._add(f"rep/{key}", 1) == 1
+
+    def post_report(self, rank: int, report: Any, full_snapshots: bool = False) -> None:
+        """The rank's report; a whole snapshot in it goes from its group's first rank only, or ``full_snapshots``."""
+        if isinstance(report, dict) and "snapshot" in report and not full_snapshots \
+                and not self.claim(group_key(report)):
+            report = {name: value for name, value in report.items() if name != "snapshot"}
         self._set_json(f"report/{rank}", report)
         try:  # the arrivals list lets rank 0 read new reports without looking for every rank's key
             self.store.append(self._key("arrivals"), f"{rank},")

@@ -3,11 +3,11 @@
 This process never imports torch: the store lives in ``store_child`` (the job's own
 interpreter, started through ``run_child`` like every mpdoctor child, talking through
 files: ``mailbox``), and the check is the ordinary ``mpdoctor check`` of this
-interpreter (``mpdoctor.doctor.diagnose``: probes in child processes, each with its
-limit). Only local rank 0 of each node runs the microkernels, on all of the node's
-devices in parallel (one worker per device), so the ranks of a node do not time
-kernels against each other; the other ranks skip them. Rank 0 compares every report
-(``verdict``) and every rank exits with the verdict.
+interpreter (probes in child processes, each with its limit). Each GPU rank times
+the microkernels on the GPU its LOCAL_RANK selects, only (``devices``), so a node's
+GPUs are measured in parallel and never by two ranks; on a node without GPUs local
+rank 0 times the CPU. Rank 0 compares every report (``verdict``) and every rank
+exits with the verdict.
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from mpdoctor.fleet import mailbox
+from mpdoctor.fleet import mailbox, steps
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.fingerprint import rank_report
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.protocol import Gathered
+from mpdoctor.fleet.steps import check_step
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
 from mpdoctor.fleet.verdict import judge_gathered, summary_line
 from mpdoctor.probes.child import run_child
+from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.schema.serde import to_data
 
 # A test stand-in for a rank whose mpdoctor dies mid-check (tests/test_fleet_run.py sets it for one rank only):
@@ -49,7 +51,8 @@ class RankOptions:
     kernels: str = "quick"
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
-    snapshots: bool = False  # --save-snapshots: each rank also sends its whole (redacted) snapshot
+    snapshots: bool = False  # --save-snapshots: ranks send their whole (redacted) snapshot, the first of each group
+    full_snapshots: bool = False  # --full-snapshots: every rank sends it
 
 
 @dataclass
@@ -62,7 +65,8 @@ class Outcome:
     problem: str = ""  # why there is no verdict (store unreachable, rank 0 silent)
     abandoned: bool = False  # this rank's own check was still running when the verdict came
     release: Optional[object] = None  # call once the verdict is printed: lets the store child go (rank 0 waits)
-    snapshots: dict = field(default_factory=dict)  # rank 0 with --save-snapshots: rank -> its snapshot (JSON data)
+    snapshots: dict = field(default_factory=dict)  # rank 0 with --save-snapshots: rank -> its snapshot (JSON data),
+    # one rank per group (the first to claim it in the store), or every rank with --full-snapshots
 
     def done(self) -> None:
         if callable(self.release):
@@ -80,16 +84,18 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
     config = {"addr": launch.master_addr, "port": launch.master_port, "rank": launch.rank,
               "world_size": launch.world_size, "host": launch.host, "local_rank": launch.local_rank,
-              "run_id": launch.run_id, "agent_store": launch.agent_store, "until": until, "dir": box}
-    mailbox.put(box, mailbox.STEP, "checking")
+              "run_id": launch.run_id, "agent_store": launch.agent_store, "until": until, "dir": box,
+              "full_snapshots": options.full_snapshots}
+    mailbox.put(box, mailbox.STEP, steps.CHECKING)
     # Not `with`: a hung check must not keep this function from returning (the CLI then ends the process).
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mpdoctor-fleet")
     child = pool.submit(run_child, [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
                         until + GRACE + 2 * ACK_WAIT + 30 - time.time())
     checked: dict = {}
-    checker = pool.submit(check_rank, launch, options, checked)
+    board = ProgressBoard()  # what the check is doing: the heartbeat's step
+    checker = pool.submit(check_rank, launch, options, checked, board)
     pool.shutdown(wait=False)
-    outcome = _take_part(launch, box, child, checker, checked, start, until)
+    outcome = _take_part(launch, box, child, checker, checked, start, until, board)
     if outcome.problem and launch.rank != 0:
         # Stay until rank 0 has reported (it names this rank): torchrun stops every worker once one exits non-zero.
         time.sleep(max(0.0, until + STAY - time.time()))
@@ -99,8 +105,9 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
 
 
 def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked: dict, start: float,
-               until: float) -> Outcome:
+               until: float, board: ProgressBoard) -> Outcome:
     reported = False
+    announced = steps.CHECKING
     limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
     while time.time() < limit:
         if os.environ.get(TEST_HOOK) == "die" and mailbox.has(box, mailbox.CONNECTED):
@@ -108,11 +115,16 @@ def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked
         error = mailbox.take(box, mailbox.ERROR)
         if error:
             return Outcome(problem=error)
+        if not reported and not checker.done():
+            now = check_step(board.tasks())
+            if now != announced:  # the store child beats it: "importing torch", "running kernels on cuda:1"
+                mailbox.put(box, mailbox.STEP, now)
+                announced = now
         if mailbox.has(box, mailbox.CONNECTED) and not reported and checker.done():
             if "report" in checked:
-                mailbox.put(box, mailbox.STEP, "sending")
+                mailbox.put(box, mailbox.STEP, steps.SENDING)
                 mailbox.put(box, mailbox.REPORT, checked["report"])
-                mailbox.put(box, mailbox.STEP, "waiting")
+                mailbox.put(box, mailbox.STEP, steps.GATHERING if launch.rank == 0 else steps.WAITING)
             else:
                 mailbox.put(box, mailbox.FAIL, checked.get("failed") or _failure(checker))
             reported = True
@@ -162,16 +174,21 @@ def _failure(checker: Future) -> str:
     return f"its check failed: {type(error).__name__}: {error}" if error else "its check produced no report"
 
 
-def check_rank(launch: Launch, options: RankOptions, out: dict) -> None:
-    """The single-process check of this rank, as ``mpdoctor check`` runs it; its rank report lands in ``out``."""
-    from mpdoctor.doctor.diagnose import Options, diagnose
-    from mpdoctor.doctor.report import redacted
+def check_rank(launch: Launch, options: RankOptions, out: dict, progress: ProgressBoard = SILENT) -> None:
+    """The single-process check of this rank, as ``mpdoctor check`` runs it; its rank report lands in ``out``.
+
+    Its probes post what they are doing to ``progress`` (the heartbeat's step, ``steps.check_step``).
+    """
+    from mpdoctor.analysis.gpu_map import device_table
+    from mpdoctor.doctor.judge import judge
+    from mpdoctor.doctor.report import Report, redacted
+    from mpdoctor.snapshot import utc_timestamp
 
     began = time.monotonic()
-    kernels = options.kernels if launch.local_rank == 0 else "off"
     try:
-        report = redacted(diagnose(Options(python=options.python, timeout=options.timeout, kernels=kernels,
-                                           select=options.select, ignore=options.ignore)))
+        snapshot = own_snapshot(launch, options, progress)
+        report = redacted(Report(created=utc_timestamp(), findings=judge(snapshot, options.select, options.ignore),
+                                 snapshot=snapshot, gpus=device_table(snapshot)))
     except Exception as exc:  # noqa: BLE001 - rank 0 names this rank with the reason instead of waiting for it
         out["failed"] = f"its check failed: {type(exc).__name__}: {exc}"
         return
@@ -180,3 +197,32 @@ def check_rank(launch: Launch, options: RankOptions, out: dict) -> None:
     out["report"] = to_data(mine)
     if options.snapshots:  # beside the report's fields: a reader of RankReport ignores a key it does not know
         out["report"]["snapshot"] = to_data(report.snapshot)
+
+
+def own_snapshot(launch: Launch, options: RankOptions, progress: ProgressBoard = SILENT):
+    """This rank's snapshot: its facts as the job sees them, then the microkernels on the GPU its LOCAL_RANK selects.
+
+    Every GPU rank times its own GPU (``devices.own_gpu_kernels``), so a node's GPUs
+    are measured in parallel and no GPU by two ranks. Local rank 0 of a node without
+    GPUs times the CPU (the other ranks would time it against each other), as it
+    times every device when its GPU cannot be named exactly (no UUID).
+    """
+    from mpdoctor.doctor.gather import Options, gather, needed_facts
+    from mpdoctor.fleet.devices import own_gpu_kernels, select_device
+
+    plain = Options(python=options.python, timeout=options.timeout, kernels="off", select=options.select,
+                    ignore=options.ignore, progress=progress)
+    snapshot = gather(plain)
+    if options.kernels == "off" or "kernels" not in needed_facts(plain):
+        return snapshot
+    kernels = own_gpu_kernels(options.python, options.timeout, options.kernels,
+                              select_device(snapshot, launch.local_rank), progress)
+    if kernels is None and launch.local_rank == 0:
+        from mpdoctor.probes.budget import Budget
+        from mpdoctor.probes.kernels import probe_kernels_and_torch
+
+        kernels = probe_kernels_and_torch(options.python, Budget.from_timeout(options.timeout), options.kernels,
+                                          None, progress)[0]
+    if kernels is not None:
+        snapshot.kernels = kernels
+    return snapshot

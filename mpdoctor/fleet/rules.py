@@ -19,9 +19,21 @@ FAMILY = "fleet"
 
 @dataclass(frozen=True)
 class Rule:
+    """One FLEET code: ``code``, ``name``, ``family`` ("fleet"), ``severity`` (the worst its findings have; the
+    others it can have in ``severities``), ``summary`` (one line) and ``doc`` (the ``mpdoctor fleet rule`` page)."""
+
     code: str
     name: str
     doc: str
+    severities: tuple[str, ...] = ("error",)  # worst first
+
+    @property
+    def family(self) -> str:
+        return FAMILY
+
+    @property
+    def severity(self) -> str:
+        return self.severities[0]
 
     @property
     def summary(self) -> str:
@@ -34,15 +46,21 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, doc: str) -> Rule:
+def rule(code: str, name: str, doc: str, severities: tuple[str, ...] = ("error",)) -> Rule:
     doc = inspect.cleandoc(doc)
     for heading in ("## Why it matters", "## Fix"):
         if heading not in doc:
             raise ValueError(f"{code}: its documentation needs a {heading!r} section")
     if code in RULES or any(r.name == name for r in RULES.values()):
         raise ValueError(f"{code} {name}: registered twice")
-    RULES[code] = Rule(code, name, doc)
+    RULES[code] = Rule(code, name, doc, severities)
     return RULES[code]
+
+
+def listing() -> list[dict[str, str]]:
+    """Every FLEET code as plain data, for `mpdoctor checks`: code, name, family, severity, summary."""
+    return [{"code": r.code, "name": r.name, "family": r.family, "severity": r.severity, "summary": r.summary}
+            for r in RULES.values()]
 
 
 def find(code_or_name: str) -> Rule | None:
@@ -75,7 +93,7 @@ STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", """
     ## Fix
     Install the same versions on every node (one lock file, one container image), and
     run `mpdoctor fleet` again.
-    """)
+    """, ("error", "warning", "info"))
 
 DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", """
     Nodes run different NVIDIA drivers, or drivers that support different CUDA versions.
@@ -86,7 +104,7 @@ DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", """
 
     ## Fix
     Install the same driver on every node (drain the odd node until it is updated).
-    """)
+    """, ("warning",))
 
 GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", """
     Ranks run on different GPU models, compute capabilities, or bf16 support (native on some ranks only).
@@ -99,7 +117,7 @@ GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", """
     ## Fix
     Schedule the job on one GPU type (a Slurm constraint or a node selector), or use a
     dtype every rank's GPU supports natively.
-    """)
+    """, ("warning",))
 
 SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", """
     A GPU measured far slower than identical GPUs on other ranks (throttled, degraded, or shared).
@@ -113,7 +131,7 @@ SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", """
     Look at that GPU's clocks, temperature and other processes (`nvidia-smi -q -d
     PERFORMANCE,CLOCK,TEMPERATURE`), run `dcgmi diag -r 2` on that node, and drain it
     until it measures like its peers.
-    """)
+    """, ("warning",))
 
 ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", """
     An environment variable that changes numerics or communication differs across ranks (NCCL_*, TORCH_*, NVIDIA_TF32_OVERRIDE, ...).
@@ -127,7 +145,7 @@ ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", """
     ## Fix
     Set these variables in one place that every rank reads (the job script, not a
     node's profile) and run `mpdoctor fleet` again. Values are shown redacted.
-    """)
+    """, ("warning",))
 
 FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", """
     A single-process finding (a `mpdoctor check` code) appears on some ranks only: those ranks' setup differs.
@@ -138,4 +156,20 @@ FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", """
 
     ## Fix
     Follow that finding's own fix on the ranks named (`mpdoctor rule CODE`).
-    """)
+    """, ("warning",))
+
+NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", """
+    A rank's LOCAL_RANK selects no GPU of its own: fewer devices are visible to it than its node has local ranks, or two ranks of a node select the same GPU.
+
+    ## Why it matters
+    A job calls `torch.cuda.set_device(LOCAL_RANK)`: with fewer visible devices than
+    local ranks that fails with "invalid device ordinal" (or, with `LOCAL_RANK %
+    device_count`, two ranks share a GPU); ranks that share a GPU run at half speed
+    and can run out of memory. Common when a Slurm step gives each task one GPU
+    (`--gpus-per-task=1`) while the script still picks `cuda:LOCAL_RANK`.
+
+    ## Fix
+    Start as many ranks per node as it has GPUs (`--nproc-per-node` / `--ntasks-per-node`),
+    and either leave every GPU visible to every rank (then `cuda:LOCAL_RANK`) or give
+    each rank one GPU and use `cuda:0` in the script.
+    """, ("warning",))

@@ -171,6 +171,7 @@ class TorchInfo:
     cuda: Optional[str] = fact("torch.version.cuda: CUDA runtime torch was built with (null: no CUDA)", None)
     hip: Optional[str] = fact("torch.version.hip (ROCm builds)", None)
     cudnn: Optional[int] = fact("torch.backends.cudnn.version()", None)
+    nccl: str = fact("torch.cuda.nccl.version(): the NCCL torch loads, e.g. 2.21.5; empty without one (CPU build)", "")
     git_version: Optional[str] = fact("torch.version.git_version", None)
     arch_list: list[str] = fact("torch.cuda.get_arch_list(): GPU code the build contains", factory=list)
     release_archs: dict[str, dict[str, list[int]]] = fact(

@@ -220,7 +220,7 @@ def torch_build_facts(torch):
         _call(facts, "release_archs", lambda: {
             cuda: {host: sorted(ccs) for host, ccs in by_host.items()} for cuda, by_host in table.items()
         })
-    return facts
+    return _sibling("nccl").with_nccl(facts, torch)  # NCCL as torch loads it (fleet compares it across ranks)
 
 
 def torch_cuda_facts(torch):

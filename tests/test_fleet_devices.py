@@ -1,0 +1,116 @@
+"""Which GPU each local rank selects (after CUDA_VISIBLE_DEVICES), and FLEET008 when a rank has none of its own.
+
+The GPU nodes are constructed (this machine has none): the recorded CPU capture with
+NVML GPUs and a CUDA torch grafted on (tests/fixtures), as each rank's own probe would
+have seen them under its own environment. The interpreter wrapper that narrows a
+rank's kernel probe to its GPU runs for real.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+
+from fixtures.base import capture, cuda_torch, with_env, with_kernels, with_nvml
+from fixtures.machines import H100_NODE
+from mpdoctor.fleet.compare import compare
+from mpdoctor.fleet.devices import Selection, named_back, narrowed_python, select_device
+from mpdoctor.fleet.fingerprint import rank_report
+from mpdoctor.snapshot import DeviceKernels, KernelInfo
+
+
+def node(visible: str | None = None, order=None, gpus: int = 8):
+    """Constructed: an H100 node as a rank sees it; ``order``: the NVML indices CUDA numbers cuda:0, cuda:1..."""
+    snap = with_nvml(capture("cpu-laptop"), H100_NODE[:gpus], driver="550.54.14", cuda="12.4")
+    if visible is not None:
+        snap = with_env(snap, CUDA_VISIBLE_DEVICES=visible)
+    return cuda_torch(snap, order=order)
+
+
+def test_each_local_rank_selects_its_own_gpu():
+    snap = node()
+    chosen = [select_device(snap, local) for local in range(8)]
+    assert [c.device for c in chosen] == [f"cuda:{n}" for n in range(8)]
+    assert [c.uuid for c in chosen] == [g.uuid for g in H100_NODE]
+    assert chosen[3].narrowed == H100_NODE[3].uuid and not chosen[3].problem
+
+
+def test_cuda_visible_devices_by_uuid_is_followed():
+    picked = [H100_NODE[5], H100_NODE[2]]
+    snap = node(",".join(g.uuid for g in picked), order=[5, 2])
+    assert [select_device(snap, local).uuid for local in (0, 1)] == [g.uuid for g in picked]
+    assert select_device(snap, 1).device == "cuda:1"
+
+
+def test_fewer_visible_devices_than_local_ranks_is_a_problem_not_a_crash():
+    snap = node("0,1", order=[0, 1])
+    chosen = select_device(snap, 3)
+    assert chosen.problem == ("LOCAL_RANK=3 selects cuda:3, but only 2 devices are visible to this rank "
+                              "(CUDA_VISIBLE_DEVICES=0,1)")
+    assert chosen.device == "cuda:1" and chosen.narrowed == ""  # what LOCAL_RANK % 2 would use; never timed
+
+
+def test_a_rank_without_gpus_selects_nothing():
+    assert select_device(capture("cpu-laptop"), 2) == Selection()
+
+
+def test_fleet_names_ranks_beyond_their_visible_gpus_and_ranks_sharing_one():
+    # Node a: 4 local ranks, every rank given the same 2 GPUs. Node b: rank per GPU, but ranks 4 and 5 given GPU 0.
+    reports = [rank_report(local, "node-a", local, node("0,1", order=[0, 1]), []) for local in range(4)]
+    shared = node(H100_NODE[0].uuid, order=[0])
+    reports += [rank_report(4 + local, "node-b", 0, shared, []) for local in range(2)]
+    report = compare(reports, 6, "slurm")
+    found = [f for f in report.findings if f.code == "FLEET008"]
+    assert [f.title for f in found] == [
+        "ranks 2-3 (2 ranks on 1 node): LOCAL_RANK selects no GPU of its own",
+        f"ranks 4-5 on node-b select the same GPU ({H100_NODE[0].uuid})",
+    ]
+    assert found[0].evidence[0] == ("rank 2 on node-a (local rank 2): LOCAL_RANK=2 selects cuda:2, but only 2 "
+                                    "devices are visible to this rank (CUDA_VISIBLE_DEVICES=0,1)")
+    # The ranks that have a GPU of their own are not blamed.
+    assert not [f for f in compare(reports[:2], 2, "slurm").findings if f.code == "FLEET008"]
+
+
+def test_the_narrowed_kernels_are_named_as_the_job_numbers_the_gpu():
+    runs = KernelInfo(status="ok", devices=[DeviceKernels(device="cpu", status="ok"),
+                                            DeviceKernels(device="cuda:0", name="NVIDIA H100 80GB HBM3", status="ok")])
+    assert [d.device for d in named_back(runs, "cuda:3").devices] == ["cuda:3"]
+    blind = named_back(KernelInfo(status="ok", devices=[DeviceKernels(device="cpu", status="ok")]), "cuda:3")
+    assert blind.status == "error" and not blind.devices and "saw no CUDA device" in blind.detail
+
+
+def test_each_rank_kernels_show_on_its_own_device_in_the_fleet():
+    snaps = []
+    for local in range(2):
+        snap = node()
+        run = DeviceKernels(device=f"cuda:{local}", name=snap.torch.devices[local].name, bf16_native=True,
+                            status="ok")
+        snaps.append(with_kernels(snap, KernelInfo(status="ok", devices=[run])))
+    prints = [rank_report(local, "node-a", local, snap, []).fingerprint for local, snap in enumerate(snaps)]
+    assert [(p.device, p.bf16_native) for p in prints] == [("cuda:0", True), ("cuda:1", True)]
+
+
+def test_the_interpreter_wrapper_narrows_cuda_visible_devices_for_its_child_only():
+    import sys
+
+    with tempfile.TemporaryDirectory() as tmp:
+        python = narrowed_python(tmp, sys.executable, "GPU-1234 it's")
+        seen = subprocess.run([python, "-c", "import os, sys; print(os.environ['CUDA_VISIBLE_DEVICES']); "
+                                             "print(sys.executable)"], capture_output=True, text=True, timeout=60)
+    assert seen.stdout.splitlines()[0] == "GPU-1234 it's"
+
+
+def test_the_narrowed_probe_posts_as_the_job_numbers_the_gpu():
+    from mpdoctor.fleet.devices import _Renamed
+    from mpdoctor.fleet.steps import check_step
+    from mpdoctor.probes.progress import ProgressBoard
+
+    board = ProgressBoard()
+    narrowed = _Renamed(board, "cuda:3")
+    narrowed.start("torch", "importing torch")
+    assert check_step(board.tasks()) == "importing torch"
+    narrowed.finish("torch")
+    narrowed.start("kernels cpu", "matmul", total=40)
+    narrowed.start("kernels cuda:0", "matmul", total=40)
+    assert [t.name for t in board.tasks()] == ["torch", "kernels cuda:3"]
+    assert check_step(board.tasks()) == "running kernels on cuda:3"
