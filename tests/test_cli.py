@@ -117,9 +117,9 @@ def test_output_file_and_markdown_ticket(tmp_path):
     assert "### ERROR `TORCH005`" in text and "```sh" in text
     assert "| - | 1 | NVIDIA TITAN RTX | 0000:81:00.0 | 7.5 | 24 GiB | TC | emul | - | - | not visible: torch is a " \
         "CPU-only build |" in text
-    assert "<details><summary>Full snapshot (JSON)</summary>" in text
-    # The collapsed snapshot is valid JSON that loads back as a snapshot.
-    body = text.split("```json\n", 1)[1].split("\n```", 1)[0]
+    # The snapshot is not embedded (issue 21: a ticket that fits) but written beside it, and named.
+    assert "<details>" not in text and "mpdoctor check --snapshot ticket.snapshot.json" in text
+    body = (tmp_path / "ticket.snapshot.json").read_text()
     assert json.loads(body)["machine"]["nvml"]["gpus"][1]["name"] == "NVIDIA TITAN RTX"
     assert not list(tmp_path.glob(".mpdoctor-*"))  # no temporary left behind
 

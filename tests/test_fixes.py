@@ -279,10 +279,13 @@ def test_text_output_keeps_colons_in_user_data(tmp_path, name, shown):
 
     snap = _with_colons(name)
     emojis = ("\N{NEGATIVE SQUARED AB}", "\N{THUMBS UP SIGN}")
-    buffer = io.StringIO()  # the risk is real: a console that reads emoji codes mangles this report
+    buffer = io.StringIO()  # the risk is real: a console that reads emoji codes mangles this text...
+    Console(file=buffer, width=100, highlight=False).print(shown)
+    assert any(e in buffer.getvalue() for e in emojis)
+    buffer = io.StringIO()  # ...and the renderer prints facts as text, never as markup, even on such a console
     render_text(Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap)),
                 Console(file=buffer, width=100, highlight=False))
-    assert any(e in buffer.getvalue() for e in emojis)
+    assert shown in buffer.getvalue() and not any(e in buffer.getvalue() for e in emojis)
     path = tmp_path / "snap.json"
     path.write_text(catalogue.snapshot_text(snap), encoding="utf-8")
     result = run_cli("check", "--snapshot", str(path), "--fail-on", "never")

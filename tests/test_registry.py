@@ -245,7 +245,10 @@ def test_checks_lists_every_code_in_columns_under_a_header():
     header, *rows = result.output.splitlines()
     assert header.split() == ["CODE", "NAME", "FAMILY", "JUDGES", "WHAT", "IT", "FINDS"]
     entries = list(builtin_registry())
-    assert len(rows) == len(entries)
+    from mpdoctor.fleet.rules import RULES  # the fleet's codes follow the registry's
+
+    assert len(rows) == len(entries) + len(RULES)
+    assert [row.split()[0] for row in rows[len(entries):]] == list(RULES)
     columns = [header.index(title) for title in ("NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")]
     for row, entry in zip(rows, entries):
         # Every column starts where its title does, however long the names are.

@@ -17,7 +17,7 @@ import typer
 
 # Each registers its command on import, in the order `mpdoctor --help` lists them.
 from mpdoctor.cli import check, explain, audit, fleet  # noqa: F401,I001
-from mpdoctor.cli.app import app
+from mpdoctor.cli.app import app, run
 from mpdoctor.cli.fleet import fleet_app
 from mpdoctor.cli.options import EXIT_INTERNAL, EXIT_USAGE
 
@@ -43,13 +43,17 @@ def main() -> None:
             raise SystemExit(128 + signum)  # no probe was ever loaded, so no child is running
         handler(signum, frame)  # kills every child's group, then raises Interrupted (a SystemExit)
 
-    from mpdoctor.render.output import WRITE_ERRNOS, prepare_stdout, stdout_problem
+    from mpdoctor.render.output import WRITE_ERRNOS, prepare_stdout, stdout_problem, target_problem
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
+    if sys.argv[1:2] == ["check"]:  # a plain `check` starts probing now (under `python -m mpdoctor`: did already)
+        from mpdoctor.probes.prescan import start_check_early
+
+        start_check_early(sys.argv[1:], target_problem)
     prepare_stdout()  # a lone surrogate in a report is written escaped, never a UnicodeEncodeError
     try:
-        app()
+        run()  # app() without click's standalone mode: every usage error one line (mpdoctor.cli.app.run)
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit:
@@ -71,3 +75,7 @@ def main() -> None:
         typer.echo(f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
                    "Please report it at https://github.com/mpdoctor/mpdoctor/issues", err=True)
         sys.exit(EXIT_INTERNAL)
+    finally:
+        started = sys.modules.get("mpdoctor.probes.early")
+        if started is not None:
+            started.discard()  # a snapshot started early that no command claimed (a usage error): end its children

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
 from mpdoctor import __version__
+from mpdoctor.cli.options import EXIT_USAGE
 
 app = typer.Typer(
     help="Environment doctor for mixed-precision (fp16 / bf16 / AMP) PyTorch setups.",
@@ -28,3 +30,65 @@ def root(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Environment doctor for mixed-precision (fp16 / bf16 / AMP) PyTorch setups."""
+
+
+def run(args: Optional[list[str]] = None) -> NoReturn:
+    """Run the application; every usage error, typer's own included, is one line on stderr and exit status 2.
+
+    typer would draw click's usage errors (a bad choice, a missing argument, an unknown
+    option or command) as a six-line box. Run without click's standalone mode, the
+    errors come here instead and are written as ``usage_error`` writes ours:
+    ``mpdoctor: error: MESSAGE (see 'mpdoctor CMD --help')``. ``mpdoctor`` alone
+    still prints the help, and exits 2 as click does.
+    """
+    from typer import _click  # typer vendors its own click: these are the exceptions it raises
+
+    from mpdoctor.render.console import plain_help, styling_off
+
+    argv = sys.argv[1:] if args is None else list(args)
+    if styling_off() and (not argv or "--help" in argv):  # typer's help screen has its own console
+        plain_help()
+    try:
+        code = app(args=argv, prog_name="mpdoctor", standalone_mode=False)
+    except _click.exceptions.NoArgsIsHelpError as exc:  # `mpdoctor` alone: the help is already printed
+        code = exc.exit_code
+    except _click.exceptions.UsageError as exc:  # BadParameter, NoSuchOption, MissingParameter... are UsageErrors
+        typer.echo(usage_line(exc), err=True)
+        code = EXIT_USAGE
+    except _click.exceptions.ClickException as exc:  # any other click error: still one line
+        typer.echo(f"mpdoctor: error: {one_line(exc.format_message())}", err=True)
+        code = exc.exit_code
+    except typer.Abort:  # end of input at a prompt, as click has it
+        code = 1
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def one_line(message: str) -> str:
+    from mpdoctor.probes.remote.redact import redact_text
+
+    return redact_text(" ".join(message.split()))  # it may quote a path or URL with a token
+
+
+def usage_line(exc: Exception) -> str:
+    """``mpdoctor: error: Invalid value for '--fail-on': ... (see 'mpdoctor check --help')``."""
+    ctx = getattr(exc, "ctx", None) or _raised_in(exc)
+    names = []
+    while ctx is not None:
+        names.insert(0, ctx.info_name if ctx.parent is not None else "mpdoctor")
+        ctx = ctx.parent
+    command = " ".join(names or ["mpdoctor"])
+    return f"mpdoctor: error: {one_line(exc.format_message())} (see '{command} --help')"
+
+
+def _raised_in(exc: Exception):
+    """The command whose parsing raised ``exc``, for the errors click raises without one (an option that lacks
+    its value): the innermost frame of the traceback that holds a click context."""
+    from typer import _click
+
+    found, frame = None, exc.__traceback__
+    while frame is not None:
+        ctx = frame.tb_frame.f_locals.get("ctx")
+        if isinstance(ctx, _click.Context):
+            found = ctx
+        frame = frame.tb_next
+    return found

@@ -23,6 +23,8 @@ def audit(
                                            min=0.1, callback=bounded_timeout)] = 120.0,
     show_all: Annotated[bool, typer.Option("--all", help="List every odd module, mixed subtree and odd tensor "
                                                          "(text and Markdown; JSON always has them all).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
+                                                              "same; progress shows only on a terminal).")] = False,
 ) -> None:
     """Which dtypes a checkpoint or model folder holds, and the modules in another dtype than the model around them.
 
@@ -31,16 +33,24 @@ def audit(
     """
     from mpdoctor.checkpoint_audit.report import audit_files, redacted
     from mpdoctor.checkpoint_audit.safetensors import AuditError
-    from mpdoctor.checkpoint_audit.sources import read, weight_files
+    from mpdoctor.checkpoint_audit.sources import read_all, weight_files
     from mpdoctor.findings import exit_code
+    from mpdoctor.probes.progress import ProgressBoard
     from mpdoctor.render import audit as view
+    from mpdoctor.render.progress import live_progress, progress_wanted
 
     check_writable("--output", output)
     interpreter = resolve_python(python)
-    try:
-        files = [read(file, interpreter, timeout) for file in weight_files(path)]
-    except AuditError as exc:
-        usage_error(str(exc))
+    board = ProgressBoard()
+    problem = None
+    # A usage error is printed after the display is gone: a line written under a live display is erased with it.
+    with live_progress(board, progress_wanted(quiet, format.value if output is None else ""), label="audit"):
+        try:
+            files = read_all(weight_files(path), interpreter, timeout, progress=board)
+        except AuditError as exc:
+            problem = str(exc)
+    if problem is not None:
+        usage_error(problem)
     report = redacted(audit_files(path, files))
     if format is Format.json:
         emit(output, view.render_json(report))
@@ -49,3 +59,4 @@ def audit(
     else:
         emit_text(output, lambda console: view.render_text(report, console, show_all))
     raise typer.Exit(exit_code(report.findings, fail_on.value))
+

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import (FailOn, Format, KernelMode, bounded_timeout, check_selection, check_temp,
+from mpdoctor.cli.options import (CheckFormat, FailOn, KernelMode, bounded_timeout, check_selection, check_temp,
                                   check_writable, codes, emit, emit_text, resolve_python, usage_error,
                                   write_output)
 
@@ -15,7 +15,9 @@ from mpdoctor.cli.options import (FailOn, Format, KernelMode, bounded_timeout, c
 @app.command()
 def check(
     ctx: typer.Context,
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    format: Annotated[CheckFormat, typer.Option(
+        "--format", "-f", help="Output format: text, json, markdown (a ticket; its snapshot goes beside --output), "
+                               "github (Actions annotations) or junit (one test case per check).")] = CheckFormat.text,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE (atomically) instead of stdout.")] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
     select: Annotated[Optional[list[str]], typer.Option(help="Only run checks whose code starts with one of these (comma-separated, repeatable).")] = None,
@@ -31,6 +33,8 @@ def check(
                                                      "or full (larger, steadier timings).")] = KernelMode.quick,
     no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the live precision microkernels "
                                                                   "(the precision family).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
+                                                              "same; progress shows only on a terminal).")] = False,
 ) -> None:
     """Diagnose the environment and print a triaged fix list."""
     from mpdoctor.checks.registry import builtin_registry
@@ -45,21 +49,36 @@ def check(
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
     check_writable("--output", output)
     check_writable("--save-snapshot", save_snapshot)
+    sidecar = _sidecar(format, output, save_snapshot)
     if not snapshot:
         check_temp()
     options = Options(python=resolve_python(python), timeout=timeout, snapshot=snapshot,
                              select=chosen, ignore=dropped, kernels="off" if no_kernels else kernels.value,
-                             invocation=_invocation(ctx, python, chosen, dropped))
+                             invocation=_invocation(ctx, python, chosen, dropped), progress=_probe_board())
+    from mpdoctor.render.progress import live_progress, progress_wanted
+
+    shown = progress_wanted(quiet, format.value if output is None else "")  # JSON to a file: stdout is not used
     try:
-        report = redacted(diagnose(options))
+        with live_progress(options.progress, shown, label="check"):  # the probes post their steps to it
+            report = redacted(diagnose(options))
     except SnapshotError as exc:
         usage_error(str(exc))
     if save_snapshot:
         from mpdoctor.render.json_out import render_snapshot_json
 
         write_output("--save-snapshot", save_snapshot, render_snapshot_json(report.snapshot))
-    _emit(report, format, output)
+    if sidecar:
+        _write_sidecar(output, sidecar, report)
+    _emit(report, format, output, save_snapshot or sidecar, fail_on.value, chosen, dropped)
     raise typer.Exit(exit_code(report.findings, fail_on.value))
+
+
+def _probe_board():
+    """The board the probes post to: that of the snapshot started before the CLI loaded (prescan), else a new one."""
+    from mpdoctor.probes.early import pending_board
+    from mpdoctor.probes.progress import ProgressBoard
+
+    return pending_board() or ProgressBoard()
 
 
 def _invocation(ctx: typer.Context, python: Optional[str], select: list[str], ignore: list[str]):
@@ -72,19 +91,56 @@ def _invocation(ctx: typer.Context, python: Optional[str], select: list[str], ig
 
     params = ctx.params
     return Invocation(python=python or "", timeout=params["timeout"] if given("timeout") else None,
-                      kernels=params["kernels"].value if given("kernels") else "",
+                      # ctx.params holds the option as click parsed it (a str), not typer's enum
+                      kernels=KernelMode(params["kernels"]).value if given("kernels") else "",
                       no_kernels=bool(params["no_kernels"]), select=list(select), ignore=list(ignore))
 
 
-def _emit(report, format: Format, output: Optional[str]) -> None:
-    if format is Format.json:
+def _sidecar(format: CheckFormat, output: Optional[str], save_snapshot: Optional[str]) -> str:
+    """`--format markdown --output report.md` also writes report.snapshot.json beside it (unless --save-snapshot
+    names the file): the ticket names it instead of embedding it. Refused before probing, as --output is."""
+    import os
+
+    from mpdoctor.render.output import target_problem
+
+    if format is not CheckFormat.markdown or not output or save_snapshot:
+        return ""
+    sidecar = os.path.splitext(output)[0] + ".snapshot.json"
+    problem = target_problem(sidecar)
+    if problem:
+        usage_error(f"--output {output}: its snapshot {sidecar} cannot be written beside it: {problem}")
+    return sidecar
+
+
+def _write_sidecar(output: str, sidecar: str, report) -> None:
+    """The snapshot first: when it fails nothing has changed, and a report never names a file that is missing."""
+    from mpdoctor.render.json_out import render_snapshot_json
+    from mpdoctor.render.output import write_report
+
+    try:
+        write_report(sidecar, render_snapshot_json(report.snapshot))
+    except OSError as exc:
+        usage_error(f"--output {output}: cannot write: {exc.strerror or exc} (its snapshot {sidecar})")
+
+
+def _emit(report, format: CheckFormat, output: Optional[str], snapshot_file: Optional[str] = None,
+          fail_on: str = "error", select: list[str] = (), ignore: list[str] = ()) -> None:
+    if format is CheckFormat.json:
         from mpdoctor.render.json_out import render_json
 
         emit(output, render_json(report))
-    elif format is Format.markdown:
+    elif format is CheckFormat.markdown:
         from mpdoctor.render.markdown import render_markdown
 
-        emit(output, render_markdown(report))
+        emit(output, render_markdown(report, snapshot_file or ""))
+    elif format is CheckFormat.github:
+        from mpdoctor.render.github import render_github
+
+        emit(output, render_github(report, fail_on))
+    elif format is CheckFormat.junit:
+        from mpdoctor.render.junit import render_junit
+
+        emit(output, render_junit(report, fail_on, select, ignore))
     else:
         from mpdoctor.render.text import render_text
 
@@ -93,25 +149,50 @@ def _emit(report, format: Format, output: Optional[str]) -> None:
 
 @app.command("checks")
 def list_checks() -> None:
-    """List every code: the snapshot checks, the checkpoint-audit rules and mpdoctor's own; what each finds."""
-    from mpdoctor.checks.registry import builtin_registry
+    """List every code: the snapshot checks, the checkpoint-audit rules, the fleet's and mpdoctor's own."""
+    import shutil
+    import sys
 
-    # Plain columns as wide as their longest entry, one line per code: readable piped, and grep-able.
+    from mpdoctor.checks.registry import builtin_registry
+    from mpdoctor.fleet.rules import FAMILY, RULES
+
+    # Plain columns as wide as their longest entry, one line per code, no box drawing: grep-able. On a terminal
+    # the last column is cut to its width with an ellipsis (a wrapped line would break the columns); piped, whole.
     header = ("CODE", "NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")
     rows = [(entry.code, entry.name, entry.family, entry.subject, entry.summary) for entry in builtin_registry()]
+    rows += [(entry.code, entry.name, FAMILY, "ranks", entry.summary) for entry in RULES.values()]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    room = shutil.get_terminal_size().columns - sum(widths) - 2 * len(widths) if sys.stdout.isatty() else None
     for row in [header, *rows]:
-        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + _cut(row[-1], room))
+
+
+def _cut(text: str, room: int | None) -> str:
+    """``text`` in at most ``room`` columns, cut at a space with an ellipsis where it can (None: whole)."""
+    if room is None or len(text) <= room:
+        return text
+    if room < 2:
+        return "…"
+    cut = text[:room - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > room // 2 else cut).rstrip(" ,;:") + "…"
 
 
 @app.command()
-def rule(code: Annotated[str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001) or name "
+def rule(code: Annotated[str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001, FLEET001) or name "
                                                   "(cpu-only-torch-with-gpus).")]) -> None:
     """Print the documentation of one check or rule."""
     from mpdoctor.checks.registry import SNAPSHOT, SUBJECTS, builtin_registry
 
     entry = builtin_registry().get(code)
     if entry is None:
-        usage_error(f"no check {code!r} (see `mpdoctor checks`)")
+        from mpdoctor.fleet.rules import FAMILY, find
+
+        fleet = find(code)
+        if fleet is None:
+            usage_error(f"no check {code!r} (see `mpdoctor checks`)")
+        typer.echo(f"{fleet.code} {fleet.name} ({FAMILY}, reported by `mpdoctor fleet` and `mpdoctor fleet compare`)"
+                   f"\n\n{fleet.doc}")
+        return
     where = "" if entry.subject == SNAPSHOT else f", {SUBJECTS[entry.subject]}"
     typer.echo(f"{entry.code} {entry.name} ({entry.family}{where})\n\n{entry.doc}")

@@ -27,15 +27,18 @@ def explain(
     timeout: Annotated[float, typer.Option(help="With --check: seconds each probe may take.",
                                            min=0.1, callback=bounded_timeout)] = 60.0,
     list_known: Annotated[bool, typer.Option("--list", help="List the failures mpdoctor knows, and exit.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
+                                                              "same; progress shows only on a terminal).")] = False,
 ) -> None:
     """Recognise known mixed-precision failures in an error message or a log; say why and what to do.
 
     Exit status: 0 when something was recognised, 1 when nothing was, 2 for usage errors.
     """
-    from rich.console import Console
-
     from mpdoctor.explain import explainer
+    from mpdoctor.probes.progress import ProgressBoard
     from mpdoctor.render import explain as view
+    from mpdoctor.render.console import make_console
+    from mpdoctor.render.progress import live_progress, progress_wanted
 
     if list_known:
         from mpdoctor.explain.known import all_signatures
@@ -44,29 +47,85 @@ def explain(
         if format is ExplainFormat.json:
             sys.stdout.write(view.list_json(signatures))
         else:
-            view.render_list(signatures, Console(highlight=False, emoji=False))
+            view.render_list(signatures, make_console())
         return
     if (text is None) == (file is None):
         usage_error("give the message (or - for stdin), or --file LOG: exactly one of them")
     if python and not check:
         usage_error("--python only applies with --check")
-    try:
-        if file is not None:
-            data, cut = explainer.read_file(file)
-            source = file
-        elif text == "-":
-            data, cut = explainer.read_stream(sys.stdin.buffer)
-            source = "stdin"
-        else:
-            data, cut, source = text.encode("utf-8", errors="replace"), False, "the argument"
-    except explainer.InputError as exc:
-        usage_error(str(exc))
-    report = explainer.explain(data, source, cut)
+    if text == "-" and _is_terminal(sys.stdin):
+        typer.echo("mpdoctor: reading the error text from stdin; end it with Ctrl-D (Ctrl-Z then Enter on Windows)",
+                   err=True)
+    board = ProgressBoard()
+    shown = progress_wanted(quiet, format.value, stdin=sys.stdin if text == "-" else None)
+    # Usage errors are printed outside the display: a line written under a live display is erased with it.
+    with live_progress(board, shown, label="explain"):
+        try:
+            report = _explain(explainer, text, file, board)
+        except explainer.InputError as exc:
+            report, problem = None, str(exc)
+    if report is None:
+        usage_error(problem)
     if check and report.recognised:
         check_temp()
-        explainer.confirm(report, resolve_python(python), timeout)
+        interpreter = resolve_python(python)
+        with live_progress(board, shown, label="explain"):
+            _call(explainer.confirm, report, interpreter, timeout, progress=board)
     if format is ExplainFormat.json:
         sys.stdout.write(view.render_json(report))
     else:
-        view.render_text(report, Console(highlight=False, emoji=False))
+        view.render_text(report, make_console())
     raise typer.Exit(0 if report.recognised else 1)
+
+
+def _explain(explainer, text: Optional[str], file: Optional[str], board):
+    """Read the input (the argument, --file or stdin) and explain it; InputError when it cannot be read."""
+    if file is not None:
+        data, cut = explainer.read_file(file, progress=board)
+        source = file
+    elif text == "-":
+        stream = _TypedInput(sys.stdin.buffer) if _is_terminal(sys.stdin) else sys.stdin.buffer
+        data, cut = explainer.read_stream(stream, progress=board)
+        source = "stdin"
+    else:
+        data, cut, source = text.encode("utf-8", errors="replace"), False, "the argument"
+    return explainer.explain(data, source, cut, progress=board)
+
+
+def _call(function, *args, progress):
+    """``function(*args, progress=progress)`` where it takes a progress board, else ``function(*args)``.
+
+    For ``explainer.confirm``, which does not take one yet: its probes then run under the "working" line.
+    """
+    import inspect
+
+    if "progress" in inspect.signature(function).parameters:
+        return function(*args, progress=progress)
+    return function(*args)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or replaced by something without isatty
+        return False
+
+
+class _TypedInput:
+    """Input typed on a terminal, ended by the first Ctrl-D.
+
+    A terminal's end of input is not sticky: a read after Ctrl-D waits for more typing, so
+    a reader that reads until an empty read would make the user press Ctrl-D twice (or
+    three times, after a buffered read returned the last line with the first one).
+    """
+
+    def __init__(self, stream) -> None:
+        self.stream, self.ended = stream, False
+
+    def read(self, size: int = -1) -> bytes:
+        if self.ended or size == 0:
+            return b""
+        whole = size is None or size < 0
+        data = self.stream.read() if whole else self.stream.read1(size)  # read1: what was typed, not a full chunk
+        self.ended = whole or not data
+        return data

@@ -20,6 +20,16 @@ class Format(str, enum.Enum):
     markdown = "markdown"
 
 
+class CheckFormat(str, enum.Enum):
+    """`mpdoctor check`'s formats: Format's, and the CI ones (render/github.py, render/junit.py)."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    github = "github"
+    junit = "junit"
+
+
 class KernelMode(str, enum.Enum):
     quick = "quick"
     full = "full"
@@ -55,7 +65,26 @@ def resolve_python(python: Optional[str]) -> str:
         usage_error(f"--python {python}: no such interpreter")
     if os.path.isdir(found) or not os.access(found, os.X_OK):
         usage_error(f"--python {python}: not an executable file")
-    return found
+    return normalised(found)
+
+
+def normalised(path: str) -> str:
+    """``project/../bare/bin/python`` as ``bare/bin/python``: without ``.`` or ``..`` (relative stays relative:
+    the interpreter makes its own sys.executable absolute, and the early probe started by mpdoctor.prescan
+    is claimed only for the very same path).
+
+    Not realpath: a venv's ``bin/python`` is a symlink chosen on purpose (to the base
+    interpreter), and it is the link, run by its own path, that puts the venv's
+    site-packages on sys.path; its target would diagnose the base interpreter instead.
+    normpath is only a string operation, and ``link/..`` is not the link's parent when
+    ``link`` is a symlink to a directory, so the path as given is kept unless the
+    normalised one names the same file.
+    """
+    plain = os.path.normpath(path)
+    try:
+        return plain if plain == path or os.path.samefile(plain, path) else path
+    except OSError:
+        return path
 
 
 def check_writable(option: str, path: Optional[str]) -> None:
@@ -126,13 +155,13 @@ def emit(output: Optional[str], text: str) -> None:
 
 
 def emit_text(output: Optional[str], draw: Callable) -> None:
-    """The text format: drawn on the terminal's console (colour where it has some), plain 100 columns in a file."""
-    from rich.console import Console
+    """The text format: drawn on the terminal's console (styled unless NO_COLOR or TERM=dumb), plain 100 columns
+    in a file (see mpdoctor/render/console.py)."""
+    from mpdoctor.render.console import make_console
 
-    # emoji=False: rich would turn `:ab:` in a PCI bus id (0000:ab:00.0) or a path into an emoji
     if not output:
-        draw(Console(highlight=False, emoji=False))
+        draw(make_console())
         return
     buffer = io.StringIO()
-    draw(Console(file=buffer, no_color=True, width=100, highlight=False, emoji=False))
+    draw(make_console(buffer, width=100, plain=True))
     write_output("--output", output, buffer.getvalue())

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview
 from mpdoctor.checkpoint_audit.tree import describe
 from mpdoctor.render.text import render_finding, summary_line
+from mpdoctor.render.wrap import print_prose
 
 
 def listing(report: AuditReport) -> list[tuple[str, list[str]]]:
@@ -40,19 +39,18 @@ def _verdict(report: AuditReport, show_all: bool) -> str:
 
 
 def render_text(report: AuditReport, console: Console, show_all: bool = False) -> None:
-    console.print(Text(f"mpdoctor audit: {report.path}", style="bold"), soft_wrap=True)
+    print_prose(console, f"mpdoctor audit: {report.path}", style="bold")
     for line in overview(report, show_all):
-        console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+        print_prose(console, line, "  ", style="dim")
     console.print()
     for heading, lines in listing(report) if show_all else ():
-        console.print(Text(heading, style="bold"), soft_wrap=True)
+        print_prose(console, heading, style="bold")
         for line in lines:
-            console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+            print_prose(console, line, "  ")
         console.print()
     for finding in report.findings:
         render_finding(console, finding)
-    console.print(Text(f"{summary_line(report.findings)}. {_verdict(report, show_all)}", style="bold"),
-                  soft_wrap=True)
+    print_prose(console, f"{summary_line(report.findings)}. {_verdict(report, show_all)}", style="bold")
 
 
 def render_markdown(report: AuditReport, show_all: bool = False) -> str:

@@ -70,3 +70,8 @@ def footnotes(view: GpuView) -> list[str]:
     lines.append(f"CUDA_VISIBLE_DEVICES={cvd!r}" if cvd is not None else "CUDA_VISIBLE_DEVICES unset")
     lines.append(f"CUDA_DEVICE_ORDER={order!r}" if order is not None else "CUDA_DEVICE_ORDER unset (FASTEST_FIRST)")
     return lines + view.notes
+
+
+def longest_word(rows: list[tuple[str, ...]], column: int) -> int:
+    """The widest word in one column: the narrowest that column may be without cutting a word."""
+    return max((len(word) for row in rows for word in row[column].split()), default=1)

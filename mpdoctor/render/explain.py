@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from mpdoctor.explain.explainer import selected_codes
 from mpdoctor.explain.report import ExplainReport, Explanation, explain_data
 from mpdoctor.explain.signature import Signature
+from mpdoctor.render.wrap import print_head, print_prose
 
 
 def _plural(n: int, word: str) -> str:
@@ -28,34 +28,34 @@ def headline(report: ExplainReport) -> str:
 
 
 def _dim(console: Console, text: str, indent: int = 2) -> None:
-    console.print(" " * indent + escape(text), style="dim", highlight=False, soft_wrap=True)
+    print_prose(console, text, " " * indent, style="dim")
 
 
 def render_explanation(console: Console, item: Explanation, checked: bool) -> None:
     head = Text()
     head.append(item.title, style="bold")
     head.append(f"  [{item.id}]", style="cyan")
-    console.print(head, soft_wrap=True)
+    print_head(console, head, 2)
     for line in item.lines:
         _dim(console, f"line {line.line}: {line.text}")
     if item.frames:
         console.print("  where:", highlight=False)
         for frame in item.frames:
             _dim(console, frame, 4)
-    console.print(f"  why: {escape(item.cause)}", highlight=False, soft_wrap=True)
+    print_prose(console, item.cause, "  why: ")
     for number, step in enumerate(item.fixes, 1):
-        console.print(f"  {number}. {escape(step.text)}", highlight=False, soft_wrap=True)
+        print_prose(console, step.text, f"  {number}. ")
         if step.command:
             console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
     for other in item.alternatives:  # the same words can mean something else: rank it and say what tells them apart
-        console.print(f"  or (less likely): {escape(other.cause)}", highlight=False, soft_wrap=True)
+        print_prose(console, other.cause, "  or (less likely): ", hanging="    ")
         _dim(console, f"tells them apart: {other.tell}", 4)
         if other.checks:
             _dim(console, f"check: mpdoctor check --select {','.join(other.checks)}", 4)
         for step in other.fixes:
             _dim(console, f"fix: {step.text}" + (f"  $ {step.command}" if step.command else ""), 4)
     if item.checks:
-        console.print(Text(f"  confirm: mpdoctor check --select {','.join(item.checks)}", style="dim"), soft_wrap=True)
+        print_prose(console, f"mpdoctor check --select {','.join(item.checks)}", "  confirm: ", style="dim")
     if checked:
         if item.findings:
             from mpdoctor.render.text import render_finding
@@ -64,28 +64,26 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
             for finding in item.findings:
                 render_finding(console, finding)
         elif item.checks and item.unknown:  # a check that could not run found nothing: unknown, never fine
-            console.print("  on this machine: unknown: those checks could not judge it", style="yellow",
-                          highlight=False, soft_wrap=True)
+            print_prose(console, "unknown: those checks could not judge it", "  on this machine: ", style="yellow")
             for reason in item.unknown:
                 _dim(console, reason, 4)
         elif item.checks:
-            console.print("  on this machine: those checks found nothing; the cause is in the code or the data, "
-                          "not the environment", highlight=False, soft_wrap=True)
+            print_prose(console, "those checks found nothing; the cause is in the code or the data, not the "
+                        "environment", "  on this machine: ")
     console.print()
 
 
 def render_text(report: ExplainReport, console: Console) -> None:
-    console.print(Text(headline(report), style="bold"), soft_wrap=True)
+    print_prose(console, headline(report), style="bold")
     console.print()
     for item in report.recognised:
         render_explanation(console, item, report.checked)
     if report.check_error:
-        console.print(f"--check could not run the checks: {escape(report.check_error)}", style="yellow",
-                      highlight=False, soft_wrap=True)
+        print_prose(console, f"--check could not run the checks: {report.check_error}", style="yellow")
     codes = selected_codes(report)
     if codes and not report.checked:
-        console.print(Text(f"To confirm on this machine, add --check (or run: mpdoctor check --select {codes})",
-                           style="dim"), soft_wrap=True)
+        print_prose(console, f"To confirm on this machine, add --check (or run: mpdoctor check --select {codes})",
+                    style="dim")
 
 
 def render_json(report: ExplainReport) -> str:
@@ -95,7 +93,7 @@ def render_json(report: ExplainReport) -> str:
 def render_list(signatures: list[Signature], console: Console) -> None:
     """The knowledge: one block per signature, grouped by family."""
     for signature in sorted(signatures, key=lambda s: (s.family, s.id)):
-        console.print(Text(f"{signature.id}  ({signature.family})", style="bold"), soft_wrap=True)
+        print_prose(console, f"{signature.id}  ({signature.family})", style="bold")
         _dim(console, signature.title)
         _dim(console, f"e.g. {signature.examples[0].strip().splitlines()[-1]}")
         if signature.checks:

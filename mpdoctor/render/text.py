@@ -6,22 +6,28 @@ from collections import Counter
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
 from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
-from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how
+from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how, longest_word
+from mpdoctor.render.wrap import join_parts, print_head, print_prose, wraps
 from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import Snapshot
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+HEAD = 19  # columns before a finding's title: the severity (8) and the code (10 and a space)
 
 
 def environment_line(snap: Snapshot) -> str:
     """One line naming what was examined: interpreter, torch, driver."""
+    return " | ".join(environment_parts(snap))
+
+
+def environment_parts(snap: Snapshot) -> list[str]:
+    """What was examined, part by part (interpreter, torch, driver): a narrow terminal breaks between them."""
     py = snap.environment.python
     parts = [f"python {py.version} ({py.executable})" if py else "python: unknown"]
     torch = snap.torch
@@ -39,7 +45,7 @@ def environment_line(snap: Snapshot) -> str:
         parts.append(f"driver {nvml.driver_version} (CUDA {nvml.cuda_driver_version}), {len(nvml.gpus)} GPU(s)")
     else:
         parts.append(f"NVML: {nvml.reason or nvml.status}")
-    return " | ".join(parts)
+    return parts
 
 
 def summary_line(findings: list[Finding]) -> str:
@@ -56,34 +62,44 @@ def render_finding(console: Console, finding: Finding) -> None:
     head.append(f"{finding.severity:<8}", style=STYLE.get(finding.severity, ""))
     head.append(f"{finding.code:<10} ", style="bold")
     head.append(finding.title)
-    console.print(head, soft_wrap=True)
+    print_head(console, head, HEAD)
     for line in finding.evidence:
         for i, part in enumerate(line.splitlines() or [""]):
-            console.print(f"  {'-' if i == 0 else ' '} {escape(part)}", style="dim", highlight=False, soft_wrap=True)
+            print_prose(console, part, f"  {'-' if i == 0 else ' '} ", style="dim")
     for number, step in enumerate(finding.fix, 1):
-        console.print(f"  {number}. {escape(step.text)}", highlight=False, soft_wrap=True)
+        print_prose(console, step.text, f"  {number}. ")
         if step.command:
             # soft_wrap: a command must never be broken by an inserted newline.
             console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
     console.print()
 
 
+def _table() -> Table:
+    # Two spaces between columns, not three: the device table's ten columns then fit 80 without cutting a cell.
+    return Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1, 0, 0))
+
+
 def render_devices(view: GpuView, console: Console) -> None:
     """The device table, when there is any GPU to show (or a note on why there is none)."""
     if not view.devices:
         for line in view.notes:
-            console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+            print_prose(console, line, "  ", style="dim")
         if view.notes:
             console.print()
         return
-    table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold")
+    table = _table()
+    rows = device_rows(view, compact=True)
     for header in HEADERS[:-1]:  # the "how" column becomes sentences below
-        table.add_column("smi" if header == "nvidia-smi" else header, overflow="fold", no_wrap=header != "name")
-    for row in device_rows(view, compact=True):
-        table.add_row(*(escape(cell) for cell in row))
+        # Only the name may wrap, and only at its spaces: never narrower than its longest word
+        # ("A100-SXM4-40GB" is not cut as A100-SXM4-40G / B); every other cell is one short word.
+        name = header == "name"
+        table.add_column("smi" if header == "nvidia-smi" else header, overflow="ellipsis", no_wrap=not name,
+                         min_width=longest_word(rows, HEADERS.index(header)) if name else None)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
     for line in grouped_how(view) + footnotes(view):
-        console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+        print_prose(console, line, "  ", style="dim")
     console.print()
 
 
@@ -92,21 +108,25 @@ def render_kernels(snap: Snapshot, console: Console) -> None:
     groups = matrix_groups(snap)
     for device, alike, headers, rows in groups:
         also = f"; {', '.join(alike)} alike" if alike else ""
-        console.print(Text(f"Measured on {label(device)}{also}", style="bold"), soft_wrap=True)
-        table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, header_style="bold")
+        print_prose(console, f"Measured on {label(device)}{also}", style="bold")
+        table = _table()
         for header in headers:
             table.add_column(header, no_wrap=True, justify="left" if header == "op" else "right")
         for row in rows:
-            table.add_row(*(escape(c) for c in row))
+            table.add_row(*(Text(c) for c in row))
         console.print(table)
     for line in kernel_notes(snap) + ([MATRIX_LEGEND] if groups else []):
-        console.print(f"  {escape(line)}", style="dim", highlight=False, soft_wrap=True)
+        print_prose(console, line, "  ", style="dim")
     console.print()
 
 
 def render_text(report: Report, console: Console) -> None:
-    header = f"mpdoctor {report.mpdoctor_version}: {environment_line(report.snapshot)}"
-    console.print(Text(header, style="bold"), soft_wrap=True)
+    parts = environment_parts(report.snapshot)
+    # On a terminal the header breaks between its parts (never inside a version or a path); elsewhere one line.
+    first = f"mpdoctor {report.mpdoctor_version}: {parts[0]}"
+    lines = join_parts([first, *parts[1:]], console.width) if wraps(console) else [" | ".join([first, *parts[1:]])]
+    for line in lines:
+        console.print(Text(line, style="bold"), soft_wrap=True)
     console.print()
     render_devices(report.gpus, console)
     render_kernels(report.snapshot, console)
@@ -116,4 +136,4 @@ def render_text(report: Report, console: Console) -> None:
         verdict = "Fix the errors first; each lists its commands."
     else:
         verdict = "No errors." if report.findings else "No problems found."
-    console.print(Text(f"{summary_line(report.findings)}. {verdict}", style="bold"), soft_wrap=True)
+    print_prose(console, f"{summary_line(report.findings)}. {verdict}", style="bold")
