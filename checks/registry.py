@@ -385,7 +385,10 @@ _validated = False
 def builtin_registry() -> Registry:
     """The registry with every built-in family loaded (see ``mpdoctor/checks``), its relations checked."""
     global _validated
-    importlib.import_module("mpdoctor.checks")
+    from mpdoctor.checks import FAMILY_MODULES
+
+    for module in FAMILY_MODULES:
+        importlib.import_module(f"mpdoctor.checks.{module}")
     if not _validated:
         REGISTRY.validate()
         _validated = True

@@ -9,13 +9,13 @@ and every odd tensor of the modules that mix dtypes inside themselves.
 from __future__ import annotations
 
 import json
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview
 from mpdoctor.checkpoint_audit.tree import describe
-from mpdoctor.render.text import render_finding, summary_line
-from mpdoctor.render.wrap import print_prose
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def listing(report: AuditReport) -> list[tuple[str, list[str]]]:
@@ -39,6 +39,10 @@ def _verdict(report: AuditReport, show_all: bool) -> str:
 
 
 def render_text(report: AuditReport, console: Console, show_all: bool = False) -> None:
+    # rich and the text renderer are imported here, not above: `audit --format json` needs neither
+    from mpdoctor.render.text import render_finding, summary_line
+    from mpdoctor.render.wrap import print_prose
+
     print_prose(console, f"mpdoctor audit: {report.path}", style="bold")
     for line in overview(report, show_all):
         print_prose(console, line, "  ", style="dim")
@@ -55,6 +59,7 @@ def render_text(report: AuditReport, console: Console, show_all: bool = False) -
 
 def render_markdown(report: AuditReport, show_all: bool = False) -> str:
     from mpdoctor.render.markdown import finding_lines
+    from mpdoctor.render.text import summary_line
 
     out = [f"# mpdoctor audit: `{report.path}`", "", *[f"- {line}" for line in overview(report, show_all)], ""]
     for heading, lines in listing(report) if show_all else ():

@@ -16,9 +16,10 @@ renderer: see ``mpdoctor.cli.app.run``).
 from __future__ import annotations
 
 import os
-from typing import IO, Mapping, Optional
+from typing import IO, TYPE_CHECKING, Mapping, Optional
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported where a console is made: every command asks styling_off, few draw
+    from rich.console import Console
 
 DUMB_TERMS = ("dumb", "unknown")
 
@@ -38,6 +39,8 @@ def make_console(file: Optional[IO[str]] = None, *, stderr: bool = False, width:
     colour numbers and paths by guesswork. emoji=False: rich would turn ``:ab:`` in a
     PCI bus id (0000:ab:00.0) or a path into an emoji.
     """
+    from rich.console import Console
+
     off = plain or styling_off()
     return Console(file=file, stderr=stderr, width=width, color_system=None if off else "auto", no_color=off or None,
                    highlight=False, emoji=False)
