@@ -152,7 +152,7 @@ def test_python_paths_are_normalised_but_a_venv_link_is_kept(bare_venv):
 
 def test_resolve_python_keeps_a_path_whose_dotdot_crosses_a_symlink(tmp_path, bare_venv):
     """`link/..` is the link target's parent, not link's: normalising that string would name another file."""
-    from mpdoctor.cli.options import normalised
+    from mpdoctor.probes.target_python import normalised
 
     (tmp_path / "deep" / "er").mkdir(parents=True)
     os.symlink(bare_venv / "bare" / "bin", tmp_path / "deep" / "er" / "link")

@@ -51,6 +51,16 @@ def test_a_plain_check_is_recognised_with_its_options(tmp_path):
     assert check_request(["check", "--timeout=3", "--timeout", "4"]).timeout == 4.0  # the last one counts
 
 
+def test_the_early_start_resolves_python_as_the_cli_does(tmp_path):
+    """One resolution for both: a `..` in --python must not make gather give up the early snapshot."""
+    from mpdoctor.cli.options import resolve_python
+
+    python, _ = marking_python(tmp_path)
+    (tmp_path / "project").mkdir()
+    given = str(tmp_path / "project" / ".." / "bin" / "python")
+    assert check_request(["check", "--python", given]).python == resolve_python(given) == str(python)
+
+
 @pytest.mark.parametrize("argv", [
     [], ["checks"], ["explain", "check"], ["--version", "check"], ["check", "--help"], ["check", "-h"],
     ["check", "--fail-on", "bogus"], ["check", "--format", "yaml"], ["check", "--kernels"],

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import enum
 import io
-import os
-import shutil
 import sys
 from typing import Callable, NoReturn, Optional
 
@@ -56,35 +54,13 @@ def codes(values: Optional[list[str]]) -> list[str]:
 
 
 def resolve_python(python: Optional[str]) -> str:
-    if python is None:
-        return sys.executable
-    if not python.strip():  # `--python "$UNSET_VAR"`: never silently diagnose mpdoctor's own interpreter instead
-        usage_error("--python needs an interpreter (a path or a name on PATH), not an empty string")
-    found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
-    if not found:
-        usage_error(f"--python {python}: no such interpreter")
-    if os.path.isdir(found) or not os.access(found, os.X_OK):
-        usage_error(f"--python {python}: not an executable file")
-    return normalised(found)
+    """The interpreter ``--python`` names (``probes.target_python.find_python``), or a usage error."""
+    from mpdoctor.probes.target_python import find_python
 
-
-def normalised(path: str) -> str:
-    """``project/../bare/bin/python`` as ``bare/bin/python``: without ``.`` or ``..`` (relative stays relative:
-    the interpreter makes its own sys.executable absolute, and the early probe started by mpdoctor.prescan
-    is claimed only for the very same path).
-
-    Not realpath: a venv's ``bin/python`` is a symlink chosen on purpose (to the base
-    interpreter), and it is the link, run by its own path, that puts the venv's
-    site-packages on sys.path; its target would diagnose the base interpreter instead.
-    normpath is only a string operation, and ``link/..`` is not the link's parent when
-    ``link`` is a symlink to a directory, so the path as given is kept unless the
-    normalised one names the same file.
-    """
-    plain = os.path.normpath(path)
-    try:
-        return plain if plain == path or os.path.samefile(plain, path) else path
-    except OSError:
-        return path
+    found, problem = find_python(python)
+    if problem:
+        usage_error(problem)
+    return found
 
 
 def check_writable(option: str, path: Optional[str]) -> None:

@@ -19,9 +19,6 @@ answered exactly as before, and no probe child is started for them.
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import sys
 from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
@@ -96,16 +93,12 @@ def _timeout(text: Optional[str]) -> Optional[float]:
     return value if math.isfinite(value) and not timeout_problem(value) else None
 
 
-def _python(text: Optional[str]) -> Optional[str]:
-    """The interpreter as ``cli.options.resolve_python`` finds it; None where that would be a usage error."""
-    if text is None:
-        return sys.executable
-    if not text.strip():
-        return None
-    found = shutil.which(text) if os.sep not in text else (text if os.path.exists(text) else None)
-    if not found or os.path.isdir(found) or not os.access(found, os.X_OK):
-        return None
-    return found
+def _python(given: Optional[str]) -> Optional[str]:
+    """The interpreter as the CLI will resolve it (the same function); None where that is a usage error."""
+    from mpdoctor.probes.target_python import find_python
+
+    found, problem = find_python(given)
+    return None if problem else found
 
 
 _looked = False  # once a process: `python -m mpdoctor` looks before the CLI loads, and main() again after
