@@ -40,14 +40,15 @@ def render(report: Report, width: int, terminal: bool = True) -> str:
 
 def words(text: str) -> Counter:
     """Every word of a rendering; table rules (as long as the table) and the header's separators left out."""
-    return Counter(w for w in text.split() if w != "|" and set(w) - RULE_CHARACTERS)
+    # A lone backslash ends a fix command's line on a terminal: the shell continues it (render/wrap.py command_lines).
+    return Counter(w for w in text.split() if w not in ("|", "\\") and set(w) - RULE_CHARACTERS)
 
 
 def problems(text: str, wide: str, width: int) -> list[str]:
     found = []
     lines = text.splitlines()
     for line in lines:
-        body = re.sub(r"^\s*(-|\d+\.)?\s*", "", line)
+        body = re.sub(r"^\s*(-|\d+\.)?\s*", "", line).removesuffix(" \\")
         if len(line) > width and not body.startswith("$ ") and len(body.split()) > 1:
             found.append(f"{len(line)} columns: {line!r}")
     for above, below in zip(lines, lines[1:]):

@@ -10,7 +10,7 @@ from rich.text import Text
 from mpdoctor.explain.explainer import selected_codes
 from mpdoctor.explain.report import ExplainReport, Explanation, explain_data
 from mpdoctor.explain.signature import Signature
-from mpdoctor.render.wrap import print_head, print_prose
+from mpdoctor.render.wrap import print_command, print_head, print_prose
 
 
 def _plural(n: int, word: str) -> str:
@@ -46,7 +46,7 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
     for number, step in enumerate(item.fixes, 1):
         print_prose(console, step.text, f"  {number}. ")
         if step.command:
-            console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
+            print_command(console, step.command)
     for other in item.alternatives:  # the same words can mean something else: rank it and say what tells them apart
         print_prose(console, other.cause, "  or (less likely): ", hanging="    ")
         _dim(console, f"tells them apart: {other.tell}", 4)

@@ -13,7 +13,7 @@ from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
 from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how, longest_word
-from mpdoctor.render.wrap import join_parts, print_head, print_prose, wraps
+from mpdoctor.render.wrap import join_parts, print_command, print_head, print_prose, wraps
 from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import Snapshot
 
@@ -69,8 +69,7 @@ def render_finding(console: Console, finding: Finding) -> None:
     for number, step in enumerate(finding.fix, 1):
         print_prose(console, step.text, f"  {number}. ")
         if step.command:
-            # soft_wrap: a command must never be broken by an inserted newline.
-            console.print(Text(f"       $ {step.command}", style="green"), soft_wrap=True)
+            print_command(console, step.command)
     console.print()
 
 

@@ -7,8 +7,10 @@ its bullet. A word longer than the whole line (a long path, a UUID) is never cut
 it gets a line of its own and the terminal shows it as it must. In a pipe or a file
 every line stays whole, one fact per line, for grep and for editors that wrap.
 
-A shell command (``$ export ...``) is never wrapped: a newline inside it would
-break the copy and paste it is there for.
+A shell command (``$ export ...``) is never broken by a bare newline, which would
+break the copy and paste it is there for: on a terminal a long one is continued
+at a space outside quotes with `` \\`` (:func:`command_lines`), which a shell
+reads as the same command, pasted whole or line by line.
 """
 
 from __future__ import annotations
@@ -53,6 +55,57 @@ def join_parts(parts: list[str], width: int, separator: str = " | ", hanging: st
         *whole, line = fill(part, width, "" if not lines and not line else hanging, hanging)
         lines += whole
     return lines + [line] if line else lines
+
+
+def command_lines(command: str, width: int, indent: str = "       $ ", hanging: str = "           ") -> list[str]:
+    """``indent + command`` in lines of at most ``width`` columns, continued with `` \\`` at spaces outside
+    quotes, so that a shell reads the lines as the one command. A word too long for any line keeps its own
+    line whole. A command a continuation could change (a newline, a comment, a here-document) is one line."""
+    if len(indent) + len(command) <= width or "\n" in command or "#" in command or "<<" in command:
+        return [indent + command]
+    words = _shell_words(command)
+    if words is None:
+        return [indent + command]
+    lines, line = [], indent + words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) + 2 <= width:  # room for " word" and a later " \\"
+            line += " " + word
+        else:
+            lines.append(line + " \\")
+            line = hanging + word
+    return lines + [line]
+
+
+def _shell_words(command: str) -> list[str] | None:
+    """``command`` split at the spaces a shell splits at (outside quotes, not escaped), each word as written;
+    None when its quotes do not close (then it is shown as it is)."""
+    words, word, quote, escaped = [], "", "", False
+    for char in command:
+        if escaped:
+            word, escaped = word + char, False
+        elif char == "\\" and quote != "'":
+            word, escaped = word + char, True
+        elif quote:
+            word += char
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            word, quote = word + char, char
+        elif char == " ":
+            if word:
+                words.append(word)
+            word = ""
+        else:
+            word += char
+    if quote or escaped:
+        return None
+    return words + [word] if word else words
+
+
+def print_command(console: Console, command: str) -> None:
+    """A fix's ``$ command`` in green: on a terminal continued at spaces to fit it, elsewhere one whole line."""
+    lines = command_lines(command, console.width) if wraps(console) else ["       $ " + command]
+    for line in lines:
+        console.print(Text(line, style="green"), soft_wrap=True)  # soft_wrap: rich must not re-wrap mid-word
 
 
 def wraps(console: Console) -> bool:
