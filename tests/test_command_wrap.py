@@ -12,7 +12,7 @@ from rich.console import Console
 
 from helpers import load_fixture, snapshot_fixture_names
 from mpdoctor.doctor.judge import judge
-from mpdoctor.render.wrap import _shell_words, command_lines
+from mpdoctor.render.wrap import shell_words, command_lines
 
 PROMPT, HANGING = "       $ ", "           "
 
@@ -37,7 +37,7 @@ def test_every_fix_command_fits_at_words_and_reads_back_the_same(width):
         assert undone(lines) == command
         for line in lines:
             body = line.rstrip("\\").strip().removeprefix("$ ")
-            assert len(line) <= width or len(_shell_words(body)) == 1, (command, line)  # too wide: one word only
+            assert len(line) <= width or len(shell_words(body)) == 1, (command, line)  # too wide: one word only
 
 
 def test_quoted_spaces_and_escapes_are_never_split():

@@ -25,6 +25,7 @@ from mpdoctor.fleet.compare import compare, group_lines, rank_list, worst
 from mpdoctor.fleet.fingerprint import env_that_matters, rank_report
 from mpdoctor.fleet.model import SCHEMA_PATH, FleetReport, RankState, fleet_data
 from mpdoctor.fleet.schema import schema_text
+from mpdoctor.render.wrap import shell_words
 from mpdoctor.render.fleet import render_fleet_json, render_fleet_markdown, render_fleet_text
 from mpdoctor.schema.serde import from_data, to_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, Snapshot
@@ -235,6 +236,22 @@ def test_the_text_view_names_the_odd_ranks(odd_fleet):
     assert "ranks 2-3 (2 ranks on 1 node) differ: env NCCL_ALGO Ring (others: (unset))" in text
     assert "rank 6 on node-d (local rank 0): missing, last step checking for 30 s" in text
     assert "FLEET005" in text and "FLEET001" in text
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_the_text_view_piped_keeps_every_fact_on_one_line_and_wraps_at_words_on_a_terminal(odd_fleet, width):
+    piped = io.StringIO()
+    render_fleet_text(odd_fleet, Console(file=piped, width=width, force_terminal=False))
+    wide = io.StringIO()
+    render_fleet_text(odd_fleet, Console(file=wide, width=1000, force_terminal=False))
+    assert piped.getvalue() == wide.getvalue()  # a pipe gets whole lines, whatever rich thinks its width is
+    shown = io.StringIO()
+    render_fleet_text(odd_fleet, Console(file=shown, width=width, force_terminal=True, color_system=None))
+    # The same words, only the line breaks moved (a long fix command continued with a shell's backslash).
+    assert [w for w in shown.getvalue().split() if w != "\\"] == wide.getvalue().split()
+    for line in shown.getvalue().splitlines():
+        body = line.strip().removeprefix("$ ").removesuffix(" \\")
+        assert len(line) <= width or len(shell_words(body)) == 1, line  # too wide only for one unbreakable word
 
 
 def test_the_markdown_view(odd_fleet):

@@ -9,7 +9,8 @@ from rich.text import Text
 
 from mpdoctor.fleet.compare import group_lines, rank_list
 from mpdoctor.fleet.model import FleetReport, fleet_data
-from mpdoctor.render.text import STYLE, render_finding, summary_line
+from mpdoctor.render.text import HEAD, STYLE, render_finding, summary_line
+from mpdoctor.render.wrap import print_head, print_prose
 
 
 def render_fleet_json(report: FleetReport) -> str:
@@ -41,26 +42,27 @@ def _where(shared, report: FleetReport) -> str:
 
 
 def render_fleet_text(report: FleetReport, console: Console) -> None:
-    console.print(Text(f"mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", style="bold"))
+    """Wrapped at words on a terminal, one whole line per fact when piped (``render/wrap.py``), as ``check``'s."""
+    print_prose(console, f"mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", style="bold")
     for line in group_lines(report) + _absent_lines(report):
-        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+        print_prose(console, line, "  ", hanging="    ")
     if report.findings:
         console.print()
-        console.print(Text("How the ranks differ", style="bold"))
+        print_prose(console, "How the ranks differ", style="bold")
         for finding in report.findings:
             render_finding(console, finding)
     if report.rank_findings:
         console.print()
-        console.print(Text("What the ranks found (each finding once)", style="bold"))
+        print_prose(console, "What the ranks found (each finding once)", style="bold")
         for shared in report.rank_findings:
             head = Text()
             head.append(f"{shared.finding.severity:<8}", style=STYLE.get(shared.finding.severity, ""))
             head.append(f"{shared.finding.code:<10} ", style="bold")
             head.append(f"{shared.finding.title}  [{_where(shared, report)}]")
-            console.print(head, soft_wrap=True)
+            print_head(console, head, HEAD)
     console.print()
-    console.print(f"fleet: {summary_line(report.findings)}; the ranks' own: "
-                  f"{summary_line([s.finding for s in report.rank_findings])}", markup=False, highlight=False)
+    print_prose(console, f"fleet: {summary_line(report.findings)}; the ranks' own: "
+                         f"{summary_line([s.finding for s in report.rank_findings])}")
 
 
 def render_fleet_markdown(report: FleetReport) -> str:

@@ -63,7 +63,7 @@ def command_lines(command: str, width: int, indent: str = "       $ ", hanging: 
     line whole. A command a continuation could change (a newline, a comment, a here-document) is one line."""
     if len(indent) + len(command) <= width or "\n" in command or "#" in command or "<<" in command:
         return [indent + command]
-    words = _shell_words(command)
+    words = shell_words(command)
     if words is None:
         return [indent + command]
     lines, line = [], indent + words[0]
@@ -76,7 +76,7 @@ def command_lines(command: str, width: int, indent: str = "       $ ", hanging: 
     return lines + [line]
 
 
-def _shell_words(command: str) -> list[str] | None:
+def shell_words(command: str) -> list[str] | None:
     """``command`` split at the spaces a shell splits at (outside quotes, not escaped), each word as written;
     None when its quotes do not close (then it is shown as it is)."""
     words, word, quote, escaped = [], "", "", False
