@@ -408,6 +408,31 @@ def test_ctrl_c_erases_the_display_and_gives_the_cursor_back(gated_python):
     assert term.output.rstrip(b"\r\n").endswith(b"\x1b[2K")  # and the last thing done was erasing a line
 
 
+def test_show_cursor_gives_the_cursor_back_while_a_display_draws():
+    """A second Ctrl-C exits with os._exit, skipping the display's cleanup: cli.main's handler calls show_cursor
+    first (the race of two real signals is not reproducible on demand, so this calls it as the handler does)."""
+    import io
+
+    from rich.console import Console
+
+    from mpdoctor.render.progress import live_progress, show_cursor
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, color_system=None, width=60)
+    board = ProgressBoard()
+    board.start("torch", "importing torch")
+    show_cursor()  # no display: nothing to give back, nothing written
+    assert buffer.getvalue() == ""
+    with live_progress(board, True, console=console):
+        hidden = buffer.getvalue().rfind("\x1b[?25l")
+        assert hidden >= 0
+        show_cursor()
+        assert "\x1b[?25h" in buffer.getvalue()[hidden:]  # before the display's own exit shows it
+    written = len(buffer.getvalue())
+    show_cursor()  # the display is gone: nothing more
+    assert len(buffer.getvalue()) == written
+
+
 def test_control_characters_in_a_task_are_drawn_never_obeyed():
     board, clock = ProgressBoard(), Clock()
     board.start("audit", "evil\x1b[2J\nname\r.pt", total=2, unit="files")

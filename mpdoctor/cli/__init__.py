@@ -38,6 +38,9 @@ def main() -> None:
     import signal
 
     def on_signal(signum: int, frame: object) -> None:
+        progress = sys.modules.get("mpdoctor.render.progress")
+        if progress is not None:  # a second signal exits without unwinding: the display cannot restore the cursor
+            progress.show_cursor()
         handler = getattr(sys.modules.get("mpdoctor.probes.child"), "on_signal", None)
         if handler is None:
             raise SystemExit(128 + signum)  # no probe was ever loaded, so no child is running

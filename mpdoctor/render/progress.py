@@ -203,7 +203,30 @@ def live_progress(board: Optional[ProgressBoard], enabled: bool, label: str = "m
     from rich.console import Console
     from rich.live import Live
 
+    global _drawing
     console = console or Console(stderr=True, highlight=False, emoji=False)
     with Live(ProgressView(board, label), console=console, transient=True, refresh_per_second=REFRESH_PER_SECOND,
               redirect_stdout=False, redirect_stderr=False):
-        yield
+        _drawing = console
+        try:
+            yield
+        finally:
+            _drawing = None
+
+
+_drawing = None  # the console a live display is drawing on, while it is
+
+
+def show_cursor() -> None:
+    """Give the terminal its cursor back (rich hides it while drawing), for an exit that skips unwinding.
+
+    A second Ctrl-C ends mpdoctor at once (``os._exit``): the display's own cleanup
+    never runs, and the user's shell would be left without a cursor.
+    """
+    console = _drawing
+    if console is not None:
+        try:
+            console.show_cursor(True)
+            console.file.flush()
+        except (OSError, ValueError):  # the terminal is gone: nothing to give back
+            pass
