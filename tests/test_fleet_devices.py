@@ -114,3 +114,21 @@ def test_the_narrowed_probe_posts_as_the_job_numbers_the_gpu():
     narrowed.start("kernels cuda:0", "matmul", total=40)
     assert [t.name for t in board.tasks()] == ["torch", "kernels cuda:3"]
     assert check_step(board.tasks()) == "running kernels on cuda:3"
+
+
+def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu():
+    """Real torch on this CPU-only machine: the runner told `no-cpu` times no device at all, and says it ran fine;
+    the same runner without it times the CPU (so the switch, not the machine, is what left the CPU out)."""
+    import sys
+
+    import pytest
+
+    pytest.importorskip("torch")
+    from mpdoctor.probes.budget import Budget
+    from mpdoctor.probes.kernels import probe_kernels_and_torch
+
+    gpus_only, torch, _ = probe_kernels_and_torch(sys.executable, Budget.from_timeout(60), "quick", cpu=False)
+    assert gpus_only.status == "ok" and gpus_only.devices == [] and gpus_only.cuda_available is False
+    assert torch.probe.status == "ok"  # the torch facts come from the same import either way
+    everything, _, _ = probe_kernels_and_torch(sys.executable, Budget.from_timeout(60), "quick")
+    assert [device.device for device in everything.devices] == ["cpu"] and everything.devices[0].status == "ok"

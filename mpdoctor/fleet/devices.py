@@ -86,8 +86,8 @@ def own_gpu_kernels(python: str, timeout: float, mode: str, selection: Selection
                     progress: ProgressBoard = SILENT) -> Optional[KernelInfo]:
     """The microkernels on ``selection``'s GPU only, named as the job numbers it; None when it cannot be narrowed.
 
-    The kernel runner times the CPU beside the GPU as always; that run is dropped (and
-    not shown): the ranks of a node time it against each other.
+    The CPU is not timed (``cpu=False``): the ranks of a node would time it against
+    each other, and their CPU runs would disturb the GPU timings of the node.
     """
     from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.kernels import probe_kernels_and_torch
@@ -97,7 +97,7 @@ def own_gpu_kernels(python: str, timeout: float, mode: str, selection: Selection
     with tempfile.TemporaryDirectory(prefix="mpdoctor-rank-gpu-") as tmp:
         wrapper = narrowed_python(tmp, python, selection.narrowed)
         board = SILENT if progress is SILENT else _Renamed(progress, selection.device)
-        info = probe_kernels_and_torch(wrapper, Budget.from_timeout(timeout), mode, None, board)[0]
+        info = probe_kernels_and_torch(wrapper, Budget.from_timeout(timeout), mode, None, board, cpu=False)[0]
     return named_back(info, selection.device)
 
 
@@ -111,7 +111,7 @@ def narrowed_python(directory: str, python: str, visible: str) -> str:
 
 
 def named_back(info: KernelInfo, device: str) -> KernelInfo:
-    """The narrowed probe's kernels: its cuda:0 is the job's ``device``; its CPU run is dropped."""
+    """The narrowed probe's kernels: its cuda:0 is the job's ``device`` (a CPU run, never asked for, is not kept)."""
     runs = [replace(run, device=device) for run in info.devices if run.device == "cuda:0"]
     if runs or info.status != "ok":
         return replace(info, devices=runs)

@@ -45,8 +45,8 @@ def probe_kernels(python: str, timeout: Union[Budget, float], mode: str,
 
 
 def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: str,
-                            quiet: Optional[threading.Event] = None,
-                            progress: ProgressBoard = SILENT) -> tuple[KernelInfo, TorchInfo, Steps]:
+                            quiet: Optional[threading.Event] = None, progress: ProgressBoard = SILENT,
+                            cpu: bool = True) -> tuple[KernelInfo, TorchInfo, Steps]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
@@ -62,6 +62,7 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
     that it disturbs are set aside by the runner's own load detection
     (``kernel_measure``). ``progress`` gets task "torch" (the step the import is
     in) and one "kernels <device>" per device (tests done of the plan's total).
+    ``cpu=False`` times the CUDA devices only (a fleet rank, whose node's CPU is timed by one rank).
     """
     budget = Budget.of(timeout)
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
@@ -91,7 +92,8 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
                 return budget.torch_import
             return None
 
-        argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()))
+        argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()),
+                           *(() if cpu else (step_names.NO_CPU,)))
         result = run_child(argv, budget.runner, watch=watch)
         run, steps = torch_part(result, tmp)
         kernel_info, torch = kernel_facts(result, tmp, mode), torch_facts(result, steps, run)

@@ -58,7 +58,7 @@ class Job(supervise.Job):
 
 
 def main(argv):
-    """argv: the output directory, the mode (quick, full), and the limits as JSON.
+    """argv: the output directory, the mode (quick, full), the limits as JSON, then switches (``steps.NO_CPU``).
 
     The limits are the host's ``Budget.runner_limits()``, in seconds: ``apex_loads``
     and ``apex_load_each`` (the torch part's apex extension imports, all and one),
@@ -72,6 +72,7 @@ def main(argv):
     from . import kernel_suite as suite, target as probe
 
     out_dir, mode, limits = argv[0], argv[1], json.loads(argv[2])
+    cpu = steps.NO_CPU not in argv[3:]  # a fleet rank times only its own GPU: its node's CPU is timed once
 
     out = probe.StepWriter(os.path.join(out_dir, steps.RUNNER_FILE))
     # This process is also the environment probe's torch part: one `import torch` serves both.
@@ -106,7 +107,7 @@ def main(argv):
         return Job(path, lambda: suite.tests(torch, name, mode), limits["device_start"], limits["kernel_step"],
                    deadline, ready)
 
-    devices = ["cpu"]
+    devices = ["cpu"] if cpu else []  # a device's step file is numbered by its place in this list
     count_path = os.path.join(out_dir, steps.COUNT_FILE)
     count_job = Job(count_path, lambda: [
         (steps.CUDA, lambda: cuda_count(probe, torch)),
@@ -120,10 +121,11 @@ def main(argv):
         out.emit(steps.CUDA, counted)
         number = counted.get("count") if isinstance(counted.get("count"), int) else 0
         names = ["cuda:%d" % i for i in range(number)]
+        first = len(devices)
         devices.extend(names)
         out.emit(steps.DEVICES, devices)
-        return [device_job(i + 1, name) for i, name in enumerate(names)]
+        return [device_job(first + i, name) for i, name in enumerate(names)]
 
     out.emit(steps.DEVICES, devices)
-    supervise.run([device_job(0, "cpu"), count_job], after)
+    supervise.run(([device_job(0, "cpu")] if cpu else []) + [count_job], after)
     out.emit(steps.DONE, True)

@@ -24,6 +24,7 @@ PART_ONEFLOW = "oneflow"
 PART_FILE = "%s.jsonl"  # PART_FILE % part: the step file the host gives a part
 # A part's command line: the part, its step file, its limits (one JSON object, from the host's Budget), switches:
 NO_PROJECT = "no-project"  # the env part leaves the working directory unscanned and writes no PROJECT step
+NO_CPU = "no-cpu"  # after the kernel runner's limits: time the CUDA devices only (a fleet rank's own GPU)
 
 # the env part: no imports of what is diagnosed
 PYTHON = "python"
