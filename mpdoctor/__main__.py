@@ -10,7 +10,7 @@ puts the working directory first on ``sys.path``, so a ``typer.py`` (or ``rich/`
 ``packaging/``) lying there would be imported in place of the real one and run.
 That first entry is dropped before anything else is imported, unless mpdoctor
 itself lives there (a source checkout run from its own root, as above). The
-console script ``mpdoctor`` never had the entry.
+console script ``mpdoctor`` (which calls :func:`run` too) never had the entry.
 """
 
 import os
@@ -44,14 +44,20 @@ def _missing() -> list[str]:
     return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The program: ``python -m mpdoctor`` and the console script ``mpdoctor`` (pyproject's ``[project.scripts]``).
+
+    A plain ``mpdoctor check`` starts its probes here, before the CLI imports typer,
+    rich and the checks (``probes.prescan``): the torch import in the probe child is
+    most of a check's time, and nothing the CLI loads is needed to start it.
+    """
     missing = _missing()
     if missing:
         source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         sys.stderr.write(f"mpdoctor: error: {', '.join(missing)} not installed for {sys.executable}; "
                          f"install mpdoctor with its dependencies: {sys.executable} -m pip install {source}\n")
         sys.exit(2)
-    if sys.argv[1:2] == ["check"]:  # a plain `check` starts its probes before typer and rich load
+    if sys.argv[1:2] == ["check"]:
         from mpdoctor.probes.prescan import start_check_early
         from mpdoctor.render.output import target_problem
 
@@ -59,3 +65,7 @@ if __name__ == "__main__":
     from mpdoctor.cli import main
 
     main()
+
+
+if __name__ == "__main__":
+    run()

@@ -53,4 +53,4 @@ def test_torch_is_only_an_optional_extra(wheel):
 
 def test_entry_point(wheel):
     (entry,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
-    assert "mpdoctor = mpdoctor.cli:main" in wheel.read(entry).decode()
+    assert "mpdoctor = mpdoctor.__main__:run" in wheel.read(entry).decode()
