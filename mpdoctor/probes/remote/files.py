@@ -53,23 +53,28 @@ def not_regular(path):
     return "" if stat.S_ISREG(mode) else kind(mode)
 
 
-def read_bytes(path, limit, cut=False):
+def read_bytes(path, limit, cut=False, listed_regular=False):
     """The regular file ``path``'s bytes, at most ``limit`` of them.
 
     Raises ``Refused`` for anything that is not a regular file, and for a file of
     more than ``limit`` bytes unless ``cut`` (then its first ``limit`` bytes are
-    returned); ``OSError`` when it cannot be opened or read.
+    returned); ``OSError`` when it cannot be opened or read. ``listed_regular``: a
+    directory listing just showed a regular file (not a link), so the stat before
+    opening is skipped; the one after opening still refuses anything else.
     """
-    why = not_regular(path)
+    why = "" if listed_regular else not_regular(path)
     if why:
         raise Refused(path, "%s, not a regular file" % why)
+    # O_NONBLOCK: a FIFO swapped in after the check must not block the open
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):  # swapped for something else since the stat above
-            raise Refused(path, "%s, not a regular file" % kind(mode))
-        chunks, size = [], 0
-        while size <= limit:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # swapped for something else since the stat above
+            raise Refused(path, "%s, not a regular file" % kind(info.st_mode))
+        want = min(info.st_size, limit) + 1  # one read for a file that does not change; a short read is its end
+        first = os.read(fd, want)
+        chunks, size = [first], len(first)
+        while len(first) == want and size <= limit:  # it grew since the fstat, or is longer than the limit
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             if not chunk:
                 break
