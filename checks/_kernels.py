@@ -16,8 +16,27 @@ FAILED = ("unsupported", "error")
 NO_KERNEL_IMAGE = "no kernel image is available"
 
 
+# What mpdoctor's own way of running leaves in a device's or a kernel's detail, when that,
+# not the device, is why it could not be measured:
+# * real torch's refusal in a worker forked after its parent touched CUDA (its own text,
+#   from torch/cuda/__init__.py's _lazy_init): mpdoctor's process model, never the GPU's;
+# * the kernel runner's words for a device whose share of --timeout ran out
+#   (kernel_runner.WORDING; older runners said "the job's time ran out").
+FORK_REFUSED = "Cannot re-initialize CUDA in forked subprocess"
+OUT_OF_TIME = ("the device's time ran out", "the job's time ran out")
+
+
 def no_kernel_image(r: KernelResult) -> bool:
     return NO_KERNEL_IMAGE in r.detail
+
+
+def own_failure(detail: str) -> str:
+    """Why mpdoctor itself, not the device, left this unmeasured: "process" or "time"; "" when it did not."""
+    if FORK_REFUSED in detail:
+        return "process"
+    if any(words in detail for words in OUT_OF_TIME):
+        return "time"
+    return ""
 
 
 def sdpa_runs(device: DeviceKernels, dtype: str, backends=FUSED_SDPA + ("math",)) -> list[str]:

@@ -120,7 +120,8 @@ def torch_variants(snap: Snapshot) -> dict[str, set[int]]:
     """CUDA version -> compute capabilities its official torch build contains (x86_64/aarch64)."""
     host = "aarch64" if (snap.environment.markers.get("platform_machine", "").lower() == "aarch64") else "x86_64"
     table = snap.torch.release_archs or LATEST_RELEASE_ARCHS
-    return {cuda: set(by_host.get(host, [])) for cuda, by_host in table.items()}
+    # "any": a torch whose table has one set of capabilities per CUDA version for every host (2.11)
+    return {cuda: set(by_host.get(host, by_host.get("any", []))) for cuda, by_host in table.items()}
 
 
 def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int], *,

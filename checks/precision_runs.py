@@ -13,7 +13,7 @@ from typing import Iterator
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
-                                      no_kernel_image, sdpa_runs, sdpa_tried, use_instead)
+                                      no_kernel_image, own_failure, sdpa_runs, sdpa_tried, use_instead)
 from mpdoctor.findings import Finding, Step, error, info, warning
 from mpdoctor.analysis.kernel_view import capability, is_gpu, label, measured, short, kernel_name
 from mpdoctor.checks.registry import check, defer
@@ -26,8 +26,8 @@ def _failures(device: DeviceKernels) -> list[KernelResult]:
     An SDPA dtype counts once, and only when no backend at all ran it; a single
     backend refusing is PREC006's business.
     """
-    out = [r for r in device.results
-           if r.op in NUMERIC_OPS and not r.backend and r.status in FAILED and not no_kernel_image(r)]
+    out = [r for r in device.results if r.op in NUMERIC_OPS and not r.backend and r.status in FAILED
+           and not no_kernel_image(r) and not own_failure(r.detail)]
     for dtype in LOW:
         tried = sdpa_tried(device, dtype)
         if tried and not sdpa_runs(device, dtype) and not any(no_kernel_image(r) for r in tried):
@@ -135,7 +135,7 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
 @check("PREC009", "kernel-worker-failed", family=FAMILY, defers_to=("PREC002", "TORCH007"),
        needs=("kernels",),
        fires_on=("kernels-faulty-gpu",),
-       quiet_on=("kernels-skipped", "kernels-a100"))
+       quiet_on=("kernels-skipped", "kernels-a100", "h200-fork-refused"))
 def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """A microkernel crashed or hung its worker process, or a device could not start at all.
 
@@ -160,6 +160,8 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                       [Step("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))])
     for device in measured(snap):
         if device.status in ("crashed", "timeout", "error") and not device.results:
+            if own_failure(device.detail):
+                continue  # mpdoctor could not measure it, the device did not fail: MPD003 (judge) says so
             if NO_KERNEL_IMAGE in device.detail:
                 # PREC002 (measured) or TORCH007 (predicted) names the cause and the build to install; this
                 # speaks when neither is selected or fires.
@@ -172,7 +174,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                         [f"{device.device}: {device.status}"],
                         [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")])
             continue
-        killed = [r for r in device.results if r.status in ("crashed", "timeout")]
+        killed = [r for r in device.results if r.status in ("crashed", "timeout") and not own_failure(r.detail)]
         if not killed:
             continue
         crashed = [r for r in killed if r.status == "crashed"]

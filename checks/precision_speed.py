@@ -170,7 +170,7 @@ def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
 
 
 @check("PREC011", "kernel-timings-disturbed", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-gpu-shared", "kernels-cpu-busy"),
+       fires_on=("kernels-gpu-shared", "kernels-cpu-busy", "h200-fork-refused"),
        quiet_on=("kernels-a100", "kernels-h100", "kernels-skipped"))
 def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
     """Some precision speed ratios are inconclusive: the machine was busy while they were timed.

@@ -379,6 +379,25 @@ FACT_NOT_TAKEN = rule("MPD002", "fact-not-taken", family="mpdoctor", subject=INT
     """)
 
 
+DEVICE_NOT_MEASURED = rule("MPD003", "device-not-measured", family="mpdoctor", subject=INTERNAL, doc="""
+    mpdoctor could not measure a device because of how mpdoctor ran, not because the device failed.
+
+    ## Why it matters
+    Nothing is known about that device's precision from this run: it is neither
+    healthy nor broken. Two causes: the kernel worker was refused CUDA because a
+    process before it had touched CUDA and then forked ("Cannot re-initialize CUDA
+    in forked subprocess", a bug in mpdoctor's process model), or the device's
+    share of `--timeout` ran out before its kernels were done. Neither says
+    anything about the GPU, so PREC009 (a device that fails to start or kills its
+    worker) stays quiet for them. Reported whenever a selected check needs the
+    microkernels.
+
+    ## Fix
+    For a time limit: run again with a larger `--timeout`. For the process
+    model: report it with the Markdown report attached
+    (`mpdoctor check --format markdown --output mpdoctor-report.md`).
+    """)
+
 _validated = False
 
 

@@ -214,7 +214,7 @@ def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
 
 
 @check("STACK003", "duplicate-distribution", family=FAMILY,
-       fires_on=("precision-stack-conflicts",),
+       fires_on=("precision-stack-conflicts", "h200-fork-refused"),
        quiet_on=("pynvml-legacy-shadows", "apex-checkout-in-cwd"))
 def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
     """The same package is installed more than once on sys.path.

@@ -31,7 +31,7 @@ OUTSIDE_CHECK = {"AUDIT001": ("unreadable-weights", CHECKPOINT), "AUDIT002": ("m
                  "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT),
                  "AUDIT004": ("module-in-another-dtype", CHECKPOINT), "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
                  "MPD001": ("check-crashed", INTERNAL),
-                 "MPD002": ("fact-not-taken", INTERNAL)}
+                 "MPD002": ("fact-not-taken", INTERNAL), "MPD003": ("device-not-measured", INTERNAL)}
 
 
 def _nothing(snap):

@@ -7,6 +7,7 @@ from typing import Iterable
 from mpdoctor.checks import fixes
 from mpdoctor.checks.facts import FACTS
 from mpdoctor.checks.registry import CHECK_CRASHED, FACT_NOT_TAKEN, Check, builtin_registry
+from mpdoctor.doctor.unmeasured import devices_not_measured
 from mpdoctor.findings import Finding, Step, info, triage
 from mpdoctor.snapshot import Snapshot
 
@@ -30,7 +31,8 @@ def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
     checks = [entry for entry in checks if entry.runs_on_snapshot]
     verdicts = [v for entry in checks for v in entry.verdicts(snap)]
     fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
-    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + facts_not_taken(snap, checks)
+    return ([v.finding for v in verdicts if not fired.intersection(v.superseded_by)]
+            + facts_not_taken(snap, checks) + devices_not_measured(snap, checks))
 
 
 def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:

@@ -198,14 +198,16 @@ def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = Non
         info.status = {"timeout": "import-timeout", "crashed": "import-crashed"}.get(info.probe.status, "import-error")
         if info.status == "import-error":
             info.error_message = info.probe.detail
-    build = steps.data.get(step_names.BUILD)
-    if isinstance(build, dict):
-        hints = typing.get_type_hints(TorchInfo)
-        for key in ("version", "cuda", "hip", "cudnn", "nccl", "git_version", "arch_list", "release_archs"):
-            if key in build:
-                setattr(info, key, _load(hints[key], build[key], getattr(info, key)))
-        info.fact_errors.update(_load(dict[str, str], build.get("errors", {}), {}))
     cuda = steps.data.get(step_names.CUDA)
+    # The build facts come in two parts: those read without CUDA (BUILD), and those that
+    # touch CUDA, read with the CUDA step so that no process forks a CUDA worker after them.
+    for build in (steps.data.get(step_names.BUILD), cuda.get("build") if isinstance(cuda, dict) else None):
+        if isinstance(build, dict):
+            hints = typing.get_type_hints(TorchInfo)
+            for key in ("version", "cuda", "hip", "cudnn", "nccl", "git_version", "arch_list", "release_archs"):
+                if key in build:
+                    setattr(info, key, _load(hints[key], build[key], getattr(info, key)))
+            info.fact_errors.update(_load(dict[str, str], build.get("errors", {}), {}))
     if isinstance(cuda, dict):
         info.cuda_available = cuda.get("available") if isinstance(cuda.get("available"), bool) else None
         info.device_count = cuda.get("device_count") if isinstance(cuda.get("device_count"), int) else None

@@ -12,8 +12,14 @@ steps up to CUDA (find, import, build, apex_loads) to ``torch.jsonl``, then fork
 * one worker per device (the CPU at once; each CUDA device once the count is known),
   each writing its results, one JSON line per step, to a file of its own.
 
-This process does no torch work at all before forking (an OpenMP thread pool does
-not survive ``fork`` either). It supervises them (``supervise.py``): a worker that
+This process must never touch CUDA, nor anything that marks it as having done so:
+real torch refuses CUDA in every child forked after ``torch.cuda.is_available()``,
+``get_arch_list()``, ``backends.cudnn.version()`` or ``_C._cuda_getDeviceCount()``
+("Cannot re-initialize CUDA in forked subprocess", measured on an H200). So it reads
+only the CUDA-free build facts (``target.torch_build_facts``); everything that touches
+CUDA, the cuDNN version and arch list included, runs in the counting child, which forks
+nothing. Nor does it do torch work before forking (an OpenMP thread pool does not
+survive ``fork`` either). It supervises them (``supervise.py``): a worker that
 dies or stops making progress is killed and its test recorded as crashed or timed
 out, then a fresh worker resumes the device at the next test, so one bad kernel
 costs only itself. File and step names are ``steps.py``'s.

@@ -205,30 +205,65 @@ def _warning_texts(caught):
 
 
 def torch_build_facts(torch):
+    """What the build says of itself without starting CUDA: safe in a process that forks CUDA workers later.
+
+    Nothing here may call into CUDA (see ``torch_cuda_facts``). ``torch.cuda.nccl.version()``
+    reads the library's own constant and was measured fork-safe on torch 2.11.
+    """
     facts = {}
     _call(facts, "version", lambda: str(torch.__version__))
     _call(facts, "file", lambda: getattr(torch, "__file__", None))
     _call(facts, "cuda", lambda: getattr(torch.version, "cuda", None))
     _call(facts, "hip", lambda: getattr(torch.version, "hip", None))
     _call(facts, "git_version", lambda: getattr(torch.version, "git_version", None))
-    _call(facts, "cudnn", lambda: torch.backends.cudnn.version())
-    _call(facts, "arch_list", lambda: list(torch.cuda.get_arch_list()))
     # Newer torch ships the arch list of each official CUDA build; use it for fixes.
     # getattr all the way: a leftover torch/ directory imports with no .cuda at all.
     table = getattr(getattr(torch, "cuda", None), "PYTORCH_RELEASES_CODE_CC", None)
-    if isinstance(table, dict):
-        _call(facts, "release_archs", lambda: {
-            cuda: {host: sorted(ccs) for host, ccs in by_host.items()} for cuda, by_host in table.items()
-        })
+    if table is not None:
+        _call(facts, "release_archs", lambda: release_archs(table))
     return _sibling("nccl").with_nccl(facts, torch)  # NCCL as torch loads it (fleet compares it across ranks)
 
 
+def release_archs(table):
+    """``torch.cuda.PYTORCH_RELEASES_CODE_CC`` as {cuda: {host: [cc, ...]}}, whichever shape this torch ships.
+
+    Seen: {cuda: {host: set}} and {cuda: set} (torch 2.11: one set of ccs per CUDA
+    version, for every host). A set alone is filed under host "any"; anything else raises
+    TypeError or ValueError, recorded as a fact error by the caller.
+    """
+    def ccs(value):
+        if isinstance(value, (set, frozenset, list, tuple)):
+            return sorted(int(cc) for cc in value)
+        raise TypeError("unexpected %s in PYTORCH_RELEASES_CODE_CC" % type(value).__name__)
+
+    if not isinstance(table, dict):
+        raise TypeError("PYTORCH_RELEASES_CODE_CC is a %s, not a dict" % type(table).__name__)
+    out = {}
+    for cuda, by_host in table.items():
+        if isinstance(by_host, dict):
+            out[str(cuda)] = {str(host): ccs(value) for host, value in by_host.items()}
+        else:
+            out[str(cuda)] = {"any": ccs(by_host)}
+    return out
+
+
+# Every call here starts CUDA, or marks the process so that a child it forks later can
+# never use CUDA ("Cannot re-initialize CUDA in forked subprocess"), measured on torch
+# 2.11 + H200: is_available() (unless PYTORCH_NVML_BASED_CUDA_CHECK=1),
+# get_arch_list() (it calls is_available), backends.cudnn.version() and
+# _C._cuda_getDeviceCount(). So they run only in a process that forks no CUDA worker
+# afterwards: the kernel runner's counting child, or the torch part after its forks.
 def torch_cuda_facts(torch):
+    """CUDA's availability and device count, with the build facts that need CUDA (under "build")."""
     facts = {}
+    build = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _call(facts, "available", lambda: bool(torch.cuda.is_available()))
         _call(facts, "device_count", lambda: int(torch.cuda.device_count()))
+        _call(build, "cudnn", lambda: torch.backends.cudnn.version())
+        _call(build, "arch_list", lambda: list(torch.cuda.get_arch_list()))
+    facts["build"] = build
     facts["warnings"] = _warning_texts(caught)
     return facts
 
@@ -333,7 +368,8 @@ def import_torch(out):
 
 
 def torch_before_cuda(out, torch, apex_loads, apex_load_each):
-    """The steps that must run before CUDA starts: forked children must not inherit a CUDA context.
+    """The steps that must run before CUDA starts or is touched: the apex loads fork, and a child
+    forked after any call of ``torch_cuda_facts`` cannot use CUDA.
 
     ``apex_loads``: the time for importing every apex extension; ``apex_load_each``: one import's (s).
     """
