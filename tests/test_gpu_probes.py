@@ -1,9 +1,10 @@
 """GPU facts from the probes: torch's per-ordinal device properties and NVML's MIG devices.
 
-No GPU here, so a real throwaway venv carries a stand-in ``torch`` that answers
-the CUDA calls with the recorded facts of incident 4's box (TITAN RTX numbered
-first by CUDA); the real probe runs in that interpreter. NVML is a stand-in
-module with pynvml's call signatures and error classes.
+No GPU here, so a real throwaway venv carries the stand-in ``torch`` of
+``tests/cuda_standin.py``, which answers the CUDA calls with the recorded facts of
+incident 4's box (TITAN RTX numbered first by CUDA) and keeps real torch's fork rule;
+the real probe runs in that interpreter. NVML is a stand-in module with pynvml's call
+signatures and error classes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import types
 import pynvml
 import pytest
 
+import cuda_standin
 from conftest import dist_info
 from helpers import load_fixture
 from mpdoctor.doctor.judge import judge
@@ -21,74 +23,10 @@ from mpdoctor.probes.kernels import probe_kernels_and_torch
 from mpdoctor.probes.machine import nvml_facts, nvml_record
 from mpdoctor.probes.remote.target import device_facts
 
-FAKE_CUDA_TORCH = '''
-import os
-__version__ = "2.13.0+cu126"
-
-class version:
-    cuda = "12.6"
-    hip = None
-    git_version = "fake"
-
-class _Uuid:  # torch._C._CUuuid: str() is the hex without NVML's GPU- prefix
-    def __init__(self, text):
-        self.text = text
-    def __str__(self):
-        return self.text
-
-class _Props:
-    def __init__(self, name, major, minor, memory, sms, uuid, bus):
-        self.name, self.major, self.minor = name, major, minor
-        self.total_memory, self.multi_processor_count, self.is_integrated = memory, sms, False
-        self.uuid = _Uuid(uuid)
-        self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, bus, 0
-
-# CUDA's FASTEST_FIRST order on the TITAN RTX + GTX 1080 Ti box.
-_DEVICES = [
-    _Props("NVIDIA TITAN RTX", 7, 5, 24 * 2**30, 72, "b8c41e02-7d6a-4f3b-a9e5-2c0d8f1b7a64", 0x81),
-    _Props("NVIDIA GeForce GTX 1080 Ti", 6, 1, 11 * 2**30, 28, "5d2e7a3c-1f0b-9c4e-8a21-6b3f0d9e4c17", 0x02),
-]
-if os.environ.get("FAKE_TORCH_BROKEN_DEVICE"):
-    _DEVICES.append(None)
-
-class _C:
-    @staticmethod
-    def _cuda_getDeviceCount():
-        return len(_DEVICES)
-
-class backends:
-    class cudnn:
-        @staticmethod
-        def version():
-            return 90100
-
-class cuda:
-    @staticmethod
-    def is_available():
-        if os.environ.get("FAKE_TORCH_CUDA_INIT") == "abort":  # a driver that kills CUDA initialisation
-            os.abort()
-        if os.environ.get("FAKE_TORCH_CUDA_INIT") == "hang":
-            import time
-            time.sleep(600)
-        return True
-    @staticmethod
-    def device_count():
-        return len(_DEVICES)
-    @staticmethod
-    def get_arch_list():
-        return ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
-    @staticmethod
-    def get_device_properties(i):
-        if _DEVICES[i] is None:
-            raise RuntimeError("CUDA error: unspecified launch failure")
-        return _DEVICES[i]
-'''
-
 
 @pytest.fixture(scope="module")
 def cuda_torch_python(fake_venv):
-    venv = fake_venv("fake-cuda-torch", {"torch/__init__.py": FAKE_CUDA_TORCH, **dist_info("torch", "2.13.0+cu126")})
-    return str(fake_venv.python(venv))
+    return cuda_standin.python(fake_venv)
 
 
 def test_probe_records_each_cuda_ordinal_with_uuid_and_pci(cuda_torch_python):
@@ -137,7 +75,7 @@ def test_probed_devices_against_recorded_nvml_find_incident_4(cuda_torch_python,
 
 
 def test_a_device_whose_properties_fail_is_recorded_and_the_others_kept(fake_venv, monkeypatch):
-    venv = fake_venv("fake-cuda-torch-broken", {"torch/__init__.py": FAKE_CUDA_TORCH})
+    venv = fake_venv("fake-cuda-torch-broken", cuda_standin.files(with_dist_info=False))
     monkeypatch.setenv("FAKE_TORCH_BROKEN_DEVICE", "1")
     _, torch = probe_environment(str(fake_venv.python(venv)), timeout=60)
     assert torch.probe.status == "ok" and torch.runtime_device_count == 3
