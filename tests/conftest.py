@@ -70,3 +70,160 @@ class FakeVenvFactory:
 def fake_venv(tmp_path_factory: pytest.TempPathFactory) -> FakeVenvFactory:
     """Factory: ``fake_venv("name", {"pkg/__init__.py": "...", **dist_info("pkg", "1.0")})``."""
     return FakeVenvFactory(tmp_path_factory.mktemp("venvs"))
+
+
+# ---------------------------------------------------------------- what this machine has
+#
+# Most of the suite runs the real probes on whatever machine runs it: a CPU box in CI,
+# sometimes a GPU machine with an NVIDIA driver and a CUDA torch. A test whose premise
+# needs the absence of something (no NVIDIA driver, a CPU-only torch) is marked, and
+# skips where the thing is present with a reason naming what was found; other tests
+# read these facts to expect what this machine really has. Each fact is read once per
+# session, lazily, in a child process, independently of mpdoctor's own probes (ctypes
+# on libnvidia-ml, torch's own attributes), and never in the pytest process: no CUDA is
+# started here, and a child forked from here later is not affected.
+
+_NVML_READER = r"""
+import ctypes, json
+out = {"loads": False, "error": "", "driver": "", "gpus": None}
+try:
+    lib = ctypes.CDLL("libnvidia-ml.so.1")
+except OSError as exc:
+    out["error"] = str(exc)
+else:
+    out["loads"] = True
+    init = getattr(lib, "nvmlInit_v2", None) or lib.nvmlInit
+    code = init()
+    if code:
+        out["error"] = "nvmlInit returned %d" % code
+    else:
+        buf = ctypes.create_string_buffer(96)
+        if lib.nvmlSystemGetDriverVersion(buf, 96) == 0:
+            out["driver"] = buf.value.decode()
+        count = ctypes.c_uint(0)
+        if (getattr(lib, "nvmlDeviceGetCount_v2", None) or lib.nvmlDeviceGetCount)(ctypes.byref(count)) == 0:
+            out["gpus"] = count.value
+        lib.nvmlShutdown()
+print(json.dumps(out))
+"""
+
+_TORCH_READER = r"""
+import importlib, json, warnings
+out = {"imports": False, "error": ""}
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch
+except Exception as exc:
+    out["error"] = "%s: %s" % (type(exc).__name__, exc)
+else:
+    out.update(imports=True, version=torch.__version__, cuda=getattr(torch.version, "cuda", None) or "",
+               hip=getattr(torch.version, "hip", None) or "", nccl="")
+    try:
+        importlib.import_module("torch.cuda.nccl")
+        version = torch.cuda.nccl.version()
+        out["nccl"] = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+    except Exception:
+        pass  # a CPU or ROCm build has none
+    out["cuda_available"] = bool(torch.cuda.is_available())  # honours CUDA_VISIBLE_DEVICES, as the probes do
+    out["cuda_devices"] = torch.cuda.device_count() if out["cuda_available"] else 0
+print(json.dumps(out))
+"""
+
+
+def _read_in_child(code: str) -> dict:
+    import json
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"the machine reader failed (exit {result.returncode}): {result.stderr[-2000:]}")
+
+
+class ThisMachine:
+    """What this machine has, as the test interpreter (``sys.executable``) sees it; each part read on first use."""
+
+    def __init__(self) -> None:
+        self._nvml: Optional[dict] = None
+        self._torch: Optional[dict] = None
+
+    @property
+    def nvml(self) -> dict:
+        """``loads`` (libnvidia-ml.so.1 opens), ``error``, ``driver`` ("580.159.03"), ``gpus`` (NVML's count)."""
+        if self._nvml is None:
+            self._nvml = _read_in_child(_NVML_READER)
+        return self._nvml
+
+    @property
+    def torch(self) -> dict:
+        """``imports``, ``version``, ``cuda`` ("" for a CPU build), ``hip``, ``nccl`` ("" for none),
+        ``cuda_available``, ``cuda_devices``."""
+        if self._torch is None:
+            self._torch = _read_in_child(_TORCH_READER)
+        return self._torch
+
+    @property
+    def has_nvidia_driver(self) -> bool:
+        return bool(self.nvml["loads"])
+
+    @property
+    def cuda_torch(self) -> bool:
+        return bool(self.torch.get("cuda") or self.torch.get("hip"))
+
+    @property
+    def cuda_device_names(self) -> list[str]:
+        """The devices torch numbers here, as the kernel runner names them: ["cuda:0", ...]; [] without CUDA."""
+        return [f"cuda:{n}" for n in range(self.torch.get("cuda_devices") or 0)]
+
+    def describe_nvml(self) -> str:
+        nvml = self.nvml
+        if not nvml["loads"]:
+            return f"libnvidia-ml.so.1 does not load here ({nvml['error']})"
+        if nvml["error"]:
+            return f"libnvidia-ml.so.1 loads here, but {nvml['error']}"
+        gpus = nvml["gpus"]
+        return (f"libnvidia-ml.so.1 loads here: NVIDIA driver {nvml['driver'] or '?'}, "
+                f"{'?' if gpus is None else gpus} GPU{'' if gpus == 1 else 's'}")
+
+    def describe_torch(self) -> str:
+        t = self.torch
+        if not t["imports"]:
+            return f"torch does not import in {sys.executable} ({t['error']})"
+        build = (f"built for CUDA {t['cuda']}" if t["cuda"] else f"built for ROCm {t['hip']}" if t["hip"]
+                 else "a CPU-only build")
+        extra = []
+        if t["cuda"] or t["hip"]:
+            extra.append(f"{t['cuda_devices']} device{'' if t['cuda_devices'] == 1 else 's'} visible"
+                         if t["cuda_available"] else "no device visible")
+            extra.append(f"NCCL {t['nccl']}" if t["nccl"] else "no NCCL")
+        return f"torch {t['version']} is {build}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+_THIS_MACHINE = ThisMachine()
+
+
+def this_machine() -> ThisMachine:
+    """The session's one :class:`ThisMachine` (for module-level use; tests can take the fixture instead)."""
+    return _THIS_MACHINE
+
+
+@pytest.fixture(scope="session", name="this_machine")
+def this_machine_fixture() -> ThisMachine:
+    """What this machine has (NVIDIA driver, torch build): tests expect from it rather than assume a CPU box."""
+    return _THIS_MACHINE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_no_nvidia_driver: the test's premise is a machine where "
+                                       "libnvidia-ml.so.1 does not load; skipped, saying what loaded, elsewhere")
+    config.addinivalue_line("markers", "needs_cpu_torch: the test's premise is a CPU-only torch (no CUDA, no NCCL) "
+                                       "in the test interpreter; skipped, naming the build found, elsewhere")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Read only for the tests marked: a run that selects none of them never starts the readers.
+    if item.get_closest_marker("needs_no_nvidia_driver") and _THIS_MACHINE.has_nvidia_driver:
+        pytest.skip(f"needs a machine without an NVIDIA driver: {_THIS_MACHINE.describe_nvml()}")
+    if item.get_closest_marker("needs_cpu_torch") and _THIS_MACHINE.cuda_torch:
+        pytest.skip(f"needs a CPU-only torch: {_THIS_MACHINE.describe_torch()}")

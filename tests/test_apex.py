@@ -79,8 +79,12 @@ def test_the_pypi_namesake_from_the_registry_is_named_and_removed(tmp_path, proj
     assert snap.environment.apex.resolution == "package" and snap.environment.apex.extensions == []
 
 
-def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project):
-    """Incident 1's environment on a CPU torch: apex without kernels, and transformers that swaps them in."""
+def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project, this_machine):
+    """Incident 1's environment on this machine's torch: apex without kernels, and transformers that swaps them in.
+
+    The environment sees the test interpreter's torch: a CPU build in CI (APEX002 a warning), a CUDA build on a
+    GPU machine (the incident itself: APEX002 an error). Both verdicts are also judged on the recorded facts below.
+    """
     env = make_env(tmp_path / "env", torch=True)
     install_nvidia_apex(env)
     install_transformers(env, "4.44.2")
@@ -96,8 +100,15 @@ def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project):
     (amp,) = codes["APEX006"]
     assert amp["severity"] == "error" and amp["title"].startswith("transformers 4.44.2 imports apex.amp")
     assert any("'transformers>=4.53.0'" in c for c in commands(amp))
-    # The torch here is CPU-only, where apex's norms fall back to Python: a warning.
-    assert codes["APEX002"][0]["severity"] == "warning" and "Python-only" in codes["APEX002"][0]["title"]
+    (python_only,) = codes["APEX002"]
+    assert (snap.torch.cuda or "") == this_machine.torch["cuda"]  # the probe read this machine's torch build
+    if this_machine.torch["cuda"]:
+        # A CUDA torch: the swapped-in norm fails at the first GPU forward, an error.
+        assert python_only["severity"] == "error"
+        assert "No module named 'fused_layer_norm_cuda'" in python_only["title"]
+    else:
+        # A CPU-only torch, where apex's norms fall back to Python: a warning.
+        assert python_only["severity"] == "warning" and "Python-only" in python_only["title"]
 
     users = {use.file: use for use in snap.environment.apex.users}
     swap, trainer = users["transformers/models/t5/modeling_t5.py"], users["transformers/trainer.py"]
@@ -111,6 +122,11 @@ def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project):
     (python_only,) = [f for f in judge(gpu, select=["APEX002"])]
     assert python_only.severity == "error" and "No module named 'fused_layer_norm_cuda'" in python_only.title
     assert "CUDA 12.4 toolkit" in python_only.fix[-1].text
+    # And with a CPU-only torch: a warning, whatever this machine's torch is.
+    cpu = copy.deepcopy(snap)
+    cpu.torch.cuda = ""
+    (python_only,) = [f for f in judge(cpu, select=["APEX002"])]
+    assert python_only.severity == "warning" and "Python-only" in python_only.title
 
 
 def test_transformers_with_the_fixes_is_left_alone(tmp_path, project):
@@ -159,14 +175,21 @@ def test_a_crashing_and_a_hanging_extension_cost_only_themselves(tmp_path, proje
 
 
 @needs_cc
-def test_extension_built_for_cuda_11(tmp_path, project):
+def test_extension_built_for_cuda_11(tmp_path, project, this_machine):
+    """An extension linking CUDA 11's runtime, beside this machine's torch: a CPU build (CI) or a CUDA build."""
+    torch_cuda = this_machine.torch["cuda"]
+    if torch_cuda.split(".")[0] == "11":
+        pytest.skip(f"needs a torch not built for CUDA 11 (the stand-in extension's CUDA): "
+                    f"{this_machine.describe_torch()}")
     env = make_env(tmp_path / "env", torch=True)
     cuda11_extension(env.site / f"fused_layer_norm_cuda{EXT_SUFFIX}", tmp_path / "cuda11")
     install_nvidia_apex(env, extensions={"apex_C.py": "", "amp_C.py": ""})
     codes, snap = check(env, project)
     assert apex_codes(codes) == ["APEX004"]  # not also APEX003: the CUDA mismatch is the cause
     (finding,) = codes["APEX004"]
-    assert finding["title"] == "apex was built for CUDA 11, but torch uses no CUDA (a CPU-only or ROCm build)"
+    torch_text = f"CUDA {torch_cuda}" if torch_cuda else "no CUDA (a CPU-only or ROCm build)"
+    assert (snap.torch.cuda or "") == torch_cuda  # the probe read this machine's torch build
+    assert finding["title"] == f"apex was built for CUDA 11, but torch uses {torch_text}"
     assert "libcudart.so.11.0: cannot open shared object file" in " ".join(finding["evidence"])
     (ext,) = [e for e in snap.environment.apex.extensions if e.name == "fused_layer_norm_cuda"]
     assert "libcudart.so.11.0" in ext.needed and ext.load_status == "error"

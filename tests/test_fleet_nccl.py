@@ -1,13 +1,16 @@
 """NCCL as torch loads it: ``torch.cuda.nccl.version()``, read by the real torch probe in the target interpreter.
 
-This machine's torch is a CPU build (no NCCL: the probe records none, and no error);
-a stand-in torch package (a real directory on PYTHONPATH, labelled so) stands for a
-CUDA build whose NCCL says 2.21.5, since this machine has no CUDA torch.
+The test interpreter's own torch is read for real: a CPU build (CI) has no NCCL, and the
+probe records none, and no error; a CUDA build's NCCL is recorded as torch itself
+reports it. A stand-in torch package (a real directory on PYTHONPATH, labelled so)
+stands for a CUDA build whose NCCL says 2.21.5, on any machine.
 """
 
 from __future__ import annotations
 
 import sys
+
+import pytest
 
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.environment import run_part, torch_facts
@@ -31,10 +34,20 @@ def torch_probe(python: str):
     return torch_facts(result, steps)
 
 
+@pytest.mark.needs_cpu_torch  # its premise: this torch has no NCCL
 def test_a_cpu_torch_has_no_nccl_and_that_is_no_error():
     info = torch_probe(sys.executable)
     assert info.status == "imported", info.probe
     assert info.nccl == "" and "nccl" not in info.fact_errors
+
+
+def test_the_nccl_this_torch_loads_is_recorded_as_torch_reports_it(this_machine):
+    """Any machine: the probe's NCCL is what torch.cuda.nccl.version() says in a child of its own ("" for none)."""
+    info = torch_probe(sys.executable)
+    assert info.status == "imported", info.probe
+    assert info.nccl == this_machine.torch["nccl"] and "nccl" not in info.fact_errors
+    if this_machine.torch["cuda"] and this_machine.torch["nccl"]:
+        assert info.nccl.count(".") >= 2  # "2.27.7", not NCCL_VERSION_CODE
 
 
 def test_the_nccl_torch_loads_is_recorded(tmp_path, monkeypatch):

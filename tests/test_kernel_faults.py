@@ -85,6 +85,9 @@ def run_with_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faults: str,
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE_PRELUDE + textwrap.dedent(faults), encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", str(site))
+    # The subject is the CPU worker: on a GPU machine the faults (matched by dtype) would hit the GPU worker too.
+    # Real CUDA reads an empty CUDA_VISIBLE_DEVICES as "no devices", so the runner plans the CPU alone.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     began = time.monotonic()
     info = probe_kernels(sys.executable, timeout, "quick")
     return info, time.monotonic() - began

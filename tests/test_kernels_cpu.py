@@ -142,12 +142,20 @@ def test_fp8_gemm_path_runs_where_torch_has_it(cpu):
     assert r["max_rel_error"] < r["tolerance"]
 
 
-def test_whole_runner_end_to_end():
-    """The real runner: import torch, fork the CPU worker, parse its files."""
+def test_whole_runner_end_to_end(this_machine):
+    """The real runner: import torch, fork the CPU worker (and one per GPU where there are any), parse their files.
+
+    On a GPU machine this is the end-to-end proof that the GPU workers, forked by a runner that
+    has imported torch, can start CUDA (real torch refuses it after a poisoning call).
+    """
     info = probe_kernels(sys.executable, 60, "quick")
     assert info.status == "ok" and info.probe.status == "ok", info
-    assert info.cuda_available is False  # the CPU-only build's count child says so
-    (device,) = info.devices
+    assert info.cuda_available is bool(this_machine.torch["cuda_available"])  # the count child says so
+    assert [d.device for d in info.devices] == ["cpu", *this_machine.cuda_device_names]
+    for gpu in info.devices[1:]:
+        assert gpu.status == "ok" and gpu.restarts == 0, (gpu.device, gpu.status, gpu.detail)
+        assert {r.status for r in gpu.results} <= {"ok", "skipped", "unsupported"}, gpu.results
+    device = info.devices[0]
     assert device.device == "cpu" and device.status == "ok" and device.restarts == 0
     statuses = {(r.op, r.dtype, r.backend): r.status for r in device.results}
     assert statuses[("matmul", "float16", "")] == "ok"

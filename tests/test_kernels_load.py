@@ -56,7 +56,10 @@ class BusyLoops:
             proc.wait()
 
 
-def test_busy_cores_make_verdicts_inconclusive_never_opposite():
+def test_busy_cores_make_verdicts_inconclusive_never_opposite(monkeypatch):
+    # CPU timings under CPU load are the subject: a GPU machine's GPUs (CUDA events, untouched by busy cores)
+    # would only cost four GPU runs. Real CUDA reads an empty CUDA_VISIBLE_DEVICES as "no devices".
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     quiet_snap, quiet, quiet_status = verdicts(probe_kernels(sys.executable, 60, "quick"))
     assert quiet  # ratios were measured at all
     flips, inconclusive, runs = [], 0, []
@@ -85,7 +88,7 @@ def test_busy_cores_make_verdicts_inconclusive_never_opposite():
 
 
 def test_nvml_reports_what_else_runs_on_each_gpu():
-    """What NVML says a GPU is doing, from a stand-in NVML module (this machine has no NVIDIA GPU).
+    """What NVML says a GPU is doing, from a stand-in NVML module (recorded facts, whatever GPU this machine has).
 
     The first GPU lists a pid that does not exist here and this test's own process; the
     second raises NotSupported for every load call and keeps its other facts.

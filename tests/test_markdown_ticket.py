@@ -16,7 +16,8 @@ from mpdoctor.doctor.report import Report, redacted
 from mpdoctor.findings import Finding, Step
 from mpdoctor.render.markdown import LIMIT, render_markdown
 
-LARGEST = "kernels-titan-1080ti"  # the fixture with the largest snapshot and the longest ticket (8 KB in Nov 2026)
+LARGEST = "h200-fork-refused"  # the fixture with the largest snapshot (the real H200 capture, Nov 2026)
+TWO_GPUS = "kernels-titan-1080ti"  # the largest with two GPUs, both measured, and a capability matrix
 SECTIONS = ("## mpdoctor report", "## Findings", "## Environment", "## Snapshot")
 
 
@@ -49,7 +50,7 @@ def test_the_largest_fixture_is_a_ticket_with_everything_and_no_embedded_snapsho
     for section in SECTIONS + ("## GPUs", "## Precision, measured"):
         assert section in text
     assert text.count("\n### ") == len(report.findings)  # every finding in full: nothing had to be cut
-    assert "NVIDIA TITAN RTX" in text and "| matmul |" in text  # the device table and the capability matrix
+    assert "NVIDIA H200" in text and "| matmul |" in text  # the device table and the capability matrix
     assert "more findings" not in text and "<details>" not in text and '"schema_version"' not in text
     assert "`ticket.snapshot.json`" in text and "mpdoctor check --snapshot ticket.snapshot.json" in text
     assert fences_closed(text)
@@ -64,7 +65,7 @@ def test_every_fixture_fits(name):
 
 def worst_case(count: int = 400, width: int = 2_000, devices: int = 48) -> Report:
     """Hundreds of findings with long evidence and commands, 48 distinct GPUs, each measured: constructed."""
-    snap = load_fixture(LARGEST)
+    snap = load_fixture(TWO_GPUS)
     gpus, torch_devices, measured = [], [], []
     for i in range(devices):
         bus = f"0000:{i + 1:02x}:00.0"

@@ -169,7 +169,7 @@ def test_a_busy_cpu_repeats_no_verdict_of_the_quiet_run():
     assert "the CPU" in finding.title and "busy" in finding.title
     assert finding.evidence[0] == ("while timed: 16 other runnable processes; others used 1.8 of 2 cores; "
                                    "load average 10.59")
-    assert finding.evidence[1] == ("matmul fp16, matmul bf16: inconclusive: another process was runnable in 9 of 9 "
+    assert finding.evidence[1] == ("matmul fp16, matmul bf16: inconclusive: other processes crowded the cores in 9 of 9 "
                                    "timing rounds; fp32 matmul varied 1106x between repeats")
     assert finding.evidence[-1] == "29 of 29 timing rounds disturbed; extra rounds stopped at their budget after 0.62 s"
     assert finding.fix[0].command.startswith("top")

@@ -102,7 +102,7 @@ def speed_of(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional
 def busy_cpu(device: DeviceKernels, base: KernelResult, machine: bool = True) -> str:
     """Why the CPU's timings of ``base``'s op were disturbed; ``machine``: with the device's load (load_text)."""
     busy = base.rounds_disturbed or 0
-    parts = [f"another process was runnable in {busy} of {busy + (base.rounds or 0)} timing rounds" if busy
+    parts = [f"other processes crowded the cores in {busy} of {busy + (base.rounds or 0)} timing rounds" if busy
              else "too few timing rounds"]
     if base.seconds and base.seconds_max and base.seconds_max > 1.5 * base.seconds:
         times = base.seconds_max / base.seconds

@@ -31,8 +31,13 @@ def run_checks(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
     checks = [entry for entry in checks if entry.runs_on_snapshot]
     verdicts = [v for entry in checks for v in entry.verdicts(snap)]
     fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
-    return ([v.finding for v in verdicts if not fired.intersection(v.superseded_by)]
-            + facts_not_taken(snap, checks) + devices_not_measured(snap, checks))
+    return [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + about_the_run(snap, checks)
+
+
+def about_the_run(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
+    """mpdoctor's own findings about how it ran, beside the checks' (MPD002, MPD003)."""
+    checks = list(checks)
+    return facts_not_taken(snap, checks) + devices_not_measured(snap, checks)
 
 
 def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:

@@ -38,8 +38,8 @@ def devices_not_measured(snap: Snapshot, checks: Iterable[Check]) -> list[Findin
         if "process" in causes:
             evidence.append("torch refuses CUDA in a process forked after its parent touched CUDA: that is "
                             "mpdoctor's process model, not the GPU")
-            steps.append(Step("Report this mpdoctor bug with the report attached",
-                              "mpdoctor check --format markdown --output mpdoctor-report.md"))
+            steps.append(fixes.inspect("Report this mpdoctor bug with the report attached",
+                                       "mpdoctor check --format markdown --output mpdoctor-report.md"))
         why = "its time limit ran out" if causes == {"time"} else "mpdoctor's own process model failed"
         out.append(DEVICE_NOT_MEASURED.stamp(warning(f"mpdoctor could not measure {what}: {why}", evidence, steps)))
     return out

@@ -23,7 +23,7 @@ import re
 from typing import Iterable
 
 from mpdoctor.checks.registry import CHECK_CRASHED, Check, Verdict, builtin_registry
-from mpdoctor.doctor.judge import facts_not_taken
+from mpdoctor.doctor.judge import about_the_run
 from mpdoctor.findings import Finding, triage
 from mpdoctor.snapshot import Snapshot
 
@@ -165,7 +165,7 @@ class ManyJudge:
         verdicts = [v for check in self.checks for v in by_code.get(check.code, [])]
         fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
         return triage([v.finding for v in verdicts if not fired.intersection(v.superseded_by)]
-                      + facts_not_taken(snap, self.checks))
+                      + about_the_run(snap, self.checks))
 
     @staticmethod
     def _run(snap: Snapshot, checks: list[Check], uuids: list[str]) -> _Judged:

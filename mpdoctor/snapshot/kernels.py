@@ -36,7 +36,8 @@ class KernelResult:
     seconds_max: Optional[float] = fact("The slowest seconds per call of every round, disturbed ones included", None)
     rounds: Optional[int] = fact("Undisturbed timing rounds, interleaved with the other dtypes of the same op; "
                                  "null: not timed in rounds (an older mpdoctor)", None)
-    rounds_disturbed: int = fact("Timing rounds set aside because another process was runnable on the CPU", 0)
+    rounds_disturbed: int = fact("Timing rounds set aside because processes other than mpdoctor's own were "
+                                 "runnable on the CPU, more than its idle cores could take", 0)
     flops: Optional[float] = fact("Floating-point operations per call, for GEMMs", None)
     output_dtypes: dict[str, str] = fact("autocast: the dtype each op produced", factory=dict)
     loss_finite: Optional[bool] = fact("grad_scaler: the loss was finite", None)
@@ -50,15 +51,17 @@ class TimingLoad:
     """What else the machine was doing while one device's kernels were timed (probes/remote/load_sample)."""
 
     seconds: Optional[float] = fact("Wall time of the timing rounds", None)
-    others_cores: Optional[float] = fact("CPU time other processes used meanwhile, in cores (1.0: one core kept "
-                                         "busy); null where /proc/stat is missing", None)
+    others_cores: Optional[float] = fact("CPU time processes other than mpdoctor's own used meanwhile, in cores "
+                                         "(1.0: one core kept busy); null where /proc/stat is missing", None)
     steal: Optional[float] = fact("The fraction of CPU time a hypervisor gave to other guests meanwhile", None)
-    runnable_others: Optional[int] = fact("The most runnable tasks seen at one moment that were not the kernel "
-                                          "worker's own threads", None)
+    runnable_others: Optional[int] = fact("The most runnable tasks seen at one moment that were not mpdoctor's "
+                                          "own (the kernel worker's threads, the runner, its other workers, "
+                                          "the host)", None)
     load1: Optional[float] = fact("The 1-minute load average at the end (it lags)", None)
     cpus: Optional[int] = fact("os.cpu_count() in the worker", None)
     rounds: int = fact("Timing rounds run, disturbed ones included", 0)
-    rounds_disturbed: int = fact("Rounds set aside because another process was runnable", 0)
+    rounds_disturbed: int = fact("Rounds set aside because processes other than mpdoctor's own were runnable, "
+                                 "more than the idle cores could take", 0)
     extra_seconds: float = fact("Time spent on extra rounds because the timings were noisy or disturbed", 0.0)
     budget_exhausted: bool = fact("The extra rounds stopped at their time budget, not because the timings "
                                   "settled", False)

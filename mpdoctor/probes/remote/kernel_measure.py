@@ -11,13 +11,14 @@ Speed (:func:`compare`): after every dtype of an op has run once, the op's kerne
 are timed together in rounds, interleaved (fp32, fp16, bf16, then bf16, fp32, fp16,
 ...), each a batch of calls of about ``round`` seconds, with CUDA events on GPUs
 and ``perf_counter`` on the CPU. A burst of load then hits every dtype, not one.
-On the CPU a round is set aside as disturbed when another process was runnable
-just before or just after it (``load_sample``). Each kernel keeps its best, median
-and slowest time per call; the parent turns them into ratios against float32
-with their spread. When the rounds are noisy, or disturbed by load that comes and
-goes, more rounds are run, up to an extra time budget per device (``extra``), and
-the result says so; under load that stays (no undisturbed round at all) an op
-stops as soon as no verdict could come of more rounds.
+On the CPU a round is set aside as disturbed when, just before or just after it,
+processes other than mpdoctor's own were runnable and, with mpdoctor's, too many
+to leave the timing its cores (``Device.disturbed``, ``load_sample``). Each
+kernel keeps its best, median and slowest time per call; the parent turns them
+into ratios against float32 with their spread. When the rounds are noisy, or
+disturbed by load that comes and goes, more rounds are run, up to an extra time
+budget per device (``extra``), and the result says so; under load that stays (no
+undisturbed round at all) an op stops as soon as no verdict could come of more rounds.
 """
 
 import math
@@ -101,18 +102,44 @@ class Device:
             self.torch.cuda.synchronize(self.name)
 
     def disturbed(self):
-        """Another process is runnable beside this worker now: a CPU timing would share its cores.
+        """Other processes are runnable beside this worker now, and too many for the cores left: a CPU
+        timing would share its cores.
 
+        Busy means others (``load_sample.runnable`` and ``contended``): mpdoctor's own
+        processes (the runner, the other device workers, the host) are not others,
+        though their runnable threads do take cores; and a runnable neighbour on a
+        machine with a core free for it beside the timing's threads (the intra-op
+        threads torch will use, or more of ours if more are runnable) disturbs
+        nothing. ``totals["runnable_others"]`` keeps the most others seen.
         A GPU's timings come from CUDA events and do not care (NVML tells the host
         what else ran on the GPU).
         """
         if self.is_cuda:
             return False
-        others = load_sample.runnable_now()
+        now = load_sample.runnable()
+        others = now["others"]
         if others is not None:
             seen = self.totals["runnable_others"]
             self.totals["runnable_others"] = others if seen is None else max(seen, others)
-        return bool(others)
+        if not others:
+            return False
+        demand = [n for n in (now["own"], self._threads()) if n is not None]
+        return load_sample.contended(others, now["family"], max(demand) if demand else None,
+                                     self._cpus())
+
+    def _threads(self):
+        """The intra-op threads torch will use here; None: unknown."""
+        try:
+            threads = int(self.torch.get_num_threads())
+        except Exception:  # noqa: BLE001 - a stub or an odd build: unknown
+            return None
+        return threads if threads > 0 else None
+
+    def _cpus(self):
+        """The CPUs this worker may run on, looked up once."""
+        if not hasattr(self, "cpus"):
+            self.cpus = load_sample.usable_cpus()
+        return self.cpus
 
     def _batch(self, run, reps):
         if self.is_cuda:

@@ -6,13 +6,21 @@ None: unknown, never zero): :func:`sample` reads the counters at one moment and
 
 * ``others_cores``: CPU time used by every other process, in cores (1.0: one
   core kept busy). The machine's busy time (``/proc/stat``) less this
-  process's own (``/proc/self/stat``, all its threads).
+  process's own (``/proc/self/stat``, all its threads) and its family's (each
+  member's ``/proc/<pid>/stat``, for the members alive at both samples).
 * ``steal``: the fraction of the machine's time the hypervisor gave to other
   guests (``/proc/stat``'s steal column).
-* ``runnable_others``: the most runnable tasks seen at a sample that were not
-  this process's own threads (``procs_running`` less our threads in state R).
+* ``runnable_others``: the most runnable tasks seen at a sample that were
+  neither this process's own threads nor mpdoctor's other processes (its
+  :class:`Family`): ``procs_running`` less our threads and the family's in state R.
 * ``load1``: the 1-minute load average, for the report (it lags: a busy loop
   started a second ago barely moves it).
+
+Busy means others: mpdoctor's own processes (the kernel runner, its other
+workers and children, the mpdoctor host that started it) are never "others",
+and a runnable neighbour on a machine with idle cores is no contention:
+:func:`contended` says whether the runnable tasks seen could not all have a
+core beside a timing's own threads.
 
 It measures; the host decides what counts as disturbed.
 """
@@ -20,6 +28,10 @@ It measures; the host decides what counts as disturbed.
 import os
 
 _CLOCK = None
+REFRESH_SAMPLES = 200  # the family is looked up again at least this often (samples), besides when it changed
+REFRESH_GAP = 4  # ... and when non-family tasks seem runnable, at most once in this many samples
+_FAMILY = None  # this process's Family (see family()); a forked child makes its own
+_HAS_CHILDREN = None  # whether this kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)
 
 
 def _clock_ticks():
@@ -33,11 +45,23 @@ def _clock_ticks():
 
 
 def _read(path):
+    """A /proc file's text; None when it cannot be read. os.read: a third of open()'s cost per sample."""
     try:
-        with open(path, "r") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY)
     except (OSError, ValueError):
         return None
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode("latin-1")  # never fails; the fields read are ASCII
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _stat_fields(text):
@@ -59,12 +83,260 @@ def _own_runnable():
     return count
 
 
+def _running_total():
+    """Runnable tasks on the machine now (``/proc/loadavg``'s "running/total"); None: unknown."""
+    text = _read("/proc/loadavg")
+    try:
+        return int(text.split()[3].partition("/")[0]) if text else None
+    except (ValueError, IndexError):
+        return None
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity), else the machine's; None: unknown."""
+    try:
+        return len(os.sched_getaffinity(0)) or None
+    except (AttributeError, OSError, ValueError):
+        return os.cpu_count()
+
+
+# ---------------------------------------------------------------- mpdoctor's own processes
+
+
+def _ppid(pid):
+    fields = _stat_fields(_read("/proc/%d/stat" % pid))
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _tids(pid):
+    try:
+        return [int(tid) for tid in os.listdir("/proc/%d/task" % pid) if tid.isdigit()]
+    except OSError:
+        return None
+
+
+def _children(pid):
+    """``pid``'s children from ``/proc/<pid>/task/*/children``; None where the kernel has no such file."""
+    global _HAS_CHILDREN
+    if _HAS_CHILDREN is None:
+        _HAS_CHILDREN = os.path.exists("/proc/self/task/%d/children" % os.getpid())
+    if not _HAS_CHILDREN:
+        return None
+    out = set()
+    for tid in _tids(pid) or ():
+        text = _read("/proc/%d/task/%d/children" % (pid, tid))
+        out.update(int(child) for child in (text or "").split() if child.isdigit())
+    return out
+
+
+def _children_by_parent():
+    """{ppid: [pid, ...]} of every process, from ``/proc/*/stat`` (the slow way)."""
+    out = {}
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        parent = _ppid(pid)
+        if parent is not None:
+            out.setdefault(parent, []).append(pid)
+    return out
+
+
+def descendants(root):
+    """Every process below ``root`` (its children, theirs, ...), as a set of pids."""
+    out, todo, by_parent = set(), [root], None
+    while todo:
+        pid = todo.pop()
+        kids = _children(pid)
+        if kids is None:
+            by_parent = _children_by_parent() if by_parent is None else by_parent
+            kids = by_parent.get(pid, ())
+        for kid in kids:
+            if kid not in out and kid != root:
+                out.add(kid)
+                todo.append(kid)
+    return out
+
+
+def runner_of(pid=None):
+    """The process this one is a fork of (the kernel runner of a worker): its parent, when that runs
+    the very same command line; None otherwise (e.g. a test calling the suite in-process).
+    """
+    pid = os.getpid() if pid is None else pid
+    parent = _ppid(pid)
+    if not parent or parent <= 1:
+        return None
+    mine = _cmdline(pid)
+    return parent if mine and _cmdline(parent) == mine else None
+
+
+class Family(object):
+    """mpdoctor's own processes beside this one, whose runnable threads are not "others".
+
+    When this process is a fork of a runner (:func:`runner_of`): the runner, every
+    descendant of it (the other device workers, the counting child, an apex load)
+    and the runner's parent (the mpdoctor host). This process itself is left out:
+    its threads are counted apart. Otherwise the family is empty. The pids and
+    their threads' stat files are cached (:meth:`refresh`): again when a thread
+    ended, every REFRESH_SAMPLES samples, and when tasks outside it seem runnable
+    (a worker started since, at most every REFRESH_GAP samples).
+    """
+
+    def __init__(self, pid=None):
+        self.pid = os.getpid() if pid is None else pid
+        self.runner = runner_of(self.pid)
+        self.host = _ppid(self.runner) if self.runner else None
+        self.members = frozenset()  # pids
+        self.paths = []  # the stat file of every member's thread, the ones last seen running first
+        self.unreadable = False  # some member's threads could not be listed: its running ones are unknown
+        self.samples = 0  # since the last refresh
+        self.looked_at = None  # the runnable tasks outside this process at the last refresh on their account
+        self.stale = True
+
+    def refresh(self):
+        """Look up the members and their threads again."""
+        members = set()
+        if self.runner:
+            members.add(self.runner)
+            members.update(descendants(self.runner))
+            if self.host and self.host > 0:
+                members.add(self.host)
+        members.discard(self.pid)
+        paths, unreadable = [], False
+        for pid in sorted(members):
+            tids = _tids(pid)
+            if tids is None:
+                unreadable = unreadable or os.path.exists("/proc/%d" % pid)  # not merely ended
+                continue
+            paths.extend("/proc/%d/task/%d/stat" % (pid, tid) for tid in tids)
+        self.members, self.paths, self.unreadable = frozenset(members), paths, unreadable
+        self.samples, self.stale = 0, False
+
+    def running(self, wanted=None):
+        """Members' threads in state R now (None: unknown), looking no further once ``wanted`` are found."""
+        self.samples += 1
+        if self.stale or self.samples > REFRESH_SAMPLES:
+            self.refresh()
+        if self.unreadable:
+            return None
+        found, first, rest = 0, [], []
+        for i, path in enumerate(self.paths):
+            if wanted is not None and found >= wanted:
+                rest.extend(self.paths[i:])
+                break
+            fields = _stat_fields(_read(path))
+            if not fields:
+                self.stale = True  # the thread ended (or its process did): look again next time
+            elif fields[0] == "R":
+                found += 1
+                first.append(path)
+                continue
+            rest.append(path)
+        self.paths = first + rest
+        return found
+
+    def cpu_ticks(self):
+        """{pid: utime + stime} of every member now (all its threads); a member that cannot be read is left out."""
+        if self.stale or self.samples > REFRESH_SAMPLES:
+            self.refresh()
+        out = {}
+        for pid in self.members:
+            fields = _stat_fields(_read("/proc/%d/stat" % pid))
+            if len(fields) > 12 and fields[11].isdigit() and fields[12].isdigit():
+                out[pid] = int(fields[11]) + int(fields[12])
+        return out
+
+    def may_look_again(self, candidates):
+        """Tasks outside the family seem runnable: refresh, unless that was done a moment ago or the
+        ``candidates`` (runnable tasks outside this process) are as many as at the last such look:
+        a member started since would have changed that count.
+        """
+        if self.runner and self.samples >= REFRESH_GAP and candidates != self.looked_at:
+            self.refresh()
+            self.looked_at = candidates
+            return True
+        return False
+
+
+def family():
+    """This process's :class:`Family`, made on first use (and again in a forked child)."""
+    global _FAMILY
+    if _FAMILY is None or _FAMILY.pid != os.getpid():
+        _FAMILY = Family()
+    return _FAMILY
+
+
+def runnable(members=None):
+    """Runnable tasks now, cheaply: ``{"others", "family", "own"}`` (None in each that /proc does not tell).
+
+    ``own``: this process's threads in state R; ``family``: those of ``members``
+    (a :class:`Family`, this process's by default); ``others``: every other one
+    on the machine. When the family's threads cannot be read, ``family`` is None
+    and ``others`` counts them too (as it did before there was a family). Never raises.
+    """
+    out = {"others": None, "family": None, "own": None}
+    try:
+        total = _running_total()
+        own = _own_runnable() if total is not None else None
+        if own is None:
+            return out
+        out["own"] = own
+        candidates = max(0, total - own)
+        if not candidates:
+            out.update(others=0, family=0)  # nothing but us: no need to look at the family at all
+            return out
+        members = family() if members is None else members
+        ours = members.running(candidates)
+        if ours is not None and ours < candidates and members.may_look_again(candidates):
+            ours = members.running(candidates)  # a member started since the last look?
+        if ours is None:
+            out["others"] = candidates
+            return out
+        others = candidates - ours
+        if others > 0:
+            # A member that was runnable at the first count and asleep when its thread was read would
+            # pass for another process: count the machine again and keep the smaller number.
+            again = _running_total()
+            if again is not None:
+                others = min(others, again - own - ours)
+        out.update(others=max(0, others), family=ours)
+    except Exception:  # noqa: BLE001 - a sample must never cost the timing
+        pass
+    return out
+
+
+def contended(others, family_running, demand, cpus):
+    """Would a timing that needs ``demand`` cores share them? Busy means others, and only when they crowd.
+
+    True only when tasks that are not mpdoctor's own are runnable (``others`` > 0)
+    and they, mpdoctor's other runnable threads (``family_running``) and the
+    timing's ``demand`` could not all have a core of the ``cpus`` usable:
+    ``others + family_running + demand > cpus``. ``others`` None or 0: False (as
+    the report has it: nothing seen is no disturbance); ``cpus`` or ``demand``
+    unknown: any other runnable task counts.
+    """
+    if not others:
+        return False
+    if not cpus or demand is None:
+        return True
+    return others + (family_running or 0) + demand > cpus
+
+
 def sample():
     """The counters now: a dict of plain numbers (None where this system does not tell)."""
     import time
 
     out = {"time": time.monotonic(), "busy": None, "total": None, "steal": None, "own": None,
-           "procs_running": None, "own_running": None, "load1": None}
+           "procs_running": None, "own_running": None, "family_running": None, "load1": None}
     stat = _read("/proc/stat")
     if stat:
         for line in stat.splitlines():
@@ -82,8 +354,19 @@ def sample():
     own = _stat_fields(_read("/proc/self/stat"))
     if len(own) > 12 and own[11].isdigit() and own[12].isdigit():
         out["own"] = int(own[11]) + int(own[12])  # utime + stime, every thread of this process
+    try:
+        # mpdoctor's own processes' CPU time is not "others'" either (a GPU worker spin-waits on a core)
+        out["family_ticks"] = family().cpu_ticks()
+    except Exception:  # noqa: BLE001 - unknown, never raised
+        out["family_ticks"] = None
     if out["procs_running"] is not None:
         out["own_running"] = _own_runnable()
+    if out["own_running"] is not None:
+        candidates = out["procs_running"] - out["own_running"]
+        try:
+            out["family_running"] = family().running(candidates) if candidates > 0 else 0
+        except Exception:  # noqa: BLE001 - unknown, never raised
+            pass
     load = _read("/proc/loadavg")
     try:
         out["load1"] = float(load.split()[0]) if load else None
@@ -93,10 +376,13 @@ def sample():
 
 
 def runnable_others(now):
-    """Runnable tasks at sample ``now`` that are not this process's threads (None: unknown)."""
+    """Runnable tasks at sample ``now`` that are neither this process's threads nor its family's (None: unknown).
+
+    A sample without ``family_running`` (or with None: unreadable) counts the family as others.
+    """
     if now.get("procs_running") is None or now.get("own_running") is None:
         return None
-    return max(0, now["procs_running"] - now["own_running"])
+    return max(0, now["procs_running"] - now["own_running"] - (now.get("family_running") or 0))
 
 
 def window(before, after, samples=()):
@@ -112,6 +398,9 @@ def window(before, after, samples=()):
         ticks = _clock_ticks()
         busy = after["busy"] - before["busy"]
         own = after["own"] - before["own"]
+        first, last = before.get("family_ticks"), after.get("family_ticks")
+        if isinstance(first, dict) and isinstance(last, dict):  # members alive at both ends; a short-lived one is missed
+            own += sum(max(0, last[pid] - first[pid]) for pid in last if pid in first)
         out["others_cores"] = round(max(0.0, (busy - own) / ticks / seconds), 3)
         total = after["total"] - before["total"]
         if total > 0:
@@ -123,11 +412,5 @@ def window(before, after, samples=()):
 
 
 def runnable_now():
-    """Runnable tasks now that are not this process's threads, cheaply (``/proc/loadavg``); None: unknown."""
-    text = _read("/proc/loadavg")
-    try:
-        running = int(text.split()[3].partition("/")[0]) if text else None
-    except (ValueError, IndexError):
-        running = None
-    own = _own_runnable() if running is not None else None
-    return None if own is None else max(0, running - own)
+    """Runnable tasks now that are neither this process's threads nor its family's, cheaply; None: unknown."""
+    return runnable()["others"]
