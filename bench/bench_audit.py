@@ -134,9 +134,10 @@ def audit_lines(path: str) -> list[str]:
     """The audit as `mpdoctor audit` makes it, in this process; the odd modules as the findings show them."""
     from mpdoctor.checkpoint_audit.report import audit_files
     from mpdoctor.checkpoint_audit.sources import read_all, weight_files
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.checkpoint_audit.tree import describe
 
-    report = audit_files(path, read_all(weight_files(path), sys.executable, 60))
+    report = audit_files(path, read_all(weight_files(path), sys.executable, Budget.from_timeout(60)))
     if report.files[0].error:
         raise SystemExit(f"the audit could not read {path}: {report.files[0].error}")
     return describe(report.odd_modules)

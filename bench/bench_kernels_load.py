@@ -55,11 +55,12 @@ def one_run(timeout: float) -> tuple[dict[str, str], float, float, int, int]:
     The naive verdict of each kernel is in the same dict under "naive:" + its name.
     """
     from mpdoctor.analysis.kernel_view import kernel_name, verdict
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.kernels import probe_kernels
     from mpdoctor.snapshot import Snapshot
 
     began = time.perf_counter()
-    info = probe_kernels(sys.executable, timeout, "quick")
+    info = probe_kernels(sys.executable, Budget.from_timeout(timeout), "quick")
     wall = time.perf_counter() - began
     snap = Snapshot(kernels=info)
     out = {}

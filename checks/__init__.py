@@ -4,7 +4,9 @@ Importing a family registers its checks; ``registry.builtin_registry()`` imports
 family listed in :data:`FAMILY_MODULES`. Add a new family with one line there (and its
 code prefix in ``registry.FAMILIES``). MPD001, mpdoctor's own code, is declared in
 ``registry``. Importing this package alone loads no family, so that ``mpdoctor audit``,
-which needs only the audit rules, does not pay for every check's imports.
+which needs only the audit rules, does not pay for every check's imports. ``audit`` and
+``fleet`` declare rules only: what judges them (``mpdoctor.checkpoint_audit``,
+``mpdoctor.fleet.compare``) imports them and stamps its findings with them.
 """
 
 FAMILY_MODULES = (
@@ -24,4 +26,5 @@ FAMILY_MODULES = (
     "oneflow_install",  # is oneflow a working build, for OneDiff, for this CUDA
     "oneflow_runtime",  # mock-torch, and torch.autocast meeting OneFlow
     "audit",            # checkpoints (mpdoctor audit): rules only, judged by checkpoint_audit
+    "fleet",            # the ranks of one job (mpdoctor fleet): rules only, judged by mpdoctor.fleet.compare
 )

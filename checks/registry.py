@@ -17,10 +17,27 @@ Its docstring is its user documentation (``mpdoctor rule CODE``). A check that
 raises is reported as an MPD001 finding naming it; the other checks still run.
 
 Each family has one code prefix (``FAMILIES``); a code must carry its family's.
-Not every code judges a snapshot (``subject``): AUDIT001-003 judge a checkpoint
-(``mpdoctor audit``, which stamps its findings with the declared rules) and
-MPD001 is mpdoctor's own. ``mpdoctor check`` runs only the snapshot checks; all
-of them are listed by ``mpdoctor checks`` and documented by ``mpdoctor rule``.
+Not every code judges a snapshot (``subject``): AUDIT001-005 judge a checkpoint
+(``mpdoctor audit``), FLEET001-008 the ranks of one job (``mpdoctor fleet`` and
+``mpdoctor fleet compare``), and MPD001-003 are mpdoctor's own. Whatever judges
+them stamps its findings with the rule declared here (``Check.stamp``), so
+``mpdoctor check`` runs only the snapshot checks, and every code is listed by
+``mpdoctor checks`` and documented by ``mpdoctor rule``.
+
+One way to declare: ``rule(CODE, name, family=..., subject=..., doc=...)`` for a
+code that something else reports (its ``doc`` is the same two sections), and
+``@check(CODE, name, family=..., ...)``, the same declaration written above the
+function that the registry runs (its docstring is the ``doc``). Both go through
+``Registry.add``. A rule whose findings carry severities of their own names them,
+worst first (``severities=("error", "warning")``); tests hold its findings to them.
+
+explain's signatures (``mpdoctor/explain/known/``, listed by ``known.MODULES``)
+are not rules and stay data beside the registry: they have no code and judge no
+machine, they recognise a pasted error message (needles, patterns, examples and
+near misses, matched by one engine), and what they report is an explanation, not
+a finding. Where they meet the registry they name it: a signature's ``checks``
+are prefixes of snapshot codes here (the checks ``mpdoctor explain --check`` runs
+to confirm it), held to the registry by tests/test_explain_signatures.py.
 
 Relations between snapshot checks are declared, never hidden in an ``if``:
 
@@ -50,7 +67,7 @@ They are fixture *names* only: the fixtures are built by ``tests/fixtures/catalo
 which is not installed, so the registry stores the names and never loads them.
 tests/test_checks_fixtures.py holds every built-in snapshot check to at least one of
 each, every name to the catalogue, and every fixture to report exactly the codes
-whose ``fires_on`` names it. Checkpoint and internal rules take neither.
+whose ``fires_on`` names it. Checkpoint, fleet and internal rules take neither.
 """
 
 from __future__ import annotations
@@ -63,7 +80,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
 
-from mpdoctor.findings import Finding, Step, warning
+from mpdoctor.findings import Finding, Severity, Step, warning
 from mpdoctor.checks.facts import FACTS
 from mpdoctor.snapshot import Snapshot
 
@@ -82,14 +99,16 @@ FAMILIES: dict[str, str] = {
     "apex": "APEX",
     "oneflow": "ONEFLOW",
     "audit": "AUDIT",
+    "fleet": "FLEET",
     "mpdoctor": "MPD",
 }
 
 # What a rule judges, and the command that reports it. Only snapshot checks run in `mpdoctor check`.
-SNAPSHOT, CHECKPOINT, INTERNAL = "snapshot", "checkpoint", "internal"
+SNAPSHOT, CHECKPOINT, RANKS, INTERNAL = "snapshot", "checkpoint", "ranks", "internal"
 SUBJECTS = {
     SNAPSHOT: "reported by `mpdoctor check`",
     CHECKPOINT: "reported by `mpdoctor audit PATH`",
+    RANKS: "reported by `mpdoctor fleet` and `mpdoctor fleet compare`, comparing the ranks of one job",
     INTERNAL: "reported by `mpdoctor check` about its own run (a check that crashed, facts it lacked)",
 }
 
@@ -126,7 +145,7 @@ class Check:
     code: str
     name: str
     family: str
-    func: Optional[CheckFunc] = None  # None for rules judged outside the registry (checkpoint, internal)
+    func: Optional[CheckFunc] = None  # None for rules judged outside the registry (checkpoint, ranks, internal)
     subject: str = SNAPSHOT
     superseded_by: tuple[str, ...] = ()
     defers_to: tuple[str, ...] = ()
@@ -134,6 +153,7 @@ class Check:
     text: str = ""  # the documentation of a rule without a function; a check's is its docstring
     fires_on: tuple[str, ...] = ()  # test fixture names on which it must report (tests/fixtures/catalogue.py)
     quiet_on: tuple[str, ...] = ()  # test fixture names, near misses, on which it must not
+    severities: tuple[str, ...] = ()  # the severities its findings can have, worst first; () when not declared
 
     @property
     def doc(self) -> str:
@@ -201,7 +221,7 @@ class Registry:
     def add(self, code: str, name: str, family: str, func: Optional[CheckFunc] = None, *,
             subject: str = SNAPSHOT, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
             needs: Iterable[str] = (), doc: str = "", fires_on: Iterable[str] = (),
-            quiet_on: Iterable[str] = ()) -> Check:
+            quiet_on: Iterable[str] = (), severities: Iterable[str] = ()) -> Check:
         match = CODE_PATTERN.match(code)
         if not match:
             raise ValueError(f"check code {code!r} must be letters then three digits")
@@ -219,6 +239,7 @@ class Registry:
             raise ValueError(f"{code}: unknown subject {subject!r} (one of {', '.join(SUBJECTS)})")
         superseded_by, defers_to, needs = tuple(superseded_by), tuple(defers_to), tuple(needs)
         fires_on, quiet_on = _fixture_names(code, "fires_on", fires_on), _fixture_names(code, "quiet_on", quiet_on)
+        severities = _severities(code, severities)
         if subject == SNAPSHOT:
             if func is None:
                 raise ValueError(f"{code}: a snapshot check needs a function")
@@ -236,7 +257,8 @@ class Registry:
         for other in superseded_by + defers_to:
             if other == code:
                 raise ValueError(f"{code} cannot be superseded by itself")
-        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc, fires_on, quiet_on)
+        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc, fires_on, quiet_on,
+                      severities)
         self._checks[code] = entry
         return entry
 
@@ -313,6 +335,12 @@ class Registry:
         """Every rule whose code starts with ``prefix``, whatever it judges."""
         return [c for c in self if c.code.startswith(prefix.strip().upper())]
 
+    def judging(self, subject: str) -> list[Check]:
+        """Every rule of one subject (``RANKS``: the FLEET codes), by code."""
+        if subject not in SUBJECTS:
+            raise ValueError(f"unknown subject {subject!r} (one of {', '.join(SUBJECTS)})")
+        return [c for c in self if c.subject == subject]
+
 
 def _fixture_names(code: str, field: str, names: Iterable[str]) -> tuple[str, ...]:
     """``names`` as a tuple of distinct fixture names (kebab-case strings), or a ValueError saying what is wrong."""
@@ -328,25 +356,41 @@ def _fixture_names(code: str, field: str, names: Iterable[str]) -> tuple[str, ..
     return names
 
 
+def _severities(code: str, severities: Iterable[str]) -> tuple[str, ...]:
+    """``severities`` as a tuple of distinct severity names, worst first, or a ValueError saying what is wrong."""
+    if isinstance(severities, str):
+        raise ValueError(f"{code}: severities takes a tuple of severities, not the string {severities!r}")
+    severities = tuple(severities)
+    known = [level.value for level in Severity]
+    for name in severities:
+        if name not in known:
+            raise ValueError(f"{code}: severities names {name!r}, which is no severity ({', '.join(known)})")
+    if len(set(severities)) != len(severities) or list(severities) != sorted(severities, key=known.index):
+        raise ValueError(f"{code}: severities {severities} must be distinct and worst first ({', '.join(known)})")
+    return severities
+
+
 REGISTRY = Registry()
 
 
+def rule(code: str, name: str, *, family: str, subject: str, doc: str, severities: Iterable[str] = ()) -> Check:
+    """Declare a rule that something other than the registry judges (a checkpoint, the ranks of a job, mpdoctor's own
+    run): its code, name, family, subject and documentation. Whatever judges it stamps its findings with it."""
+    return REGISTRY.add(code, name, family, subject=subject, doc=doc, severities=severities)
+
+
 def check(code: str, name: str, *, family: str, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
-          needs: Iterable[str] = (), fires_on: Iterable[str] = (),
-          quiet_on: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
-    """Register the decorated function as snapshot check ``code``, with its relations, needs and test fixtures."""
+          needs: Iterable[str] = (), fires_on: Iterable[str] = (), quiet_on: Iterable[str] = (),
+          severities: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
+    """``rule()`` for a snapshot check, written above the function the registry runs (its docstring is its
+    documentation), with its relations, needs and test fixtures."""
 
     def register(func: CheckFunc) -> CheckFunc:
         REGISTRY.add(code, name, family, func, superseded_by=superseded_by, defers_to=defers_to, needs=needs,
-                     fires_on=fires_on, quiet_on=quiet_on)
+                     fires_on=fires_on, quiet_on=quiet_on, severities=severities)
         return func
 
     return register
-
-
-def rule(code: str, name: str, *, family: str, subject: str, doc: str) -> Check:
-    """Register a rule that something other than a snapshot check reports; stamp its findings with it."""
-    return REGISTRY.add(code, name, family, subject=subject, doc=doc)
 
 
 CHECK_CRASHED = rule("MPD001", "check-crashed", family="mpdoctor", subject=INTERNAL, doc="""

@@ -13,7 +13,8 @@ from mpdoctor.schema.serde import fact
 SeverityName = Literal["error", "warning", "info"]
 # Step.role, for the same reason: "step" (do it, after the steps before it), "alternative" (another way to the
 # same end: "Or ..."; the steps after it, up to the next alternative, belong to it), "inspect" (a command that only
-# looks and changes nothing). Written by checks/fixes.py's helpers; read by checks/fix_simulator.py and renderers.
+# looks and changes nothing). Written by checks/fixes.py's helpers; read by renderers, and by the tests that apply
+# each way of a fix to a snapshot.
 StepRole = Literal["step", "alternative", "inspect"]
 
 

@@ -51,6 +51,7 @@ with ``NO_KERNELS`` (``torch.randn`` and any tensor arithmetic raise it; anythin
 this module lacks is an AttributeError naming the stand-in). The CPU is the same:
 its device step works (``get_num_threads``), its kernels raise ``NO_KERNELS``.
 
+It reads ``CUDA_VISIBLE_DEVICES`` as CUDA does (ordinals or ``GPU-<uuid>``, in the order given).
 Test hooks, by environment variable: ``FAKE_TORCH_CUDA_INIT=abort|hang`` makes
 ``is_available()`` (the counting child's first CUDA call) kill or hang the process;
 ``FAKE_TORCH_BROKEN_DEVICE`` adds a third device whose properties raise;
@@ -108,6 +109,18 @@ _DEVICES = [
 ]
 if os.environ.get("FAKE_TORCH_BROKEN_DEVICE"):
     _DEVICES.append(None)
+# CUDA_VISIBLE_DEVICES as CUDA reads it: ordinals or GPU-<uuid> (a unique prefix will do), in the order given, up
+# to the first entry that names no device (or one named already); set but empty: no device.
+_visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+if _visible is not None:
+    _all, _DEVICES = _DEVICES, []
+    for _entry in _visible.split(","):
+        _entry = _entry.strip()
+        _found = [p for i, p in enumerate(_all) if _entry == str(i) or (
+            p is not None and _entry.startswith("GPU-") and len(_entry) > 4 and str(p.uuid).startswith(_entry[4:]))]
+        if len(_found) != 1 or any(_found[0] is p for p in _DEVICES):
+            break
+        _DEVICES.append(_found[0])
 
 
 # ---------------------------------------------------------------- the fork rule

@@ -20,6 +20,7 @@ from helpers import run_cli
 from mpdoctor.checkpoint_audit.report import SCHEMA_PATH, audit_files, audit_schema
 from mpdoctor.checkpoint_audit.safetensors import AuditError, read_header
 from mpdoctor.checkpoint_audit.sources import read, weight_files
+from mpdoctor.probes.budget import Budget
 
 CODES = {torch.float16: "F16", torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
 
@@ -51,7 +52,7 @@ def unet_state(mask_dtype=torch.float16):
 def audit(path):
     import sys
 
-    files = [read(f, sys.executable, 60) for f in weight_files(str(path))]
+    files = [read(f, sys.executable, Budget.from_timeout(60)) for f in weight_files(str(path))]
     return audit_files(str(path), files)
 
 

@@ -22,6 +22,7 @@ import torch
 from helpers import run_cli
 from mpdoctor.checkpoint_audit.pickles import workers
 from mpdoctor.checkpoint_audit.sources import WeightFile, read_all, weight_files
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.progress import ProgressBoard
 
 SITE = """\
@@ -81,7 +82,7 @@ def by_name(files):
 
 def test_every_pickle_of_a_call_is_read_by_one_child_with_one_torch_import(tmp_path, sabotaged):
     root = folder_of_pickles(tmp_path / "model", GOOD)
-    files = read_all(weight_files(str(root)), sys.executable, 60)
+    files = read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(60))
     assert [(f.error, len(f.tensors)) for f in files] == [("", 2)] * len(GOOD)
     assert {t.name: t.dtype for f in files for t in f.tensors}["block3.bias"] == "float32"
     assert starts(sabotaged) == 1
@@ -89,7 +90,7 @@ def test_every_pickle_of_a_call_is_read_by_one_child_with_one_torch_import(tmp_p
 
 def test_a_crashing_pickle_costs_only_itself(tmp_path, sabotaged):
     root = folder_of_pickles(tmp_path / "model", ["crash.pt", *GOOD[:3], "crash-too.pt", *GOOD[3:]])
-    files = by_name(read_all(weight_files(str(root)), sys.executable, 60))
+    files = by_name(read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(60)))
     assert "crash.pt: torch.load was killed by SIGSEGV" in files["crash.pt"].error
     assert "crash-too.pt: torch.load was killed by SIGSEGV" in files["crash-too.pt"].error
     assert all(files[name].error == "" and len(files[name].tensors) == 2 for name in GOOD)
@@ -101,7 +102,7 @@ HANG_LIMIT = 12  # --timeout: each file's limit, and torch's import's (kept abov
 
 def test_a_hanging_pickle_hits_its_limit_while_the_others_report(tmp_path, sabotaged):
     root = folder_of_pickles(tmp_path / "model", [*GOOD[:3], "hang.pt", *GOOD[3:]])
-    files = by_name(read_all(weight_files(str(root)), sys.executable, HANG_LIMIT))
+    files = by_name(read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(HANG_LIMIT)))
     assert f"hang.pt: torch.load did not finish within {HANG_LIMIT} s and was killed" in files["hang.pt"].error
     assert all(files[name].error == "" and len(files[name].tensors) == 2 for name in GOOD)
     assert starts(sabotaged) == 1
@@ -109,7 +110,7 @@ def test_a_hanging_pickle_hits_its_limit_while_the_others_report(tmp_path, sabot
 
 def test_a_file_that_kills_the_loader_is_named_and_the_rest_are_read_in_a_fresh_child(tmp_path, sabotaged):
     root = folder_of_pickles(tmp_path / "model", [*GOOD[:2], "killloader.pt", *GOOD[2:]])
-    files = by_name(read_all(weight_files(str(root)), sys.executable, 30))
+    files = by_name(read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(30)))
     assert files["killloader.pt"].error.endswith(
         "killloader.pt: torch.load: the loading process was killed by SIGKILL while reading it")
     assert all(files[name].error == "" and len(files[name].tensors) == 2 for name in GOOD)
@@ -136,7 +137,7 @@ def test_a_pickle_bomb_is_an_error_not_a_hang(tmp_path):
         nested = [nested] * 100
     path = tmp_path / "bomb.pt"
     torch.save({"w": nested}, path)
-    (file,) = read_all([WeightFile(str(path))], sys.executable, 600)
+    (file,) = read_all([WeightFile(str(path))], sys.executable, Budget.from_timeout(600))
     assert "bomb.pt: read, but not listed: more than" in file.error and "not a state dict" in file.error
 
 
@@ -155,7 +156,7 @@ class Recording(ProgressBoard):
 def test_progress_counts_the_files_as_they_are_read(tmp_path):
     root = folder_of_pickles(tmp_path / "model", GOOD)
     board = Recording()
-    read_all(weight_files(str(root)), sys.executable, 60, board)
+    read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(60), board)
     (task,) = board.tasks()
     assert (task.name, task.unit, task.completed, task.total, task.finished) == ("audit", "files", 6, 6, True)
     counts = [completed for _, _, completed in board.updates if completed is not None]

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from conftest import dist_info
-from mpdoctor.probes.budget import RUNNER_SLACK, WHOLE_FACTOR, Budget
+from mpdoctor.probes.budget import DEFAULT_TIMEOUT, RUNNER_SLACK, WHOLE_FACTOR, Budget, parse_timeout
 from mpdoctor.probes.child import ChildResult, seconds_text
 from mpdoctor.probes.remote import apex as remote_apex, kernel_runner, loads as remote_loads, scan as remote_scan
-from mpdoctor.probes.remote import steps as step_names, target as remote_target
+from mpdoctor.probes.remote import limits as remote_limits, steps as step_names, target as remote_target
 
 PINNED = {
     0.5: dict(part=0.5, oneflow_floor=0.5, apex_users=0.125, project_scan=0.5 / 6, nvml=0.5, torch_import=0.5,
@@ -81,7 +81,23 @@ def test_a_budget_is_frozen_and_needs_a_positive_timeout():
     for bad in (0, -1, float("nan")):
         with pytest.raises(ValueError):
             Budget.from_timeout(bad)
-    assert Budget.of(budget) is budget and Budget.of(60) == budget
+    assert Budget.default() == budget == Budget.from_timeout(DEFAULT_TIMEOUT)
+
+
+@pytest.mark.parametrize("given, seconds", [("60", 60.0), ("0.5", 0.5), ("1e2", 100.0), (" 7 ", 7.0), (20, 20.0),
+                                            ("86400", 86400.0), ("0.1", 0.1)])
+def test_a_timeout_as_given_is_read_into_its_budget(given, seconds):
+    """parse_timeout: the one reading of --timeout (the CLI's option and the pre-scan both call it)."""
+    assert parse_timeout(given) == Budget.from_timeout(seconds)
+
+
+@pytest.mark.parametrize("given, words", [("abc", "'abc' is not a valid float."), ("", "'' is not a valid float."),
+                                          ("nan", "nan is not a number"), ("0", "0 must be between 0.1 and 86400"),
+                                          ("-1", "-1 must be between"), ("inf", "inf must be between"),
+                                          ("1e308", "1e308 must be between"), ("86400.5", "must be between")])
+def test_a_timeout_that_cannot_be_one_is_refused_in_words(given, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        parse_timeout(given)
 
 
 def test_the_kernel_runner_reads_exactly_the_numbers_it_is_handed():
@@ -151,11 +167,36 @@ def test_the_remote_parts_read_exactly_the_numbers_they_are_handed():
 
 
 def test_a_direct_call_without_limits_gets_the_default_timeouts_numbers():
-    budget = Budget.from_timeout(60)
-    assert remote_target.DEFAULT_LIMITS == pytest.approx({**budget.env_limits(), **budget.torch_limits()})
+    budget = Budget.default()
+    assert remote_target.DEFAULT_LIMITS == {**budget.env_limits(), **budget.torch_limits()}
+    assert remote_target.DEFAULT_LIMITS == pytest.approx({key: PINNED[DEFAULT_TIMEOUT][key]
+                                                          for key in remote_target.DEFAULT_LIMITS})
     assert remote_target.read_limits("20") == remote_target.DEFAULT_LIMITS  # a bare number is no set of limits
     handed = remote_target.read_limits(json.dumps(Budget.from_timeout(0.5).env_limits()))
     assert handed["apex_users"] == 0.125 and handed["project_scan"] == pytest.approx(0.5 / 6)
+
+
+@pytest.mark.parametrize("timeout", TIMEOUTS)
+def test_the_handed_limits_have_one_formula_on_both_sides(timeout):
+    """The Budget's env and torch numbers are remote/limits.py's, which the target's fallback also uses."""
+    budget = Budget.from_timeout(timeout)
+    assert {**budget.env_limits(), **budget.torch_limits()} == remote_limits.handed_limits(float(timeout))
+
+
+@pytest.mark.parametrize("text", ["", "{", "20", "null", "[1, 2]", '"x"', "[" * 100000 + "]" * 100000,
+                                  '{"apex_users": NaN, "project_scan": Infinity, "apex_loads": -1, '
+                                  '"apex_load_each": true}',
+                                  '{"apex_users": 1' + "0" * 400 + ', "project_scan": "2", "apex_loads": 0, '
+                                  '"apex_load_each": null}',
+                                  '{"apex_users": 1e999, "project_scan": [], "apex_loads": {}, "other": 5}'])
+def test_limits_the_target_cannot_read_fall_back_on_the_defaults(text):
+    """Malformed JSON, or a value that is no positive finite number: that key gets the default, and nothing raises."""
+    assert remote_target.read_limits(text) == remote_target.DEFAULT_LIMITS
+
+
+def test_limits_the_target_can_read_are_taken_key_by_key():
+    handed = remote_target.read_limits('{"apex_users": 2, "project_scan": "x", "apex_loads": 0.25}')
+    assert handed == {**remote_target.DEFAULT_LIMITS, "apex_users": 2.0, "apex_loads": 0.25}
 
 
 @pytest.mark.parametrize("timeout", [0.5, 20, 60])

@@ -347,7 +347,6 @@ if "kernel_runner" in sys.argv and os.environ.get("MPDOCTOR_TEST_SPIN_DIR"):
 """
 
 ATTEMPTS = 4  # other users of this machine may load it for a while: the claim is about an idle machine
-QUIET = 0.05  # an attempt counts as idle when the observer saw others runnable in under 5% of its looks
 
 
 def stat_fields(path: str) -> list[str]:
@@ -399,7 +398,7 @@ class Observer:
 
     def run(self):
         group = None
-        while not self.stop.wait(0.05):
+        while not self.stop.wait(0.02):
             group = group or self.runner_group()
             if group is not None:
                 self.looks += 1
@@ -434,6 +433,7 @@ def test_cpu_ratios_stay_conclusive_beside_mpdoctors_own_busy_children(tmp_path,
     """
     pytest.importorskip("torch")
     from mpdoctor.analysis.kernel_view import speed_of
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.kernels import probe_kernels
     from mpdoctor.snapshot import Snapshot
 
@@ -454,7 +454,7 @@ def test_cpu_ratios_stay_conclusive_beside_mpdoctors_own_busy_children(tmp_path,
         spin_dir.mkdir()
         monkeypatch.setenv("MPDOCTOR_TEST_SPIN_DIR", str(spin_dir))
         with Observer() as observer:
-            info = probe_kernels(sys.executable, 60, "quick")
+            info = probe_kernels(sys.executable, Budget.from_timeout(60), "quick")
         ended = time.monotonic()
         assert info.status == "ok", (info.status, info.detail)
         (device,) = info.devices
@@ -476,5 +476,8 @@ def test_cpu_ratios_stay_conclusive_beside_mpdoctors_own_busy_children(tmp_path,
         tried.append(f"attempt {attempt}: others runnable in {observer.busy:.0%} of the observer's looks; "
                      f"{len(disturbed)} of {len(ratios)} ratios disturbed, {load.rounds_disturbed} of "
                      f"{load.rounds} rounds; {disturbed[:2]}")
-        assert observer.busy >= QUIET, f"an idle machine, yet disturbed: {tried[-1]}"
+        # Only an attempt in which the observer saw no process from elsewhere runnable at all is held to be idle:
+        # it looks every 20 ms and the worker between every round, so a blip it saw once may be what the worker
+        # saw twice, and proves nothing either way.
+        assert observer.seen, f"an idle machine, yet disturbed: {tried[-1]}"
     pytest.skip("the machine was busy with other processes in every attempt: " + " | ".join(tried))

@@ -71,6 +71,33 @@ def test_bad_option_values_exit_2():
     assert run_cli("check", "--timeout", "-1").returncode == 2
 
 
+def _timeout_options():
+    """Every --timeout option of every command: (the command's path, the click option)."""
+    import typer
+
+    def walk(command, path):
+        for param in getattr(command, "params", []):
+            if "--timeout" in getattr(param, "opts", ()):
+                yield path, param
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, path + [name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_every_timeout_is_the_one_declaration_read_into_a_budget():
+    """--timeout is declared once (cli/options.py's Timeout) and read into the run's Budget, defaults included."""
+    from mpdoctor.probes.budget import AUDIT_TIMEOUT, DEFAULT_TIMEOUT, Budget
+
+    found = {" ".join(path): param for path, param in _timeout_options()}
+    assert set(found) == {"check", "explain", "audit", "fleet"}
+    assert len({param.help for param in found.values()}) == 1  # the one declaration: one help, one reader
+    assert len({param.type.func for param in found.values()}) == 1
+    for path, param in found.items():
+        assert param.default == (AUDIT_TIMEOUT if path == "audit" else DEFAULT_TIMEOUT), path
+        assert param.type.convert(str(param.default), param, None) == Budget.from_timeout(param.default)
+
+
 @pytest.mark.parametrize("fixture, fail_on, code", [
     ("cpu-laptop", "error", 0),
     ("v100-cu130", "error", 1),

@@ -7,9 +7,10 @@ import json
 import jsonschema
 import pytest
 
+from declared import undeclared_values
 from helpers import fixture_path, live_report_json, load_fixture, run_cli, snapshot_fixture_names  # noqa: F401
 from mpdoctor.doctor.report import SCHEMA_PATH, Report, report_schema
-from mpdoctor.schema.serde import to_data, undeclared_values
+from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, SnapshotError, snapshot_from_data
 
 

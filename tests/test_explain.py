@@ -14,7 +14,8 @@ import pytest
 from helpers import run_cli
 from mpdoctor.explain.explainer import MAX_INPUT, explain, read_stream
 from mpdoctor.explain.known import all_signatures
-from mpdoctor.explain.matcher import MAX_LINE, clean, find
+from mpdoctor.explain.cleaning import clean
+from mpdoctor.explain.matcher import MAX_LINE, find
 from mpdoctor.explain.report import SCHEMA_PATH, explain_schema
 
 DTYPE = "RuntimeError: expected scalar type Float but found Half"
@@ -203,10 +204,12 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
     # torch is what users debug; pydantic is what typer 0.29 would pull in (pyproject pins below it);
     # the snapshot and probes are only for --check (the redactor, shared with the probed interpreter, lives
     # in mpdoctor.probes.remote and is the one module of that package explain uses; the progress board, a dict
-    # under a lock, is what reading a big log posts to)
+    # under a lock, is what reading a big log posts to; the --timeout option every probing command shares, read
+    # into a Budget: probes/budget.py and the default it takes from probes/remote/limits.py, two leaf modules)
     for heavy in ("torch", "pydantic", "mpdoctor.snapshot", "mpdoctor.doctor.diagnose"):
         assert heavy not in imported, heavy
-    shared = {"mpdoctor.probes", "mpdoctor.probes.remote", "mpdoctor.probes.remote.redact", "mpdoctor.probes.progress"}
+    shared = {"mpdoctor.probes", "mpdoctor.probes.remote", "mpdoctor.probes.remote.redact", "mpdoctor.probes.progress",
+              "mpdoctor.probes.budget", "mpdoctor.probes.remote.limits"}
     assert not {name for name in imported if name.startswith("mpdoctor.probes")} - shared
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from fixtures.base import with_env, with_torch
 from helpers import load_fixture, snapshot_fixture_names
-from mpdoctor.checks import fix_simulator, fixes
-from mpdoctor.checks.fix_simulator import CannotSimulate, apply, prove
+import fix_simulator
+from fix_simulator import CannotSimulate, apply, prove
+from mpdoctor.checks import fixes
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding, Step
 from mpdoctor.snapshot import Snapshot

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from fixtures.base import CU12_ARCHS, cuda_torch, dist, laptop, with_nvml
+from fix_simulator import apply
 from fixtures.machines import RTX4090
 from helpers import load_fixture
 from mpdoctor.analysis.versions import cuda_of_driver, driver_for_cuda
 from mpdoctor.checks import fixes
-from mpdoctor.checks.fix_simulator import apply
 from mpdoctor.checks.torch_build import _runs_on
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding

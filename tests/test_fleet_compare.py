@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from fixtures.base import capture, cuda_torch, dist, with_distributions, with_env, with_kernels, with_nvml
 from fixtures.machines import A100, H100_NODE, V100
+from mpdoctor.checks.registry import RANKS, builtin_registry
 from mpdoctor.cli import app
 from mpdoctor.findings import warning
-from mpdoctor.fleet import rules
 from mpdoctor.fleet.compare import compare, group_lines, rank_list, worst
 from mpdoctor.fleet.fingerprint import env_that_matters, rank_report
 from mpdoctor.fleet.model import SCHEMA_PATH, FleetReport, RankState, fleet_data
@@ -281,10 +281,16 @@ def test_the_shipped_schema_is_up_to_date():
     assert SCHEMA_PATH.read_text() == schema_text(), "run: python -m mpdoctor.fleet.schema"
 
 
-def test_every_rule_is_documented():
-    assert list(rules.RULES) == [f"FLEET00{n}" for n in range(1, 9)]
-    for rule in rules.RULES.values():
+FLEET_RULES = {entry.code: entry for entry in builtin_registry().judging(RANKS)}
+
+
+def test_every_rule_is_registered_and_documented():
+    """The FLEET codes are the registry's codes that judge ranks, declared like every other rule."""
+    assert list(FLEET_RULES) == [f"FLEET00{n}" for n in range(1, 9)]
+    for rule in FLEET_RULES.values():
+        assert rule.family == "fleet" and rule.func is None and not rule.runs_on_snapshot
         assert "## Why it matters" in rule.doc and "## Fix" in rule.doc
+        assert rule.severities and rule.summary
 
 
 # ---------------------------------------------------------------- the command, on saved files
@@ -356,14 +362,18 @@ def test_secrets_never_reach_the_fleet_report(tmp_path):
         assert "TORCH_HOME" in result.output
 
 
-def test_the_rules_listing_for_mpdoctor_checks():
-    listing = rules.listing()
-    assert [entry["code"] for entry in listing] == list(rules.RULES)
-    for entry in listing:
-        assert set(entry) == {"code", "name", "family", "severity", "summary"}
-        assert entry["family"] == "fleet" and entry["severity"] in ("error", "warning", "info") and entry["summary"]
+def test_fleet_rules_lists_the_registrys_fleet_codes():
+    result = CliRunner().invoke(app, ["fleet", "rules"])
+    assert result.exit_code == 0
+    assert [line.split()[0] for line in result.output.splitlines()] == list(FLEET_RULES)
+    for line, rule in zip(result.output.splitlines(), FLEET_RULES.values()):
+        assert line.split()[1] == rule.name and line.endswith(rule.summary)
+    assert CliRunner().invoke(app, ["fleet", "rule", "TORCH005"]).exit_code == 2  # a code, not a fleet code
 
 
-def test_every_fleet_finding_has_a_severity_its_rule_declares(odd_fleet):
+def test_every_fleet_finding_is_stamped_with_its_registered_rule(odd_fleet):
+    assert odd_fleet.findings
     for finding in odd_fleet.findings:
-        assert finding.severity in rules.RULES[finding.code].severities, finding.title
+        rule = FLEET_RULES[finding.code]
+        assert (finding.name, finding.family) == (rule.name, "fleet"), finding.title
+        assert finding.severity in rule.severities, finding.title

@@ -2,19 +2,18 @@
 
 The GPU nodes are constructed (this machine has none): the recorded CPU capture with
 NVML GPUs and a CUDA torch grafted on (tests/fixtures), as each rank's own probe would
-have seen them under its own environment. The interpreter wrapper that narrows a
-rank's kernel probe to its GPU runs for real.
+have seen them under its own environment. A rank's kernel probe, narrowed to its GPU,
+runs for real in the stand-in CUDA torch (tests/cuda_standin.py).
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
+import os
 
 from fixtures.base import capture, cuda_torch, with_env, with_kernels, with_nvml
 from fixtures.machines import H100_NODE
 from mpdoctor.fleet.compare import compare
-from mpdoctor.fleet.devices import Selection, named_back, narrowed_python, select_device
+from mpdoctor.fleet.devices import Selection, narrowed_env, own_gpu_kernels, select_device
 from mpdoctor.fleet.fingerprint import rank_report
 from mpdoctor.snapshot import DeviceKernels, KernelInfo
 
@@ -71,14 +70,6 @@ def test_fleet_names_ranks_beyond_their_visible_gpus_and_ranks_sharing_one():
     assert not [f for f in compare(reports[:2], 2, "slurm").findings if f.code == "FLEET008"]
 
 
-def test_the_narrowed_kernels_are_named_as_the_job_numbers_the_gpu():
-    runs = KernelInfo(status="ok", devices=[DeviceKernels(device="cpu", status="ok"),
-                                            DeviceKernels(device="cuda:0", name="NVIDIA H100 80GB HBM3", status="ok")])
-    assert [d.device for d in named_back(runs, "cuda:3").devices] == ["cuda:3"]
-    blind = named_back(KernelInfo(status="ok", devices=[DeviceKernels(device="cpu", status="ok")]), "cuda:3")
-    assert blind.status == "error" and not blind.devices and "saw no CUDA device" in blind.detail
-
-
 def test_each_rank_kernels_show_on_its_own_device_in_the_fleet():
     snaps = []
     for local in range(2):
@@ -90,30 +81,44 @@ def test_each_rank_kernels_show_on_its_own_device_in_the_fleet():
     assert [(p.device, p.bf16_native) for p in prints] == [("cuda:0", True), ("cuda:1", True)]
 
 
-def test_the_interpreter_wrapper_narrows_cuda_visible_devices_for_its_child_only():
-    import sys
-
-    with tempfile.TemporaryDirectory() as tmp:
-        python = narrowed_python(tmp, sys.executable, "GPU-1234 it's")
-        seen = subprocess.run([python, "-c", "import os, sys; print(os.environ['CUDA_VISIBLE_DEVICES']); "
-                                             "print(sys.executable)"], capture_output=True, text=True, timeout=60)
-    assert seen.stdout.splitlines()[0] == "GPU-1234 it's"
+def test_the_narrowed_environment_is_the_childs_only(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    env = narrowed_env("GPU-1234 it's")
+    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-1234 it's" and os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"} == {
+        k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
 
 
-def test_the_narrowed_probe_posts_as_the_job_numbers_the_gpu():
-    from mpdoctor.fleet.devices import _Renamed
+def test_a_rank_times_its_own_gpu_under_the_jobs_name_for_it(fake_venv, monkeypatch):
+    """The stand-in CUDA torch (two GPUs, CUDA_VISIBLE_DEVICES read as CUDA reads it): the rank whose LOCAL_RANK
+    selects cuda:1 runs the kernel probe narrowed to that GPU's UUID; the child sees it alone, as its cuda:0, and
+    the facts and the progress call it cuda:1 from the start."""
+    import cuda_standin
     from mpdoctor.fleet.steps import check_step
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.progress import ProgressBoard
 
-    board = ProgressBoard()
-    narrowed = _Renamed(board, "cuda:3")
-    narrowed.start("torch", "importing torch")
-    assert check_step(board.tasks()) == "importing torch"
-    narrowed.finish("torch")
-    narrowed.start("kernels cpu", "matmul", total=40)
-    narrowed.start("kernels cuda:0", "matmul", total=40)
-    assert [t.name for t in board.tasks()] == ["torch", "kernels cuda:3"]
-    assert check_step(board.tasks()) == "running kernels on cuda:3"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # the rank's own view: both GPUs
+    gtx = Selection("cuda:1", "NVIDIA GeForce GTX 1080 Ti", "6.1", "GPU-5d2e7a3c-1f0b-9c4e-8a21-6b3f0d9e4c17")
+    board, steps = ProgressBoard(), []
+    original = board.update
+
+    def update(name, *args, **kwargs):  # what the heartbeat would have said while it ran
+        original(name, *args, **kwargs)
+        steps.append(check_step(board.tasks()))
+
+    board.update = update
+    info = own_gpu_kernels(cuda_standin.python(fake_venv), Budget.from_timeout(60), "quick", gtx, board)
+    assert info.status == "ok", (info.detail, info.probe)
+    assert [(d.device, d.name, d.compute_capability) for d in info.devices] == [("cuda:1", gtx.name, "6.1")]
+    assert [t.name for t in board.tasks()] == ["torch", "kernels cuda:1"]  # no CPU run, no cuda:0
+    assert "running kernels on cuda:1" in steps
+    # A UUID this machine does not have: the probe saw no device, and says so rather than reporting nothing.
+    gone = own_gpu_kernels(cuda_standin.python(fake_venv), Budget.from_timeout(60), "quick",
+                           Selection("cuda:1", uuid="GPU-ffff"))
+    assert gone.status == "error" and not gone.devices
+    assert gone.detail == ("the kernel probe, given only cuda:1's GPU (CUDA_VISIBLE_DEVICES=GPU-ffff), "
+                           "saw no CUDA device")
 
 
 def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu(this_machine):

@@ -4,8 +4,8 @@ Per-rank differences come from tiny wrapper scripts that torchrun starts with
 ``--no-python``, as a job script would: an environment variable set for one rank; a
 stand-in torch that hangs on import in one rank's probes (a sitecustomize that sleeps
 when mpdoctor's probe imports torch, so the rank's store connection still works and its
-heartbeat names the step); one rank's mpdoctor killed with SIGKILL mid-check (the test
-hook MPDOCTOR_FLEET_TEST_FAULT=die, set for that rank only), its worker then exiting 0 as
+heartbeat names the step); one rank's mpdoctor killed with SIGKILL mid-check (a
+sitecustomize on that rank's PYTHONPATH only: ``DYING_RANK``), its worker then exiting 0 as
 `mpdoctor fleet || true` in a job script would (a worker that exits 0 does not make
 torchrun stop the others). Each rank's check runs with --no-kernels to keep
 these tests to seconds on two cores.
@@ -74,6 +74,52 @@ sys.meta_path.insert(0, HangingTorch())
 '''
 
 
+DYING_RANK = '''
+"""Stand-in: this rank's mpdoctor dies by SIGKILL, as the OOM killer would kill it, once its store child connected.
+
+Then the heartbeat has a step to tell. It wraps mpdoctor.fleet.mailbox.has as that module is imported: only the
+rank's own process asks whether its store child has connected, so the store child and the probes live on.
+"""
+import importlib.machinery
+import os
+import signal
+import sys
+
+
+class Dying:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        real = module.has
+
+        def has(directory, name):
+            found = real(directory, name)
+            if found and name == module.CONNECTED:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return found
+
+        module.has = has
+
+
+class DyingRank:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "mpdoctor.fleet.mailbox":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = Dying(spec.loader)
+        return spec
+
+
+sys.meta_path.insert(0, DyingRank())
+'''
+
 def wrapper(tmp_path: Path, body: str, rank_var: str = "RANK") -> Path:
     """A per-rank job script: ``body`` sees $R (this rank); it ends by running mpdoctor fleet, recording its status."""
     script = tmp_path / "rank.sh"
@@ -104,9 +150,12 @@ def by_code(data: dict, code: str) -> list[dict]:
 
 
 def test_torchrun_names_the_rank_that_differs_and_the_rank_that_crashed(tmp_path):
+    dies = tmp_path / "dies"
+    dies.mkdir()
+    (dies / "sitecustomize.py").write_text(DYING_RANK)
     script = wrapper(tmp_path, 'if [ "$R" = 2 ]; then export NVIDIA_TF32_OVERRIDE=0; fi\n'
                                'if [ "$R" = 1 ]; then\n'
-                               f'  MPDOCTOR_FLEET_TEST_FAULT=die {sys.executable} -m mpdoctor fleet "$@"\n'
+                               f'  PYTHONPATH={dies}:$PYTHONPATH {sys.executable} -m mpdoctor fleet "$@"\n'
                                '  exit 0\nfi')  # as `mpdoctor fleet || true` in a job script: torchrun goes on
     result = torchrun(tmp_path, script, "--deadline", "120", "--fail-on", "never", "--save-snapshots", ".")
     data = report(tmp_path, result)

@@ -25,6 +25,7 @@ from helpers import load_fixture
 from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.environment import probe_environment
 from mpdoctor.probes.kernels import probe_kernels_and_torch
+from mpdoctor.probes.budget import Budget
 
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 # call in the parent before fork() (None: nothing), child can use CUDA, with PYTORCH_NVML_BASED_CUDA_CHECK=1
@@ -133,8 +134,8 @@ def probes(standin, tmp_path_factory):
                 mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
                 mp.setenv("STANDIN_POISON_AT_START", call or "")
                 mp.setenv("STANDIN_TORCH_LOG", str(log))
-                result = (probe_kernels_and_torch(standin, 60, "quick") if kind == "kernels"
-                          else probe_environment(standin, timeout=60))
+                result = (probe_kernels_and_torch(standin, Budget.from_timeout(60), "quick") if kind == "kernels"
+                          else probe_environment(standin, Budget.from_timeout(60)))
             events = defaultdict(list)
             for line in log.read_text().splitlines() if log.exists() else []:
                 pid, _, event = line.partition(" ")

@@ -20,6 +20,7 @@ from helpers import load_fixture
 from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.environment import probe_environment
 from mpdoctor.probes.kernels import probe_kernels_and_torch
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.machine import nvml_facts, nvml_record
 from mpdoctor.probes.remote.target import device_facts
 
@@ -30,7 +31,7 @@ def cuda_torch_python(fake_venv):
 
 
 def test_probe_records_each_cuda_ordinal_with_uuid_and_pci(cuda_torch_python):
-    _, torch = probe_environment(cuda_torch_python, timeout=60)
+    _, torch = probe_environment(cuda_torch_python, Budget.from_timeout(60))
     assert torch.probe.status == "ok", torch.probe
     assert torch.runtime_device_count == 2
     first, second = torch.devices
@@ -42,8 +43,8 @@ def test_probe_records_each_cuda_ordinal_with_uuid_and_pci(cuda_torch_python):
 
 def test_the_kernel_runner_gives_the_same_torch_facts_from_one_import(cuda_torch_python):
     """With kernels on, the runner is the torch part: its facts must equal the separate part's."""
-    _, alone = probe_environment(cuda_torch_python, timeout=60)
-    kernels, combined, steps = probe_kernels_and_torch(cuda_torch_python, 60, "quick")
+    _, alone = probe_environment(cuda_torch_python, Budget.from_timeout(60))
+    kernels, combined, steps = probe_kernels_and_torch(cuda_torch_python, Budget.from_timeout(60), "quick")
     assert combined.probe.status == "ok", combined.probe
     assert combined.devices == alone.devices and combined.runtime_device_count == 2
     assert (combined.version, combined.cuda, combined.arch_list) == (alone.version, alone.cuda, alone.arch_list)
@@ -55,7 +56,7 @@ def test_the_kernel_runner_gives_the_same_torch_facts_from_one_import(cuda_torch
 @pytest.mark.parametrize("fault,status", [("abort", "crashed"), ("hang", "timeout")])
 def test_cuda_init_that_dies_in_the_kernel_runner_is_torch010(cuda_torch_python, monkeypatch, fault, status):
     monkeypatch.setenv("FAKE_TORCH_CUDA_INIT", fault)
-    kernels, torch, _ = probe_kernels_and_torch(cuda_torch_python, 4, "quick")
+    kernels, torch, _ = probe_kernels_and_torch(cuda_torch_python, Budget.from_timeout(4), "quick")
     assert torch.status == "imported" and torch.version == "2.13.0+cu126"
     assert (torch.probe.status, torch.probe.step) == (status, "cuda"), torch.probe
     assert [device.device for device in kernels.devices] == ["cpu"]  # the CPU still gets measured
@@ -68,7 +69,7 @@ def test_probed_devices_against_recorded_nvml_find_incident_4(cuda_torch_python,
     for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(name, raising=False)  # the probe reads the real environment
     snap = load_fixture("titan-1080ti-fastest-first")
-    snap.environment, snap.torch = probe_environment(cuda_torch_python, timeout=60)
+    snap.environment, snap.torch = probe_environment(cuda_torch_python, Budget.from_timeout(60))
     findings = {f.code: f for f in judge(snap, select=["GPU"])}
     assert set(findings) == {"GPU001", "GPU003"}
     assert findings["GPU001"].title.startswith("cuda:0 is nvidia-smi GPU 1 (NVIDIA TITAN RTX)")
@@ -77,7 +78,7 @@ def test_probed_devices_against_recorded_nvml_find_incident_4(cuda_torch_python,
 def test_a_device_whose_properties_fail_is_recorded_and_the_others_kept(fake_venv, monkeypatch):
     venv = fake_venv("fake-cuda-torch-broken", cuda_standin.files(with_dist_info=False))
     monkeypatch.setenv("FAKE_TORCH_BROKEN_DEVICE", "1")
-    _, torch = probe_environment(str(fake_venv.python(venv)), timeout=60)
+    _, torch = probe_environment(str(fake_venv.python(venv)), Budget.from_timeout(60))
     assert torch.probe.status == "ok" and torch.runtime_device_count == 3
     assert [d.ordinal for d in torch.devices] == [0, 1]
     assert "unspecified launch failure" in torch.fact_errors["device 2"]
@@ -98,7 +99,7 @@ def test_module_origin_shows_a_legacy_pynvml_package_shadowing_nvidia_ml_py(fake
         "pynvml/__init__.py": "", "pynvml.py": "", **dist_info("pynvml", "11.5.3"),
         **dist_info("nvidia-ml-py", "12.575.51"),
     })
-    env, _ = probe_environment(str(fake_venv.python(venv)), timeout=60)
+    env, _ = probe_environment(str(fake_venv.python(venv)), Budget.from_timeout(60))
     assert env.module_origins["pynvml"].endswith("pynvml/__init__.py")
     snap = load_fixture("h100-node-healthy")
     snap.environment = env

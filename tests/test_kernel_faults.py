@@ -34,6 +34,7 @@ from mpdoctor.analysis.kernel_view import verdict
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import Finding
 from mpdoctor.probes.remote import kernel_runner, kernel_suite
+from mpdoctor.probes.remote.kernel_measure import kernel_key
 from mpdoctor.probes.child import ChildResult
 from mpdoctor.probes.environment import Steps
 from mpdoctor.probes.budget import Budget
@@ -89,7 +90,7 @@ def run_with_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faults: str,
     # Real CUDA reads an empty CUDA_VISIBLE_DEVICES as "no devices", so the runner plans the CPU alone.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     began = time.monotonic()
-    info = probe_kernels(sys.executable, timeout, "quick")
+    info = probe_kernels(sys.executable, Budget.from_timeout(timeout), "quick")
     return info, time.monotonic() - began
 
 
@@ -100,7 +101,7 @@ def cpu(info: KernelInfo) -> DeviceKernels:
 
 
 def by_key(device: DeviceKernels) -> dict[str, KernelResult]:
-    return {"/".join(p for p in (r.op, r.dtype, r.backend) if p): r for r in device.results}
+    return {kernel_key(r.op, r.dtype, r.backend): r for r in device.results}
 
 
 def assert_only_faulted(device: DeviceKernels, faulted: dict[str, str]) -> dict[str, KernelResult]:
@@ -239,7 +240,7 @@ def test_torch_that_cannot_import_leaves_kernels_not_run(tmp_path, monkeypatch):
     (fake / "torch").mkdir(parents=True)
     (fake / "torch" / "__init__.py").write_text('raise ImportError("boom")\n', encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", str(fake))  # before site-packages: it shadows the real torch
-    info = probe_kernels(sys.executable, GENEROUS, "quick")
+    info = probe_kernels(sys.executable, Budget.from_timeout(GENEROUS), "quick")
     assert info.status == "not-run"
     assert "boom" in info.detail
     assert info.devices == []

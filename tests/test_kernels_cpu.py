@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from mpdoctor.probes.remote import kernel_measure, kernel_suite as ks  # noqa: E402
 from mpdoctor.probes.kernels import probe_kernels  # noqa: E402
+from mpdoctor.probes.budget import Budget
 from mpdoctor.schema.serde import to_data  # noqa: E402
 
 
@@ -75,9 +76,11 @@ def test_each_op_is_timed_interleaved_with_a_spread(plan_results):
 
 
 def test_the_runner_stops_where_the_host_could_not_judge_anyway():
-    from mpdoctor.analysis.kernel_view import MIN_ROUNDS
+    from mpdoctor.analysis import kernel_view
 
-    assert kernel_measure.EARLY_ROUNDS < kernel_measure.CONCLUSIVE_ROUNDS == MIN_ROUNDS <= kernel_measure.MIN_ROUNDS
+    # One constant: the host judges by the very CONCLUSIVE_ROUNDS the runner stops by (no mirror to drift).
+    assert kernel_view.CONCLUSIVE_ROUNDS == kernel_measure.CONCLUSIVE_ROUNDS and not hasattr(kernel_view, "MIN_ROUNDS")
+    assert kernel_measure.EARLY_ROUNDS < kernel_measure.CONCLUSIVE_ROUNDS <= kernel_measure.MIN_ROUNDS
 
 
 def test_the_load_sampler_sees_a_busy_loop():
@@ -148,7 +151,7 @@ def test_whole_runner_end_to_end(this_machine):
     On a GPU machine this is the end-to-end proof that the GPU workers, forked by a runner that
     has imported torch, can start CUDA (real torch refuses it after a poisoning call).
     """
-    info = probe_kernels(sys.executable, 60, "quick")
+    info = probe_kernels(sys.executable, Budget.from_timeout(60), "quick")
     assert info.status == "ok" and info.probe.status == "ok", info
     assert info.cuda_available is bool(this_machine.torch["cuda_available"])  # the count child says so
     assert [d.device for d in info.devices] == ["cpu", *this_machine.cuda_device_names]
@@ -162,3 +165,25 @@ def test_whole_runner_end_to_end(this_machine):
     assert statuses[("grad_scaler", "float16", "")] == "ok"
     assert set(statuses.values()) <= {"ok", "skipped"}
     json.dumps(to_data(info), allow_nan=False)  # strict JSON: no NaN or Infinity anywhere
+
+
+def test_one_key_names_a_test_in_the_child_and_on_the_host(plan_results):
+    """The child names each test and its timings by kernel_key; the host reads them back by the same helper."""
+    from mpdoctor.probes.environment import Steps
+    from mpdoctor.probes.kernels import device_facts, known_key
+
+    tests = [key for key in plan_results if key not in ("device", "retime")]
+    for key in tests:
+        op, dtype, backend = kernel_measure.parse_key(key)
+        assert kernel_measure.kernel_key(op, dtype, backend) == key and known_key(key), key
+        if op == ks.TIMING:
+            assert {kernel_measure.parse_key(k)[0] for k in plan_results[key]["timed"]} == {dtype}, key
+            assert set(plan_results[key]["timed"]) <= set(tests)
+        else:
+            assert (plan_results[key]["op"], plan_results[key]["dtype"], plan_results[key]["backend"]) == \
+                (op, dtype, backend)
+    text = "".join(json.dumps({"step": key, "data": data}) + "\n" for key, data in plan_results.items())
+    device = device_facts("cpu", Steps(text))
+    timed = {k for key in tests if key.startswith(ks.TIMING) for k in plan_results[key]["timed"]}
+    joined = {kernel_measure.kernel_key(r.op, r.dtype, r.backend) for r in device.results if r.rounds is not None}
+    assert joined == timed and any("/" in k.partition("/")[2] for k in joined)  # SDPA backends joined too

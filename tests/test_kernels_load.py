@@ -20,6 +20,7 @@ pytest.importorskip("torch")
 from mpdoctor.analysis.kernel_view import verdict  # noqa: E402
 from mpdoctor.doctor.judge import judge  # noqa: E402
 from mpdoctor.probes.kernels import probe_kernels  # noqa: E402
+from mpdoctor.probes.budget import Budget
 from mpdoctor.snapshot import KernelInfo, Snapshot  # noqa: E402
 
 LOADED_RUNS = 3
@@ -60,12 +61,12 @@ def test_busy_cores_make_verdicts_inconclusive_never_opposite(monkeypatch):
     # CPU timings under CPU load are the subject: a GPU machine's GPUs (CUDA events, untouched by busy cores)
     # would only cost four GPU runs. Real CUDA reads an empty CUDA_VISIBLE_DEVICES as "no devices".
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    quiet_snap, quiet, quiet_status = verdicts(probe_kernels(sys.executable, 60, "quick"))
+    quiet_snap, quiet, quiet_status = verdicts(probe_kernels(sys.executable, Budget.from_timeout(60), "quick"))
     assert quiet  # ratios were measured at all
     flips, inconclusive, runs = [], 0, []
     with BusyLoops(os.cpu_count() or 1):
         for _ in range(LOADED_RUNS):
-            info = probe_kernels(sys.executable, 60, "quick")
+            info = probe_kernels(sys.executable, Budget.from_timeout(60), "quick")
             assert info.status == "ok", (info.status, info.detail)
             snap, loaded, status = verdicts(info)
             runs.append((snap, loaded))

@@ -13,6 +13,7 @@ import torch
 from helpers import live_report_json  # noqa: F401
 
 from mpdoctor.probes.collect import take_snapshot
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.machine import probe_nvml
 
 
@@ -58,7 +59,7 @@ def test_nvml_says_what_libnvidia_ml_itself_says(this_machine):
 
 
 def test_take_snapshot_in_process():
-    snap = take_snapshot(sys.executable, timeout=60)
+    snap = take_snapshot(sys.executable, Budget.from_timeout(60))
     assert snap.torch.status == "imported"
     assert snap.environment.probe.status == "ok"
     assert snap.created

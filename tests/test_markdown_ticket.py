@@ -12,6 +12,7 @@ import pytest
 from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
 from mpdoctor.analysis.gpu_map import device_table
 from mpdoctor.doctor.judge import judge
+from mpdoctor.analysis.kernel_view import kernel_table
 from mpdoctor.doctor.report import Report, redacted
 from mpdoctor.findings import Finding, Step
 from mpdoctor.render.markdown import LIMIT, render_markdown
@@ -24,7 +25,7 @@ SECTIONS = ("## mpdoctor report", "## Findings", "## Environment", "## Snapshot"
 def report_of(name: str) -> Report:
     snap = load_fixture(name)
     return redacted(Report(created="2026-11-23T00:00:00+00:00", findings=judge(snap), snapshot=snap,
-                           gpus=device_table(snap)))
+                           gpus=device_table(snap), kernels=kernel_table(snap)))
 
 
 def fences_closed(text: str) -> bool:
@@ -88,7 +89,8 @@ def worst_case(count: int = 400, width: int = 2_000, devices: int = 48) -> Repor
             [Step(f"step {j} " + "do this " * 100, "echo " + "y" * (500 if j % 2 else 5_000)) for j in range(3)],
             code=f"SYN{i:03d}", name=f"synthetic-{i}", family="torch"))
     findings.sort(key=lambda f: (-f.level.rank, f.code))
-    return Report(created="2026-11-23T00:00:00+00:00", findings=findings, snapshot=snap, gpus=device_table(snap))
+    return Report(created="2026-11-23T00:00:00+00:00", findings=findings, snapshot=snap, gpus=device_table(snap),
+                  kernels=kernel_table(snap))
 
 
 def test_the_worst_case_is_cut_with_counts_not_silently():

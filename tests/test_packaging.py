@@ -1,8 +1,16 @@
-"""The wheel: checks/ installs as mpdoctor.checks, the schema ships, torch is never a dependency."""
+"""The wheel: checks/ installs as mpdoctor.checks, the schema ships, torch is never a dependency, no test support.
+
+The wheel is built for real (``pip wheel --no-build-isolation``, about a second, offline:
+setuptools is in the test extra) from a clean copy of the source tree, so that a stale
+``build/`` of an earlier build cannot put files in it that the tree no longer has.
+"""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,17 +19,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# What a checkout holds that a build must not see: earlier builds, the venv, caches.
+NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+# A module is test support when its path or its code says so: the tests' fix simulator and its models, a hook
+# that makes the product misbehave on purpose, a tests package, pytest's own files.
+TEST_SUPPORT_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$"
+                               r"|fix_simulator|(^|/)_?simulated_")
+TEST_SUPPORT_CODE = re.compile(r"\bTEST_HOOK\b|MPDOCTOR_\w*TEST\w*|fix_simulator|\b_?simulated_\w+"
+                               r"|\bfor tests\b|\btest[- ]only\b|\btest hook\b", re.I)
+# Imported only by the tests (the test extra): a shipped module that imports one is test support.
+TEST_PACKAGES = ("pytest", "_pytest", "hypothesis", "jsonschema", "xmlschema", "yaml", "setuptools")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    source = tmp_path_factory.mktemp("source") / "mpdoctor"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+         "-w", str(out), str(source)],
         check=True, capture_output=True, timeout=300,
     )
     (path,) = out.glob("mpdoctor-*.whl")
     return zipfile.ZipFile(path)
+
+
+def modules(wheel: zipfile.ZipFile) -> list[str]:
+    return sorted(n for n in wheel.namelist() if n.endswith(".py"))
 
 
 def test_checks_install_as_mpdoctor_checks(wheel):
@@ -54,3 +79,46 @@ def test_torch_is_only_an_optional_extra(wheel):
 def test_entry_point(wheel):
     (entry,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
     assert "mpdoctor = mpdoctor.__main__:run" in wheel.read(entry).decode()
+
+
+def test_no_test_support_ships(wheel):
+    names = wheel.namelist()
+    assert not [n for n in names if TEST_SUPPORT_PATH.search(n)]
+    marked = {n: sorted({m.group(0) for m in TEST_SUPPORT_CODE.finditer(wheel.read(n).decode())})
+              for n in modules(wheel)}
+    assert {n: found for n, found in marked.items() if found} == {}
+    assert not [n for n in names if not n.startswith(("mpdoctor/", "mpdoctor-"))], "only the mpdoctor package ships"
+
+
+def test_no_shipped_module_imports_test_packages(wheel):
+    imported = {}
+    for name in modules(wheel):
+        for node in ast.walk(ast.parse(wheel.read(name), name)):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            imported.setdefault(name, set()).update(t for t in tops if t in TEST_PACKAGES)
+    assert {n: found for n, found in imported.items() if found} == {}
+
+
+def test_every_shipped_module_imports_from_the_wheel_alone(wheel, tmp_path):
+    """Each module of the wheel, unpacked, imports in a fresh interpreter that sees no checkout and no tests."""
+    wheel.extractall(tmp_path / "site")
+    names = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in modules(wheel)
+             if not n.endswith("__main__.py")]  # __main__ runs the CLI: the entry point test covers it
+    # probes/remote runs in the interpreter under diagnosis, loaded by path as _mpdoctor_remote (probes.child's
+    # BOOTSTRAP): imported here as part of mpdoctor it must load too, without touching torch.
+    code = ("import importlib, json, sys\n"
+            "loaded = {n: importlib.import_module(n).__file__ for n in json.loads(sys.argv[1])}\n"
+            "print(json.dumps({'files': loaded, 'modules': sorted(sys.modules)}))\n")
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(names)], cwd=tmp_path / "site",
+                            env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    site = str(tmp_path / "site")
+    assert not [n for n, f in found["files"].items() if not f.startswith(site)], "imported from outside the wheel"
+    assert not [m for m in found["modules"] if m.split(".")[0] in TEST_PACKAGES + ("torch",)]

@@ -6,7 +6,7 @@ import copy
 
 from helpers import load_fixture, run_cli
 from mpdoctor.doctor.judge import judge
-from mpdoctor.analysis.kernel_view import kernel_notes, matrix, matrix_groups, speed
+from mpdoctor.analysis.kernel_view import kernel_notes, kernel_table, matrix, speed
 from mpdoctor.render.markdown import render_markdown
 from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import KernelInfo
@@ -116,14 +116,21 @@ def test_identical_gpus_share_one_table():
         for r in twin.results:  # different numbers, same verdicts
             r.seconds = r.seconds * 1.07 if r.seconds else r.seconds
         snap.kernels.devices.append(twin)
-    groups = matrix_groups(snap)
-    assert [g[0].device for g in groups] == ["cpu", "cuda:0"]
-    assert groups[1][1] == [f"cuda:{i}" for i in range(1, 8)]
+    view = kernel_table(snap)
+    assert [(d.device, alike) for d, alike in view.shown] == [("cpu", []),
+                                                              ("cuda:0", [f"cuda:{i}" for i in range(1, 8)])]
+    assert [d.same_as for d in view.devices] == ["", ""] + ["cuda:0"] * 7
+    assert all(len(d.verdicts) == len(gpu.results) for d in view.devices[1:])  # every twin's verdicts, in the JSON
+    twin = copy.deepcopy(gpu)
+    twin.device = "cuda:8"
+    next(r for r in twin.results if (r.op, r.dtype) == ("matmul", "float16")).seconds *= 40  # now slow: drawn apart
+    snap.kernels.devices.append(twin)
+    assert kernel_table(snap).devices[-1].same_as == ""
 
 
 def test_markdown_has_the_matrix_and_the_reason_a_device_is_missing():
     snap = load_fixture("kernels-missing-arch")
-    text = render_markdown(Report(created="now", findings=judge(snap), snapshot=snap))
+    text = render_markdown(Report(created="now", findings=judge(snap), snapshot=snap, kernels=kernel_table(snap)))
     assert "## Precision, measured" in text and "| matmul | 334 us |" in text
     assert "cuda:0: error: AcceleratorError: CUDA error: no kernel image" in text
     assert kernel_notes(load_fixture("kernels-skipped")) == [
@@ -214,3 +221,80 @@ def test_an_unseen_pid_on_the_gpu_may_be_our_own_worker():
     gpu.processes = gpu.processes[:1]
     assert gpu_sharers(snap, busy) == []
     assert "PREC011" not in {f.code for f in judge(snap, select=["PREC"])}
+
+
+# ---------------------------------------------------------------- verdicts judged once, in the report
+
+
+def test_the_json_report_carries_each_kernel_verdict():
+    import json
+
+    from helpers import fixture_path
+
+    result = run_cli("check", "--snapshot", str(fixture_path("kernels-t4")), "--format", "json", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    devices = {d["device"]: d for d in json.loads(result.stdout)["kernels"]["devices"]}
+    t4 = devices["cuda:0"]
+    assert t4["label"] == "cuda:0 (Tesla T4, cc 7.5)" and t4["dtypes"] == ["float32", "tf32", "float16", "bfloat16"]
+    assert t4["rows"][0] == {"op": "matmul", "backend": "", "name": "matmul",
+                             "cells": ["477 us", "1x", "5.6x", "slow 1/1.25"]}
+    verdicts = {v["test"]: v for v in t4["verdicts"]}
+    bf16 = verdicts["matmul/bfloat16"]
+    assert (bf16["speed"], bf16["conclusive"], bf16["why"], bf16["cell"]) == ("slow", True, "", "slow 1/1.25")
+    assert bf16["hardware"] == "emulated" and bf16["line"] == 1.5 and bf16["accuracy"] == "ok"  # emulated: 1.5x line
+    assert bf16["ratio_low"] <= bf16["ratio"] <= bf16["ratio_high"] and bf16["rounds"] == 5
+    assert verdicts["matmul/float16"]["speed"] == "fast" and verdicts["matmul/float16"]["line"] == 0.67
+    assert verdicts["matmul/float32"]["speed"] == "baseline" and verdicts["matmul/float32"]["conclusive"] is True
+    flash = verdicts["sdpa/float16/flash"]
+    assert (flash["status"], flash["accuracy"], flash["speed"], flash["cell"]) == ("unsupported", "unchecked", "",
+                                                                                  "fails")
+    assert verdicts["autocast/bfloat16"]["speed"] == "" and verdicts["autocast/bfloat16"]["conclusive"] is None
+
+
+def test_an_inconclusive_verdict_says_why_in_the_json():
+    snap = load_fixture("kernels-gpu-shared")
+    view = kernel_table(snap)
+    busy = next(d for d in view.devices if d.device == "cuda:0")
+    fp16 = next(v for v in busy.verdicts if v.test == "matmul/float16")
+    assert (fp16.speed, fp16.conclusive, fp16.cell) == ("inconclusive", False, "inconclusive")
+    assert fp16.why.startswith("the GPU was shared with pid 41877")
+    base = next(v for v in busy.verdicts if v.test == "matmul/float32")
+    assert base.speed == "baseline" and base.conclusive is False and base.why == fp16.why
+    assert view.notes == kernel_notes(snap)
+    cpu = next(d for d in kernel_table(load_fixture("kernels-cpu-busy")).devices if d.device == "cpu")
+    fp32 = next(v for v in cpu.verdicts if v.test == "matmul/float32")
+    assert fp32.cell == "busy 105 us" and fp32.conclusive is False and "crowded the cores" in fp32.why
+
+
+def test_the_renderers_draw_the_reports_verdicts_and_judge_nothing():
+    import ast
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from mpdoctor.render import markdown, text
+
+    for module in (text, markdown):  # from the kernel view only a dtype's short name; no verdict, no threshold
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        taken = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and node.module == "mpdoctor.analysis.kernel_view" for alias in node.names}
+        assert taken <= {"short"}, (module.__name__, taken)
+    snap = load_fixture("kernels-t4")
+    report = Report(created="now", findings=[], snapshot=snap, kernels=kernel_table(snap))
+    report.kernels.devices[1].rows[0].cells[3] = "drawn-as-judged"
+    buffer = io.StringIO()
+    text.render_text(report, Console(file=buffer, width=120, color_system=None))
+    assert "drawn-as-judged" in buffer.getvalue() and "drawn-as-judged" in render_markdown(report)
+    bare = Report(created="now", findings=[], snapshot=snap)  # verdicts not judged: nothing is re-judged to draw
+    buffer = io.StringIO()
+    text.render_text(bare, Console(file=buffer, width=120, color_system=None))
+    assert "Measured on" not in buffer.getvalue() and "| matmul |" not in render_markdown(bare)
+
+
+def test_predicted_and_measured_slowness_have_different_words():
+    from mpdoctor.analysis.kernel_table import MATRIX_LEGEND
+    from mpdoctor.render.devices import LEGEND, SHORT
+
+    assert SHORT["slow"] != "slow" and f"{SHORT['slow']}: " in LEGEND and "predicted" in LEGEND
+    assert "slow: measured" in MATRIX_LEGEND and "slow:" not in LEGEND

@@ -17,6 +17,7 @@ import pytest
 from mpdoctor.cli.options import CheckFormat, FailOn, KernelMode
 from mpdoctor.doctor.gather import Options, gather
 from mpdoctor.probes import early
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.prescan import FAIL_ON, FORMATS, KERNEL_MODES
 from mpdoctor.probes.prescan import check_request as request_of
 from mpdoctor.render.output import target_problem
@@ -43,12 +44,26 @@ def mpdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_plain_check_is_recognised_with_its_options(tmp_path):
-    assert check_request(["check"]) == early.Request(sys.executable, 60.0, "quick", True)
+    assert check_request(["check"]) == early.Request(sys.executable, Budget.default(), "quick", True)
     request = check_request(["check", "-f", "json", "--fail-on=never", "--timeout", "7.5", "--kernels", "full",
                              "-o", str(tmp_path / "report.json"), "-q"])
-    assert request == early.Request(sys.executable, 7.5, "full", True)
+    assert request == early.Request(sys.executable, Budget.from_timeout(7.5), "full", True)
     assert check_request(["check", "--no-kernels", "--timeout=3", "--timeout", "4"]).kernels == "off"
-    assert check_request(["check", "--timeout=3", "--timeout", "4"]).timeout == 4.0  # the last one counts
+    assert check_request(["check", "--timeout=3", "--timeout", "4"]).budget.timeout == 4.0  # the last one counts
+
+
+def test_the_early_start_reads_timeout_as_the_cli_does():
+    """One declaration: the pre-scan's Budget is the one typer builds from the same --timeout (and its default)."""
+    import typer
+
+    from mpdoctor.cli import app
+
+    command = typer.main.get_command(app)
+    for given in (["--timeout", "7.5"], ["--timeout=1e2"], []):
+        with command.make_context("mpdoctor", ["check", *given]) as ctx:
+            check = command.get_command(ctx, "check")
+            with check.make_context("check", list(given), parent=ctx) as sub:
+                assert check_request(["check", *given]).budget == sub.params["budget"]
 
 
 def test_the_early_start_resolves_python_as_the_cli_does(tmp_path):
@@ -125,7 +140,7 @@ def test_gather_uses_the_early_snapshot_when_the_options_match(tmp_path):
 def test_an_early_snapshot_for_other_options_is_given_up(tmp_path):
     python, _ = marking_python(tmp_path)
     started = early.start(check_request(["check", "--python", str(python), "--no-kernels", "--timeout", "30"]))
-    options = _options(str(python), timeout=60.0)
+    options = _options(str(python), budget=Budget.default())
     snapshot = gather(options)
     assert snapshot.torch.status == "imported"
     assert {task.name for task in options.progress.tasks() if task.finished} >= {"torch", "inventory"}
@@ -135,7 +150,7 @@ def test_an_early_snapshot_for_other_options_is_given_up(tmp_path):
 def test_discarding_an_early_snapshot_kills_its_children_and_starts_no_more(tmp_path, fake_venv):
     """A torch that hangs on import: giving the snapshot up ends it at once, not at the 60 s timeout."""
     venv = fake_venv("prescan-torch-hangs", {"torch/__init__.py": "import time\ntime.sleep(600)\n"})
-    started = early.start(early.Request(str(fake_venv.python(venv)), 60.0, "off", True))
+    started = early.start(early.Request(str(fake_venv.python(venv)), Budget.default(), "off", True))
     board = started.board
     for _ in range(400):  # until the torch child is running (it posts its step), at most ~20 s
         if any(task.name == "torch" and task.text == "importing torch" for task in board.tasks()):

@@ -13,6 +13,7 @@ import pytest
 
 from mpdoctor.doctor.gather import Options, gather
 from mpdoctor.probes.collect import take_snapshot
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.follow import StepFile
 from mpdoctor.probes.progress import ProgressBoard
 
@@ -83,7 +84,7 @@ def test_the_inventory_says_when_it_scans_the_project_and_every_task_ends(cpu_ch
 
 def test_the_torch_part_posts_the_same_steps_without_kernels():
     board = RecordingBoard()
-    take_snapshot(sys.executable, 60, "off", project=False, progress=board)
+    take_snapshot(sys.executable, Budget.from_timeout(60), "off", project=False, progress=board)
     texts = board.texts("torch")
     assert texts.index("importing torch") < texts.index("starting CUDA")  # no devices to list on this machine
     assert board.ending("torch") == "done"
@@ -95,7 +96,7 @@ def test_the_torch_part_posts_the_same_steps_without_kernels():
 def test_a_torch_that_hangs_ends_its_task_timed_out(fake_venv, kernels):
     venv = fake_venv("progress-torch-hangs", {"torch/__init__.py": "import time\ntime.sleep(600)\n"})
     board = RecordingBoard()
-    snapshot = take_snapshot(str(fake_venv.python(venv)), 2, kernels, project=False, progress=board)
+    snapshot = take_snapshot(str(fake_venv.python(venv)), Budget.from_timeout(2), kernels, project=False, progress=board)
     assert snapshot.torch.status == "import-timeout"
     assert board.texts("torch")[-2:] == ["importing torch", "timed out after 2 s"]
 
@@ -103,7 +104,7 @@ def test_a_torch_that_hangs_ends_its_task_timed_out(fake_venv, kernels):
 def test_a_torch_that_crashes_ends_its_task_crashed(fake_venv):
     venv = fake_venv("progress-torch-aborts", {"torch/__init__.py": "import os\nos.abort()\n"})
     board = RecordingBoard()
-    snapshot = take_snapshot(str(fake_venv.python(venv)), 20, "off", project=False, progress=board)
+    snapshot = take_snapshot(str(fake_venv.python(venv)), Budget.from_timeout(20), "off", project=False, progress=board)
     assert snapshot.torch.status == "import-crashed"
     assert board.ending("torch") == "crashed (was killed by SIGABRT)"
 

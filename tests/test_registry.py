@@ -1,4 +1,4 @@
-"""The registry owns every code mpdoctor reports: the snapshot checks, the checkpoint-audit rules and MPD001.
+"""The registry owns every code mpdoctor reports: the snapshot checks, the checkpoint-audit and fleet rules, MPD00N.
 
 Families are declared with their prefixes, a code must carry its family's, relations are
 validated, and the CLI lists, documents and accepts codes according to what they judge.
@@ -15,8 +15,8 @@ from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
 from mpdoctor.checkpoint_audit.report import audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile
-from mpdoctor.checks.registry import (CHECK_CRASHED, CHECKPOINT, DOC_SECTIONS, FAMILIES, INTERNAL, SNAPSHOT,
-                                      Registry, builtin_registry)
+from mpdoctor.checks.registry import (CHECK_CRASHED, CHECKPOINT, DOC_SECTIONS, FAMILIES, INTERNAL, RANKS, SNAPSHOT,
+                                      SUBJECTS, Registry, builtin_registry, check, rule)
 from mpdoctor.cli import app
 from mpdoctor.doctor.judge import judge, run_checks
 from mpdoctor.snapshot import Snapshot
@@ -25,13 +25,19 @@ runner = CliRunner()
 
 DECLARED_PREFIXES = {
     "environment": "ENV", "torch": "TORCH", "driver": "DRV", "gpu": "GPU", "stack": "STACK",
-    "precision": "PREC", "apex": "APEX", "oneflow": "ONEFLOW", "audit": "AUDIT", "mpdoctor": "MPD",
+    "precision": "PREC", "apex": "APEX", "oneflow": "ONEFLOW", "audit": "AUDIT", "fleet": "FLEET", "mpdoctor": "MPD",
 }
 OUTSIDE_CHECK = {"AUDIT001": ("unreadable-weights", CHECKPOINT), "AUDIT002": ("module-mixes-dtypes", CHECKPOINT),
                  "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT),
                  "AUDIT004": ("module-in-another-dtype", CHECKPOINT), "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
                  "MPD001": ("check-crashed", INTERNAL),
-                 "MPD002": ("fact-not-taken", INTERNAL), "MPD003": ("device-not-measured", INTERNAL)}
+                 "MPD002": ("fact-not-taken", INTERNAL), "MPD003": ("device-not-measured", INTERNAL),
+                 "FLEET001": ("rank-never-reported", RANKS), "FLEET002": ("versions-differ-across-ranks", RANKS),
+                 "FLEET003": ("driver-differs-across-ranks", RANKS), "FLEET004": ("gpu-differs-across-ranks", RANKS),
+                 "FLEET005": ("gpu-slower-than-its-peers", RANKS),
+                 "FLEET006": ("environment-differs-across-ranks", RANKS),
+                 "FLEET007": ("finding-on-some-ranks-only", RANKS),
+                 "FLEET008": ("rank-without-a-gpu-of-its-own", RANKS)}
 
 
 def _nothing(snap):
@@ -120,6 +126,40 @@ def test_a_crash_is_stamped_with_the_registered_mpd001():
     entry = builtin_registry().get("MPD001")
     assert entry is CHECK_CRASHED
     assert (crash.code, crash.name, crash.family) == (entry.code, entry.name, entry.family)
+
+
+def test_one_way_to_declare_for_every_subject():
+    """``rule()`` and ``@check`` take the same declaration (code, name, family, ...) into the same ``Registry.add``;
+    @check's documentation is its function's docstring, rule()'s is ``doc``."""
+    import inspect
+
+    shared = ["code", "name", "family", "severities"]
+    for declare in (rule, check):
+        assert all(p in inspect.signature(declare).parameters for p in shared), declare.__name__
+    assert set(SUBJECTS) == {SNAPSHOT, CHECKPOINT, RANKS, INTERNAL}
+    by_subject = {subject: builtin_registry().judging(subject) for subject in SUBJECTS}
+    assert all(by_subject.values())  # each subject has rules
+    assert sum(map(len, by_subject.values())) == len(list(builtin_registry()))
+    with pytest.raises(ValueError, match="unknown subject"):
+        builtin_registry().judging("weights")
+
+
+@pytest.mark.parametrize("severities, message", [
+    ("warning", "severities takes a tuple of severities, not the string 'warning'"),
+    (("error", "fatal"), "severities names 'fatal', which is no severity"),
+    (("warning", "error"), "must be distinct and worst first"),
+    (("warning", "warning"), "must be distinct and worst first"),
+])
+def test_malformed_severities_are_refused(severities, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Registry().add("FLEET099", "fleet-thing", "fleet", subject=RANKS, doc="x", severities=severities)
+
+
+def test_a_rule_declares_the_severities_of_its_findings():
+    entry = Registry().add("FLEET099", "fleet-thing", "fleet", subject=RANKS, doc="x",
+                           severities=["error", "info"])
+    assert entry.severities == ("error", "info")
+    assert Registry().add("GPU099", "gpu-thing", "gpu", _nothing).severities == ()
 
 
 def test_a_rule_without_a_function_takes_only_documentation():
@@ -244,11 +284,9 @@ def test_checks_lists_every_code_in_columns_under_a_header():
     assert result.exit_code == 0
     header, *rows = result.output.splitlines()
     assert header.split() == ["CODE", "NAME", "FAMILY", "JUDGES", "WHAT", "IT", "FINDS"]
-    entries = list(builtin_registry())
-    from mpdoctor.fleet.rules import RULES  # the fleet's codes follow the registry's
-
-    assert len(rows) == len(entries) + len(RULES)
-    assert [row.split()[0] for row in rows[len(entries):]] == list(RULES)
+    entries = list(builtin_registry())  # the fleet's codes among them: one registry
+    assert [row.split()[0] for row in rows] == [entry.code for entry in entries]
+    assert {entry.subject for entry in entries} == set(SUBJECTS)
     columns = [header.index(title) for title in ("NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")]
     for row, entry in zip(rows, entries):
         # Every column starts where its title does, however long the names are.
@@ -266,6 +304,8 @@ def test_checks_lists_every_code_in_columns_under_a_header():
     ("audit003", ["AUDIT003 checkpoint-mixes-dtypes", "## Why it matters"]),
     ("MPD001", ["MPD001 check-crashed (mpdoctor", "## Why it matters", "## Fix"]),
     ("TORCH005", ["TORCH005 cpu-only-torch-with-gpus (torch)", "## Fix"]),
+    ("FLEET001", ["FLEET001 rank-never-reported (fleet", "`mpdoctor fleet`", "## Why it matters", "## Fix"]),
+    ("gpu-slower-than-its-peers", ["FLEET005 gpu-slower-than-its-peers (fleet", "## Fix"]),
 ])
 def test_rule_documents_every_code(code, words):
     result = runner.invoke(app, ["rule", code])
@@ -281,6 +321,8 @@ def test_rule_documents_every_code(code, words):
     ("--ignore", "MPD001", "mpdoctor's own codes (a check that crashed, facts a snapshot lacked)"),
     ("--select", "MPD", "--ignore the check concerned instead"),
     ("--ignore", "MPD002", "cannot be selected or ignored"),
+    ("--select", "FLEET", "names fleet codes, which compare the ranks of one job, not this environment"),
+    ("--ignore", "FLEET002", "`mpdoctor fleet` reports them"),
     ("--select", "NOPE", "no check code starts with 'NOPE'"),
 ])
 def test_select_and_ignore_take_only_codes_that_check_runs(option, value, message):

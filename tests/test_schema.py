@@ -17,6 +17,7 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 
+from declared import undeclared_values
 from helpers import live_report_json, run_cli  # noqa: F401
 from mpdoctor.analysis import capability
 from mpdoctor.analysis.gpu_table import ORDERS
@@ -29,7 +30,7 @@ from mpdoctor.findings import Severity
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS
 from mpdoctor.schema.__main__ import schemas
-from mpdoctor.schema.serde import OPEN_VOCABULARY, DataError, fact, from_data, json_schema, undeclared_values
+from mpdoctor.schema.serde import OPEN_VOCABULARY, DataError, fact, from_data, json_schema
 from mpdoctor.snapshot import SnapshotError, snapshot_from_data, vocab
 
 SHIPPED = {  # each shipped schema and the dataclass it is generated from

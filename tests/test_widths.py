@@ -18,6 +18,7 @@ from rich.console import Console
 
 from helpers import load_fixture, snapshot_fixture_names
 from mpdoctor.analysis.gpu_map import device_table
+from mpdoctor.analysis.kernel_view import kernel_table
 from mpdoctor.doctor.judge import judge
 from mpdoctor.doctor.report import Report
 from mpdoctor.render.text import environment_parts, render_text
@@ -28,7 +29,8 @@ RULE_CHARACTERS = set("─━")
 
 def _report(name: str) -> Report:
     snap = load_fixture(name)
-    return Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap))
+    return Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap),
+                  kernels=kernel_table(snap))
 
 
 def render(report: Report, width: int, terminal: bool = True) -> str:
@@ -137,11 +139,11 @@ def test_checks_on_a_terminal_fits_it_with_an_ellipsis():
 
 def test_checks_piped_is_whole_and_lists_the_fleet_codes():
     from helpers import run_cli
-    from mpdoctor.fleet.rules import RULES
+    from mpdoctor.checks.registry import RANKS, builtin_registry
 
     result = run_cli("checks", env={"COLUMNS": "60", "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
-    for rule in RULES.values():
+    for rule in builtin_registry().judging(RANKS):
         assert rows[rule.code].endswith(rule.summary) and " fleet " in rows[rule.code]
     assert run_cli("rule", "FLEET001").stdout.startswith("FLEET001 rank-never-reported (fleet")

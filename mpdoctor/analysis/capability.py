@@ -36,10 +36,6 @@ def parse_capability(text: str) -> Optional[int]:
     return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
 
 
-def capability_text(cc: int) -> str:
-    return f"{cc // 10}.{cc % 10}"
-
-
 def fp16(cc: int) -> str:
     if cc >= 70:
         return "tensor-cores"

@@ -1,21 +1,28 @@
-"""Measured microkernel results, read for people: lookups, speed ratios, the capability matrix.
+"""Measured microkernel results, read for people: lookups, speed ratios, verdicts, the capability matrix.
 
-Shared by the precision checks and the renderers. It describes what was measured;
-the checks decide what is a problem.
+The one place a kernel is judged: its speed class against fp32 (:func:`verdict`) and
+accuracy, read by the precision checks, and built once into the report's
+``kernels`` (:func:`kernel_table`, the types in ``kernel_table.py``) for the JSON
+and the renderers, which judge nothing. It describes what was measured; the checks
+decide what is a problem.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.analysis.capability import parse_capability, support
+from mpdoctor.analysis.kernel_table import KernelDevice, KernelRow, KernelVerdict, KernelView
+from mpdoctor.probes.remote.kernel_measure import CONCLUSIVE_ROUNDS, kernel_key
 from mpdoctor.snapshot import DeviceKernels, KernelResult, NvmlGpu, Snapshot
 
 SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}
 SLOWER = 0.67  # a dtype at under 2/3 of fp32's speed is "far slower"
 NO_GAIN = 1.5  # on hardware that only emulates a dtype, under 1.5x fp32 is no real gain
-MIN_ROUNDS = 3  # undisturbed rounds a timing needs before its spread means anything
+# Undisturbed rounds a timing needs before its spread means anything: kernel_measure.CONCLUSIVE_ROUNDS, the
+# constant the kernel runner also stops by.
 
 
 def measured(snap: Snapshot) -> list[DeviceKernels]:
@@ -94,7 +101,7 @@ def speed_of(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional
     high = base.seconds_median / r.seconds
     rounds = min(r.rounds, base.rounds)
     why = disturbance(snap, device)
-    if not why and rounds < MIN_ROUNDS and not is_gpu(device):
+    if not why and rounds < CONCLUSIVE_ROUNDS and not is_gpu(device):
         why = busy_cpu(device, base)
     return Speed(ratio, min(low, ratio), max(high, ratio), rounds, why)
 
@@ -180,7 +187,10 @@ def threshold(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> float:
 
 def verdict(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> tuple[str, str]:
     """(``slow``, ``fine`` or ``inconclusive``, the reason when inconclusive); ("", "") without a ratio."""
-    s = speed_of(snap, device, r)
+    return _verdict(snap, device, r, speed_of(snap, device, r))
+
+
+def _verdict(snap: Snapshot, device: DeviceKernels, r: KernelResult, s: Optional[Speed]) -> tuple[str, str]:
     if s is None or r.dtype == "float32":
         return "", ""
     if s.disturbed:
@@ -255,40 +265,20 @@ def inconclusive(snap: Snapshot, device: DeviceKernels) -> list[tuple[KernelResu
     return out
 
 
-# ---------------------------------------------------------------- the capability matrix
+# ---------------------------------------------------------------- the verdicts and the capability matrix
 
 COLUMNS = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn")
 ROWS = (("matmul", ""), ("conv2d", ""), ("layer_norm", ""), ("softmax", ""), ("sdpa", ""), ("sdpa", "flash"),
         ("sdpa", "efficient"), ("sdpa", "cudnn"), ("sdpa", "math"), ("autocast", ""), ("grad_scaler", ""))
 WORDS = {"unsupported": "fails", "error": "fails", "wrong": "WRONG", "crashed": "crash", "timeout": "hang",
          "skipped": "-"}
-MATRIX_LEGEND = ("fp32: time per call (busy: every timing round shared the CPU with another process); others: speed vs fp32 on the same device (2x: twice as fast, 1/8: eight "
-                 "times slower); slow: far slower than fp32, or emulated; inconclusive: the timings were disturbed "
-                 "or too close to call; fails: raised; WRONG: outside tolerance")
+ACCURACY = {"ok": "ok", "wrong": "wrong", "": ""}  # a test's status as its accuracy; any other: "unchecked"
+UNTIMED = ("autocast", "grad_scaler")  # tests of what torch does, not of a kernel's speed
+EMPTY = ("", "-")  # cells with nothing to say: a row or column of only these is left out
 
 
 def _time(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
-
-
-def cell(snap: Snapshot, device: DeviceKernels, r: Optional[KernelResult]) -> str:
-    """One matrix cell: what happened to this op in this dtype on this device."""
-    if r is None:
-        return ""
-    if r.status != "ok":
-        return WORDS.get(r.status, r.status)
-    if r.op in ("autocast", "grad_scaler") or not r.seconds:
-        return "ok"
-    if r.dtype == "float32" and not r.backend:
-        # Every round disturbed: the time is the machine's, not the kernel's, and the cell says so.
-        return ("busy " if r.rounds == 0 and r.rounds_disturbed else "") + _time(r.seconds)
-    ratio = speedup(device, r)
-    if ratio is None:
-        return "ok"
-    word = verdict(snap, device, r)[0]
-    if word == "inconclusive":
-        return "inconclusive"
-    return ("slow " if word == "slow" else "") + speed(ratio)
 
 
 def speed(ratio: float) -> str:
@@ -299,47 +289,111 @@ def speed(ratio: float) -> str:
     return f"1/{slower:.3g}" if slower < 2 else (f"1/{slower:.2g}" if slower < 10 else f"1/{slower:.0f}")
 
 
-def matrix(snap: Snapshot, device: DeviceKernels) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows (op x dtype) of one device; rows and columns with nothing to say are left out."""
+def _finite(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def judge_kernel(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> KernelVerdict:
+    """What one test came to: its accuracy, its speed class against fp32 with the spread, and its matrix cell."""
+    v = KernelVerdict(op=r.op, dtype=r.dtype, backend=r.backend, test=kernel_key(r.op, r.dtype, r.backend),
+                      status=r.status, accuracy=ACCURACY.get(r.status, "unchecked"), max_rel_error=r.max_rel_error,
+                      tolerance=r.tolerance, hardware=hardware_level(snap, device, r.dtype))
+    if r.status != "ok":
+        v.cell = WORDS.get(r.status, r.status)
+        return v
+    if r.op in UNTIMED or not r.seconds:
+        v.cell = "ok"
+        return v
+    if r.dtype == "float32" and not r.backend:  # the baseline: its cell is a time per call, not a ratio
+        busy = r.rounds == 0 and bool(r.rounds_disturbed)
+        why = disturbance(snap, device)
+        if not why and r.rounds is not None and r.rounds < CONCLUSIVE_ROUNDS and not is_gpu(device):
+            why = busy_cpu(device, r)
+        # Every round disturbed: the time is the machine's, not the kernel's, and the cell says so.
+        v.cell = ("busy " if busy else "") + _time(r.seconds)
+        v.speed, v.conclusive, v.why = "baseline", not why, why
+        return v
+    s = speed_of(snap, device, r)
+    if s is None or _finite(s.ratio) is None:  # no fp32 of the same op to compare with
+        v.cell = "ok"
+        return v
+    v.ratio, v.ratio_low, v.ratio_high, v.rounds = s.ratio, _finite(s.low), _finite(s.high), s.rounds
+    v.line = threshold(snap, device, r)
+    word, why = _verdict(snap, device, r, s)
+    if word == "inconclusive":
+        v.cell, v.speed, v.conclusive, v.why = "inconclusive", "inconclusive", False, why
+        return v
+    v.cell = ("slow " if word == "slow" else "") + speed(s.ratio)
+    if word:
+        v.speed = "fast" if word == "fine" and s.low > 1.0 else word
+        v.conclusive = True
+    return v
+
+
+def _matrix(verdicts: list[KernelVerdict]) -> tuple[list[str], list[KernelRow]]:
+    """The dtypes and rows (op x dtype) of one device's matrix; rows and columns with nothing to say left out."""
+    cells = {(v.op, v.dtype, v.backend): v.cell for v in verdicts}
     rows = []
     for op, backend in ROWS:
-        cells = [cell(snap, device, result(device, op, dtype, backend)) for dtype in COLUMNS]
-        if any(c not in ("", "-") for c in cells):
-            rows.append([f"{op} {backend}".strip().replace("_", " ")] + cells)
-    keep = [i for i in range(len(COLUMNS)) if any(row[i + 1] not in ("", "-") for row in rows)]
-    headers = ["op"] + [short(COLUMNS[i]) for i in keep]
-    return headers, [[row[0]] + [row[i + 1] for i in keep] for row in rows]
+        row = [cells.get((op, dtype, backend), "") for dtype in COLUMNS]
+        if any(c not in EMPTY for c in row):
+            rows.append(KernelRow(op=op, backend=backend, name=f"{op} {backend}".strip().replace("_", " "),
+                                  cells=row))
+    keep = [i for i in range(len(COLUMNS)) if any(row.cells[i] not in EMPTY for row in rows)]
+    for row in rows:
+        row.cells = [row.cells[i] for i in keep]
+    return [COLUMNS[i] for i in keep], rows
 
 
-def _words(rows: list[list[str]]) -> list[list[str]]:
-    """A matrix without its numbers: what ran, what was slow, what failed."""
-    return [[c.split(" ")[0] if c.startswith("slow") else ("ok" if c and c[0].isdigit() else c) for c in row]
-            for row in rows]
+def matrix(snap: Snapshot, device: DeviceKernels) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of one device's matrix as drawn: ``["op", "fp32", ...]``, ``["matmul", "477 us", ...]``."""
+    dtypes, rows = _matrix([judge_kernel(snap, device, r) for r in device.results])
+    return ["op"] + [short(d) for d in dtypes], [[row.name] + row.cells for row in rows]
 
 
-def matrix_groups(snap: Snapshot) -> list[tuple[DeviceKernels, list[str], list[str], list[list[str]]]]:
-    """(device shown, other devices just like it, headers, rows) for each distinct device.
+def _word(v: Optional[KernelVerdict]) -> str:
+    """A cell without its number: what ran, what was slow, what failed, what is in doubt."""
+    if v is None:
+        return ""
+    if v.speed == "baseline":
+        return "busy" if v.cell.startswith("busy ") else "ok"
+    return "ok" if v.speed in ("fast", "fine") else ("slow" if v.speed == "slow" else v.cell)
 
-    Eight identical GPUs make one table: the first one's numbers, the others
-    named, when every cell says the same thing (ok, slow, fails, ...).
+
+def _words(d: KernelDevice) -> list[list[str]]:
+    """A device's matrix without its numbers: two GPUs whose words agree are drawn as one."""
+    judged = {(v.op, v.dtype, v.backend): v for v in d.verdicts}
+    return [[row.name] + [_word(judged.get((row.op, dtype, row.backend))) for dtype in d.dtypes] for row in d.rows]
+
+
+def kernel_table(snap: Snapshot) -> KernelView:
+    """Every measured device's verdicts and matrix, and the notes on what is missing or in doubt.
+
+    Eight identical GPUs make one matrix: the first one's numbers, the others
+    naming it in ``same_as``, when every cell says the same thing (ok, slow, fails, ...).
     """
-    groups: list[tuple[DeviceKernels, list[str], list[str], list[list[str]]]] = []
+    view = KernelView()
+    drawn: list[tuple[DeviceKernels, KernelDevice]] = []  # devices whose matrix is drawn, for the twins after them
     for device in measured(snap):
-        headers, rows = matrix(snap, device)
+        verdicts = [judge_kernel(snap, device, r) for r in device.results]
+        dtypes, rows = _matrix(verdicts)
+        d = KernelDevice(device=device.device, label=label(device), dtypes=dtypes, rows=rows, verdicts=verdicts)
+        view.devices.append(d)
         if not rows:
-            continue  # nothing ran: kernel_notes says why
-        for shown, alike, known_headers, known_rows in groups:
+            continue  # nothing ran: a note says why
+        for shown, known in drawn:
             if (shown.name, shown.compute_capability) == (device.name, device.compute_capability) \
-                    and known_headers == headers and _words(known_rows) == _words(rows):
-                alike.append(device.device)
+                    and known.dtypes == dtypes and _words(known) == _words(d):
+                d.same_as = known.device
                 break
         else:
-            groups.append((device, [], headers, rows))
-    return groups
+            drawn.append((device, d))
+    view.notes = kernel_notes(snap, {d.device: d.verdicts for d in view.devices})
+    return view
 
 
-def kernel_notes(snap: Snapshot) -> list[str]:
-    """Why the matrix is missing or incomplete, in a line each."""
+def kernel_notes(snap: Snapshot, verdicts: Optional[dict[str, list[KernelVerdict]]] = None) -> list[str]:
+    """Why the matrix is missing or incomplete, in a line each; ``verdicts``: each device's, when judged already."""
     kernels = snap.kernels
     if kernels.status == "skipped":
         return [f"Precision microkernels: skipped ({kernels.detail or '--no-kernels'})"]
@@ -349,9 +403,12 @@ def kernel_notes(snap: Snapshot) -> list[str]:
     for device in kernels.devices:
         if device.status != "ok":
             notes.append(f"{device.device}: {device.status}{': ' + device.detail if device.detail else ''}")
-        unsure = inconclusive(snap, device)
+        judged = verdicts.get(device.device) if verdicts is not None else None
+        if judged is None:
+            judged = [judge_kernel(snap, device, r) for r in device.results]
+        unsure = [v for v in judged if v.speed == "inconclusive"]
         if unsure:
-            reasons = list(dict.fromkeys(why for _, why in unsure))
+            reasons = list(dict.fromkeys(v.why for v in unsure))
             notes.append(f"{device.device}: {len(unsure)} speed ratio{'s' if len(unsure) > 1 else ''} "
                          f"inconclusive: {reasons[0]}" + (f" (and {len(reasons) - 1} more reasons)"
                                                           if len(reasons) > 1 else ""))

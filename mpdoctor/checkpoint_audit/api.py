@@ -10,11 +10,12 @@ from mpdoctor.checkpoint_audit.report import AuditReport, audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile, read_all, weight_files
 from mpdoctor.checkpoint_audit.tree import ModelFacts, keep_names
+from mpdoctor.probes.budget import AUDIT_TIMEOUT, Budget
 
 IN_MEMORY = "<in memory>"
 
 
-def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> AuditReport:
+def audit(obj: Any, *, python: Optional[str] = None, timeout: float = AUDIT_TIMEOUT) -> AuditReport:
     """Audit an ``nn.Module`` (its parameters and all its buffers), a state dict, or a path (as `mpdoctor audit PATH`).
 
     ``print(report)`` shows the dtype mix and the modules that mix dtypes;
@@ -22,7 +23,8 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = 120.0) -> 
     """
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
-        return audit_files(path, read_all(weight_files(path), python or sys.executable, timeout))
+        budget = Budget.from_timeout(timeout)  # this call's, built once
+        return audit_files(path, read_all(weight_files(path), python or sys.executable, budget))
     live = callable(getattr(obj, "named_parameters", None)) and callable(getattr(obj, "named_buffers", None))
     # A live module: its non-persistent buffers too (a state dict leaves them out), its classes, its own
     # _keep_in_fp32_modules; the same analysis as its saved file, knowing more.

@@ -159,7 +159,7 @@ class _Attempt:
                 self.running.append(int(tail.running))
 
 
-def read_pickles(files: list, python: str, timeout: float, progress: ProgressBoard = SILENT,
+def read_pickles(files: list, python: str, budget: Budget, progress: ProgressBoard = SILENT,
                  done_before: int = 0, total: Optional[int] = None) -> None:
     """Fill in each pickled ``WeightFile``'s tensors, or its error; never raises for a bad file.
 
@@ -167,7 +167,6 @@ def read_pickles(files: list, python: str, timeout: float, progress: ProgressBoa
     """
     total = done_before + len(files) if total is None else total
     pending = list(files)
-    budget = Budget.from_timeout(timeout)
     try:
         scratch = tempfile.TemporaryDirectory(prefix="mpdoctor-audit-")
     except OSError as exc:

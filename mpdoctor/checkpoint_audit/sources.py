@@ -13,12 +13,16 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.progress_text import short as _short
 from mpdoctor.checkpoint_audit.safetensors import NO_TEMP, NO_TORCH, REFUSED, AuditError, TensorEntry, read_header
 from mpdoctor.findings import Step
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import files as safe_files
+
+if TYPE_CHECKING:
+    from mpdoctor.probes.budget import Budget
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
@@ -114,18 +118,18 @@ def weight_files(path: str) -> list[WeightFile]:
     return files
 
 
-def read(file: WeightFile, python: str, timeout: float) -> WeightFile:
+def read(file: WeightFile, python: str, budget: Budget) -> WeightFile:
     """Fill in the file's tensors, or its error; never raises for a bad file."""
-    return read_all([file], python, timeout)[0]
+    return read_all([file], python, budget)[0]
 
 
-def read_all(files: list[WeightFile], python: str, timeout: float,
+def read_all(files: list[WeightFile], python: str, budget: Budget,
              progress: ProgressBoard = SILENT) -> list[WeightFile]:
     """Fill in every file's tensors, or its error, and return them; never raises for a bad file.
 
     Safetensors headers are read here, one after the other (milliseconds each);
     the pickles all go to one child of ``python`` (``pickles.py``): one torch
-    import for all of them, each file within ``Budget.checkpoint`` of ``timeout``.
+    import for all of them, each file within ``budget.checkpoint`` (the run's, from ``--timeout``).
     ``progress`` gets an "audit" task counting the files, naming the one being read.
     """
     progress.start("audit", "", total=len(files), unit="files")
@@ -156,7 +160,7 @@ def read_all(files: list[WeightFile], python: str, timeout: float,
     if pickles:
         from mpdoctor.checkpoint_audit.pickles import read_pickles  # a child and its machinery: only for pickles
 
-        read_pickles(pickles, python, timeout, progress, done, len(files))
+        read_pickles(pickles, python, budget, progress, done, len(files))
     progress.update("audit", completed=len(files))
     progress.finish("audit", "done")
     return files

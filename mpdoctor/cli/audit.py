@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import (FailOn, Format, bounded_timeout, check_writable, emit, emit_text, resolve_python,
+from mpdoctor.cli.options import (FailOn, Format, Timeout, check_writable, emit, emit_text, resolve_python,
                                   usage_error)
+from mpdoctor.probes.budget import AUDIT_TIMEOUT
 
 
 @app.command()
@@ -19,8 +20,7 @@ def audit(
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
     python: Annotated[Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds one pickled file may take to list.",
-                                           min=0.1, callback=bounded_timeout)] = 120.0,
+    budget: Timeout = AUDIT_TIMEOUT,
     show_all: Annotated[bool, typer.Option("--all", help="List every odd module, mixed subtree and odd tensor "
                                                          "(text and Markdown; JSON always has them all).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
@@ -46,7 +46,7 @@ def audit(
     # A usage error is printed after the display is gone: a line written under a live display is erased with it.
     with live_progress(board, progress_wanted(quiet, format.value if output is None else ""), label="audit"):
         try:
-            files = read_all(weight_files(path), interpreter, timeout, progress=board)
+            files = read_all(weight_files(path), interpreter, budget, progress=board)
         except AuditError as exc:
             problem = str(exc)
     if problem is not None:

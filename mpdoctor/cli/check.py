@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import (CheckFormat, FailOn, KernelMode, bounded_timeout, check_selection, check_temp,
+from mpdoctor.cli.options import (CheckFormat, FailOn, KernelMode, Timeout, check_selection, check_temp,
                                   check_writable, codes, emit, emit_text, resolve_python, usage_error,
                                   write_output)
+from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
 @app.command()
@@ -25,10 +26,7 @@ def check(
     python: Annotated[Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")] = None,
     snapshot: Annotated[Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")] = None,
     save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each probe may take before it is abandoned (a device's "
-                                                "microkernels get twice that, a single kernel a quarter). Every "
-                                                "time limit derives from it, in mpdoctor/probes/budget.py.",
-                                           min=0.1, callback=bounded_timeout)] = 60.0,
+    budget: Timeout = DEFAULT_TIMEOUT,
     kernels: Annotated[KernelMode, typer.Option(help="Microkernel problem sizes: quick (about a second per device) "
                                                      "or full (larger, steadier timings).")] = KernelMode.quick,
     no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the live precision microkernels "
@@ -52,7 +50,7 @@ def check(
     sidecar = _sidecar(format, output, save_snapshot)
     if not snapshot:
         check_temp()
-    options = Options(python=resolve_python(python), timeout=timeout, snapshot=snapshot,
+    options = Options(python=resolve_python(python), budget=budget, snapshot=snapshot,
                              select=chosen, ignore=dropped, kernels="off" if no_kernels else kernels.value,
                              invocation=_invocation(ctx, python, chosen, dropped), progress=_probe_board())
     from mpdoctor.render.progress import live_progress, progress_wanted
@@ -90,7 +88,7 @@ def _invocation(ctx: typer.Context, python: Optional[str], select: list[str], ig
         return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
     params = ctx.params
-    return Invocation(python=python or "", timeout=params["timeout"] if given("timeout") else None,
+    return Invocation(python=python or "", timeout=params["budget"].timeout if given("budget") else None,
                       # ctx.params holds the option as click parsed it (a str), not typer's enum
                       kernels=KernelMode(params["kernels"]).value if given("kernels") else "",
                       no_kernels=bool(params["no_kernels"]), select=list(select), ignore=list(ignore))
@@ -154,13 +152,11 @@ def list_checks() -> None:
     import sys
 
     from mpdoctor.checks.registry import builtin_registry
-    from mpdoctor.fleet.rules import FAMILY, RULES
 
     # Plain columns as wide as their longest entry, one line per code, no box drawing: grep-able. On a terminal
     # the last column is cut to its width with an ellipsis (a wrapped line would break the columns); piped, whole.
     header = ("CODE", "NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")
     rows = [(entry.code, entry.name, entry.family, entry.subject, entry.summary) for entry in builtin_registry()]
-    rows += [(entry.code, entry.name, FAMILY, "ranks", entry.summary) for entry in RULES.values()]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
     room = shutil.get_terminal_size().columns - sum(widths) - 2 * len(widths) if sys.stdout.isatty() else None
     for row in [header, *rows]:
@@ -186,13 +182,6 @@ def rule(code: Annotated[str, typer.Argument(help="A code (TORCH005, AUDIT002, M
 
     entry = builtin_registry().get(code)
     if entry is None:
-        from mpdoctor.fleet.rules import FAMILY, find
-
-        fleet = find(code)
-        if fleet is None:
-            usage_error(f"no check {code!r} (see `mpdoctor checks`)")
-        typer.echo(f"{fleet.code} {fleet.name} ({FAMILY}, reported by `mpdoctor fleet` and `mpdoctor fleet compare`)"
-                   f"\n\n{fleet.doc}")
-        return
+        usage_error(f"no check {code!r} (see `mpdoctor checks`)")
     where = "" if entry.subject == SNAPSHOT else f", {SUBJECTS[entry.subject]}"
     typer.echo(f"{entry.code} {entry.name} ({entry.family}{where})\n\n{entry.doc}")

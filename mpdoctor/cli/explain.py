@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import bounded_timeout, check_temp, resolve_python, usage_error
+from mpdoctor.cli.options import Timeout, check_temp, resolve_python, usage_error
+from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
 class ExplainFormat(str, enum.Enum):
@@ -24,8 +25,7 @@ def explain(
     format: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
     check: Annotated[bool, typer.Option("--check", help="Also run the checks that confirm it, here.")] = False,
     python: Annotated[Optional[str], typer.Option(help="With --check: diagnose this interpreter.")] = None,
-    timeout: Annotated[float, typer.Option(help="With --check: seconds each probe may take.",
-                                           min=0.1, callback=bounded_timeout)] = 60.0,
+    budget: Timeout = DEFAULT_TIMEOUT,
     list_known: Annotated[bool, typer.Option("--list", help="List the failures mpdoctor knows, and exit.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
                                                               "same; progress shows only on a terminal).")] = False,
@@ -70,7 +70,7 @@ def explain(
         check_temp()
         interpreter = resolve_python(python)
         with live_progress(board, shown, label="explain"):
-            _call(explainer.confirm, report, interpreter, timeout, progress=board)
+            _call(explainer.confirm, report, interpreter, budget, progress=board)
     if format is ExplainFormat.json:
         sys.stdout.write(view.render_json(report))
     else:

@@ -8,8 +8,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from mpdoctor.cli.options import (FailOn, Format, KernelMode, bounded_timeout, check_selection, check_writable, codes,
+from mpdoctor.cli.options import (FailOn, Format, KernelMode, Timeout, check_selection, check_writable, codes,
                                   emit, emit_text, usage_error, write_output)
+from mpdoctor.probes.budget import DEFAULT_TIMEOUT
+
+DEADLINE_SLACK = 60.0  # s: --deadline's default is the check's whole budget plus this
 
 
 def _fleet_deadline(value: Optional[float]) -> Optional[float]:
@@ -36,11 +39,10 @@ def fleet(
     fail_on: Annotated[FailOn, typer.Option(help="Every rank exits 1 when a finding is at least this severe.")] = FailOn.error,
     select: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: only these codes (as in check).")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: skip these codes.")] = None,
-    timeout: Annotated[float, typer.Option(help="Each rank's check: --timeout as in check.",
-                                           min=0.1, callback=bounded_timeout)] = 60.0,
+    budget: Timeout = DEFAULT_TIMEOUT,
     deadline: Annotated[Optional[float], typer.Option(help="Seconds from start for every rank's report (0.1 to 86400); "
                                                            "rank 0 then reports the missing ones. Default: the "
-                                                           "check's whole budget + 60.",
+                                                           f"check's whole budget + {DEADLINE_SLACK:g}.",
                                                       callback=_fleet_deadline)] = None,
     kernels: Annotated[KernelMode, typer.Option(help="Microkernel sizes: each rank times the GPU its LOCAL_RANK "
                                                      "selects (local rank 0 the CPU of a node without GPUs).")] = KernelMode.quick,
@@ -64,7 +66,6 @@ def fleet(
     from mpdoctor.fleet.launcher import LaunchError, detect
     from mpdoctor.fleet.rank import RankOptions, run_rank
     from mpdoctor.findings import Severity
-    from mpdoctor.probes.budget import Budget
 
     if full_snapshots and not save_snapshots:
         usage_error("--full-snapshots needs --save-snapshots DIR (where rank 0 saves them)")
@@ -78,8 +79,8 @@ def fleet(
         check_writable("--output", output)
         if save_snapshots:
             check_writable("--save-snapshots", os.path.join(save_snapshots, "rank-0.json"))
-    options = RankOptions(python=sys.executable, timeout=timeout, select=chosen, ignore=dropped,
-                          deadline=deadline or Budget.from_timeout(timeout).whole + 60.0,
+    options = RankOptions(python=sys.executable, budget=budget, select=chosen, ignore=dropped,
+                          deadline=deadline or budget.whole + DEADLINE_SLACK,
                           kernels="off" if no_kernels else kernels.value, snapshots=bool(save_snapshots),
                           full_snapshots=full_snapshots)
     outcome = run_rank(launch, options)
@@ -137,21 +138,21 @@ def fleet_compare(
 @fleet_app.command("rules")
 def fleet_rules() -> None:
     """List the fleet family's codes (FLEET001...): what each finds."""
-    from mpdoctor.fleet.rules import RULES
+    from mpdoctor.checks.registry import RANKS, builtin_registry
 
-    for entry in RULES.values():
+    for entry in builtin_registry().judging(RANKS):
         typer.echo(f"{entry.code}  {entry.name:<34}  {entry.summary}")
 
 
 @fleet_app.command("rule")
 def fleet_rule(code: Annotated[str, typer.Argument(help="A fleet code (FLEET001) or name.")]) -> None:
     """Print the documentation of one fleet code."""
-    from mpdoctor.fleet.rules import find
+    from mpdoctor.checks.registry import RANKS, builtin_registry
 
-    entry = find(code)
-    if entry is None:
+    entry = builtin_registry().get(code)
+    if entry is None or entry.subject != RANKS:
         usage_error(f"no fleet code {code!r} (see `mpdoctor fleet rules`)")
-    typer.echo(f"{entry.code} {entry.name} (fleet)\n\n{entry.doc}")
+    typer.echo(f"{entry.code} {entry.name} ({entry.family})\n\n{entry.doc}")
 
 
 def _emit_fleet(report, format: Format, output: Optional[str]) -> None:

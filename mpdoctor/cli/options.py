@@ -1,13 +1,15 @@
-"""What the commands share: output formats, usage errors, option checks and where a report goes."""
+"""What the commands share: output formats, the --timeout option, usage errors, option checks, where a report goes."""
 
 from __future__ import annotations
 
 import enum
 import io
 import sys
-from typing import Callable, NoReturn, Optional
+from typing import Annotated, Callable, NoReturn, Optional, Union
 
 import typer
+
+from mpdoctor.probes.budget import MAX_TIMEOUT, MIN_TIMEOUT, Budget, parse_timeout
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
 
@@ -92,22 +94,31 @@ def check_temp() -> None:
         usage_error(problem)
 
 
-def bounded_timeout(ctx: typer.Context, param: typer.CallbackParam, value: float) -> float:
-    """--timeout: a number of seconds within MIN_TIMEOUT..MAX_TIMEOUT (nan, inf and 1e308 would hang or overflow)."""
-    source = ctx.get_parameter_source(param.name)
-    if source is not None and source.name == "DEFAULT":  # ours; and `explain` without --check loads no probe code
+def _timeout_budget(value: Union[str, float, Budget]) -> Budget:
+    """--timeout SECONDS as the run's Budget (``budget.parse_timeout``: 0.1 to 86400; nan, inf and 1e308 refused)."""
+    if isinstance(value, Budget):
         return value
-    from mpdoctor.probes.budget import timeout_problem
+    try:
+        return parse_timeout(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
-    problem = timeout_problem(value)
-    if problem:
-        raise typer.BadParameter(f"{value} {problem}")
-    return value
+
+# The one declaration of --timeout, shared by every command that probes (check, explain --check, fleet, audit):
+# typer reads it into the run's Budget, built here once and handed down (commands declare `budget: Timeout =
+# DEFAULT_TIMEOUT`, or AUDIT_TIMEOUT, both from probes/budget.py). The pre-scan of a plain check reads it with
+# the same budget.parse_timeout (see probes/prescan.py for why it parses at all).
+Timeout = Annotated[Budget, typer.Option(
+    "--timeout", metavar="SECONDS", parser=_timeout_budget,
+    help=f"Seconds each probe may take before it is abandoned ({MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}): each part of "
+         "the environment probe (explain --check and each fleet rank: as in check), one pickled file's listing "
+         "(audit); a device's microkernels get twice that, a single kernel a quarter. Every time limit derives "
+         "from it, in mpdoctor/probes/budget.py.")]
 
 
 def check_selection(registry, prefixes: list[str]) -> None:
-    """--select/--ignore take codes that `mpdoctor check` runs: snapshot checks, not audit or internal codes."""
-    from mpdoctor.checks.registry import CHECKPOINT, INTERNAL
+    """--select/--ignore take codes that `mpdoctor check` runs: snapshot checks, not audit, fleet or internal codes."""
+    from mpdoctor.checks.registry import CHECKPOINT, INTERNAL, RANKS
 
     for prefix in prefixes:
         if registry.matches(prefix):
@@ -116,6 +127,9 @@ def check_selection(registry, prefixes: list[str]) -> None:
         if CHECKPOINT in subjects:
             usage_error(f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
                         "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)")
+        if RANKS in subjects:
+            usage_error(f"{prefix!r} names fleet codes, which compare the ranks of one job, not this environment: "
+                        "`mpdoctor fleet` reports them (see `mpdoctor checks`)")
         if INTERNAL in subjects:
             usage_error(f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
                         "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)")

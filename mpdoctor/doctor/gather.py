@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from mpdoctor.checks.registry import builtin_registry
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.snapshot import Invocation, Snapshot, load_snapshot
 
@@ -13,7 +14,7 @@ from mpdoctor.snapshot import Invocation, Snapshot, load_snapshot
 @dataclass
 class Options:
     python: str
-    timeout: float = 60.0
+    budget: Budget = field(default_factory=Budget.default)  # the run's, from --timeout (the CLI always gives it)
     kernels: str = "quick"  # microkernel sizes: quick or full; "off" skips them
     snapshot: Optional[str] = None
     select: list[str] = field(default_factory=list)
@@ -45,14 +46,14 @@ def gather(options: Options) -> Snapshot:
         return load_snapshot(options.snapshot)
     needed = needed_facts(options)
     kernels = options.kernels if "kernels" in needed else "off"
-    request = early.Request(options.python, float(options.timeout), kernels, "project" in needed)
+    request = early.Request(options.python, options.budget, kernels, "project" in needed)
     started = early.claim(request)
     if started is not None:
         snapshot = started.result()
     else:
         from mpdoctor.probes.collect import take_snapshot
 
-        snapshot = take_snapshot(request.python, request.timeout, request.kernels, request.project,
+        snapshot = take_snapshot(request.python, request.budget, request.kernels, request.project,
                                  progress=options.progress)
     snapshot.invocation = options.invocation
     return snapshot

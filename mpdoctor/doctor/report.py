@@ -14,6 +14,7 @@ from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
+from mpdoctor.analysis.kernel_table import KernelView
 from mpdoctor.probes.remote.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot
@@ -30,6 +31,9 @@ class Report:
     snapshot: Snapshot = fact("The facts the checks judged", factory=Snapshot)
     gpus: GpuView = fact("The device table: every GPU as NVML and CUDA see it, derived from the snapshot",
                          factory=GpuView)
+    kernels: KernelView = fact("The microkernels' verdicts: per device, each test's accuracy and speed class "
+                               "against fp32 (conclusive or not, and why) and the capability matrix, judged once "
+                               "from snapshot.kernels", factory=KernelView)
     schema_version: int = version_fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 

@@ -6,13 +6,16 @@ import os
 import select
 import stat
 from collections import deque
-from typing import BinaryIO, Optional
+from typing import TYPE_CHECKING, BinaryIO, Optional
 
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote.redact import redact_clip, redact_text
+
+if TYPE_CHECKING:
+    from mpdoctor.probes.budget import Budget
 
 # A log longer than this is read from its end: the failure that stopped a run is at the bottom. The text is held a
 # few times over while it is cleaned and lower-cased (up to 4 bytes a character), so this bounds memory as well.
@@ -191,7 +194,7 @@ def explain(data: bytes | bytearray | str, source: str, truncated: bool = False,
     return report
 
 
-def confirm(report: ExplainReport, python: str, timeout: float) -> None:
+def confirm(report: ExplainReport, python: str, budget: Budget) -> None:
     """Run the checks the explanations name on this machine (or ``python``); attach what they find."""
     from mpdoctor.doctor.diagnose import Options, diagnose
     from mpdoctor.doctor.report import redacted
@@ -202,7 +205,7 @@ def confirm(report: ExplainReport, python: str, timeout: float) -> None:
         return
     try:
         # The torch import checks run too: when torch cannot be imported, they say why the others could not judge.
-        result = redacted(diagnose(Options(python=python, timeout=timeout, select=codes + list(TORCH_IMPORT_CHECKS))))
+        result = redacted(diagnose(Options(python=python, budget=budget, select=codes + list(TORCH_IMPORT_CHECKS))))
     except Exception as exc:  # a failed probe must not cost the explanation
         report.check_error = redact_clip(f"{type(exc).__name__}: {exc}", 2000)
         return

@@ -16,8 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-# clean, ANSI and CONTROL moved to cleaning.py; callers still import them from here
-from mpdoctor.explain.cleaning import ANSI, CONTROL, clean, fold, prepare
+from mpdoctor.explain.cleaning import fold, prepare
 from mpdoctor.explain.frames import rank as rank_frames
 from mpdoctor.explain.needles import hit_lines
 from mpdoctor.explain.signature import Signature
@@ -192,4 +191,4 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
     return list(matches.values())
 
 
-__all__ = ["ANSI", "CONTROL", "FRAME", "MAX_LINE", "Frame", "Match", "Text", "clean", "find"]
+__all__ = ["FRAME", "MAX_LINE", "Frame", "Match", "Text", "find"]

@@ -15,8 +15,9 @@ The modules, in the order data flows:
   ``mailbox``): no collective is ever used, every wait has a deadline;
 * ``verdict``: rank 0's side, from what was gathered to the fleet report;
 * ``fingerprint``: a rank's compact, comparable facts, from its snapshot;
-* ``compare`` and ``rules``: pure functions over the ranks' fingerprints: groups of
-  identical ranks, and the FLEET findings;
+* ``compare``: pure functions over the ranks' fingerprints: groups of identical
+  ranks, and the FLEET findings, stamped with the FLEET rules that
+  ``mpdoctor.checks.fleet`` declares in the one registry of codes;
 * ``model``: the fleet report, a versioned JSON contract (``schema``);
 * ``offline``: ``mpdoctor fleet compare`` over saved snapshots or reports, with
   ``loading`` (each distinct section decoded once) and ``judging`` (each distinct

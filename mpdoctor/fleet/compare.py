@@ -15,9 +15,9 @@ from collections import defaultdict
 from dataclasses import fields, replace
 from typing import Iterable, Optional
 
+from mpdoctor.checks import fleet as rules
 from mpdoctor.checks.registry import builtin_registry
 from mpdoctor.findings import Finding, Step, error, info, triage, warning
-from mpdoctor.fleet import rules
 from mpdoctor.fleet.fingerprint import NCCL_WHEELS
 from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
 from mpdoctor.snapshot import utc_timestamp

@@ -8,23 +8,33 @@ physical GPU (by UUID where torch or NVML says it). A local rank beyond the visi
 devices, or two ranks of a node on one GPU, is a FLEET008 finding, not a crash.
 
 Each GPU rank then times its own GPU, in its own interpreter, so a node's GPUs are
-measured in parallel: the kernel probe runs with ``CUDA_VISIBLE_DEVICES`` narrowed
-to that GPU's UUID (through a two-line wrapper of the interpreter, so this process's
-environment is never changed), and its ``cuda:0`` is named back to the job's ordinal.
+measured in parallel: the kernel probe's child gets an environment (``run_child``'s
+``env``; this process's own is never changed) with ``CUDA_VISIBLE_DEVICES`` narrowed
+to that GPU's UUID, the one name that cannot pick another GPU whatever the order or
+the variable the rank was started with.
+
+Inside that child CUDA calls the GPU ``cuda:0``; the report must call it what the
+job calls it, ``cuda:N`` of the rank's own (unnarrowed) view, where its snapshot's
+device table, its fingerprint and rank 0's comparison look for it. So the rank says
+so up front, as data: the kernel runner is handed the name (``names``,
+``steps.NAMES``) and writes its step files, its progress ("kernels cuda:N") and its
+facts under it, rather than each being renamed after the run. The name, not the UUID,
+because the name is what the rank's facts are keyed by; the UUID is what the rank
+narrowed to (``Selection.uuid``, in its fingerprint as ``device_uuid``).
 """
 
 from __future__ import annotations
 
 import os
-import shlex
-import stat
-import tempfile
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from mpdoctor.analysis.gpu_map import device_table
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.snapshot import KernelInfo, Snapshot
+
+if TYPE_CHECKING:
+    from mpdoctor.probes.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -59,61 +69,25 @@ def select_device(snap: Snapshot, local_rank: int) -> Selection:
     return Selection(f"cuda:{row.cuda_ordinal}", row.name, row.compute_capability, row.uuid, problem)
 
 
-class _Renamed(ProgressBoard):
-    """The narrowed probe's board: its "kernels cuda:0" is the job's "kernels cuda:N"; its CPU run is not shown."""
-
-    def __init__(self, board: ProgressBoard, device: str) -> None:
-        super().__init__()
-        self.board, self.device = board, device
-
-    def _name(self, name: str) -> str:
-        return f"kernels {self.device}" if name == "kernels cuda:0" else name
-
-    def start(self, name, text="", total=None, unit=""):
-        if name != "kernels cpu":
-            self.board.start(self._name(name), text, total, unit)
-
-    def update(self, name, text=None, completed=None, total=None, unit=None):
-        if name != "kernels cpu":
-            self.board.update(self._name(name), text, completed, total, unit)
-
-    def finish(self, name, text=None):
-        if name != "kernels cpu":
-            self.board.finish(self._name(name), text)
-
-
-def own_gpu_kernels(python: str, timeout: float, mode: str, selection: Selection,
+def own_gpu_kernels(python: str, budget: Budget, mode: str, selection: Selection,
                     progress: ProgressBoard = SILENT) -> Optional[KernelInfo]:
     """The microkernels on ``selection``'s GPU only, named as the job numbers it; None when it cannot be narrowed.
 
     The CPU is not timed (``cpu=False``): the ranks of a node would time it against
     each other, and their CPU runs would disturb the GPU timings of the node.
     """
-    from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.kernels import probe_kernels_and_torch
 
     if not selection.narrowed:
         return None
-    with tempfile.TemporaryDirectory(prefix="mpdoctor-rank-gpu-") as tmp:
-        wrapper = narrowed_python(tmp, python, selection.narrowed)
-        board = SILENT if progress is SILENT else _Renamed(progress, selection.device)
-        info = probe_kernels_and_torch(wrapper, Budget.from_timeout(timeout), mode, None, board, cpu=False)[0]
-    return named_back(info, selection.device)
+    info = probe_kernels_and_torch(python, budget, mode, None, progress, cpu=False,
+                                   env=narrowed_env(selection.narrowed), names=(selection.device,))[0]
+    if info.status == "ok" and not info.devices:
+        return replace(info, status="error", detail=f"the kernel probe, given only {selection.device}'s GPU "
+                                                    f"(CUDA_VISIBLE_DEVICES={selection.narrowed}), saw no CUDA device")
+    return info
 
 
-def narrowed_python(directory: str, python: str, visible: str) -> str:
-    """An executable in ``directory`` that runs ``python`` with CUDA_VISIBLE_DEVICES=``visible``, and nothing else."""
-    wrapper = os.path.join(directory, "python")
-    with open(wrapper, "w", encoding="utf-8") as handle:
-        handle.write(f"#!/bin/sh\nCUDA_VISIBLE_DEVICES={shlex.quote(visible)} exec {shlex.quote(python)} \"$@\"\n")
-    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
-    return wrapper
-
-
-def named_back(info: KernelInfo, device: str) -> KernelInfo:
-    """The narrowed probe's kernels: its cuda:0 is the job's ``device`` (a CPU run, never asked for, is not kept)."""
-    runs = [replace(run, device=device) for run in info.devices if run.device == "cuda:0"]
-    if runs or info.status != "ok":
-        return replace(info, devices=runs)
-    return replace(info, status="error", devices=[],
-                   detail=f"the kernel probe, given only {device}'s GPU (CUDA_VISIBLE_DEVICES), saw no CUDA device")
+def narrowed_env(visible: str) -> dict[str, str]:
+    """This process's environment, but CUDA_VISIBLE_DEVICES=``visible``: for a child, never set here."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": visible}

@@ -13,6 +13,7 @@ from mpdoctor.fleet.devices import select_device
 from mpdoctor.fleet.model import Fingerprint, RankReport
 from mpdoctor.findings import Finding
 from mpdoctor.snapshot import Snapshot, canonical_name
+from mpdoctor.probes.remote.kernel_measure import kernel_key
 
 # Variables that change numerics (TF32, cuBLAS workspaces, deterministic algorithms) or communication (NCCL).
 ENV_PREFIXES = ("NCCL_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "TORCHINDUCTOR_", "XLA_",
@@ -69,7 +70,7 @@ def measured(print_: Fingerprint, snap: Snapshot) -> Fingerprint:
             own_bf16 = run.bf16_native
         if snap.kernels.status != "ok":
             continue
-        times = {_kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results
+        times = {kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results
                  if r.status == "ok" and r.seconds}
         if times:
             kernels[run.device], devices[run.device] = times, run.name
@@ -89,10 +90,6 @@ def _nccl(snap: Snapshot) -> dict[str, str]:
         if canonical_name(dist.name).startswith(NCCL_WHEELS) and dist.version:
             return {"nccl": dist.version, "nccl_source": canonical_name(dist.name)}
     return {}
-
-
-def _kernel_key(op: str, dtype: str, backend: str) -> str:
-    return "/".join(part for part in (op, dtype, backend) if part)
 
 
 def rank_report(rank: int, host: str, local_rank: int, snap: Snapshot, findings: list[Finding],

@@ -13,7 +13,6 @@ exits with the verdict.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -31,14 +30,11 @@ from mpdoctor.fleet.protocol import Gathered
 from mpdoctor.fleet.steps import check_step
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
 from mpdoctor.fleet.verdict import judge_gathered, summary_line
+from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import run_child
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.schema.serde import to_data
 
-# A test stand-in for a rank whose mpdoctor dies mid-check (tests/test_fleet_run.py sets it for one rank only):
-# "die" kills this process with SIGKILL, as the OOM killer would, once its store child is connected (so the
-# heartbeat has its step to tell). Nothing else reads it.
-TEST_HOOK = "MPDOCTOR_FLEET_TEST_FAULT"
 STAY = 5.0  # seconds past the deadline a rank without a verdict of its own stays, for rank 0 to report it
 TICK = 0.1  # seconds between looks at the store child's files
 
@@ -46,7 +42,7 @@ TICK = 0.1  # seconds between looks at the store child's files
 @dataclass
 class RankOptions:
     python: str
-    timeout: float = 60.0  # --timeout of the check
+    budget: Budget  # the check's, from --timeout (built once: cli/fleet.py, fleet/api.py)
     deadline: float = 300.0  # seconds from start for every rank's report
     kernels: str = "quick"
     select: list[str] = field(default_factory=list)
@@ -110,8 +106,6 @@ def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked
     announced = steps.CHECKING
     limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
     while time.time() < limit:
-        if os.environ.get(TEST_HOOK) == "die" and mailbox.has(box, mailbox.CONNECTED):
-            os.kill(os.getpid(), 9)  # the test stand-in: this rank's mpdoctor dies during its check
         error = mailbox.take(box, mailbox.ERROR)
         if error:
             return Outcome(problem=error)
@@ -179,16 +173,12 @@ def check_rank(launch: Launch, options: RankOptions, out: dict, progress: Progre
 
     Its probes post what they are doing to ``progress`` (the heartbeat's step, ``steps.check_step``).
     """
-    from mpdoctor.analysis.gpu_map import device_table
-    from mpdoctor.doctor.judge import judge
-    from mpdoctor.doctor.report import Report, redacted
-    from mpdoctor.snapshot import utc_timestamp
+    from mpdoctor.doctor.diagnose import report_of
+    from mpdoctor.doctor.report import redacted
 
     began = time.monotonic()
     try:
-        snapshot = own_snapshot(launch, options, progress)
-        report = redacted(Report(created=utc_timestamp(), findings=judge(snapshot, options.select, options.ignore),
-                                 snapshot=snapshot, gpus=device_table(snapshot)))
+        report = redacted(report_of(own_snapshot(launch, options, progress), options.select, options.ignore))
     except Exception as exc:  # noqa: BLE001 - rank 0 names this rank with the reason instead of waiting for it
         out["failed"] = f"its check failed: {type(exc).__name__}: {exc}"
         return
@@ -210,18 +200,17 @@ def own_snapshot(launch: Launch, options: RankOptions, progress: ProgressBoard =
     from mpdoctor.doctor.gather import Options, gather, needed_facts
     from mpdoctor.fleet.devices import own_gpu_kernels, select_device
 
-    plain = Options(python=options.python, timeout=options.timeout, kernels="off", select=options.select,
+    plain = Options(python=options.python, budget=options.budget, kernels="off", select=options.select,
                     ignore=options.ignore, progress=progress)
     snapshot = gather(plain)
     if options.kernels == "off" or "kernels" not in needed_facts(plain):
         return snapshot
-    kernels = own_gpu_kernels(options.python, options.timeout, options.kernels,
+    kernels = own_gpu_kernels(options.python, options.budget, options.kernels,
                               select_device(snapshot, launch.local_rank), progress)
     if kernels is None and launch.local_rank == 0:
-        from mpdoctor.probes.budget import Budget
         from mpdoctor.probes.kernels import probe_kernels_and_torch
 
-        kernels = probe_kernels_and_torch(options.python, Budget.from_timeout(options.timeout), options.kernels,
+        kernels = probe_kernels_and_torch(options.python, options.budget, options.kernels,
                                           None, progress)[0]
     if kernels is not None:
         snapshot.kernels = kernels

@@ -13,7 +13,6 @@ from typing import Iterable
 
 from mpdoctor.probes.progress import TaskState
 
-CONNECTING = "connecting"  # the store child's first step, before it reads the rank's
 CHECKING = "starting its check"  # the check began; no probe has said more yet
 JUDGING = "judging"  # every probe ended; the checks run on the snapshot
 SENDING = "sending its report"

@@ -1,15 +1,26 @@
 """The one ``--timeout``, and every time limit mpdoctor derives from it.
 
-``--timeout T`` (``check``, ``explain --check``: default 60; ``audit``: 120) is
-the only knob, a number of seconds from ``MIN_TIMEOUT`` to ``MAX_TIMEOUT`` (0.1 to
-a day: the CLI refuses ``nan``, ``inf`` and ``1e308`` with :func:`timeout_problem`).
-Every limit is derived here, once, by :meth:`Budget.from_timeout`:
+``--timeout T`` (``check``, ``explain --check``, ``fleet``: default
+``DEFAULT_TIMEOUT``, 60; ``audit``: ``AUDIT_TIMEOUT``, 120) is the only knob, a
+number of seconds from ``MIN_TIMEOUT`` to ``MAX_TIMEOUT`` (0.1 to a day:
+``nan``, ``inf`` and ``1e308`` are refused, see :func:`timeout_problem`).
+:func:`parse_timeout` is the one reading of it: the CLI's ``--timeout`` option
+(``cli/options.py``'s ``Timeout``, shared by every command) and the pre-scan
+that starts a plain check early (``prescan.py``) both call it, and it builds the
+run's Budget, once; everything below takes that Budget, never a number of seconds.
+
+Every limit is derived from T by :meth:`Budget.from_timeout`:
 host code (``mpdoctor.probes``) takes its limits from a Budget, and code that
 runs in the target interpreter (``probes/remote/``) is handed the numbers it
 needs on its command line, as one JSON object: :meth:`Budget.env_limits` for the
 env part, :meth:`Budget.torch_limits` for the torch part and
 :meth:`Budget.runner_limits` for the kernel runner. The remote side derives none
-of them (``tests/test_budget.py`` checks that it reads what it is handed).
+of them (``tests/test_budget.py`` checks that it reads what it is handed). The
+four the env and torch parts enforce (``apex_users``, ``project_scan``,
+``apex_loads``, ``apex_load_each``) are computed by ``remote/limits.py``'s
+``handed_limits``, which also holds ``DEFAULT_TIMEOUT``: stdlib only, so that a
+part started without limits (by hand) falls back on the same formula for the
+same default, with no number repeated in the target.
 
 ============== ================================= ====== ====== ====== =============================================
 limit          derivation (T = --timeout)         T=0.5  T=20   T=60   what it bounds (who enforces it)
@@ -80,12 +91,17 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Union
 
+from mpdoctor.probes.remote.limits import DEFAULT_TIMEOUT, handed_limits
+
 # The range --timeout accepts. Below 0.1 s nothing can start; above a day a hung probe would hold a terminal or a
 # CI job for longer than anyone waits, and inf, 1e308 or nan would overflow the derived limits or wait forever.
 MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 86400.0
 RUNNER_SLACK = 5.0  # s: the kernel runner's start and end around its timed phases
 WHOLE_FACTOR = 3.5  # ``whole`` <= WHOLE_FACTOR * T + RUNNER_SLACK for every T (tests/test_budget.py)
 QUIET_GRACE = 0.25  # s: see Budget.quiet_grace; an inventory usually ends well before torch has imported
+AUDIT_TIMEOUT = 120.0  # s: `mpdoctor audit`'s --timeout default (one pickled file's listing: Budget.checkpoint)
+__all__ = ["AUDIT_TIMEOUT", "Budget", "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "MIN_TIMEOUT", "parse_timeout",
+           "timeout_problem"]
 
 
 @dataclass(frozen=True)
@@ -114,18 +130,16 @@ class Budget:
         t = float(timeout)
         if not t > 0 or not math.isfinite(t):
             raise ValueError(f"a timeout must be a positive, finite number of seconds, not {timeout!r}")
-        apex_loads = min(20.0, t / 3)
+        handed = handed_limits(t)  # apex_users, project_scan, apex_loads, apex_load_each (remote/limits.py)
+        apex_loads = handed["apex_loads"]
         device_run = 2 * t
         return cls(
             timeout=t,
             part=t,
             oneflow_floor=min(10.0, t),
-            apex_users=min(3.0, t / 4),
-            project_scan=min(1.5, t / 6),
             nvml=t,
             torch_import=t,
-            apex_loads=apex_loads,
-            apex_load_each=min(apex_loads, max(1.0, min(10.0, apex_loads / 3))),
+            **handed,
             cuda_count=t,
             device_start=t,
             kernel_step=min(device_run, max(2.0, t / 4)),
@@ -136,9 +150,9 @@ class Budget:
         )
 
     @classmethod
-    def of(cls, value: Union["Budget", float]) -> "Budget":
-        """``value`` if it is a Budget already, else the Budget of that ``--timeout``."""
-        return value if isinstance(value, Budget) else cls.from_timeout(value)
+    def default(cls) -> "Budget":
+        """The Budget of the default ``--timeout``: for a caller that was given none (the Python API, tests)."""
+        return cls.from_timeout(DEFAULT_TIMEOUT)
 
     @property
     def whole(self) -> float:
@@ -177,6 +191,22 @@ class Budget:
         """
         return {**self.torch_limits(),
                 **self._pick("cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")}
+
+
+def parse_timeout(value: Union[str, float]) -> Budget:
+    """The Budget of a ``--timeout`` as given (text or a number); ValueError, in words, when it cannot be one.
+
+    The one reading of ``--timeout``: typer calls it (``cli/options.py``'s ``Timeout``), and so does the
+    pre-scan that starts a plain check before typer loads (``prescan.py``), so the two cannot disagree.
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a valid float.") from None  # click's own words for a bad float
+    problem = timeout_problem(seconds)
+    if problem:
+        raise ValueError(f"{value} {problem}")
+    return Budget.from_timeout(seconds)
 
 
 def timeout_problem(value: float) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Union
 
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import kill_children_on_error
@@ -20,9 +19,9 @@ KERNELS_OFF = "--no-kernels, or no selected check needs them"
 NVML_WORDS = {"ok": "done", "unavailable": "no NVIDIA driver", "error": "failed"}
 
 
-def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "quick",
+def take_snapshot(python: str, budget: Budget, kernels: str = "quick",
                   project: bool = True, progress: ProgressBoard = SILENT) -> Snapshot:
-    """Facts about the interpreter ``python`` and this machine, within ``timeout`` (--timeout, or its Budget).
+    """Facts about the interpreter ``python`` and this machine, within the run's ``budget``.
 
     ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
     (``--no-kernels``, or no selected check needs them). ``project``: scan the
@@ -36,7 +35,6 @@ def take_snapshot(python: str, timeout: Union[Budget, float], kernels: str = "qu
     does meanwhile (loading the checks) overlap its import. The CPU kernels wait for
     the inventory only briefly (see ``kernels.probe_kernels_and_torch``).
     """
-    budget = Budget.of(timeout)
     created = utc_timestamp()
     quiet = threading.Event()  # set once the inventory, which competes for the cores, has ended
     with ThreadPoolExecutor(max_workers=2) as pool, kill_children_on_error():

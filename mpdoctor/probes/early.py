@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Optional
 from mpdoctor.probes.progress import ProgressBoard
 
 if TYPE_CHECKING:
+    from mpdoctor.probes.budget import Budget
     from mpdoctor.snapshot import Snapshot
 
 JOIN_LIMIT = 10.0  # s: a given-up snapshot's thread ends as soon as its children are killed; this is a backstop
@@ -30,7 +31,7 @@ class Request:
     """What ``take_snapshot`` is asked for; two requests for the same snapshot are equal."""
 
     python: str
-    timeout: float
+    budget: Budget  # the run's, built once from --timeout (budget.parse_timeout)
     kernels: str  # quick, full or off
     project: bool
 
@@ -47,7 +48,7 @@ class Early:
         self.request = request
         self.board = ProgressBoard()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-early")
-        self._future = self._pool.submit(take_snapshot, request.python, request.timeout, request.kernels,
+        self._future = self._pool.submit(take_snapshot, request.python, request.budget, request.kernels,
                                          request.project, progress=self.board)
         self._pool.shutdown(wait=False)  # the thread ends with the snapshot
 

@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 import typing
-from typing import Optional, Union
+from typing import Optional
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -286,14 +286,13 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
     runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
 
 
-def probe_environment(python: str, timeout: Union[Budget, float], project: bool = True,
+def probe_environment(python: str, budget: Budget, project: bool = True,
                       progress: ProgressBoard = SILENT) -> tuple[PythonEnvironment, TorchInfo]:
-    """Run the probe parts in parallel in the interpreter ``python``, within ``timeout`` (a Budget, or --timeout).
+    """Run the probe parts in parallel in the interpreter ``python``, within the run's ``budget``.
 
     ``project``: scan the working directory's code (see probe_inventory). Tasks
     "torch", "inventory" and "oneflow" (when it runs) are posted to ``progress``.
     """
-    budget = Budget.of(timeout)
     progress.start("torch", "starting Python")
     with ThreadPoolExecutor(max_workers=1) as pool, kill_children_on_error():
         torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits(),
@@ -306,7 +305,7 @@ def probe_environment(python: str, timeout: Union[Budget, float], project: bool 
     return env, torch
 
 
-def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = True,
+def probe_inventory(python: str, budget: Budget, project: bool = True,
                     progress: ProgressBoard = SILENT) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
@@ -317,7 +316,6 @@ def probe_inventory(python: str, timeout: Union[Budget, float], project: bool = 
     without it the snapshot's ``environment.project.skipped`` says it was not.
     Tasks "inventory" and "oneflow" are posted to ``progress``.
     """
-    budget = Budget.of(timeout)
     switches = () if project else (step_names.NO_PROJECT,)
     progress.start("inventory", "starting Python")
     result, steps = run_part(python, step_names.PART_ENV, budget.part, budget.env_limits(), switches, progress,

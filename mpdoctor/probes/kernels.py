@@ -15,7 +15,7 @@ import tempfile
 import threading
 import typing
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence
 
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, remote_argv, run_child
@@ -23,7 +23,7 @@ from mpdoctor.probes.environment import Steps, probe_run, torch_facts
 from mpdoctor.probes.follow import TORCH_WORDS, KernelProgress, PartProgress, end_words, finish_run
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
-from mpdoctor.probes.remote.kernel_measure import TOLERANCE
+from mpdoctor.probes.remote.kernel_measure import TOLERANCE, kernel_key, parse_key
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS, TIMED_OPS, TIMING
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TimingLoad, TorchInfo
@@ -33,20 +33,21 @@ BOOKKEEPING = (step_names.DEVICE, step_names.END, step_names.DONE, step_names.RE
 TIMING_FACTS = ("seconds", "seconds_median", "seconds_max", "rounds", "rounds_disturbed")
 
 
-def probe_kernels(python: str, timeout: Union[Budget, float], mode: str,
+def probe_kernels(python: str, budget: Budget, mode: str,
                   quiet: Optional[threading.Event] = None) -> KernelInfo:
-    """Run every device's microkernels in ``python`` within ``timeout`` (a Budget, or --timeout).
+    """Run every device's microkernels in ``python`` within the run's ``budget``.
 
     ``quiet`` is set once the other probes that compete for the cores are done:
     the CPU worker waits for it, but no longer than ``Budget.quiet_grace`` once the
     runner is ready to start it (see probe_kernels_and_torch). None: start at once.
     """
-    return probe_kernels_and_torch(python, timeout, mode, quiet)[0]
+    return probe_kernels_and_torch(python, budget, mode, quiet)[0]
 
 
-def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: str,
+def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
                             quiet: Optional[threading.Event] = None, progress: ProgressBoard = SILENT,
-                            cpu: bool = True) -> tuple[KernelInfo, TorchInfo, Steps]:
+                            cpu: bool = True, env: Optional[dict] = None,
+                            names: Sequence[str] = ()) -> tuple[KernelInfo, TorchInfo, Steps]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
@@ -63,8 +64,10 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
     (``kernel_measure``). ``progress`` gets task "torch" (the step the import is
     in) and one "kernels <device>" per device (tests done of the plan's total).
     ``cpu=False`` times the CUDA devices only (a fleet rank, whose node's CPU is timed by one rank).
+    ``env``: the runner's whole environment (``run_child``), e.g. CUDA_VISIBLE_DEVICES narrowed to one GPU;
+    ``names``: what the caller calls the CUDA devices the runner sees, in order: only as many are timed, and
+    their facts and progress carry those names (``steps.NAMES``; a fleet rank's narrowed cuda:0 is its cuda:3).
     """
-    budget = Budget.of(timeout)
     with tempfile.TemporaryDirectory(prefix="mpdoctor-kernels-") as tmp:
         runner_file = os.path.join(tmp, step_names.RUNNER_FILE)
         quiet_file = os.path.join(tmp, step_names.QUIET_FILE)
@@ -93,8 +96,9 @@ def probe_kernels_and_torch(python: str, timeout: Union[Budget, float], mode: st
             return None
 
         argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()),
-                           *(() if cpu else (step_names.NO_CPU,)))
-        result = run_child(argv, budget.runner, watch=watch)
+                           *(() if cpu else (step_names.NO_CPU,)),
+                           *((step_names.NAMES + ",".join(names),) if names else ()))
+        result = run_child(argv, budget.runner, env=env, watch=watch)
         run, steps = torch_part(result, tmp)
         kernel_info, torch = kernel_facts(result, tmp, mode), torch_facts(result, steps, run)
         torch_progress.look()
@@ -187,9 +191,9 @@ def device_facts(name: str, steps: Steps) -> DeviceKernels:
         device.restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
         device.seconds = float(seconds) if _number(seconds) else 0.0
     device.results = [kernel_result(key, data) for key, data in steps.data.items()
-                      if key not in BOOKKEEPING and known_key(key) and not key.startswith(TIMING + "/")]
+                      if key not in BOOKKEEPING and known_key(key) and parse_key(key)[0] != TIMING]
     for key, data in steps.data.items():
-        if key.startswith(TIMING + "/") and isinstance(data, dict):
+        if parse_key(key)[0] == TIMING and known_key(key) and isinstance(data, dict):
             _apply_timing(device.results, data.get("timed"))
     device.load = _load(steps.data.get(step_names.RETIME))
     return device
@@ -200,7 +204,7 @@ def _apply_timing(results: list[KernelResult], timed: object) -> None:
     if not isinstance(timed, dict):
         return
     for r in results:
-        facts = timed.get("/".join(part for part in (r.op, r.dtype, r.backend) if part))
+        facts = timed.get(kernel_key(r.op, r.dtype, r.backend))  # the key the child timed it under
         if r.status != "ok" or not isinstance(facts, dict) or not all(_number(facts.get(k)) for k in TIMING_FACTS):
             continue
         if min(facts[k] for k in TIMING_FACTS[:3]) <= 0 or min(facts["rounds"], facts["rounds_disturbed"]) < 0:
@@ -235,13 +239,6 @@ def known_key(key: str) -> bool:
     if op == TIMING:
         return dtype in TIMED_OPS and not backend
     return op in OPS and dtype in TOLERANCE and backend in ("",) + tuple(name for name, _, _ in SDPA_BACKENDS)
-
-
-def parse_key(key: str) -> tuple[str, str, str]:
-    """``"sdpa/float16/flash"`` as (op, dtype, backend)."""
-    op, _, rest = key.partition("/")
-    dtype, _, backend = rest.partition("/")
-    return op, dtype, backend
 
 
 def kernel_result(key: str, data: object) -> KernelResult:

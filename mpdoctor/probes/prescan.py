@@ -14,15 +14,27 @@ Anything unusual starts nothing early and is left to typer: another command,
 on the checks), an unknown option or a value typer would refuse, an output path that
 cannot be written, no temporary directory. So ``--help`` and a bad option are
 answered exactly as before, and no probe child is started for them.
+
+Why typer parses the same command line again: the pre-scan runs before typer is
+imported (that is the point) and reads only what a plain check may hold; typer
+still parses every command line, validates it, answers ``--help`` and usage
+errors, and serves every command the pre-scan leaves alone (and ``CliRunner``
+tests, which never run the pre-scan). So both parses exist, and they share the
+options' declarations rather than repeating them: ``--timeout`` and ``--python``
+are read by the very functions the CLI's options call (``budget.parse_timeout``,
+which also builds the run's Budget, and ``target_python.find_python``), and the
+choices are held to the CLI's enums by ``tests/test_prescan.py``. ``gather``
+still compares the two requests: a divergence costs the early start, never a
+snapshot of other options.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
     from mpdoctor.probes import early
+    from mpdoctor.probes.budget import Budget
 
 PathProblem = Callable[[str], str]  # why a path cannot take a report, "" when it can (render.output.target_problem)
 
@@ -35,7 +47,6 @@ TAKES_VALUE = {"--format": FORMATS, "--fail-on": FAIL_ON, "--kernels": KERNEL_MO
                "--save-snapshot": None, "--python": None, "--timeout": None}  # None: any value, checked below
 SHORT = {"-f": "--format", "-o": "--output", "-q": "--quiet"}
 FLAGS = {"--no-kernels", "--quiet"}
-DEFAULT_TIMEOUT = 60.0  # check's --timeout default
 
 
 def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.Request]:
@@ -65,9 +76,9 @@ def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.
             values[name] = value  # given twice, the last one counts, as with typer
         else:  # --help, --select, --snapshot, a typo, an argument: typer's business
             return None
-    timeout = _timeout(values.get("--timeout"))
+    budget = _budget(values.get("--timeout"))
     python = _python(values.get("--python"))
-    if timeout is None or python is None:
+    if budget is None or python is None:
         return None
     for option in ("--output", "--save-snapshot"):
         if option in values and path_problem(values[option]):
@@ -78,19 +89,17 @@ def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.
     if temp_problem():
         return None
     kernels = "off" if "--no-kernels" in flags else values.get("--kernels", "quick")
-    return early.Request(python, timeout, kernels, project=True)  # every check is selected: every fact is needed
+    return early.Request(python, budget, kernels, project=True)  # every check is selected: every fact is needed
 
 
-def _timeout(text: Optional[str]) -> Optional[float]:
-    if text is None:
-        return DEFAULT_TIMEOUT
-    from mpdoctor.probes.budget import timeout_problem
+def _budget(text: Optional[str]) -> Optional[Budget]:
+    """The run's Budget as the CLI's --timeout will read it (the same function); None where that is a usage error."""
+    from mpdoctor.probes.budget import DEFAULT_TIMEOUT, parse_timeout
 
     try:
-        value = float(text)
+        return parse_timeout(DEFAULT_TIMEOUT if text is None else text)
     except ValueError:
         return None
-    return value if math.isfinite(value) and not timeout_problem(value) else None
 
 
 def _python(given: Optional[str]) -> Optional[str]:

@@ -5,8 +5,12 @@ from __future__ import annotations
 from mpdoctor.analysis.gpu_table import DeviceRow, GpuView
 
 HEADERS = ("cuda", "nvidia-smi", "name", "PCI bus", "cc", "memory", "fp16", "bf16", "tf32", "fp8", "how")
-SHORT = {"tensor-cores": "TC", "native": "yes", "slow": "slow", "emulated": "emul", "no": "-", "": "?"}
-LEGEND = "TC: tensor cores, emul: emulated in fp32, slow: a fraction of fp32's rate; expected from the compute capability"
+# The compute capability's prediction, in words of its own: "slow" is the measured matrix's word (a dtype timed far
+# slower than fp32, kernel_table.MATRIX_LEGEND); the predicted level "slow" (units at a fraction of fp32's rate) is
+# drawn "low" here. The JSON keeps the level's name (DeviceRow.fp16 ...: "slow").
+SHORT = {"tensor-cores": "TC", "native": "yes", "slow": "low", "emulated": "emul", "no": "-", "": "?"}
+LEGEND = ("TC: tensor cores, emul: emulated in fp32, low: a fraction of fp32's rate; predicted from "
+          "the compute capability, not measured")
 
 
 def _cuda_cell(row: DeviceRow) -> str:

@@ -21,7 +21,8 @@ import shlex
 from collections import Counter
 from typing import Callable
 
-from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
+from mpdoctor.analysis.kernel_table import MATRIX_LEGEND
+from mpdoctor.analysis.kernel_view import short
 from mpdoctor.checks.fixes import mpdoctor_check
 from mpdoctor.doctor.report import Report
 from mpdoctor.findings import Finding
@@ -191,14 +192,16 @@ def _devices(report: Report) -> list[str]:
 
 def _kernels(report: Report) -> list[str]:
     head = ["## Precision, measured", ""]
-    groups = matrix_groups(report.snapshot)
-    notes = _notes(kernel_notes(report.snapshot) + ([MATRIX_LEGEND] if groups else [])) + [""]
+    shown = report.kernels.shown  # judged once, in the report: drawn here, never re-judged
+    notes = _notes(report.kernels.notes + ([MATRIX_LEGEND] if shown else [])) + [""]
     tables = []
-    for device, alike, headers, rows in groups:
+    for device, alike in shown:
         also = f" ({_clip(', '.join(alike), CELL)} alike)" if alike else ""
-        tables.append([f"**{_clip(label(device), CELL)}**{also}", "", "| " + " | ".join(headers) + " |",
+        headers = ["op"] + [short(dtype) for dtype in device.dtypes]
+        tables.append([f"**{_clip(device.label, CELL)}**{also}", "", "| " + " | ".join(headers) + " |",
                        "|" + "---|" * len(headers)]
-                      + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows] + [""])
+                      + ["| " + " | ".join(_cell(c) for c in [row.name, *row.cells]) + " |" for row in device.rows]
+                      + [""])
     return head + _within(tables, KERNELS - _size(head) - _size(notes),
                           lambda left: f"... {left} more devices measured, see the snapshot") + notes
 

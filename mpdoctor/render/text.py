@@ -11,7 +11,8 @@ from rich.text import Text
 
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
-from mpdoctor.analysis.kernel_view import MATRIX_LEGEND, kernel_notes, label, matrix_groups
+from mpdoctor.analysis.kernel_table import MATRIX_LEGEND, KernelView
+from mpdoctor.analysis.kernel_view import short
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how, longest_word
 from mpdoctor.render.wrap import join_parts, print_command, print_head, print_prose, wraps
 from mpdoctor.doctor.report import Report
@@ -102,19 +103,20 @@ def render_devices(view: GpuView, console: Console) -> None:
     console.print()
 
 
-def render_kernels(snap: Snapshot, console: Console) -> None:
-    """The measured capability matrix, one table per distinct device."""
-    groups = matrix_groups(snap)
-    for device, alike, headers, rows in groups:
+def render_kernels(view: KernelView, console: Console) -> None:
+    """The measured capability matrix as judged (``Report.kernels``), one table per distinct device."""
+    shown = view.shown
+    for device, alike in shown:
         also = f"; {', '.join(alike)} alike" if alike else ""
-        print_prose(console, f"Measured on {label(device)}{also}", style="bold")
+        print_prose(console, f"Measured on {device.label}{also}", style="bold")
         table = _table()
-        for header in headers:
-            table.add_column(header, no_wrap=True, justify="left" if header == "op" else "right")
-        for row in rows:
-            table.add_row(*(Text(c) for c in row))
+        table.add_column("op", no_wrap=True, justify="left")
+        for dtype in device.dtypes:
+            table.add_column(short(dtype), no_wrap=True, justify="right")
+        for row in device.rows:
+            table.add_row(*(Text(c) for c in [row.name, *row.cells]))
         console.print(table)
-    for line in kernel_notes(snap) + ([MATRIX_LEGEND] if groups else []):
+    for line in view.notes + ([MATRIX_LEGEND] if shown else []):
         print_prose(console, line, "  ", style="dim")
     console.print()
 
@@ -128,7 +130,7 @@ def render_text(report: Report, console: Console) -> None:
         console.print(Text(line, style="bold"), soft_wrap=True)
     console.print()
     render_devices(report.gpus, console)
-    render_kernels(report.snapshot, console)
+    render_kernels(report.kernels, console)
     for finding in report.findings:
         render_finding(console, finding)
     if any(f.severity == "error" for f in report.findings):

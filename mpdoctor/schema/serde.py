@@ -18,9 +18,7 @@ Evolution within a schema version, as the loader and the schema both state it:
   the loader enforces ``const`` too;
 * a ``Literal`` field (a vocabulary: ``mpdoctor.snapshot.vocab``) may carry a value
   this version does not know: the loader keeps the string, for readers to treat as
-  unknown, and the schema says so (``anyOf`` this version's ``enum``, or any string).
-  :func:`undeclared_values` finds such values, e.g. for tests that hold mpdoctor's
-  own output to its declared vocabularies;
+  unknown, and the schema says so (``anyOf`` this version's ``enum``, or any string);
 * a value of the wrong type is refused by both. An integral number written as a
   float (``2.0``) is an integer to both, as JSON Schema says; the loader returns it
   as an ``int``.
@@ -149,29 +147,6 @@ def _same(value: Any, const: Any) -> bool:
     if isinstance(value, bool) or isinstance(const, bool):
         return isinstance(value, bool) and isinstance(const, bool) and value == const
     return bool(value == const)
-
-
-def undeclared_values(cls: Any, data: Any, where: str = "$") -> list[str]:
-    """``where: value`` for every ``Literal`` field in ``data`` whose value ``cls`` does not declare.
-
-    Loading accepts such values (see :func:`from_data`); this says where they are.
-    Data that does not fit ``cls`` otherwise is skipped here: :func:`from_data` reports it.
-    """
-    origin = typing.get_origin(cls)
-    args = typing.get_args(cls)
-    if origin is Literal:
-        return [f"{where}: {data!r}"] if isinstance(data, str) and data not in _literal_values(args) else []
-    if origin is Union:
-        return [] if data is None else undeclared_values([a for a in args if a is not type(None)][0], data, where)
-    if origin is list and isinstance(data, list):
-        return [found for i, item in enumerate(data) for found in undeclared_values(args[0], item, f"{where}[{i}]")]
-    if origin is dict and isinstance(data, dict):
-        return [found for k, v in data.items() for found in undeclared_values(args[1], v, f"{where}.{k}")]
-    if dataclasses.is_dataclass(cls) and isinstance(data, dict):
-        hints = _hints(cls)
-        return [found for f in dataclasses.fields(cls) if f.name in data
-                for found in undeclared_values(hints[f.name], data[f.name], f"{where}.{f.name}")]
-    return []
 
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}

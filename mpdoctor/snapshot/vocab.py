@@ -120,6 +120,15 @@ VisibleEntryKind = Literal["index", "gpu-uuid", "mig-uuid", "invalid", ""]
 # GpuView.order: analysis/gpu_map.effective_order (gpu_table.ORDERS, or unknown for any other text).
 CudaOrder = Literal["FASTEST_FIRST", "PCI_BUS_ID", "unknown"]
 
+# ---------------------------------------------------------------- the kernel verdicts (analysis/kernel_table)
+
+# KernelVerdict.speed: analysis/kernel_view.judge_kernel. baseline: fp32 itself, what the others are measured
+# against; fast, fine, slow, inconclusive: its speed against fp32 (kernel_view.verdict); empty: no speed to judge.
+KernelSpeed = Literal["baseline", "fast", "fine", "slow", "inconclusive", ""]
+
+# KernelVerdict.accuracy: analysis/kernel_view.ACCURACY, from the test's status; empty: not recorded.
+KernelAccuracy = Literal["ok", "wrong", "unchecked", ""]
+
 # ---------------------------------------------------------------- the audit report
 
 # FileSummary.format: checkpoint_audit/sources.read (safetensors, pickle; empty when the file is not one mpdoctor
@@ -128,8 +137,8 @@ WeightFormat = Literal["safetensors", "pickle", "memory", ""]
 
 __all__ = [
     "ApexLocationKind", "ApexResolution", "ApexSearchSource", "CoexistCaseName", "CoexistDevice", "CoexistStatus",
-    "CudaOrder", "DeviceRunStatus", "DeviceSource", "KernelDtype", "KernelMode", "KernelOp",
-    "KernelResultStatus", "KernelStatus", "LoadStatus", "MatchedBy", "MockTorchKind", "NvmlStatus",
+    "CudaOrder", "DeviceRunStatus", "DeviceSource", "KernelAccuracy", "KernelDtype", "KernelMode", "KernelOp",
+    "KernelResultStatus", "KernelSpeed", "KernelStatus", "LoadStatus", "MatchedBy", "MockTorchKind", "NvmlStatus",
     "OneflowRuntimeStatus", "OneflowTorchStatus", "PrecisionLevel", "ProbeStatus", "SdpaBackend", "SeverityName",
     "StepRole", "TorchStatus", "VisibleEntryKind", "WeightFormat",
 ]

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from helpers import run_cli
-from mpdoctor.explain import explainer, matcher
+from mpdoctor.explain import cleaning, explainer, matcher
 from mpdoctor.explain.explainer import InputError, explain, read_file, read_stream
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import find
@@ -51,7 +51,7 @@ def test_sixty_dotted_capitals_through_the_cli(tmp_path):
 def test_five_megabytes_of_random_bytes_before_a_real_error_line():
     junk = random.Random(22).randbytes(5 << 20)
     data = junk + b"\n" + ERROR.encode() + b"\n"
-    expected = matcher.clean(junk + b"\n").count("\n") + 1
+    expected = cleaning.clean(junk + b"\n").count("\n") + 1
     assert recognised(data).get("dtype-expected-scalar-type") == expected
 
 

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mpdoctor.explain.known import all_signatures
-from mpdoctor.explain.matcher import clean, find
+from mpdoctor.explain.cleaning import clean
+from mpdoctor.explain.matcher import find
 from mpdoctor.probes.remote.redact import REDACTED, redact_clip, redact_text
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,

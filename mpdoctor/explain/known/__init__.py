@@ -1,4 +1,9 @@
-"""The known failures, one module per family. Add a family with one line here."""
+"""The known failures, one module per family. Add a family with one line here.
+
+Signatures are data, not rules: they have no code and are not in the registry of
+codes (``mpdoctor.checks.registry``, which says why); each names the snapshot
+checks that confirm it (``Signature.checks``), which tests hold to that registry.
+"""
 
 from __future__ import annotations
 

@@ -57,9 +57,28 @@ MIN_ROUNDS = 5  # undisturbed rounds wanted per op: enough for a median and a sp
 MAX_ROUNDS = 25  # rounds of one op, disturbed ones included, extra budget or not
 SETTLED = 1.25  # a kernel whose median is within 25% of its best needs no more rounds
 BATCH_LIMIT = 5  # a CPU batch stops after this many times its "round" length (see Device.per_call)
-CONCLUSIVE_ROUNDS = 3  # undisturbed rounds the host needs for a verdict (analysis.kernel_view.MIN_ROUNDS)
+# Undisturbed rounds a speed ratio needs before its spread means anything: the host's verdicts
+# (mpdoctor.analysis.kernel_view) take this very constant, and compare() stops an op early
+# when fewer could come of more rounds.
+CONCLUSIVE_ROUNDS = 3
 EARLY_ROUNDS = 2  # an op whose first rounds were all disturbed stops after this many: the load stays
 ERROR_TEXT = 600
+
+
+def kernel_key(op, dtype, backend=""):
+    """A test's step name, which is also its key in an op's timings: ``"matmul/float16"``, ``"sdpa/float16/flash"``.
+
+    The one way the key is built, here and on the host (``mpdoctor.probes.kernels`` re-joins
+    the timings to the results by it); :func:`parse_key` reads it back.
+    """
+    return "/".join(part for part in (op, dtype, backend) if part)
+
+
+def parse_key(key):
+    """``"sdpa/float16/flash"`` as (op, dtype, backend); missing parts are empty."""
+    op, _, rest = key.partition("/")
+    dtype, _, backend = rest.partition("/")
+    return op, dtype, backend
 
 
 def error_text(exc):
@@ -211,7 +230,7 @@ def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
     error = max_relative_error(torch, view(out) if view else out, expected)
     tolerance = TOLERANCE[dtype]
     seconds = dev._batch(run, 1)  # a first estimate; compare() times it properly beside the other dtypes
-    dev.timed.append(("/".join(part for part in (op, dtype, backend) if part), op, run, seconds))
+    dev.timed.append((kernel_key(op, dtype, backend), op, run, seconds))
     status = "ok" if error <= tolerance else "wrong"
     detail = "" if status == "ok" else (
         "output is not finite or has the wrong shape" if math.isinf(error)

@@ -64,7 +64,8 @@ class Job(supervise.Job):
 
 
 def main(argv):
-    """argv: the output directory, the mode (quick, full), the limits as JSON, then switches (``steps.NO_CPU``).
+    """argv: the output directory, the mode (quick, full), the limits as JSON, then switches (``steps.NO_CPU``,
+    ``steps.NAMES``).
 
     The limits are the host's ``Budget.runner_limits()``, in seconds: ``apex_loads``
     and ``apex_load_each`` (the torch part's apex extension imports, all and one),
@@ -79,6 +80,9 @@ def main(argv):
 
     out_dir, mode, limits = argv[0], argv[1], json.loads(argv[2])
     cpu = steps.NO_CPU not in argv[3:]  # a fleet rank times only its own GPU: its node's CPU is timed once
+    # What the caller calls the CUDA devices this process sees, in order (steps.NAMES); None: cuda:0, cuda:1...
+    named = [arg[len(steps.NAMES):].split(",") for arg in argv[3:] if arg.startswith(steps.NAMES)]
+    labels = named[-1] if named else None
 
     out = probe.StepWriter(os.path.join(out_dir, steps.RUNNER_FILE))
     # This process is also the environment probe's torch part: one `import torch` serves both.
@@ -108,6 +112,7 @@ def main(argv):
         return os.path.exists(quiet_path) or time.monotonic() > quiet_by
 
     def device_job(index, name):
+        """The worker of torch's device ``name`` ("cpu", "cuda:0"), whose results go to step file ``index``."""
         path = os.path.join(out_dir, steps.DEVICE_FILE % index)
         ready = quiet if name == "cpu" else (lambda: True)
         return Job(path, lambda: suite.tests(torch, name, mode), limits["device_start"], limits["kernel_step"],
@@ -126,11 +131,12 @@ def main(argv):
         counted = _counted(count_path)
         out.emit(steps.CUDA, counted)
         number = counted.get("count") if isinstance(counted.get("count"), int) else 0
-        names = ["cuda:%d" % i for i in range(number)]
+        ordinals = ["cuda:%d" % i for i in range(number)]  # as torch in this process numbers them
+        names = ordinals if labels is None else labels[:number]  # as the caller does: the DEVICES step says so
         first = len(devices)
         devices.extend(names)
         out.emit(steps.DEVICES, devices)
-        return [device_job(first + i, name) for i, name in enumerate(names)]
+        return [device_job(first + i, ordinals[i]) for i in range(len(names))]
 
     out.emit(steps.DEVICES, devices)
     supervise.run(([device_job(0, "cpu")] if cpu else []) + [count_job], after)

@@ -13,11 +13,12 @@ import warnings
 import zlib
 
 from . import steps
-from .kernel_measure import REFERENCE_ROWS, Device, compare, error_text, measure, record, skipped, timing_summary
+from .kernel_measure import (REFERENCE_ROWS, Device, compare, error_text, kernel_key, measure, record, skipped,
+                             timing_summary)
 
 OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
 TIMED_OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
-TIMING = "timing"  # TIMING + "/" + op: the step that times an op's dtypes against each other (compare)
+TIMING = "timing"  # kernel_key(TIMING, op): the step that times an op's dtypes against each other (compare)
 LOW_PRECISION = ("float16", "bfloat16")
 SDPA_BACKENDS = (  # our name, SDPBackend member, the old sdp_kernel() flag
     ("flash", "FLASH_ATTENTION", "enable_flash"),
@@ -287,26 +288,26 @@ def _seeded(dev, key, func):
 def _plan(torch, name, mode):
     dev = Device(torch, name, mode)
     plan = [(steps.DEVICE, lambda: device_info(torch, name))]
-    plan.append(("matmul/float32", lambda: gemm(dev, "float32")))
-    plan.append(("matmul/tf32", lambda: gemm(dev, "tf32") if dev.is_cuda
+    plan.append((kernel_key("matmul", "float32"), lambda: gemm(dev, "float32")))
+    plan.append((kernel_key("matmul", "tf32"), lambda: gemm(dev, "tf32") if dev.is_cuda
                  else skipped("matmul", "tf32", "TF32 is a CUDA tensor-core mode")))
     for dtype in LOW_PRECISION:
-        plan.append(("matmul/" + dtype, lambda d=dtype: gemm(dev, d)))
-    plan.append(("matmul/float8_e4m3fn", lambda: fp8_gemm(dev) if claims_fp8(torch, dev)
+        plan.append((kernel_key("matmul", dtype), lambda d=dtype: gemm(dev, d)))
+    plan.append((kernel_key("matmul", "float8_e4m3fn"), lambda: fp8_gemm(dev) if claims_fp8(torch, dev)
                  else skipped("matmul", "float8_e4m3fn", "the device does not claim fp8 GEMMs")))
     plan.append(timing(dev, "matmul"))
     for op, func in (("conv2d", conv2d), ("layer_norm", layer_norm), ("softmax", softmax)):
         for dtype in ("float32",) + LOW_PRECISION:
-            plan.append(("%s/%s" % (op, dtype), lambda f=func, d=dtype: f(dev, d)))
+            plan.append((kernel_key(op, dtype), lambda f=func, d=dtype: f(dev, d)))
         plan.append(timing(dev, op))
-    plan.append(("sdpa/float32", lambda: sdpa(dev, "float32")))
+    plan.append((kernel_key("sdpa", "float32"), lambda: sdpa(dev, "float32")))
     for dtype in LOW_PRECISION:
         for backend, _, _ in SDPA_BACKENDS:
-            plan.append(("sdpa/%s/%s" % (dtype, backend), lambda d=dtype, b=backend: sdpa(dev, d, b)))
+            plan.append((kernel_key("sdpa", dtype, backend), lambda d=dtype, b=backend: sdpa(dev, d, b)))
     plan.append(timing(dev, "sdpa"))
     for dtype in LOW_PRECISION:
-        plan.append(("autocast/" + dtype, lambda d=dtype: autocast(dev, d)))
-    plan.append(("grad_scaler/float16", lambda: grad_scaler(dev)))
+        plan.append((kernel_key("autocast", dtype), lambda d=dtype: autocast(dev, d)))
+    plan.append((kernel_key("grad_scaler", "float16"), lambda: grad_scaler(dev)))
     plan.append((steps.RETIME, lambda: timing_summary(dev)))
     return dev, plan
 
@@ -317,4 +318,4 @@ def timing(dev, op):
     Right after, not at the end: a test that crashes restarts the worker, and a
     fresh worker has only the kernels it ran itself to compare.
     """
-    return (TIMING + "/" + op, lambda: compare(dev, op))
+    return (kernel_key(TIMING, op), lambda: compare(dev, op))

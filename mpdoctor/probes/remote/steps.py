@@ -7,7 +7,8 @@ here, so a step renamed on one side cannot silently go missing on the other.
 Constants only (it imports nothing), Python 3.8+, like the rest of this package.
 
 The kernel suite's own step names (``"matmul/float16"``, ...) are built from
-``kernel_suite.OPS`` and the dtypes; the host reads them from there.
+``kernel_suite.OPS`` and the dtypes by ``kernel_measure.kernel_key``, which the
+host also uses to read them back.
 """
 
 # ---------------------------------------------------------------- every step file
@@ -25,6 +26,9 @@ PART_FILE = "%s.jsonl"  # PART_FILE % part: the step file the host gives a part
 # A part's command line: the part, its step file, its limits (one JSON object, from the host's Budget), switches:
 NO_PROJECT = "no-project"  # the env part leaves the working directory unscanned and writes no PROJECT step
 NO_CPU = "no-cpu"  # after the kernel runner's limits: time the CUDA devices only (a fleet rank's own GPU)
+# After the limits, "names=cuda:3": time only as many CUDA devices as named, under those names. A fleet rank
+# narrows CUDA_VISIBLE_DEVICES to its own GPU, which the runner then sees as cuda:0; the job calls it cuda:3.
+NAMES = "names="
 
 # the env part: no imports of what is diagnosed
 PYTHON = "python"

@@ -34,6 +34,7 @@ import traceback
 import warnings
 
 from . import steps
+from .limits import DEFAULT_TIMEOUT, handed_limits
 from .redact import redact_env_value, redact_text, redact_tree
 from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
 
@@ -47,9 +48,9 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
-# Budget.from_timeout(60)'s numbers (the default --timeout), only for a direct call (by hand, or an older host)
-# that hands no JSON object of limits; tests/test_budget.py keeps them equal to the Budget's.
-DEFAULT_LIMITS = {"apex_users": 3.0, "project_scan": 1.5, "apex_loads": 20.0, "apex_load_each": 20.0 / 3}
+# The default --timeout's limits, by the formula the host's Budget uses (limits.py): only for a part started
+# without a JSON object of limits it can read (by hand, or an older host). No number is repeated here.
+DEFAULT_LIMITS = handed_limits(DEFAULT_TIMEOUT)
 
 
 def _sibling(name):
@@ -411,18 +412,34 @@ PARTS = {
 
 
 def read_limits(text):
-    """The JSON object of limits on the command line; a missing key (or no object) gets DEFAULT_LIMITS' value."""
+    """The JSON object of limits on the command line; a missing key (or no object) gets DEFAULT_LIMITS' value.
+
+    Never raises: malformed JSON, a bare number or a value that is no positive number fall back on
+    DEFAULT_LIMITS (the default --timeout's), key by key."""
     import json
 
     try:
         given = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         given = None
     limits = dict(DEFAULT_LIMITS)
     if isinstance(given, dict):
-        limits.update((key, float(value)) for key, value in given.items()
-                      if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
+        for key, value in given.items():
+            seconds = _seconds(value)
+            if key in limits and seconds is not None:
+                limits[key] = seconds
     return limits
+
+
+def _seconds(value):
+    """``value`` as a number of seconds; None unless it is a positive, finite number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer of 400 digits
+        return None
+    return seconds if 0 < seconds < float("inf") else None
 
 
 def main(argv):

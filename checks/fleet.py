@@ -1,74 +1,20 @@
-"""The fleet family's codes (FLEET001...), documented as the check registry documents checks.
+"""fleet: what `mpdoctor fleet` and `mpdoctor fleet compare` find across the ranks of one job.
 
-They judge a set of ranks, not one snapshot, so ``mpdoctor check`` never runs them:
-``mpdoctor fleet`` and ``mpdoctor fleet compare`` do (``mpdoctor.fleet.compare``),
-and ``mpdoctor fleet rules`` / ``mpdoctor fleet rule CODE`` print these docs. Codes
-are never reused; each finding carries its own severity.
+These rules judge the ranks of a job, not one snapshot: ``mpdoctor.fleet.compare``
+compares the ranks' fingerprints and stamps its findings with the rules declared
+here, so their codes, names and documentation live in the registry like every
+other code's (``mpdoctor checks``, ``mpdoctor rule FLEET001``; ``mpdoctor fleet
+rules`` lists this family alone). Each finding carries its own severity, one of
+its rule's ``severities``. Codes are never reused.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-from dataclasses import dataclass
-
-from mpdoctor.findings import Finding
+from mpdoctor.checks.registry import RANKS, rule
 
 FAMILY = "fleet"
 
-
-@dataclass(frozen=True)
-class Rule:
-    """One FLEET code: ``code``, ``name``, ``family`` ("fleet"), ``severity`` (the worst its findings have; the
-    others it can have in ``severities``), ``summary`` (one line) and ``doc`` (the ``mpdoctor fleet rule`` page)."""
-
-    code: str
-    name: str
-    doc: str
-    severities: tuple[str, ...] = ("error",)  # worst first
-
-    @property
-    def family(self) -> str:
-        return FAMILY
-
-    @property
-    def severity(self) -> str:
-        return self.severities[0]
-
-    @property
-    def summary(self) -> str:
-        return self.doc.splitlines()[0]
-
-    def stamp(self, finding: Finding) -> Finding:
-        return dataclasses.replace(finding, code=self.code, name=self.name, family=FAMILY)
-
-
-RULES: dict[str, Rule] = {}
-
-
-def rule(code: str, name: str, doc: str, severities: tuple[str, ...] = ("error",)) -> Rule:
-    doc = inspect.cleandoc(doc)
-    for heading in ("## Why it matters", "## Fix"):
-        if heading not in doc:
-            raise ValueError(f"{code}: its documentation needs a {heading!r} section")
-    if code in RULES or any(r.name == name for r in RULES.values()):
-        raise ValueError(f"{code} {name}: registered twice")
-    RULES[code] = Rule(code, name, doc, severities)
-    return RULES[code]
-
-
-def listing() -> list[dict[str, str]]:
-    """Every FLEET code as plain data, for `mpdoctor checks`: code, name, family, severity, summary."""
-    return [{"code": r.code, "name": r.name, "family": r.family, "severity": r.severity, "summary": r.summary}
-            for r in RULES.values()]
-
-
-def find(code_or_name: str) -> Rule | None:
-    wanted = code_or_name.strip()
-    return RULES.get(wanted.upper()) or next((r for r in RULES.values() if r.name == wanted.lower()), None)
-
-
-RANK_MISSING = rule("FLEET001", "rank-never-reported", """
+RANK_MISSING = rule("FLEET001", "rank-never-reported", family=FAMILY, subject=RANKS, doc="""
     A rank sent no report by the deadline, or its mpdoctor died: named by host and local rank, with its last step.
 
     ## Why it matters
@@ -80,9 +26,9 @@ RANK_MISSING = rule("FLEET001", "rank-never-reported", """
     Run `mpdoctor check` on that node, in the rank's environment, and read its
     findings; when it stopped at `connecting`, check that MASTER_ADDR/MASTER_PORT are
     reachable from that node.
-    """)
+    """, severities=("error",))
 
-STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", """
+STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", family=FAMILY, subject=RANKS, doc="""
     Ranks run different versions of torch, its CUDA, cuDNN, NCCL, Python or other installed packages.
 
     ## Why it matters
@@ -93,9 +39,9 @@ STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", """
     ## Fix
     Install the same versions on every node (one lock file, one container image), and
     run `mpdoctor fleet` again.
-    """, ("error", "warning", "info"))
+    """, severities=("error", "warning", "info"))
 
-DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", """
+DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
     Nodes run different NVIDIA drivers, or drivers that support different CUDA versions.
 
     ## Why it matters
@@ -104,9 +50,9 @@ DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", """
 
     ## Fix
     Install the same driver on every node (drain the odd node until it is updated).
-    """, ("warning",))
+    """, severities=("warning",))
 
-GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", """
+GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
     Ranks run on different GPU models, compute capabilities, or bf16 support (native on some ranks only).
 
     ## Why it matters
@@ -117,9 +63,9 @@ GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", """
     ## Fix
     Schedule the job on one GPU type (a Slurm constraint or a node selector), or use a
     dtype every rank's GPU supports natively.
-    """, ("warning",))
+    """, severities=("warning",))
 
-SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", """
+SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", family=FAMILY, subject=RANKS, doc="""
     A GPU measured far slower than identical GPUs on other ranks (throttled, degraded, or shared).
 
     ## Why it matters
@@ -131,9 +77,9 @@ SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", """
     Look at that GPU's clocks, temperature and other processes (`nvidia-smi -q -d
     PERFORMANCE,CLOCK,TEMPERATURE`), run `dcgmi diag -r 2` on that node, and drain it
     until it measures like its peers.
-    """, ("warning",))
+    """, severities=("warning",))
 
-ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", """
+ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
     An environment variable that changes numerics or communication differs across ranks (NCCL_*, TORCH_*, NVIDIA_TF32_OVERRIDE, ...).
 
     ## Why it matters
@@ -145,9 +91,9 @@ ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", """
     ## Fix
     Set these variables in one place that every rank reads (the job script, not a
     node's profile) and run `mpdoctor fleet` again. Values are shown redacted.
-    """, ("warning",))
+    """, severities=("warning",))
 
-FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", """
+FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", family=FAMILY, subject=RANKS, doc="""
     A single-process finding (a `mpdoctor check` code) appears on some ranks only: those ranks' setup differs.
 
     ## Why it matters
@@ -156,9 +102,9 @@ FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", """
 
     ## Fix
     Follow that finding's own fix on the ranks named (`mpdoctor rule CODE`).
-    """, ("warning",))
+    """, severities=("warning",))
 
-NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", """
+NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", family=FAMILY, subject=RANKS, doc="""
     A rank's LOCAL_RANK selects no GPU of its own: fewer devices are visible to it than its node has local ranks, or two ranks of a node select the same GPU.
 
     ## Why it matters
@@ -172,4 +118,4 @@ NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", """
     Start as many ranks per node as it has GPUs (`--nproc-per-node` / `--ntasks-per-node`),
     and either leave every GPU visible to every rank (then `cuda:LOCAL_RANK`) or give
     each rank one GPU and use `cuda:0` in the script.
-    """, ("warning",))
+    """, severities=("warning",))

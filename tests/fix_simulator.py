@@ -28,14 +28,14 @@ of the snapshot, the way the command would change the facts on the machine:
 * an upgrade past the release that dropped an apex import (apex_usage's release table);
 * ``eval $(<python> -m oneflow.mock_torch disable)``: what that module prints, applied.
 
-Those models are ``checks/_simulated_installs.py``'s. Anything else, or anything whose
+Those models are ``tests/simulated_installs.py``'s. Anything else, or anything whose
 outcome the snapshot cannot tell (a reboot, a container, pip choosing a release it does
 not list, which cuDNN a wheel brings, a rerun of mpdoctor that would measure anew),
 raises :class:`CannotSimulate` with the reason.
 Steps whose role is ``inspect`` only look, and are skipped; steps in words only
 (edit your code) are skipped too, so a way is proven by its commands alone. Pure: no
 subprocess, no file system; the snapshot passed in is never changed. What CUDA then
-sees (available or not, which GPU is cuda:N) is ``checks/_simulated_cuda.py``'s.
+sees (available or not, which GPU is cuda:N) is ``tests/simulated_cuda.py``'s.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from typing import Callable, Iterable, Literal, Optional
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from mpdoctor.checks import _simulated_installs as installs
+import simulated_installs as installs
 from mpdoctor.checks import fixes
-from mpdoctor.checks._simulated_cuda import CannotSimulate, ordinals, start_cuda, upgrade_driver
 from mpdoctor.findings import Finding, Step
 from mpdoctor.snapshot import Distribution, Snapshot, TorchInfo, canonical_name
 from mpdoctor.snapshot.apex import ApexInfo
+from simulated_cuda import CannotSimulate, ordinals, start_cuda, upgrade_driver
 
 CUDA_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 DRIVER_UPGRADE = re.compile(r"^Upgrade the NVIDIA driver to (?P<version>\d+(?:\.\d+)*) or newer\b")
@@ -336,7 +336,7 @@ def _install_torch_build(snap: Snapshot, names: list[str], index: str, no_deps: 
         raise CannotSimulate(f"torch's release table has no CUDA {cuda} build")
     local = f"+{tag}"
     # A forced reinstall over a torch that fails to import, or one meant to bring cuDNN back: cured only where
-    # the recorded facts say the cause is in what pip writes (checks/_simulated_installs.py).
+    # the recorded facts say the cause is in what pip writes (tests/simulated_installs.py).
     installs.repair_torch_import(snap, f"{version}{local}", cuda, no_deps)
     if cuda:
         installs.need_cudnn_pin(snap)

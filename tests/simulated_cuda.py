@@ -1,4 +1,4 @@
-"""What CUDA sees after a simulated fix (checks/fix_simulator.py): is it available, which GPU is each cuda:N.
+"""What CUDA sees after a simulated fix (tests/fix_simulator.py): is it available, which GPU is each cuda:N.
 
 Pure, like the simulator: facts in, facts out. Where the machine would decide (the order
 CUDA's FASTEST_FIRST gives GPUs that differ) it takes the heuristic NVIDIA describes

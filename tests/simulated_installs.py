@@ -1,4 +1,4 @@
-"""What the fix simulator (checks/fix_simulator.py) models for installs that build or repair: apex built from
+"""What the fix simulator (tests/fix_simulator.py) models for installs that build or repair: apex built from
 source, a OneFlow community build, torch reinstalled in place, a package upgraded past an import it dropped, and
 oneflow's mock-torch turned off.
 
@@ -16,11 +16,11 @@ from packaging.version import InvalidVersion, Version
 
 from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.checks import _apex, _oneflow
-from mpdoctor.checks._simulated_cuda import CannotSimulate
 from mpdoctor.checks.apex_usage import AMP_IMPORT_FIXED_IN, NORM_SWAP_FIXED_IN
 from mpdoctor.snapshot import Distribution, OneflowRuntime, ProbeRun, Snapshot, TorchInfo, canonical_name
 from mpdoctor.snapshot.apex import ApexDistribution, ApexExtension, ApexInfo, ApexLocation
 from mpdoctor.snapshot.oneflow import OneflowBuild, PackageOrigin, TorchResolution
+from simulated_cuda import CannotSimulate
 
 APEX_SOURCES = re.compile(r"^git\+https://github\.com/NVIDIA/apex(\.git)?(@[\w./-]+)?$")
 # NVIDIA apex built from its main branch: setup.py's name and version, and the subpackages it has had since
