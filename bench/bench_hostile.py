@@ -30,7 +30,7 @@ TRACEBACK = ("Traceback (most recent call last):\n"
              "    return forward_call(*args, **kwargs)\n" + ERROR)
 
 # Redaction of one string of N characters, in the process that imports mpdoctor's redactor.
-REDACT = ("import sys, time; from mpdoctor.probes.remote.redact import redact_text, redact_env_value; "
+REDACT = ("import sys, time; from mpdoctor.portable.redact import redact_text, redact_env_value; "
           "n = int(sys.argv[2]); text = {kind}; t = time.perf_counter(); {call}; "
           "print(round(time.perf_counter() - t, 3))")
 REDACT_CASES = {

@@ -6,6 +6,11 @@ README "Architecture" states the rules these tests hold the tree to:
 * ``mpdoctor/probes/remote/`` runs inside the interpreter under diagnosis: it imports
   only the standard library and its own siblings (relatively), torch only inside
   functions, and parses and runs on the oldest Python mpdoctor diagnoses (3.8);
+* ``mpdoctor/portable/`` runs on both sides (mpdoctor's process and the target's): the
+  same rules, stricter (no torch at all, nothing of mpdoctor); the remote modules
+  reach it through one bridge, ``probes/remote/_portable.py``, the one remote module
+  with absolute imports (``_mpdoctor_portable`` in the target, ``mpdoctor.portable``
+  at home); every stage may import it;
 * each layer imports only the layers before it (probes -> snapshot -> analysis ->
   checks -> doctor -> render -> cli); nothing a renderer needs imports a renderer;
 * ``python -m mpdoctor`` works from a source checkout that was never installed.
@@ -27,6 +32,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 REMOTE = ROOT / "mpdoctor" / "probes" / "remote"
+PORTABLE = ROOT / "mpdoctor" / "portable"
+BRIDGE = REMOTE / "_portable.py"
+BRIDGE_IMPORTS = {"_mpdoctor_portable", "mpdoctor.portable"}  # the target's name for portable/, and home's
 OLDEST_PYTHON = (3, 8)
 SUBJECTS = {"torch"}  # what the remote code diagnoses: imported inside functions, where a failure is a fact
 
@@ -134,8 +142,9 @@ def test_the_circle_finder_finds_a_circle(monkeypatch):
 
 
 # Layers, in the order data flows. A module may import its own layer and the layers before it.
+# mpdoctor.portable (stdlib only, imports nothing of mpdoctor: see the rules below) is usable by every stage.
 LAYERS = [
-    ("foundation", ("mpdoctor.schema.serde", "mpdoctor.schema.contract", "mpdoctor.findings",
+    ("foundation", ("mpdoctor.schema.serde", "mpdoctor.schema.contract", "mpdoctor.findings", "mpdoctor.portable",
                     "mpdoctor.probes.remote", "mpdoctor.probes")),
     ("snapshot", ("mpdoctor.snapshot",)),
     ("probes", ("mpdoctor.probes.",)),
@@ -177,8 +186,7 @@ def test_checks_are_pure_functions_of_the_snapshot():
         if name.startswith("mpdoctor.checks"):
             impure = {t for t in targets if t.startswith(("mpdoctor.probes.", "mpdoctor.render", "mpdoctor.cli",
                                                            "mpdoctor.doctor"))}
-            impure -= {"mpdoctor.probes.remote.redact"}
-            assert not impure, name
+            assert not impure, name  # mpdoctor.portable (redaction...) is no probe: checks may use it
 
 
 def test_top_level_holds_only_entry_points_and_the_shared_finding():
@@ -189,18 +197,34 @@ def test_top_level_holds_only_entry_points_and_the_shared_finding():
 # ---------------------------------------------------------------- code that runs in the target
 
 
-def _remote_files() -> list[Path]:
-    return sorted(REMOTE.glob("*.py"))
+def _target_files() -> list[Path]:
+    """Every module that runs in the interpreter under diagnosis: probes/remote's and portable's."""
+    return sorted(REMOTE.glob("*.py")) + sorted(PORTABLE.glob("*.py"))
 
 
-@pytest.mark.parametrize("path", _remote_files(), ids=lambda p: p.name)
-def test_remote_code_imports_only_the_stdlib_and_its_siblings(path):
+def _where(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def _import_problems(path: Path, portable: bool) -> list[str]:
+    """Why ``path``'s imports break its package's rules (none: it keeps them).
+
+    Both packages: the stdlib, and siblings of the same directory by a relative import of
+    level 1. probes/remote: torch (a subject) too, inside functions; the bridge, its two
+    absolute imports of portable. portable: nothing else at all (the host imports it too).
+    """
     stdlib = set(sys.stdlib_module_names)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     module_level = {id(node) for node in tree.body}
+    problems = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
-            continue  # a sibling in the same private package
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+            for name in names:
+                sibling = path.parent / name.split(".")[0]
+                if node.level != 1 or not (sibling.with_suffix(".py").exists() or sibling.is_dir()):
+                    problems.append(f"{_where(path)} imports {'.' * node.level}{name}: not a sibling module")
+            continue
         if isinstance(node, ast.ImportFrom):
             names = [node.module or ""]
         elif isinstance(node, ast.Import):
@@ -209,17 +233,57 @@ def test_remote_code_imports_only_the_stdlib_and_its_siblings(path):
             continue
         for name in names:
             top = name.split(".")[0]
-            if top in SUBJECTS:
-                assert id(node) not in module_level, f"{path.name}: `import {name}` at module level"
+            if not portable and path.name == BRIDGE.name and name in BRIDGE_IMPORTS:
                 continue
-            assert top in stdlib, f"{path.name} imports {name}: only the stdlib and relative imports are allowed"
+            if top in SUBJECTS and not portable:
+                if id(node) in module_level:
+                    problems.append(f"{_where(path)}: `import {name}` at module level")
+                continue
+            if top not in stdlib:
+                problems.append(f"{_where(path)} imports {name}: only the stdlib and relative imports are allowed")
+    return problems
+
+
+@pytest.mark.parametrize("path", _target_files(), ids=_where)
+def test_target_code_imports_only_the_stdlib_and_its_siblings(path):
+    assert _import_problems(path, portable=path.parent == PORTABLE) == []
 
 
 def test_the_remote_import_rule_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import packaging\n")
-    with pytest.raises(AssertionError):
-        test_remote_code_imports_only_the_stdlib_and_its_siblings(bad)
+    for text in ("import packaging\n",
+                 "import torch\n",  # a subject, but at module level
+                 "from .. import portable\n",  # out of the package: only siblings
+                 "from mpdoctor.portable import redact\n"):  # only the bridge may
+        bad.write_text(text)
+        assert _import_problems(bad, portable=False), text
+
+
+def test_the_portable_import_rule_can_fail(tmp_path):
+    (tmp_path / "redact.py").write_text("")
+    bad = tmp_path / "bad.py"
+    for text in ("import packaging\n",  # not the stdlib
+                 "from mpdoctor.probes.remote import steps\n",  # a remote module, absolutely
+                 "from _mpdoctor_remote import steps\n",  # ... by its name in the target
+                 "from ..probes.remote import steps\n",  # ... relatively
+                 "from . import steps\n",  # not a sibling
+                 "def f():\n    import torch\n"):  # not even a subject: the host imports portable too
+        bad.write_text(text)
+        assert _import_problems(bad, portable=True), text
+    bad.write_text("import json\nfrom . import redact\nfrom .redact import redact_text\n")
+    assert _import_problems(bad, portable=True) == []
+
+
+def test_the_bridge_hands_over_every_portable_module_as_one_object():
+    """remote/_portable.py exports each portable module, the very module object mpdoctor.portable has."""
+    import importlib
+
+    from mpdoctor.probes.remote import _portable
+
+    names = sorted(p.stem for p in PORTABLE.glob("*.py") if p.stem != "__init__")
+    assert sorted(_portable.__all__) == names
+    for name in names:
+        assert getattr(_portable, name) is importlib.import_module(f"mpdoctor.portable.{name}")
 
 
 def _oldest_python() -> str | None:
@@ -233,20 +297,20 @@ def _oldest_python() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", _remote_files(), ids=lambda p: p.name)
-def test_remote_code_parses_as_the_oldest_python(path):
+@pytest.mark.parametrize("path", _target_files(), ids=_where)
+def test_target_code_parses_as_the_oldest_python(path):
     """Grammar newer than 3.8 (match, except*, PEP 604 unions in annotations evaluated at import...) is refused."""
     ast.parse(path.read_text(encoding="utf-8"), feature_version=OLDEST_PYTHON)
 
 
-def test_remote_code_runs_under_the_oldest_python(tmp_path):
+def test_target_code_runs_under_the_oldest_python(tmp_path):
     python = _oldest_python()
     if python is None:
         pytest.skip(f"no Python {OLDEST_PYTHON} on this machine (the parse test above still ran)")
     from mpdoctor.probes.budget import Budget
-    from mpdoctor.probes.child import remote_argv
+    from mpdoctor.probes.child import LOAD_PACKAGES, package_inits, remote_argv
 
-    compiled = subprocess.run([python, "-m", "py_compile", *map(str, _remote_files())], capture_output=True, text=True)
+    compiled = subprocess.run([python, "-m", "py_compile", *map(str, _target_files())], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     out = tmp_path / "env.jsonl"
     result = subprocess.run(remote_argv(python, "target", "env", str(out), json.dumps(Budget.from_timeout(20).env_limits())), capture_output=True, text=True,
@@ -259,16 +323,17 @@ def test_remote_code_runs_under_the_oldest_python(tmp_path):
             steps[record["step"]] = record["data"]
     assert steps["python"]["version"].startswith(".".join(map(str, OLDEST_PYTHON)))
     assert steps["done"] is True and "distributions" in steps
-    # Every module imports there too, as the private package the bootstrap makes (a stdlib module newer
-    # than 3.8, say tomllib or graphlib, would fail here even though this 3.11 test run knows it).
-    names = [p.stem for p in _remote_files() if p.stem != "__init__"]
-    load_all = ("import importlib, importlib.util, sys\n"
-                "spec = importlib.util.spec_from_file_location('_mpdoctor_remote', sys.argv[1], "
-                "submodule_search_locations=[sys.argv[2]])\n"
-                "package = importlib.util.module_from_spec(spec); sys.modules['_mpdoctor_remote'] = package\n"
-                "spec.loader.exec_module(package)\n"
-                "for name in sys.argv[3:]: importlib.import_module('_mpdoctor_remote.' + name)\n")
-    imported = subprocess.run([python, "-c", load_all, str(REMOTE / "__init__.py"), str(REMOTE), *names],
+    # Every module imports there too, as the private packages the bootstrap makes (a stdlib module newer
+    # than 3.8, say tomllib or graphlib, would fail here even though this 3.11 test run knows it), and the
+    # bridge hands the remote modules the very modules of _mpdoctor_portable: one object per file, no mpdoctor.
+    names = [f"_mpdoctor_{'portable' if p.parent == PORTABLE else 'remote'}.{p.stem}"
+             for p in _target_files() if p.stem != "__init__"]
+    load_all = LOAD_PACKAGES + (
+        "for name in sys.argv[3:]: importlib.import_module(name)\n"
+        "bridge = sys.modules['_mpdoctor_remote._portable']\n"
+        "assert all(getattr(bridge, n) is sys.modules['_mpdoctor_portable.' + n] for n in bridge.__all__)\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'mpdoctor'], sorted(sys.modules)\n")
+    imported = subprocess.run([python, "-c", load_all, *package_inits(), *names],
                               capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
 

@@ -24,7 +24,8 @@ from conftest import dist_info
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT, RUNNER_SLACK, WHOLE_FACTOR, Budget, parse_timeout
 from mpdoctor.probes.child import ChildResult, seconds_text
 from mpdoctor.probes.remote import apex as remote_apex, kernel_runner, loads as remote_loads, scan as remote_scan
-from mpdoctor.probes.remote import limits as remote_limits, steps as step_names, target as remote_target
+from mpdoctor.portable import limits as portable_limits
+from mpdoctor.probes.remote import steps as step_names, target as remote_target
 
 PINNED = {
     0.5: dict(part=0.5, oneflow_floor=0.5, apex_users=0.125, project_scan=0.5 / 6, nvml=0.5, torch_import=0.5,
@@ -178,9 +179,9 @@ def test_a_direct_call_without_limits_gets_the_default_timeouts_numbers():
 
 @pytest.mark.parametrize("timeout", TIMEOUTS)
 def test_the_handed_limits_have_one_formula_on_both_sides(timeout):
-    """The Budget's env and torch numbers are remote/limits.py's, which the target's fallback also uses."""
+    """The Budget's env and torch numbers are portable/limits.py's, which the target's fallback also uses."""
     budget = Budget.from_timeout(timeout)
-    assert {**budget.env_limits(), **budget.torch_limits()} == remote_limits.handed_limits(float(timeout))
+    assert {**budget.env_limits(), **budget.torch_limits()} == portable_limits.handed_limits(float(timeout))
 
 
 @pytest.mark.parametrize("text", ["", "{", "20", "null", "[1, 2]", '"x"', "[" * 100000 + "]" * 100000,

@@ -203,13 +203,12 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     # torch is what users debug; pydantic is what typer 0.29 would pull in (pyproject pins below it);
     # the snapshot and probes are only for --check (the redactor, shared with the probed interpreter, lives
-    # in mpdoctor.probes.remote and is the one module of that package explain uses; the progress board, a dict
-    # under a lock, is what reading a big log posts to; the --timeout option every probing command shares, read
-    # into a Budget: probes/budget.py and the default it takes from probes/remote/limits.py, two leaf modules)
+    # in mpdoctor.portable, outside probes; the progress board, a dict under a lock, is what reading a big log
+    # posts to; the --timeout option every probing command shares, read into a Budget: probes/budget.py, a leaf
+    # module, with the default it takes from portable/limits.py)
     for heavy in ("torch", "pydantic", "mpdoctor.snapshot", "mpdoctor.doctor.diagnose"):
         assert heavy not in imported, heavy
-    shared = {"mpdoctor.probes", "mpdoctor.probes.remote", "mpdoctor.probes.remote.redact", "mpdoctor.probes.progress",
-              "mpdoctor.probes.budget", "mpdoctor.probes.remote.limits"}
+    shared = {"mpdoctor.probes", "mpdoctor.probes.progress", "mpdoctor.probes.budget"}
     assert not {name for name in imported if name.startswith("mpdoctor.probes")} - shared
 
 

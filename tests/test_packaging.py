@@ -61,7 +61,7 @@ def test_schema_and_probe_ship(wheel):
     names = wheel.namelist()
     assert "mpdoctor/schema/report-v1.schema.json" in names
     assert "mpdoctor/schema/explain-v1.schema.json" in names
-    assert "mpdoctor/probes/remote/target.py" in names and "mpdoctor/probes/remote/redact.py" in names
+    assert "mpdoctor/probes/remote/target.py" in names and "mpdoctor/portable/redact.py" in names
     # the planned modules of every package, so a new package cannot be left out of pyproject.toml
     assert "mpdoctor/explain/matcher.py" in names and "mpdoctor/explain/known/dtype.py" in names
     assert "mpdoctor/checkpoint_audit/safetensors.py" in names and "mpdoctor/schema/audit-v1.schema.json" in names
@@ -109,8 +109,9 @@ def test_every_shipped_module_imports_from_the_wheel_alone(wheel, tmp_path):
     wheel.extractall(tmp_path / "site")
     names = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in modules(wheel)
              if not n.endswith("__main__.py")]  # __main__ runs the CLI: the entry point test covers it
-    # probes/remote runs in the interpreter under diagnosis, loaded by path as _mpdoctor_remote (probes.child's
-    # BOOTSTRAP): imported here as part of mpdoctor it must load too, without touching torch.
+    # probes/remote and portable run in the interpreter under diagnosis, loaded by path as _mpdoctor_remote and
+    # _mpdoctor_portable (probes.child's BOOTSTRAP): imported here as part of mpdoctor they must load too, without
+    # touching torch.
     code = ("import importlib, json, sys\n"
             "loaded = {n: importlib.import_module(n).__file__ for n in json.loads(sys.argv[1])}\n"
             "print(json.dumps({'files': loaded, 'modules': sorted(sys.modules)}))\n")

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from helpers import fixture_path, run_cli
-from mpdoctor.probes.remote.redact import REDACTED, is_secret_name, redact_env_value, redact_text, redact_tree
+from mpdoctor.portable.redact import REDACTED, is_secret_name, redact_env_value, redact_text, redact_tree
 
 CANARIES = {
     "HF_TOKEN": "hf_CanaryCanaryCanaryCanary0001",
@@ -162,7 +162,7 @@ def test_a_plain_url_user_is_kept_a_token_like_one_is_not():
 
 
 def test_redaction_comes_before_the_cut():
-    from mpdoctor.probes.remote.redact import redact_clip
+    from mpdoctor.portable.redact import redact_clip
 
     token = "hf_" + "Z" * 40
     for cut in range(150, 200):

@@ -29,7 +29,7 @@ import pytest
 
 from mpdoctor.probes import environment, kernels
 from mpdoctor.probes.budget import Budget
-from mpdoctor.probes.child import seconds_text as host_seconds_text
+from mpdoctor.probes.child import LOAD_PACKAGES, package_inits, seconds_text as host_seconds_text
 from mpdoctor.probes.remote import kernel_runner, kernel_suite, loads, steps, supervise
 
 REPO = Path(__file__).resolve().parent.parent
@@ -195,15 +195,10 @@ def _python38() -> str | None:
     return None
 
 
-# Loads probes/remote/ as the private package the bootstrap makes of it (child.BOOTSTRAP), then runs a job
-# with a crash, a hang and a raise, and apex-style extension loads.
-UNDER_38 = """\
-import importlib, importlib.util, json, os, signal, sys, time
-spec = importlib.util.spec_from_file_location("_mpdoctor_remote", sys.argv[1],
-                                              submodule_search_locations=[os.path.dirname(sys.argv[1])])
-package = importlib.util.module_from_spec(spec)
-sys.modules["_mpdoctor_remote"] = package
-spec.loader.exec_module(package)
+# Loads portable/ and probes/remote/ as the private packages the bootstrap makes of them (child.LOAD_PACKAGES),
+# then runs a job with a crash, a hang and a raise, and apex-style extension loads.
+UNDER_38 = LOAD_PACKAGES + """\
+import json, signal, time
 supervise = importlib.import_module("_mpdoctor_remote.supervise")
 loads = importlib.import_module("_mpdoctor_remote.loads")
 
@@ -212,7 +207,7 @@ def boom():
 
 plan = [("a", lambda: {"status": "ok"}), ("crash", lambda: os.kill(os.getpid(), signal.SIGKILL)),
         ("hang", lambda: time.sleep(60)), ("raise", boom), ("b", lambda: {"status": "ok"})]
-path = os.path.join(sys.argv[2], "job.jsonl")
+path = os.path.join(sys.argv[3], "job.jsonl")
 job = supervise.Job(path, lambda: plan, 1.0, time.monotonic() + 30, max_restarts=3)
 supervise.run([job])
 print(json.dumps({"job": supervise.read_steps(path)[0],
@@ -226,10 +221,8 @@ def test_the_supervisor_runs_under_python_3_8(tmp_path):
         pytest.skip("no Python 3.8 on this machine")
     (tmp_path / "mpd_ok.py").write_text("")
     (tmp_path / "mpd_abort.py").write_text("import os\nos.abort()\n")
-    from mpdoctor.probes import remote
-
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([python, "-c", UNDER_38, remote.__file__, str(tmp_path)], capture_output=True, text=True,
+    done = subprocess.run([python, "-c", UNDER_38, *package_inits(), str(tmp_path)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from mpdoctor.probes.child import LOAD_PACKAGES, package_inits
 from mpdoctor.probes.remote import listing, scan, windows
 
 PYTHON38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
@@ -261,19 +262,14 @@ def test_the_windows_run_under_the_oldest_python(tmp_path):
         pytest.skip(f"no {PYTHON38} on this machine")
     for name, text in ODD.items():
         (tmp_path / name).write_text(text, newline="")
-    remote = Path(scan.__file__).parent
-    code = ("import importlib, importlib.util, os, sys, time, json\n"
-            "spec = importlib.util.spec_from_file_location('_mpdoctor_remote', sys.argv[1], "
-            "submodule_search_locations=[sys.argv[2]])\n"
-            "package = importlib.util.module_from_spec(spec); sys.modules['_mpdoctor_remote'] = package\n"
-            "spec.loader.exec_module(package)\n"
+    code = (LOAD_PACKAGES + "import time, json\n"
             "scan = importlib.import_module('_mpdoctor_remote.scan')\n"
             "listing = importlib.import_module('_mpdoctor_remote.listing')\n"
             + "".join(inspect.getsource(f).replace("-> dict", "").replace(": str", "").replace(": int", "")
                       for f in (reference_files, reference_uses)) +
             "fast = scan.project_uses(sys.argv[3], 600.0)\n"
             "print(json.dumps([fast, reference_uses(sys.argv[3])]))\n")
-    result = subprocess.run([str(PYTHON38), "-c", code, str(remote / "__init__.py"), str(remote), str(tmp_path)],
+    result = subprocess.run([str(PYTHON38), "-c", code, *package_inits(), str(tmp_path)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     fast, slow = json.loads(result.stdout)

@@ -28,7 +28,7 @@ from operator import lt, sub
 from typing import Optional
 
 from mpdoctor.checkpoint_audit import gc_pause
-from mpdoctor.probes.remote import files
+from mpdoctor.portable import files
 
 # A JSON string as json.loads accepts it; the loop unrolled (a run of plain characters, then escapes each followed by
 # such a run), which the regex engine runs about twice as fast as an alternation tried at every character.

@@ -23,7 +23,7 @@ from mpdoctor.checkpoint_audit.tree import size_text as _size
 from mpdoctor.checkpoint_audit.tree_ranges import analyse_columns
 from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
 from mpdoctor.findings import Finding, Step, error, info, warning
-from mpdoctor.probes.remote.redact import redact_tree
+from mpdoctor.portable.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
 from mpdoctor.snapshot.vocab import WeightFormat
 

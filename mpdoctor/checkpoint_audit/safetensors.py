@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from mpdoctor.checkpoint_audit import header_bulk
 
-from mpdoctor.probes.remote import files
+from mpdoctor.portable import files
 
 MAX_HEADER = 100 << 20  # the format's own limit is 100 MB of JSON
 MAX_DEPTH = 8  # the header is {name: {dtype, shape: [...], data_offsets: [...]}}, plus __metadata__ {str: str}

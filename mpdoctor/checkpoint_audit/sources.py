@@ -19,7 +19,7 @@ from mpdoctor.checkpoint_audit.progress_text import short as _short
 from mpdoctor.checkpoint_audit.safetensors import NO_TEMP, NO_TORCH, REFUSED, AuditError, TensorEntry, read_header
 from mpdoctor.findings import Step
 from mpdoctor.probes.progress import SILENT, ProgressBoard
-from mpdoctor.probes.remote import files as safe_files
+from mpdoctor.portable import files as safe_files
 
 if TYPE_CHECKING:
     from mpdoctor.probes.budget import Budget

@@ -73,7 +73,7 @@ def main() -> None:
             stdout_problem()
             typer.echo(f"mpdoctor: error: cannot write the output: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_USAGE)
-        from mpdoctor.probes.remote.redact import redact_clip
+        from mpdoctor.portable.redact import redact_clip
 
         typer.echo(f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
                    "Please report it at https://github.com/mpdoctor/mpdoctor/issues", err=True)

@@ -64,7 +64,7 @@ def run(args: Optional[list[str]] = None) -> NoReturn:
 
 
 def one_line(message: str) -> str:
-    from mpdoctor.probes.remote.redact import redact_text
+    from mpdoctor.portable.redact import redact_text
 
     return redact_text(" ".join(message.split()))  # it may quote a path or URL with a token
 

@@ -44,7 +44,7 @@ class FailOn(str, enum.Enum):
 
 def usage_error(message: str) -> NoReturn:
     """Bad input from the user: one line on stderr, exit status 2, no traceback."""
-    from mpdoctor.probes.remote.redact import redact_text
+    from mpdoctor.portable.redact import redact_text
 
     typer.echo(f"mpdoctor: error: {redact_text(message)}", err=True)  # it may quote a path or URL with a token
     raise typer.Exit(EXIT_USAGE)

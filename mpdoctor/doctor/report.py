@@ -15,7 +15,7 @@ from mpdoctor.schema.contract import ordered_data, schema_document, schema_path,
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
 from mpdoctor.analysis.kernel_table import KernelView
-from mpdoctor.probes.remote.redact import redact_tree
+from mpdoctor.portable.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot
 

@@ -12,7 +12,7 @@ from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
 from mpdoctor.probes.progress import SILENT, ProgressBoard
-from mpdoctor.probes.remote.redact import redact_clip, redact_text
+from mpdoctor.portable.redact import redact_clip, redact_text
 
 if TYPE_CHECKING:
     from mpdoctor.probes.budget import Budget

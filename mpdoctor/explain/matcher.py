@@ -20,7 +20,7 @@ from mpdoctor.explain.cleaning import fold, prepare
 from mpdoctor.explain.frames import rank as rank_frames
 from mpdoctor.explain.needles import hit_lines
 from mpdoctor.explain.signature import Signature
-from mpdoctor.probes.remote.redact import CLIP_MARGIN
+from mpdoctor.portable.redact import CLIP_MARGIN
 
 MAX_LINE = 4096  # characters of one line given to a regex
 MAX_CONTEXT = 65_536  # characters searched backwards for the traceback a line is in

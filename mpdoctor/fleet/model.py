@@ -143,7 +143,7 @@ def fleet_schema() -> dict:
 
 def redacted_fleet(report: FleetReport) -> FleetReport:
     """A copy with every secret-looking value masked (the ranks redact theirs; this catches what they missed)."""
-    from mpdoctor.probes.remote.redact import redact_tree
+    from mpdoctor.portable.redact import redact_tree
     from mpdoctor.schema.serde import from_data, to_data
 
     return from_data(FleetReport, redact_tree(to_data(report)))

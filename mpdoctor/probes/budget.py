@@ -17,7 +17,7 @@ env part, :meth:`Budget.torch_limits` for the torch part and
 :meth:`Budget.runner_limits` for the kernel runner. The remote side derives none
 of them (``tests/test_budget.py`` checks that it reads what it is handed). The
 four the env and torch parts enforce (``apex_users``, ``project_scan``,
-``apex_loads``, ``apex_load_each``) are computed by ``remote/limits.py``'s
+``apex_loads``, ``apex_load_each``) are computed by ``mpdoctor/portable/limits.py``'s
 ``handed_limits``, which also holds ``DEFAULT_TIMEOUT``: stdlib only, so that a
 part started without limits (by hand) falls back on the same formula for the
 same default, with no number repeated in the target.
@@ -91,7 +91,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Union
 
-from mpdoctor.probes.remote.limits import DEFAULT_TIMEOUT, handed_limits
+from mpdoctor.portable.limits import DEFAULT_TIMEOUT, handed_limits
 
 # The range --timeout accepts. Below 0.1 s nothing can start; above a day a hung probe would hold a terminal or a
 # CI job for longer than anyone waits, and inf, 1e308 or nan would overflow the derived limits or wait forever.
@@ -130,7 +130,7 @@ class Budget:
         t = float(timeout)
         if not t > 0 or not math.isfinite(t):
             raise ValueError(f"a timeout must be a positive, finite number of seconds, not {timeout!r}")
-        handed = handed_limits(t)  # apex_users, project_scan, apex_loads, apex_load_each (remote/limits.py)
+        handed = handed_limits(t)  # apex_users, project_scan, apex_loads, apex_load_each (portable/limits.py)
         apex_loads = handed["apex_loads"]
         device_run = 2 * t
         return cls(

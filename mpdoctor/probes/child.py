@@ -28,18 +28,31 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
+from mpdoctor import portable
+from mpdoctor.portable.redact import redact_text
 from mpdoctor.probes import remote
-from mpdoctor.probes.remote.redact import redact_text
 from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
 STDERR_TAIL = 3000
 MAX_OUTPUT = 16 << 20  # of a child's stdout or stderr, the last this many bytes are read: a child may print forever
 WATCH_EVERY = 0.01  # s: how often a watch runs; it reads step files, so a step's end is seen within 10 ms
 
-# Loads mpdoctor/probes/remote/ in the target interpreter as one private package,
-# `_mpdoctor_remote`, by path: neither the target's sys.path nor another installed
-# mpdoctor can interfere, and its modules import each other relatively. Kept to
-# syntax that old interpreters parse, so a Python 2 fails with a readable error.
+# Loads mpdoctor/portable/ and then mpdoctor/probes/remote/ in the target interpreter as two private packages,
+# `_mpdoctor_portable` and `_mpdoctor_remote`, by path (their __init__.py files are sys.argv[1] and [2]: see
+# package_inits): neither the target's sys.path nor another installed mpdoctor can interfere, and their modules
+# import each other relatively (remote reaches portable through one bridge, remote/_portable.py). Tests that drive
+# remote modules by hand in another interpreter start their code with this too.
+LOAD_PACKAGES = """\
+import importlib, importlib.util, os, sys
+for name, init in (("_mpdoctor_portable", sys.argv[1]), ("_mpdoctor_remote", sys.argv[2])):
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[os.path.dirname(init)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    spec.loader.exec_module(package)
+"""
+
+# Runs ``_mpdoctor_remote.<sys.argv[3]>.main(sys.argv[4:])``. Kept to syntax that old interpreters parse, so a
+# Python 2 fails with a readable error.
 BOOTSTRAP = """\
 import sys
 if sys.version_info < (3, 8):
@@ -47,13 +60,8 @@ if sys.version_info < (3, 8):
     sys.exit(3)
 if sys.path and sys.path[0] == "":
     del sys.path[0]  # `-c` put the working directory first; a training script would not
-import importlib, importlib.util, os
-spec = importlib.util.spec_from_file_location("_mpdoctor_remote", sys.argv[1],
-                                              submodule_search_locations=[os.path.dirname(sys.argv[1])])
-package = importlib.util.module_from_spec(spec)
-sys.modules["_mpdoctor_remote"] = package
-spec.loader.exec_module(package)
-importlib.import_module("_mpdoctor_remote." + sys.argv[2]).main(sys.argv[3:])
+""" + LOAD_PACKAGES + """\
+importlib.import_module("_mpdoctor_remote." + sys.argv[3]).main(sys.argv[4:])
 # Every result is in a step file, flushed line by line, or on stdout: flush that and end here. A normal exit
 # would first collect every object torch created (a third of a second after `import torch`) for nobody.
 sys.stdout.flush()
@@ -62,9 +70,14 @@ os._exit(0)
 """
 
 
+def package_inits() -> list[str]:
+    """The two __init__.py files LOAD_PACKAGES takes, in its order: mpdoctor/portable's, mpdoctor/probes/remote's."""
+    return [portable.__file__, remote.__file__]
+
+
 def remote_argv(python: str, module: str, *args: str) -> list[str]:
     """The command that runs ``mpdoctor.probes.remote.<module>.main(args)`` in the interpreter ``python``."""
-    return [python, "-c", BOOTSTRAP, remote.__file__, module, *args]
+    return [python, "-c", BOOTSTRAP, *package_inits(), module, *args]
 
 
 @dataclass

@@ -19,7 +19,7 @@ def render_fleet_json(report: FleetReport) -> str:
 
 def render_fleet_json_redacted(report: FleetReport) -> str:
     """``render_fleet_json(redacted_fleet(report))``, in one pass over the data (1,024 ranks: 0.3 s less)."""
-    from mpdoctor.probes.remote.redact import redact_tree
+    from mpdoctor.portable.redact import redact_tree
 
     return json.dumps(redact_tree(fleet_data(report)), indent=2) + "\n"
 

@@ -26,7 +26,7 @@ from mpdoctor.analysis.kernel_view import short
 from mpdoctor.checks.fixes import mpdoctor_check
 from mpdoctor.doctor.report import Report
 from mpdoctor.findings import Finding
-from mpdoctor.probes.remote.redact import redact_text
+from mpdoctor.portable.redact import redact_text
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes
 from mpdoctor.render.text import environment_line, summary_line
 

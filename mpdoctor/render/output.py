@@ -37,7 +37,7 @@ class OutputError(OSError):
 
 def target_problem(path: str) -> str:
     """Why ``path`` cannot take a report (in words), or "" when it can. Symlinks are followed."""
-    from mpdoctor.probes.remote.files import kind  # here: start-up (prepare_stdout) loads no probe code
+    from mpdoctor.portable.files import kind  # here: start-up (prepare_stdout) loads no probe code
 
     if not path:
         return "an empty path"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor import __version__
-from mpdoctor.probes.remote import files
+from mpdoctor.portable import files
 from mpdoctor.schema.contract import version_fact
 from mpdoctor.schema.serde import DataError, fact, from_data
 from mpdoctor.snapshot.apex import ApexInfo
@@ -369,7 +369,7 @@ MAX_SNAPSHOT_BYTES = 64 << 20  # a real snapshot is some 100 KB; /dev/zero or a 
 def load_snapshot(path: str) -> Snapshot:
     """Read a snapshot (or a JSON report) from ``path``: a regular file, read to a bound and parsed to a depth.
 
-    st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.probes.remote.files``.
+    st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.portable.files``.
     """
     try:
         raw = files.read_bytes(path, MAX_SNAPSHOT_BYTES)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mpdoctor.explain.known import all_signatures
 from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.matcher import find
-from mpdoctor.probes.remote.redact import REDACTED, redact_clip, redact_text
+from mpdoctor.portable.redact import REDACTED, redact_clip, redact_text
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

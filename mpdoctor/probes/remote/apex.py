@@ -13,7 +13,9 @@ import os
 import struct
 import warnings
 
-from .redact import redact_clip
+from ._portable import redact
+
+redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 # Compiled modules NVIDIA apex's setup.py can build. They install as *top-level*
 # modules (site-packages/fused_layer_norm_cuda.cpython-310-x86_64-linux-gnu.so),
@@ -31,10 +33,7 @@ EXTENSIONS = (
 DISTRIBUTIONS = ("apex", "nvidia-apex")
 MAX_SOURCE = 1 << 20  # bytes of apex/__init__.py worth parsing
 MAX_LIST = 60
-
-
-def _clip(text, limit=300):
-    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
+TEXT_LIMIT = 300  # characters of an error or a source line kept (redacted, then cut)
 
 
 def _canonical(name):
@@ -81,7 +80,7 @@ def import_resolution():
             warnings.simplefilter("ignore")
             spec = importlib.util.find_spec("apex")
     except Exception as exc:  # a broken finder (.pth hook) counts as an answer too
-        return {"kind": "error", "error": _clip("%s: %s" % (type(exc).__name__, exc))}
+        return {"kind": "error", "error": redact_clip("%s: %s" % (type(exc).__name__, exc), TEXT_LIMIT)}
     if spec is None:
         return {"kind": "none"}
     locations = list(spec.submodule_search_locations or [])
@@ -116,7 +115,7 @@ def module_imports(path):
             source = handle.read(MAX_SOURCE)
         tree = ast.parse(source, filename=path)
     except (OSError, SyntaxError, ValueError) as exc:
-        return None, _clip("%s: %s" % (type(exc).__name__, exc))
+        return None, redact_clip("%s: %s" % (type(exc).__name__, exc), TEXT_LIMIT)
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -201,7 +200,7 @@ def pth_lines(entries, words=("apex",)):
                     text = handle.read(65536)
             except OSError:
                 continue
-            lines += [{"file": path, "line": _clip(line.strip())} for line in text.splitlines()
+            lines += [{"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)} for line in text.splitlines()
                       if any(word in line.lower() for word in words)]
     return lines[:MAX_LIST]
 

@@ -29,7 +29,7 @@ import sys
 import time
 
 from . import supervise
-from .redact import redact_text
+from ._portable import redact
 
 MAX_TENSORS = 200000
 # Containers and tensors looked at per file. A pickle may hold one list many times over (its memo makes that cheap to
@@ -76,7 +76,7 @@ def message(exc):
     lines = [" ".join(line.split()) for line in CONTROL.sub("", str(exc)).splitlines()]
     lines = [line for line in lines if line]
     ordered = [line for line in lines if CAUSE.search(line)] + [line for line in lines if not CAUSE.search(line)]
-    return redact_text(" ".join(ordered))[:MAX_MESSAGE]
+    return redact.redact_text(" ".join(ordered))[:MAX_MESSAGE]
 
 
 def import_torch():

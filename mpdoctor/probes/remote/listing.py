@@ -11,7 +11,7 @@ that look before it is opened.
 import os
 import time
 
-from . import files
+from ._portable import files
 
 SKIP_DIRECTORIES = ("node_modules", "site-packages", "dist-packages", "__pycache__", "build", "dist")
 

@@ -13,7 +13,9 @@ import tempfile
 import time
 
 from . import supervise
-from .redact import redact_clip
+from ._portable import redact
+
+redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 STEP = "import %s"  # one step per extension; its own names, so none can clash with the supervisor's records
 DETAIL_LIMIT = 2000
@@ -22,10 +24,6 @@ WORDING = {
     "timeout": "the import did not finish within %(limit)s s and was killed",
     "deadline": "the import was still running when the time for loading extensions ran out, and was killed",
 }
-
-
-def _clip(text, limit=DETAIL_LIMIT):
-    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
 def load_each(names, limit, budget):
@@ -76,6 +74,6 @@ def _importer(name):
         try:
             __import__(name)
         except BaseException as exc:  # a broken extension can raise SystemExit too
-            return {"status": "error", "detail": _clip("%s: %s" % (type(exc).__name__, exc))}
+            return {"status": "error", "detail": redact_clip("%s: %s" % (type(exc).__name__, exc), DETAIL_LIMIT)}
         return {"status": "ok", "detail": ""}
     return load

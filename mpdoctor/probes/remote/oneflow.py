@@ -20,7 +20,9 @@ import sys
 import warnings
 
 from . import steps
-from .redact import redact_clip
+from ._portable import redact
+
+redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 PACKAGES = ("oneflow", "onediff", "onediffx", "nexfort", "onediff_quant")
 # PyPI's oneflow 0.7.0 raises this from its __init__.py; 0.6.0 just lacks the core.
@@ -33,10 +35,6 @@ MAX_SHIM = 256 * 1024  # a torch/__init__.py this small that imports oneflow is 
 MAX_LIST = 40
 
 
-def _clip(text, limit=600):
-    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
-
-
 def _read(path, limit=65536):
     try:
         with open(path, "rb") as handle:
@@ -46,7 +44,7 @@ def _read(path, limit=65536):
 
 
 def _error(exc):
-    return "%s: %s" % (type(exc).__name__, _clip(exc))
+    return "%s: %s" % (type(exc).__name__, redact_clip(exc, 600))
 
 
 # ---------------------------------------------------------------- static: no oneflow code runs
@@ -195,8 +193,8 @@ def _import(name):
         try:
             module = importlib.import_module(name)
         except BaseException as exc:
-            return None, {"ok": False, "type": type(exc).__name__, "message": _clip(exc, 2000)}
-    return module, {"ok": True, "warnings": [_clip(w.message, 300) for w in caught][:10]}
+            return None, {"ok": False, "type": type(exc).__name__, "message": redact_clip(exc, 2000)}
+    return module, {"ok": True, "warnings": [redact_clip(w.message, 300) for w in caught][:10]}
 
 
 def _call(facts, key, func):
@@ -205,7 +203,7 @@ def _call(facts, key, func):
     except Exception as exc:
         facts.setdefault("errors", {})[key] = _error(exc)
         return
-    facts[key] = value if isinstance(value, (bool, int, float)) or value is None else _clip(value, 300)
+    facts[key] = value if isinstance(value, (bool, int, float)) or value is None else redact_clip(value, 300)
 
 
 def oneflow_build(flow):
@@ -273,7 +271,7 @@ def coexistence(torch, flow):
                 record["status"] = "ok"
             except Exception as exc:
                 record["status"], record["detail"] = "error", _error(exc)
-        record["warnings"] = [_clip(w.message, 300) for w in caught][:5]
+        record["warnings"] = [redact_clip(w.message, 300) for w in caught][:5]
         return record
 
     return {"device": device, "cases": [

@@ -24,8 +24,10 @@ import re
 import symtable
 import time
 
-from . import files, listing, windows
-from .redact import redact_clip
+from . import listing, windows
+from ._portable import files, redact
+
+redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 SKIP_DISTRIBUTIONS = ("apex", "nvidia-apex", "torch", "pip", "setuptools", "mpdoctor")
 APEX_IMPORT = windows.APEX_IMPORT
@@ -38,6 +40,7 @@ ONEFLOW_PACKAGES = ("oneflow", "onediff", "onediffx")
 MAX_USES = 200
 MAX_FILE = 4 << 20
 MAX_SKIPPED = 50
+TEXT_LIMIT = 200  # characters of a source line kept in a use (redacted, then cut)
 # Source the parser cannot be trusted with: Python 3.9+ raises RecursionError on an
 # expression nested some 100,000 deep (a chain of attributes, calls or operators), and
 # 3.8's parser crashes the interpreter with a segfault. Real code comes nowhere near
@@ -45,10 +48,6 @@ MAX_SKIPPED = 50
 MAX_LINE = 20000
 CONTINUATION = re.compile(rb"\n[ \t]*[.+\-*/%&|^@]")
 MAX_CONTINUATIONS = 20000
-
-
-def _clip(text, limit=200):
-    return redact_clip(text, limit)  # redacted before the cut: a cut token would no longer look like one
 
 
 def _read(path, skipped=None, label=""):
@@ -138,7 +137,7 @@ def apex_imports(tree, lines):
         for module in modules:
             uses.append({
                 "module": module, "names": names, "line": node.lineno,
-                "text": _clip(lines[node.lineno - 1].strip()) if node.lineno <= len(lines) else "",
+                "text": redact_clip(lines[node.lineno - 1].strip(), TEXT_LIMIT) if node.lineno <= len(lines) else "",
                 "guarded": "try" in context, "lazy": "def" in context, "conditional": "if" in context,
             })
     return uses
@@ -171,7 +170,7 @@ def torch_amp_uses(tree, lines):
             seen.add(what)
             line = getattr(node, "lineno", 0)
             uses.append({"what": what, "line": line,
-                         "text": _clip(lines[line - 1].strip()) if 0 < line <= len(lines) else ""})
+                         "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else ""})
     return uses
 
 
@@ -184,7 +183,7 @@ def oneflow_uses(tree, lines):
             seen.add(what)
             line = getattr(node, "lineno", 0)
             uses.append({"what": what, "line": line,
-                         "text": _clip(lines[line - 1].strip()) if 0 < line <= len(lines) else ""})
+                         "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else ""})
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

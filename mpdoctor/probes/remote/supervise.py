@@ -52,7 +52,7 @@ import sys
 import time
 
 from . import steps
-from .redact import redact_text
+from ._portable import redact
 
 POLL = 0.01  # s; a tick costs a waitpid and a stat per job, nothing the timed kernels notice
 DETAIL_LIMIT = 600
@@ -283,11 +283,6 @@ def _size(path):
         return 0
 
 
-def _clip(text):
-    text = redact_text(str(text))
-    return text if len(text) <= DETAIL_LIMIT else "..." + text[-DETAIL_LIMIT:]
-
-
 def _work(path, plan, skip, first):
     """The worker's loop: every step of the plan not in ``skip``, in order, then ``done``."""
     out = StepWriter(path)
@@ -299,7 +294,8 @@ def _work(path, plan, skip, first):
         try:
             data = func()
         except Exception as exc:  # the step failed, the worker did not
-            data = {"status": "error", "detail": _clip("%s: %s" % (type(exc).__name__, exc))}
+            detail = redact.redact_clip("%s: %s" % (type(exc).__name__, exc), DETAIL_LIMIT, tail=True)
+            data = {"status": "error", "detail": detail}
         out.emit(key, data)
         if key == first and isinstance(data, dict) and data.get("status") == "error":
             break  # what the first step starts did not start: every later step would fail the same way

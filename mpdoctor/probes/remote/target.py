@@ -34,8 +34,7 @@ import traceback
 import warnings
 
 from . import steps
-from .limits import DEFAULT_TIMEOUT, handed_limits
-from .redact import redact_env_value, redact_text, redact_tree
+from ._portable import files, limits as shared_limits, redact
 from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
 
 # Environment variables that change how devices are enumerated or how precision
@@ -48,9 +47,9 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
-# The default --timeout's limits, by the formula the host's Budget uses (limits.py): only for a part started
-# without a JSON object of limits it can read (by hand, or an older host). No number is repeated here.
-DEFAULT_LIMITS = handed_limits(DEFAULT_TIMEOUT)
+# The default --timeout's limits, by the formula the host's Budget uses (portable/limits.py): only for a part
+# started without a JSON object of limits it can read (by hand, or an older host). No number is repeated here.
+DEFAULT_LIMITS = shared_limits.handed_limits(shared_limits.DEFAULT_TIMEOUT)
 
 
 def _sibling(name):
@@ -58,16 +57,12 @@ def _sibling(name):
     return importlib.import_module("." + name, __package__)
 
 
-def _clip(text, limit=MAX_TEXT):
-    text = redact_text(str(text))
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
 def _exception_facts(exc):
     return {
         "type": type(exc).__name__,
-        "message": _clip(exc),
-        "traceback": _clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+        "message": redact.redact_clip(exc, MAX_TEXT, tail=True),
+        "traceback": redact.redact_clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+                                        MAX_TEXT, tail=True),
     }
 
 
@@ -92,7 +87,7 @@ def distribution_facts(dist):
         summary = meta["Summary"] if meta is not None else None
     except Exception as exc:
         name = version = summary = None
-        problems.append("metadata unreadable: %s" % _clip(exc, 300))
+        problems.append("metadata unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
     if not name:
         problems.append("no Name in metadata")
     if not version:
@@ -101,7 +96,7 @@ def distribution_facts(dist):
         requires = list(dist.requires or [])
     except Exception as exc:
         requires = []
-        problems.append("requirements unreadable: %s" % _clip(exc, 300))
+        problems.append("requirements unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
     try:
         location = str(dist.locate_file(""))
     except Exception:
@@ -112,10 +107,10 @@ def distribution_facts(dist):
         "version": version or "",
         "location": location,
         "metadata_path": meta_path,
-        "summary": _clip(summary or "", 300),
-        "requires": [_clip(r, 500) for r in requires],
+        "summary": redact.redact_clip(summary or "", 300, tail=True),
+        "requires": [redact.redact_clip(r, 500, tail=True) for r in requires],
         "installer": (_read_text(dist, "INSTALLER") or "").strip(),
-        "direct_url": _clip(direct_url, 1000) if direct_url else "",
+        "direct_url": redact.redact_clip(direct_url, 1000, tail=True) if direct_url else "",
         "problems": problems,
     }
 
@@ -130,7 +125,7 @@ def environment_variables():
     names = sorted(
         name for name in os.environ if name.startswith(ENV_PREFIXES) or name in ENV_NAMES
     )
-    return {name: redact_env_value(name, os.environ[name]) for name in names}
+    return {name: redact.redact_env_value(name, os.environ[name]) for name in names}
 
 
 # Top-level modules whose origin tells which distribution really provides them.
@@ -161,7 +156,7 @@ def guarded_step(out, step, func):
     except Exception as exc:  # e.g. importlib.metadata missing on a very old Python
         out.emit(steps.ERROR % step, _exception_facts(exc))
         return None
-    out.emit(step, redact_tree(result))  # paths and error texts can carry tokens
+    out.emit(step, redact.redact_tree(result))  # paths and error texts can carry tokens
     return result
 
 
@@ -198,11 +193,11 @@ def _call(facts, key, func):
     try:
         facts[key] = func()
     except Exception as exc:
-        facts.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, _clip(exc, 500))
+        facts.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
 
 
 def _warning_texts(caught):
-    return [_clip("%s: %s" % (w.category.__name__, w.message), 1000) for w in caught]
+    return [redact.redact_clip("%s: %s" % (w.category.__name__, w.message), 1000, tail=True) for w in caught]
 
 
 def torch_build_facts(torch):
@@ -316,7 +311,8 @@ def torch_device_facts(torch, torch_count):
         try:
             devices.append(device_facts(torch, ordinal))
         except Exception as exc:
-            facts.setdefault("errors", {})["device %d" % ordinal] = "%s: %s" % (type(exc).__name__, _clip(exc, 500))
+            error = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
+            facts.setdefault("errors", {})["device %d" % ordinal] = error
     facts["devices"] = devices
     return facts
 
@@ -335,7 +331,7 @@ def import_torch(out):
     """The steps find and import: torch, or (None, why) when it is missing, broken or OneFlow's."""
     import importlib.util
 
-    _sibling("files").guard_metadata()  # the kernel runner is a torch part too: its apex step reads all METADATA
+    files.guard_metadata()  # the kernel runner is a torch part too: its apex step reads all METADATA
     out.begin(steps.FIND)
     try:
         spec = importlib.util.find_spec("torch")
@@ -446,7 +442,7 @@ def main(argv):
     """argv: the part, its step file, the limits it enforces itself (JSON, from the host's Budget), switches."""
     part, path = argv[0], argv[1]
     limits = read_limits(argv[2] if len(argv) > 2 else "{}")
-    _sibling("files").guard_metadata()  # a FIFO as a METADATA file must cost its distribution, not the part
+    files.guard_metadata()  # a FIFO as a METADATA file must cost its distribution, not the part
     out = StepWriter(path)
     PARTS[part](out, limits, set(argv[3:]))
     out.emit(steps.DONE, True)
