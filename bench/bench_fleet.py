@@ -10,7 +10,7 @@ few odd ranks out (one node on another NCCL, one on another driver, one rank wit
 NVIDIA_TF32_OVERRIDE=0, one GPU twice as slow). Measured, in one run:
 
 * rank 0's comparison: 1,024 rank reports as the store hands them over (JSON text),
-  decoded and compared (``mpdoctor.fleet.verdict.judge_gathered``): wall time, peak
+  decoded and compared (``mpdoctor.fleet.gathered.judge_gathered``): wall time, peak
   Python memory (tracemalloc), size of the JSON report;
 * ``mpdoctor fleet compare`` on the 1,024 saved snapshot files, as a subprocess (it
   also judges the snapshots with the single-process checks), against the baseline of
@@ -54,7 +54,7 @@ from mpdoctor.fleet.judging import ManyJudge, identity  # noqa: E402
 from mpdoctor.fleet.launcher import Launch  # noqa: E402
 from mpdoctor.fleet.model import fleet_data  # noqa: E402
 from mpdoctor.fleet.protocol import Channel, Gathered, group_key  # noqa: E402
-from mpdoctor.fleet.verdict import judge_gathered  # noqa: E402
+from mpdoctor.fleet.gathered import judge_gathered  # noqa: E402
 from mpdoctor.schema.serde import to_data  # noqa: E402
 from mpdoctor.snapshot import (CudaDevice, DeviceKernels, Distribution, KernelInfo, KernelResult, NvmlGpu,  # noqa: E402
                                NvmlInfo, load_snapshot)

@@ -7,7 +7,7 @@ import shlex
 from typing import Optional
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Step
+from mpdoctor.findings import FixStep
 from mpdoctor.snapshot import Distribution, Snapshot
 from mpdoctor.snapshot.apex import ApexExtension, ApexImport, ApexInfo, ApexLocation
 
@@ -136,25 +136,25 @@ def where(use: ApexImport) -> str:
 # ---------------------------------------------------------------- fixes
 
 
-def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[Step]:
+def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[FixStep]:
     """Everything that takes apex away: pip (repeated for stacked installs), conda, stray copies."""
     names = [d.name for d in snap.environment.distributions if d.name.lower() in ("apex", "nvidia-apex")]
     steps = []
     if names:
-        steps.append(Step(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
+        steps.append(FixStep(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
                           fixes.pip(snap, "uninstall", "-y", *sorted(set(names))), role=fixes.role_of(why)))
     if facts(snap).conda_packages:
-        steps.append(Step("Remove conda's package too", "conda remove -y nvidia-apex"))
+        steps.append(FixStep("Remove conda's package too", "conda remove -y nvidia-apex"))
     steps += stray_steps(snap)
-    return steps or [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))]
+    return steps or [FixStep(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))]
 
 
-def stray_steps(snap: Snapshot) -> list[Step]:
+def stray_steps(snap: Snapshot) -> list[FixStep]:
     """Move away apex copies no installer owns, and name the .pth lines that add apex to the path."""
-    steps = [Step(f"Move away the apex that no installer owns: {location.path}",
+    steps = [FixStep(f"Move away the apex that no installer owns: {location.path}",
                   f"mv {shlex.quote(location.path)} {shlex.quote(location.path + '.disabled')}")
              for location in strays(snap)]
-    steps += [Step(f"Delete the line `{line.line}` from {line.file}") for line in facts(snap).pth_lines]
+    steps += [FixStep(f"Delete the line `{line.line}` from {line.file}") for line in facts(snap).pth_lines]
     return steps
 
 
@@ -177,7 +177,7 @@ def script_view(snap: Snapshot) -> Optional[ApexLocation]:
     return real[0] if real else (ordered[0] if ordered else None)
 
 
-def build_steps(snap: Snapshot) -> list[Step]:
+def build_steps(snap: Snapshot) -> list[FixStep]:
     """Build NVIDIA apex with its compiled extensions, against the installed torch."""
     cuda = snap.torch.cuda
     if snap.torch.status != "imported":
@@ -190,17 +190,17 @@ def build_steps(snap: Snapshot) -> list[Step]:
     # be imported instead of the installed apex by scripts run there (APEX009), and one command is what the fix
     # simulator can apply (APEX_* are read by apex's setup.py, in the build that pip starts).
     return [
-        Step(f"Build it from source against this torch; this needs {toolkit} on PATH",
+        FixStep(f"Build it from source against this torch; this needs {toolkit} on PATH",
              "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 "
              + fixes.pip(snap, "install", "-v", "--no-build-isolation", f"git+{REPO}")),
     ]
 
 
-def rebuild_steps(snap: Snapshot, why: str) -> list[Step]:
+def rebuild_steps(snap: Snapshot, why: str) -> list[FixStep]:
     """Uninstall the build that is there, then build apex against the installed torch."""
-    return [Step(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))] + build_steps(snap)
+    return [FixStep(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))] + build_steps(snap)
 
 
-def torch_amp_step(lead: str = "Or use") -> Step:
-    return Step(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
+def torch_amp_step(lead: str = "Or use") -> FixStep:
+    return FixStep(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
                 "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)", role=fixes.role_of(lead))

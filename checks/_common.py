@@ -9,7 +9,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from mpdoctor.checks import fixes
 from mpdoctor.analysis.capability import parse_capability
-from mpdoctor.findings import Step
+from mpdoctor.findings import FixStep
 from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 
 
@@ -63,10 +63,10 @@ def requirers(snap: Snapshot, name: str) -> list[tuple[Distribution, Requirement
     return out
 
 
-def arch_fix_steps(snap: Snapshot, caps: list[int]) -> list[Step]:
+def arch_fix_steps(snap: Snapshot, caps: list[int]) -> list[FixStep]:
     """Reinstall torch from the official CUDA variant that has code for these compute capabilities."""
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
     if cuda:
         return [fixes.reinstall_torch_step(snap, cuda, f"Install the CUDA {cuda} build, which has code for it")]
-    return [Step("No official build known to mpdoctor covers this GPU with this driver; upgrade the driver or "
+    return [FixStep("No official build known to mpdoctor covers this GPU with this driver; upgrade the driver or "
                  "build torch from source with TORCH_CUDA_ARCH_LIST set")]

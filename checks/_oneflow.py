@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Step
+from mpdoctor.findings import FixStep
 from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.snapshot import Distribution, OneflowInfo, Snapshot, canonical_name
 
@@ -114,24 +114,24 @@ def community_cuda(torch_cuda: Optional[str]) -> Optional[str]:
     return exact[0] if exact else (same_major[-1] if same_major else None)
 
 
-def install_steps(snap: Snapshot) -> list[Step]:
+def install_steps(snap: Snapshot) -> list[FixStep]:
     """Install a real OneFlow build from SiliconFlow's community index, for torch's CUDA."""
     torch_cuda = snap.torch.cuda if snap.torch.status == "imported" else None
     build = community_cuda(torch_cuda)
     if build is None:
         why = f"torch here is built for CUDA {torch_cuda}" if torch_cuda else "torch here has no CUDA build"
-        return [Step(f"OneFlow's community builds exist for CUDA {', '.join(COMMUNITY_CUDA)} only, and {why}: "
+        return [FixStep(f"OneFlow's community builds exist for CUDA {', '.join(COMMUNITY_CUDA)} only, and {why}: "
                      "install a torch for one of those first, or use OneDiff's nexfort backend, which needs no "
                      "OneFlow (https://github.com/siliconflow/onediff#installation)")]
     note = "" if version_tuple(build)[:2] == version_tuple(torch_cuda)[:2] else f", the closest to torch's {torch_cuda}"
     index = COMMUNITY_INDEX.format(tag=fixes.cuda_tag(build))
-    return [Step(f"Install the OneFlow build for CUDA {build}{note} from SiliconFlow's community index, as "
+    return [FixStep(f"Install the OneFlow build for CUDA {build}{note} from SiliconFlow's community index, as "
                  "OneDiff's README does", fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index))]
 
 
-def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> Step:
+def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> FixStep:
     names = [d.name for d in dists] or ["oneflow"]
-    return Step(why, fixes.pip(snap, "uninstall", "-y", *names))
+    return FixStep(why, fixes.pip(snap, "uninstall", "-y", *names))
 
 
 def project_uses(snap: Snapshot) -> list:

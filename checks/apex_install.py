@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.checks import _apex, fixes
 from mpdoctor.checks._apex import FAMILY
@@ -209,7 +209,7 @@ def stray_apex(snap: Snapshot) -> Iterator[Finding]:
             "a bare apex/ directory"
         yield warning(f"`import apex`{here} gets {what} ({seen_by_scripts.path}), not an installed apex: "
                       "`from apex import ...` finds nothing in it", evidence,
-                      _apex.stray_steps(snap) or [Step(f"Take {seen_by_scripts.entry} off PYTHONPATH")])
+                      _apex.stray_steps(snap) or [FixStep(f"Take {seen_by_scripts.entry} off PYTHONPATH")])
         return
     stray_paths = {loc.path for loc in _apex.strays(snap)}
     if seen_by_scripts.source == "cwd" and seen_by_scripts.path in stray_paths and _apex.importable(snap):

@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from packaging.version import InvalidVersion, Version
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.checks import _apex
 from mpdoctor.checks._apex import FAMILY
@@ -47,23 +47,23 @@ def _sites(uses: list[ApexImport]) -> list[str]:
 
 
 def _upgrade_steps(snap: Snapshot, grouped: dict[str, list[ApexImport]], fixed_in: dict[str, str],
-                   lead: str = "Or upgrade") -> list[Step]:
+                   lead: str = "Or upgrade") -> list[FixStep]:
     steps = []
     for name, uses in sorted(grouped.items()):
         fixed = fixed_in.get(name.lower())
         if _older(uses[0].version, fixed):
-            steps.append(Step(f"{lead} {name} to {fixed} or newer, which no longer does this",
+            steps.append(FixStep(f"{lead} {name} to {fixed} or newer, which no longer does this",
                               fixes.pip(snap, "install", "-U", f"{name}>={fixed}"), role=fixes.role_of(lead)))
         else:
-            steps.append(Step(f"No release of {name} known to mpdoctor drops this; removing apex is the fix"))
+            steps.append(FixStep(f"No release of {name} known to mpdoctor drops this; removing apex is the fix"))
     return steps
 
 
-def _keep_apex_note(snap: Snapshot) -> list[Step]:
+def _keep_apex_note(snap: Snapshot) -> list[FixStep]:
     needed_by = [f"{dist.name} {dist.version}" for dist, _ in requirers(snap, "apex")]
     if not needed_by:
         return []
-    return [Step(f"Careful: {', '.join(needed_by)} declare a dependency on apex; uninstalling it may break them")]
+    return [FixStep(f"Careful: {', '.join(needed_by)} declare a dependency on apex; uninstalling it may break them")]
 
 
 @check("APEX005", "apex-fused-norm-swap", family=FAMILY,
@@ -147,7 +147,7 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
         who.append("your code")
     verb = "import" if len(grouped) + bool(project) > 1 else "imports"
     title = f"{' and '.join(who)} {verb} apex.amp, which is not available here: `{failure}`"
-    steps = [Step("Port your code from apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in "
+    steps = [FixStep("Port your code from apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in "
                   "torch.autocast and scale the loss with torch.amp.GradScaler "
                   "(https://pytorch.org/docs/stable/notes/amp_examples.html)")] if project else []
     steps += _upgrade_steps(snap, grouped, AMP_IMPORT_FIXED_IN, lead="Upgrade")
@@ -178,7 +178,7 @@ def both_amps(snap: Snapshot) -> Iterator[Finding]:
     evidence = _sites(project) + [f"{use.file}:{use.line} `{use.text}`" for use in torch_uses[:MAX_SITES]]
     yield warning("your code mixes apex.amp with torch.autocast/GradScaler: two precision managers cast and "
                   "scale the loss twice", evidence,
-                  [Step("Remove amp.initialize and amp.scale_loss; keep torch.autocast for the forward pass and "
+                  [FixStep("Remove amp.initialize and amp.scale_loss; keep torch.autocast for the forward pass and "
                         "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)")])
 
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import is_cuda_build
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -50,7 +50,7 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     smi = fixes.timed(30, "nvidia-smi") if nvml.status == "timeout" else "nvidia-smi"
     steps = [fixes.inspect("Check what the driver says", smi)]
     if nvml.reason == "LibRmVersionMismatch":
-        steps.insert(0, Step("The driver was upgraded but the old kernel module is loaded: reboot", "sudo reboot"))
+        steps.insert(0, FixStep("The driver was upgraded but the old kernel module is loaded: reboot", "sudo reboot"))
     if nvml.reason == "NoPermission":
         steps.insert(0, fixes.inspect("Your user cannot open the GPU devices", "ls -l /dev/nvidia*"))
     yield error(f"NVML fails: {nvml.reason or nvml.status}: {nvml.detail}", [nvml.detail], steps)
@@ -61,11 +61,11 @@ def _cuda_without_nvml(snap: Snapshot) -> Finding:
     nvml, env = snap.machine.nvml, snap.environment.env
     evidence = [nvml.detail or nvml.reason, f"torch sees {len(snap.torch.devices)} CUDA device(s)"]
     if nvml.reason == "PynvmlMissing":
-        steps = [Step("Install NVIDIA's NVML bindings next to mpdoctor", "python -m pip install nvidia-ml-py")]
+        steps = [FixStep("Install NVIDIA's NVML bindings next to mpdoctor", "python -m pip install nvidia-ml-py")]
     else:
         if "NVIDIA_DRIVER_CAPABILITIES" in env:
             evidence.append(f"NVIDIA_DRIVER_CAPABILITIES={env['NVIDIA_DRIVER_CAPABILITIES']}")
-        steps = [Step("In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
+        steps = [FixStep("In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
                       "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ..."),
                  fixes.inspect("Check that NVML answers", "nvidia-smi")]
     return warning(f"CUDA works but NVML does not ({nvml.reason}): GPUs cannot be tied to nvidia-smi's numbering",

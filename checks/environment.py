@@ -6,7 +6,7 @@ import shlex
 from typing import Iterator
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -43,7 +43,7 @@ def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
         evidence,
         [fixes.inspect("Run the interpreter by hand and read its error",
                        fixes.python(snap, "-c", "import sys; print(sys.version)")),
-         Step("mpdoctor needs Python 3.8 or newer on the --python it is given")],
+         FixStep("mpdoctor needs Python 3.8 or newer on the --python it is given")],
     )
 
 
@@ -70,8 +70,8 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
             f"broken metadata for {label}: {'; '.join(dist.problems)}",
             [f"metadata directory: {dist.metadata_path or dist.location}"],
             [fixes.inspect("Look at the broken metadata directory", "ls -la " + shlex.quote(dist.metadata_path or dist.location))]
-            + ([Step("Remove it", "rm -rf " + shlex.quote(dist.metadata_path))] if dist.metadata_path else [])
-            + ([Step("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
+            + ([FixStep("Remove it", "rm -rf " + shlex.quote(dist.metadata_path))] if dist.metadata_path else [])
+            + ([FixStep("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
                if dist.name else []),
         )
 
@@ -113,7 +113,7 @@ def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
     yield info(
         f"the scan of your project's code {what}: checks that read your code may miss a use in it",
         evidence,
-        [Step("Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
+        [FixStep("Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
               "kept out of it"),
          fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand")],
     )

@@ -11,7 +11,7 @@ import shlex
 from typing import Optional
 
 from mpdoctor.analysis.versions import driver_for_cuda, version_tuple
-from mpdoctor.findings import Step, StepRole
+from mpdoctor.findings import FixStep, StepRole
 from mpdoctor.snapshot import Snapshot
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
@@ -28,12 +28,12 @@ LATEST_RELEASE_ARCHS = {
 }
 
 
-def alternative(text: str, command: Optional[str] = None) -> Step:
+def alternative(text: str, command: Optional[str] = None) -> FixStep:
     """Another way to the same end ("Or ..."): the steps after it, up to the next alternative, belong to it.
 
-    Said in data (``Step.role``), so the fix simulator proves each way on its own and renderers can show it.
+    Said in data (``FixStep.role``), so the fix simulator proves each way on its own and renderers can show it.
     """
-    return Step(text, command, role="alternative")
+    return FixStep(text, command, role="alternative")
 
 
 def role_of(lead: str) -> StepRole:
@@ -41,14 +41,14 @@ def role_of(lead: str) -> StepRole:
     return "alternative" if re.match(r"Or\b", lead) else "step"
 
 
-def inspect(text: str, command: str) -> Step:
+def inspect(text: str, command: str) -> FixStep:
     """A command that only looks (``nvidia-smi``, ``ls``): it informs the fix and changes nothing."""
-    return Step(text, command, role="inspect")
+    return FixStep(text, command, role="inspect")
 
 
-def ways(steps: list[Step]) -> list[list[Step]]:
+def ways(steps: list[FixStep]) -> list[list[FixStep]]:
     """The steps grouped into the ways they offer: the first way, then one per alternative."""
-    out: list[list[Step]] = [[]]
+    out: list[list[FixStep]] = [[]]
     for step in steps:
         if step.role == "alternative" and out[-1]:
             out.append([])
@@ -149,7 +149,7 @@ def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int],
     return min(ranked)[2] if ranked and minor_compat else None
 
 
-def driver_upgrade_step(snap: Snapshot, cuda: str) -> Step:
+def driver_upgrade_step(snap: Snapshot, cuda: str) -> FixStep:
     """Upgrade the driver to the least one that fully supports CUDA ``cuda`` (NVIDIA's table).
 
     Its words are what the fix simulator reads ("Upgrade the NVIDIA driver to V or newer"): a driver
@@ -157,9 +157,9 @@ def driver_upgrade_step(snap: Snapshot, cuda: str) -> Step:
     """
     least = driver_for_cuda(cuda)
     if not least:
-        return Step(f"Upgrade the NVIDIA driver to one that supports CUDA {cuda} (NVIDIA's CUDA release notes list "
+        return FixStep(f"Upgrade the NVIDIA driver to one that supports CUDA {cuda} (NVIDIA's CUDA release notes list "
                     "the least driver of each CUDA version); a reboot may be needed")
-    return Step(f"Upgrade the NVIDIA driver to {least} or newer (the least that fully supports CUDA {cuda}; this "
+    return FixStep(f"Upgrade the NVIDIA driver to {least} or newer (the least that fully supports CUDA {cuda}; this "
                 f"one is {snap.machine.nvml.driver_version or '?'}); a reboot may be needed")
 
 
@@ -191,10 +191,10 @@ def torch_index(version: str) -> list[str]:
     return ["--index-url", f"{PYTORCH_INDEX}/{local}"] if re.fullmatch(r"cpu|cu\d+|rocm[\d.]+|xpu", local) else []
 
 
-def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str, role: StepRole = "step") -> Step:
+def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str, role: StepRole = "step") -> FixStep:
     """Reinstall the same torch version (and its companions) from the CUDA ``cuda`` index."""
     version = snap.torch.version.split("+")[0] if snap.torch.version else ""
     spec = f"torch=={version}" if version else "torch"
     index = f"{PYTORCH_INDEX}/{cuda_tag(cuda)}" if cuda else f"{PYTORCH_INDEX}/cpu"
     command = pip(snap, "install", "--force-reinstall", spec, *torch_companions(snap), "--index-url", index)
-    return Step(f"{why} (other builds: {INSTALL_SELECTOR})", command, role=role)
+    return FixStep(f"{why} (other builds: {INSTALL_SELECTOR})", command, role=role)

@@ -8,7 +8,7 @@ from mpdoctor.checks import fixes
 from mpdoctor.checks._gpu import (clearly_stronger, describe, env_evidence, gib, precision_profile, predicted,
                                   strength)
 from mpdoctor.analysis.capability import weaker_precisions
-from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -16,11 +16,11 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "gpu"
 
 
-def _uuid_steps(rows, why: str) -> list[Step]:
+def _uuid_steps(rows, why: str) -> list[FixStep]:
     uuids = ",".join(row.uuid for row in rows if row.uuid.startswith(("GPU-", "MIG-")))
     if not uuids:
-        return [Step(f"{why}: list the UUIDs with `nvidia-smi -L` and put them in CUDA_VISIBLE_DEVICES")]
-    return [Step(why, fixes.export("CUDA_VISIBLE_DEVICES", uuids))]
+        return [FixStep(f"{why}: list the UUIDs with `nvidia-smi -L` and put them in CUDA_VISIBLE_DEVICES")]
+    return [FixStep(why, fixes.export("CUDA_VISIBLE_DEVICES", uuids))]
 
 
 @check("GPU001", "cuda-order-differs-from-nvidia-smi", family=FAMILY,
@@ -69,10 +69,10 @@ def _observed(snap: Snapshot, view, wrong) -> Finding:
     if gaps:
         evidence.append(f"cuda:{first.cuda_ordinal} is weaker than the GPU nvidia-smi calls "
                         f"{first.expected_nvml_index}: {', '.join(gaps)}")
-    steps = [Step("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))]
+    steps = [FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))]
     meant_uuids = visible_devices_as_meant(snap)
     if view.cuda_visible_devices is not None and meant_uuids:
-        steps.append(Step("Select the GPUs you named, by UUID (nvidia-smi's numbering read as you meant it)",
+        steps.append(FixStep("Select the GPUs you named, by UUID (nvidia-smi's numbering read as you meant it)",
                           fixes.export("CUDA_VISIBLE_DEVICES", meant_uuids)))
     else:
         best = max(view.visible, key=strength)
@@ -92,7 +92,7 @@ def _unconfirmed(view) -> Iterator[Finding]:
     yield info(
         "On this box cuda:N may not be nvidia-smi GPU N: the GPUs differ and CUDA numbers them fastest first",
         env_evidence(view) + [describe(row) for row in whole] + view.notes,
-        [Step("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
+        [FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
          fixes.inspect("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L")],
     )
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.checks import fixes
 from mpdoctor.checks._gpu import describe, env_evidence
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
 from mpdoctor.analysis.gpu_table import ORDERS, GpuView
 from mpdoctor.checks.registry import check
@@ -62,7 +62,7 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     meant = visible_devices_as_meant(snap)
     steps = []
     if meant:
-        steps.append(Step("List each GPU once, by UUID (integers read as nvidia-smi indices)",
+        steps.append(FixStep("List each GPU once, by UUID (integers read as nvidia-smi indices)",
                           fixes.export("CUDA_VISIBLE_DEVICES", meant)))
     steps.append(fixes.inspect("Check the UUIDs", "nvidia-smi -L"))
     yield warning(f"CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} does not select what it lists: "
@@ -98,11 +98,11 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
         # allocated to other jobs where Slurm does not fence devices off (no ConstrainDevices): the only
         # fix is to ask Slurm for GPUs.
         yield error(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, [
-            Step("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
+            FixStep("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
             fixes.inspect("See which GPUs the job was given", "scontrol show job \"$SLURM_JOB_ID\""),
         ])
         return
-    steps = [Step("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
+    steps = [FixStep("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
     if snap.machine.nvml.gpus:
         steps.append(fixes.alternative("Or select GPUs by UUID, from this list"))
         steps.append(fixes.inspect("List the GPUs and their UUIDs", "nvidia-smi -L"))
@@ -130,7 +130,7 @@ def device_order_unknown(snap: Snapshot) -> Iterator[Finding]:
     yield warning(
         f"CUDA_DEVICE_ORDER={view.cuda_device_order!r} is not a value CUDA knows ({' or '.join(ORDERS)})",
         env_evidence(view),
-        [Step("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))],
+        [FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))],
     )
 
 
@@ -164,7 +164,7 @@ def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
              f"nvidia-smi {', '.join(str(row.nvml_index) for row in missing)} unused")
     evidence = env_evidence(view) + [describe(row) for row in view.visible + missing]
     steps = [fixes.inspect("See which GPU device files this process can open", "ls -l /dev/nvidia*"),
-             Step("In Docker, pass every GPU through", "docker run --gpus all ...")]
+             FixStep("In Docker, pass every GPU through", "docker run --gpus all ...")]
     yield (info if foreign else warning)(title, evidence, steps)
 
 
@@ -190,6 +190,6 @@ def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
     yield warning(
         f"CUDA_VISIBLE_DEVICES selects {len(migs)} MIG devices, but a CUDA process uses only the first ({migs[0].text})",
         evidence,
-        [Step("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
+        [FixStep("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
          fixes.inspect("List the MIG devices", "nvidia-smi -L")],
     )

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from mpdoctor.checks import _oneflow
 from mpdoctor.checks._oneflow import FAMILY
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -92,7 +92,7 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     nexfort = snap.distribution("nexfort")
-    alternative = [Step("Or compile with the nexfort backend instead: `compile(model, backend=\"nexfort\")` from "
+    alternative = [FixStep("Or compile with the nexfort backend instead: `compile(model, backend=\"nexfort\")` from "
                         "onediff.infer_compiler")] if nexfort else []
     if not _oneflow.importable(snap, "oneflow"):
         if nexfort:
@@ -187,7 +187,7 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
         evidence.append(f"the NVIDIA driver {nvml.driver_version} supports CUDA up to {driver}")
         yield error(f"oneflow is built for CUDA {oneflow_cuda}, newer than this driver supports ({driver}): "
                     "OneFlow cannot start CUDA", evidence,
-                    [Step("Upgrade the NVIDIA driver, or install the OneFlow build for the driver's CUDA")] + steps)
+                    [FixStep("Upgrade the NVIDIA driver, or install the OneFlow build for the driver's CUDA")] + steps)
     elif torch_cuda and version_tuple(oneflow_cuda)[0] != version_tuple(torch_cuda)[0]:
         yield warning(f"oneflow is built for CUDA {oneflow_cuda} and torch for CUDA {torch_cuda}: two CUDA "
                       "majors in one process", evidence, steps)

@@ -8,7 +8,7 @@ from typing import Iterator
 from mpdoctor.checks import fixes
 from mpdoctor.checks import _oneflow
 from mpdoctor.checks._oneflow import FAMILY
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 from mpdoctor.snapshot.oneflow import CoexistCase
@@ -61,16 +61,16 @@ def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
         evidence.append(f"PyTorch {real.version} is installed in {real.location}, but `import torch` does not reach it")
     steps = []
     if mock.path_entries and any(entry in python_path for entry in mock.path_entries):
-        steps.append(Step("Turn mock-torch off in this shell (it prints the exports that undo "
+        steps.append(FixStep("Turn mock-torch off in this shell (it prints the exports that undo "
                           "`python -m oneflow.mock_torch`), and drop that eval from your shell profile",
                           f"eval $({fixes.python(snap, '-m', 'oneflow.mock_torch', 'disable')})"))
-    steps += [Step(f"Remove this line from {line.file}: {line.line}") for line in mock.pth_lines]
-    steps += [Step(f"Remove the oneflow.mock_torch.enable() call from {path}") for path in mock.customize]
+    steps += [FixStep(f"Remove this line from {line.file}: {line.line}") for line in mock.pth_lines]
+    steps += [FixStep(f"Remove the oneflow.mock_torch.enable() call from {path}") for path in mock.customize]
     if mock.hooks or mock.customize or mock.torch.kind == "oneflow-hook":
         steps.append(fixes.alternative("Or make oneflow.mock_torch.enable() a no-op for this shell",
                           fixes.export("ONEFLOW_DISABLE_MOCK_TORCH", "1")))
     if not steps:
-        steps.append(Step(f"Remove what makes `import torch` load {mock.torch.origin or 'OneFlow'}"))
+        steps.append(FixStep(f"Remove what makes `import torch` load {mock.torch.origin or 'OneFlow'}"))
     steps.append(fixes.inspect("Then run mpdoctor again: this report's torch facts are OneFlow's",
                                fixes.mpdoctor_check(snap)))
     yield error("`import torch` gives OneFlow, not PyTorch: oneflow's mock-torch is on, so torch checks and "
@@ -103,10 +103,10 @@ def _measured(snap: Snapshot) -> list[str]:
 
 
 FIXES = [
-    Step("If the model is already fp16 (`.half()`, `torch_dtype=torch.float16`), remove the `with "
+    FixStep("If the model is already fp16 (`.half()`, `torch_dtype=torch.float16`), remove the `with "
          "torch.autocast(\"cuda\")` around the OneFlow-compiled pipeline: it has nothing left to cast"),
-    Step("If you need autocast, use OneFlow's own around OneFlow code: `with oneflow.autocast(\"cuda\"):`"),
-    Step("Never nest torch.autocast and oneflow.autocast, or run one forward pass under both"),
+    FixStep("If you need autocast, use OneFlow's own around OneFlow code: `with oneflow.autocast(\"cuda\"):`"),
+    FixStep("Never nest torch.autocast and oneflow.autocast, or run one forward pass under both"),
 ]
 
 

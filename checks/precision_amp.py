@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor.checks._kernels import FAILED, FAMILY
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.analysis.kernel_view import is_gpu, label, measured, result, short
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
@@ -38,9 +38,9 @@ def autocast_unexpected_dtype(snap: Snapshot) -> Iterator[Finding]:
             alternative = result(device, "autocast", other)
             steps = []
             if alternative is not None and alternative.status == "ok":
-                steps.append(Step(f"Autocast to {short(other)} on {label(device)}: "
+                steps.append(FixStep(f"Autocast to {short(other)} on {label(device)}: "
                                   f"torch.autocast(\"{kind}\", dtype=torch.{other}) works"))
-            steps.append(Step("Upgrade torch: older releases autocast only to bf16 on the CPU"
+            steps.append(FixStep("Upgrade torch: older releases autocast only to bf16 on the CPU"
                               if kind == "cpu" and dtype == "float16" else "Upgrade torch"))
             produced = ", ".join(f"{op} -> {got}" for op, got in sorted(r.output_dtypes.items()))
             yield warning(
@@ -75,9 +75,9 @@ def grad_scaler_step_fails(snap: Snapshot) -> Iterator[Finding]:
                  and r.scale_after is not None else ""]
         evidence = [r.detail] + [f for f in facts if f and "None" not in f]
         bf16 = result(device, "matmul", "bfloat16")
-        steps = [Step(f"Train in bf16 on {label(device)}: its matmul ran correctly")
-                 if bf16 is not None and bf16.status == "ok" else Step(f"Train in fp32 on {label(device)}"),
-                 Step("Update torch and the NVIDIA driver, then run `mpdoctor check` again")]
+        steps = [FixStep(f"Train in bf16 on {label(device)}: its matmul ran correctly")
+                 if bf16 is not None and bf16.status == "ok" else FixStep(f"Train in fp32 on {label(device)}"),
+                 FixStep("Update torch and the NVIDIA driver, then run `mpdoctor check` again")]
         make = error if r.status == "wrong" else warning
         what = "overflowed" if r.status == "wrong" else "failed"
         yield make(f"An fp16 GradScaler training step {what} on {label(device)}", evidence, steps)

@@ -14,7 +14,7 @@ from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps
 from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
                                       no_kernel_image, own_failure, sdpa_runs, sdpa_tried, use_instead)
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.analysis.kernel_view import capability, is_gpu, label, measured, short, kernel_name
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
@@ -67,11 +67,11 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             title = f"{short(dtype)} does not run on {label(device)}: {ops}"
             evidence = [f"{kernel_name(r)}: {r.detail}" for r in failed]
             advice = dict.fromkeys(use_instead(snap, device, r.op, dtype) for r in failed)
-            steps = [Step(text) for text in advice if text]
+            steps = [FixStep(text) for text in advice if text]
             if not is_gpu(device) and dtype == "float16":
-                steps.append(Step("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
+                steps.append(FixStep("torch 2.2 and newer run fp16 matmul and conv on the CPU: upgrade torch"))
             make = warning if dtype == "float8_e4m3fn" else error
-            yield make(title, evidence, steps or [Step(f"Avoid {short(dtype)} on {label(device)}")])
+            yield make(title, evidence, steps or [FixStep(f"Avoid {short(dtype)} on {label(device)}")])
 
 
 @check("PREC002", "no-kernel-image", family=FAMILY, needs=("kernels",),
@@ -123,12 +123,12 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
         evidence = [f"{kernel_name(r)}: {r.detail}"
                     + (f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
                        if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
-        steps = [Step(f"Do not train in these dtypes on {label(device)} until fixed")]
+        steps = [FixStep(f"Do not train in these dtypes on {label(device)} until fixed")]
         if is_gpu(device):
             steps += [fixes.inspect("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
-                      Step("Update the NVIDIA driver and torch, then run `mpdoctor check` again")]
+                      FixStep("Update the NVIDIA driver and torch, then run `mpdoctor check` again")]
         else:
-            steps.append(Step("Update torch, then run `mpdoctor check` again"))
+            steps.append(FixStep("Update torch, then run `mpdoctor check` again"))
         yield error(f"Wrong results on {label(device)}: {', '.join(names)}", evidence, steps)
 
 
@@ -157,7 +157,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
         yield warning(f"The precision microkernels did not finish: {kernels.detail}",
                       [f"kernel runner: {kernels.probe.status} {kernels.probe.detail}".rstrip()]
                       + ([kernels.probe.stderr_tail[-600:]] if kernels.probe.stderr_tail else []),
-                      [Step("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))])
+                      [FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))])
     for device in measured(snap):
         if device.status in ("crashed", "timeout", "error") and not device.results:
             if own_failure(device.detail):
@@ -185,7 +185,7 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                         + (f" ({device.detail})" if device.detail else ""))
         make = error if crashed else warning
         yield make(f"Kernels killed their process on {label(device)}: {names}", evidence,
-                   [Step("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
+                   [FixStep("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
 
 
 @check("PREC010", "kernels-not-run", family=FAMILY, needs=("kernels",),
@@ -203,4 +203,4 @@ def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     """
     if snap.kernels.status == "skipped":
         yield info("Precision was predicted, not measured: the microkernels were skipped",
-                   [f"kernels: {snap.kernels.detail}"], [Step("Measure it", fixes.mpdoctor_check(snap, kernels=True))])
+                   [f"kernels: {snap.kernels.detail}"], [FixStep("Measure it", fixes.mpdoctor_check(snap, kernels=True))])

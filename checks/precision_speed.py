@@ -13,7 +13,7 @@ from typing import Iterator
 
 from mpdoctor.checks import fixes
 from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
-from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.analysis.kernel_view import (NO_GAIN, busy_cpu, conclusive_speed, disturbance, gpu_of, hardware_level,
                                            inconclusive, is_gpu, is_slow, kernel_name, label, load_text, measured,
                                            ratio_text, result, short, spread_text, verdict)
@@ -80,7 +80,7 @@ def _slow_finding(snap: Snapshot, device: DeviceKernels, slow: list) -> Finding:
     advice = use_instead(snap, device, "matmul", slow[0][0]) or f"stay in fp32 on {label(device)}"
     title = f"{names} {'run' if len(slow) > 1 else 'runs'} {_summary(slow)} on {label(device)}"
     make = warning if is_gpu(device) else info  # few train on the CPU; it is advice there
-    return make(title, evidence, [Step(advice[0].upper() + advice[1:])])
+    return make(title, evidence, [FixStep(advice[0].upper() + advice[1:])])
 
 
 def _summary(slow) -> str:
@@ -123,9 +123,9 @@ def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
                     measured_text]
         if fp16_speed is not None:
             evidence.append(f"fp16 matmul ran {spread_text(fp16_speed)}")
-        steps = [Step("Train in fp16 with torch.amp.GradScaler on this GPU"
+        steps = [FixStep("Train in fp16 with torch.amp.GradScaler on this GPU"
                       if fp16_speed is not None and fp16_speed.low >= NO_GAIN else "Stay in fp32 on this GPU"),
-                 Step("Where code picks the dtype, use torch.cuda.is_bf16_supported(including_emulation=False)")]
+                 FixStep("Where code picks the dtype, use torch.cuda.is_bf16_supported(including_emulation=False)")]
         yield warning(f"bf16 is only emulated on {label(device)}, yet torch.cuda.is_bf16_supported() says True",
                       evidence, steps)
 
@@ -161,9 +161,9 @@ def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
             math = "runs" if "math" in sdpa_runs(device, dtype) else "fails too"
             evidence.append(f"sdpa {short(dtype)}/math: {math}")
         fused_elsewhere = [(d, sdpa_runs(device, d, FUSED_SDPA)) for d in LOW if d not in lacking]
-        steps = [Step(f"Run attention in {short(d)} on this GPU: {', '.join(backends)} ran")
+        steps = [FixStep(f"Run attention in {short(d)} on this GPU: {', '.join(backends)} ran")
                  for d, backends in fused_elsewhere if backends]
-        steps.append(Step("Long sequences need a GPU of compute capability 8.0+ (flash attention) or shorter contexts"))
+        steps.append(FixStep("Long sequences need a GPU of compute capability 8.0+ (flash attention) or shorter contexts"))
         names = " and ".join(short(d) for d in lacking)
         yield warning(f"No fused attention for {names} on {label(device)}: SDPA falls back to the math kernel",
                       evidence, steps)
@@ -211,7 +211,7 @@ def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
         if said:
             evidence.append("; ".join(said))
         again = fixes.mpdoctor_check(snap, select="PREC", extra=("--kernels", "full"))
-        steps = [Step("Measure again at a quiet moment, with more rounds and bigger problems", again)]
+        steps = [FixStep("Measure again at a quiet moment, with more rounds and bigger problems", again)]
         if is_gpu(device):
             steps.insert(0, fixes.inspect("See what else runs on the GPU", "nvidia-smi"))
             idle = [g for g in snap.machine.nvml.usable_gpus

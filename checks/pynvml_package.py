@@ -7,7 +7,7 @@ from typing import Iterator
 from packaging.version import InvalidVersion, Version
 
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
@@ -49,12 +49,12 @@ def deprecated_pynvml(snap: Snapshot) -> Iterator[Finding]:
     evidence.append(f"nvidia-ml-py {ml.version} installed" if ml else "nvidia-ml-py is not installed")
     pullers = [f"{dist.name} {dist.version} requires {req}" for dist, req in requirers(snap, "pynvml")]
     evidence += pullers
-    steps = [Step("Remove the deprecated package", fixes.pip(snap, "uninstall", "-y", "pynvml"))]
+    steps = [FixStep("Remove the deprecated package", fixes.pip(snap, "uninstall", "-y", "pynvml"))]
     if ml is None:
-        steps.append(Step("Install NVIDIA's bindings, which provide `import pynvml`",
+        steps.append(FixStep("Install NVIDIA's bindings, which provide `import pynvml`",
                           fixes.pip(snap, "install", "nvidia-ml-py")))
     if pullers:
-        steps.append(Step("These packages will pull pynvml back in; upgrade them to releases that use "
+        steps.append(FixStep("These packages will pull pynvml back in; upgrade them to releases that use "
                           "nvidia-ml-py: " + ", ".join(dist.name for dist, _ in requirers(snap, "pynvml"))))
     if legacy:
         shadowed = origin.endswith(("pynvml/__init__.py", "pynvml\\__init__.py"))

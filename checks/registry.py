@@ -80,7 +80,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
 
-from mpdoctor.findings import Finding, Severity, Step, warning
+from mpdoctor.findings import Finding, Severity, FixStep, warning
 from mpdoctor.checks.facts import FACTS
 from mpdoctor.snapshot import Snapshot
 
@@ -131,7 +131,7 @@ def defer(finding: Finding, *to: str) -> Deferred:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Outcome:
     """One finding of a check that ran, with the codes it stands down for."""
 
     finding: Finding
@@ -171,7 +171,7 @@ class Check:
         """The finding, marked as this rule's (code, name, family)."""
         return dataclasses.replace(finding, code=self.code, name=self.name, family=self.family)
 
-    def verdicts(self, snap: Snapshot) -> list[Verdict]:
+    def verdicts(self, snap: Snapshot) -> list[Outcome]:
         """Run the check: its findings, stamped, each with the codes it stands down for.
 
         A check that raises gives one MPD001 finding instead, which stands down for nothing.
@@ -187,12 +187,12 @@ class Check:
                     if undeclared:
                         raise ValueError(f"{self.code} defers a finding to {', '.join(undeclared)}, which it does "
                                          f"not declare in defers_to {self.defers_to}")
-                    out.append(Verdict(self.stamp(item.finding), self.superseded_by + item.to))
+                    out.append(Outcome(self.stamp(item.finding), self.superseded_by + item.to))
                 else:
-                    out.append(Verdict(self.stamp(item), self.superseded_by))
+                    out.append(Outcome(self.stamp(item), self.superseded_by))
             return out
         except Exception as exc:  # one broken check must not cost the others
-            return [Verdict(self._crash_finding(exc, snap))]
+            return [Outcome(self._crash_finding(exc, snap))]
 
     def run(self, snap: Snapshot) -> list[Finding]:
         """Run the check alone: every finding it makes, stamped with its code, name and family."""
@@ -205,7 +205,7 @@ class Check:
         crash = warning(
             f"Check {self.code} ({self.name}) crashed: {type(exc).__name__}: {exc}",
             evidence=["".join(frames[-3:]).strip()],
-            fix=[Step("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
+            fix=[FixStep("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
                       mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")))],
         )
         return CHECK_CRASHED.stamp(crash)

@@ -18,7 +18,7 @@ from mpdoctor.checks import fixes
 from mpdoctor.checks._apex import is_pypi_namesake
 from mpdoctor.checks._oneflow import without_core
 from mpdoctor.checks._common import requirement_applies
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
 
@@ -139,26 +139,26 @@ def find_conflicts(snap: Snapshot) -> list[Conflict]:
     return conflicts
 
 
-def _fix(snap: Snapshot, conflict: Conflict) -> list[Step]:
+def _fix(snap: Snapshot, conflict: Conflict) -> list[FixStep]:
     torch = pinnable_version(snap, "torch")
     pin_torch = [f"torch=={torch}"] if torch else []
     wanted = f"{conflict.req.name}{conflict.req.specifier}"
     if conflict.required == "torch":
         # Keep torch; move the package that disagrees to a release built for it.
         return [
-            Step(f"Keep torch {torch} and move {conflict.requirer.name} to a release that "
+            FixStep(f"Keep torch {torch} and move {conflict.requirer.name} to a release that "
                  "supports it (pip refuses rather than changing torch)",
                  fixes.pip(snap, "install", "--upgrade", conflict.requirer.name, *pin_torch)),
             fixes.alternative(f"Or install the torch {conflict.requirer.name} was built for",
                               fixes.pip(snap, "install", wanted)),
         ]
-    return [Step(f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
+    return [FixStep(f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
                  fixes.pip(snap, "install", wanted, *pin_torch))]
 
 
-def _install_once(snap: Snapshot, name: str) -> Step:
+def _install_once(snap: Snapshot, name: str) -> FixStep:
     version = pinnable_version(snap, name)
-    return Step("Install it once", fixes.pip(snap, "install", f"{name}=={version}" if version else name))
+    return FixStep("Install it once", fixes.pip(snap, "install", f"{name}=={version}" if version else name))
 
 
 @check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",),
@@ -210,7 +210,7 @@ def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
         names = " and ".join(f"{d.name} {d.version}" for d in users)
         yield warning(f"{names} installed without safetensors",
                       [f"{d.name} {d.version} at {d.location}" for d in users] + ["no safetensors distribution installed"],
-                      [Step("Install safetensors", fixes.pip(snap, "install", "safetensors"))])
+                      [FixStep("Install safetensors", fixes.pip(snap, "install", "safetensors"))])
 
 
 @check("STACK003", "duplicate-distribution", family=FAMILY,
@@ -241,7 +241,7 @@ def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
             f"{first.name} is installed {len(dists)} times: " + ", ".join(d.version or "?" for d in dists),
             [f"{d.name} {d.version} in {d.metadata_path or d.location}" for d in dists]
             + [f"`import {name.replace('-', '_')}` uses the first of these on sys.path"],
-            [Step("Remove every copy (repeat until pip says it is not installed)",
+            [FixStep("Remove every copy (repeat until pip says it is not installed)",
                   fixes.pip(snap, "uninstall", "-y", first.name)),
              _install_once(snap, first.name)],
         )

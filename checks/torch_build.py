@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
 from mpdoctor.analysis.gpu_map import gpu_view
-from mpdoctor.findings import Finding, Step, error, warning
+from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Snapshot
 
@@ -40,7 +40,7 @@ def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
     if cuda:
         steps = [fixes.reinstall_torch_step(snap, cuda, f"Reinstall torch {torch.version.split('+')[0]} built with CUDA {cuda}")]
     else:
-        steps = [Step("No official build of this torch version fits this driver and these GPUs; upgrade the "
+        steps = [FixStep("No official build of this torch version fits this driver and these GPUs; upgrade the "
                       f"NVIDIA driver, then pick a CUDA build at {fixes.INSTALL_SELECTOR}")]
     yield error(
         f"torch {torch.version} is a CPU-only build, but NVML sees {len(cards)} NVIDIA GPU(s)",
@@ -59,7 +59,7 @@ def driver_too_old(snap: Snapshot) -> Optional[tuple[str, str]]:
     return None
 
 
-def _driver_steps(snap: Snapshot) -> list[Step]:
+def _driver_steps(snap: Snapshot) -> list[FixStep]:
     """Upgrade the driver to one that fully supports torch's CUDA, or install a build this driver fully supports.
 
     Never the build already installed, and never one that would again need minor-version
@@ -77,7 +77,7 @@ def _driver_steps(snap: Snapshot) -> list[Step]:
                                                 role="alternative"))
     else:
         builds = ", ".join(sorted(fixes.torch_variants(snap), key=fixes.version_tuple))
-        steps.append(Step(f"No build of torch {version} fits this driver (its CUDA builds: {builds}; the driver "
+        steps.append(FixStep(f"No build of torch {version} fits this driver (its CUDA builds: {builds}; the driver "
                           f"supports CUDA {nvml.cuda_driver_version}): upgrading the driver is the fix, or an "
                           f"older torch release built for CUDA {nvml.cuda_driver_version} or older "
                           f"({fixes.INSTALL_SELECTOR})", role="alternative"))
@@ -192,8 +192,8 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
         return
     dist = snap.distribution("torch")
     wanted = [r.split(";")[0].strip() for r in (dist.requires if dist else []) if "cudnn" in r]
-    steps = [Step("Reinstall the cuDNN torch was built with", fixes.pip(snap, "install", "--force-reinstall", w))
-             for w in wanted] or [Step("Reinstall torch so that its cuDNN comes with it",
+    steps = [FixStep("Reinstall the cuDNN torch was built with", fixes.pip(snap, "install", "--force-reinstall", w))
+             for w in wanted] or [FixStep("Reinstall torch so that its cuDNN comes with it",
                                        fixes.pip(snap, "install", "--force-reinstall", f"torch=={torch.version}",
                                                  *fixes.torch_index(torch.version)))]
     evidence = [f"torch {torch.version} built with CUDA {torch.cuda}", "torch.backends.cudnn.version() is None"]
@@ -242,10 +242,10 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
         title += f": CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} hides every GPU"
     if "CUDA_VISIBLE_DEVICES" in env:
         evidence.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r}")
-        steps.append(Step("Let CUDA see every GPU" if hidden else "CUDA_VISIBLE_DEVICES may hide every GPU; try "
+        steps.append(FixStep("Let CUDA see every GPU" if hidden else "CUDA_VISIBLE_DEVICES may hide every GPU; try "
                           "without it", "unset CUDA_VISIBLE_DEVICES"))
     if not (too_old or hidden):
-        steps.append(Step("In a container, pass the GPUs through", "docker run --gpus all ..."))
+        steps.append(FixStep("In a container, pass the GPUs through", "docker run --gpus all ..."))
     steps.append(fixes.inspect("See CUDA's own error (ended after 60 s if CUDA hangs)",
                                fixes.timed(60, fixes.python(snap, "-c", "import torch; torch.cuda.init()"))))
     causes = (["TORCH006"] if too_old else []) + (["GPU005"] if hidden else [])

@@ -7,7 +7,7 @@ from typing import Iterator
 
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import capability, driver_evidence, gpus, tail
-from mpdoctor.findings import Finding, Step, StepRole, error, warning
+from mpdoctor.findings import Finding, FixStep, StepRole, error, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.checks.torch_build import CUDA_STEPS
 from mpdoctor.snapshot import Snapshot
@@ -47,27 +47,27 @@ def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-def _install_torch(snap: Snapshot, lead: str, role: StepRole = "step") -> Step:
+def _install_torch(snap: Snapshot, lead: str, role: StepRole = "step") -> FixStep:
     """Install torch from the index of the CUDA variant that this driver runs and these GPUs need (CPU without GPUs)."""
     cards = gpus(snap)
     caps = [c for c in map(capability, cards) if c]
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps) if cards else None
     index = f"{fixes.PYTORCH_INDEX}/{fixes.cuda_tag(cuda)}" if cuda else f"{fixes.PYTORCH_INDEX}/cpu"
     variant = f"CUDA {cuda} build" if cuda else "CPU build"
-    return Step(f"{lead} ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
+    return FixStep(f"{lead} ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
                 fixes.pip(snap, "install", "torch", "--index-url", index), role=role)
 
 
-def _import_error_hints(snap: Snapshot) -> list[Step]:
+def _import_error_hints(snap: Snapshot) -> list[FixStep]:
     message = f"{snap.torch.error_type}: {snap.torch.error_message}"
     steps = []
     if "cannot open shared object file" in message or "DLL load failed" in message:
         steps.append(fixes.inspect("A shared library torch links against is missing or shadowed; look for a stale "
                                    "LD_LIBRARY_PATH pointing at another CUDA/cuDNN", "echo $LD_LIBRARY_PATH"))
     if "undefined symbol" in message:
-        steps.append(Step("torch and its CUDA libraries come from different builds (pip and conda mixed?)"))
+        steps.append(FixStep("torch and its CUDA libraries come from different builds (pip and conda mixed?)"))
     if "numpy" in message.lower() or "_ARRAY_API" in message:
-        steps.append(Step("This torch was built against NumPy 1.x; pin NumPy below 2",
+        steps.append(FixStep("This torch was built against NumPy 1.x; pin NumPy below 2",
                           fixes.pip(snap, "install", "numpy<2")))
     return steps
 
@@ -98,7 +98,7 @@ def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
         [f"torch found at {torch.origin}" if torch.origin else "torch location unknown",
          tail(torch.error_traceback or torch.error_message)],
         _import_error_hints(snap) + [
-            Step("Reinstall this torch version in place" + (", from the index its build comes from" if
+            FixStep("Reinstall this torch version in place" + (", from the index its build comes from" if
                  fixes.torch_index(version) else " (keep the same --index-url you installed it from)"),
                  fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)))],
     )
@@ -152,7 +152,7 @@ def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
     torch, probe = snap.torch, snap.torch.probe
     slow = [fixes.inspect(f"Find the slow imports (ended after {IMPORT_SECONDS} s if it hangs)",
                           fixes.timed(IMPORT_SECONDS, fixes.python(snap, "-X", "importtime", "-c", "import torch"))),
-            Step("If the disk is merely slow, give mpdoctor more time",
+            FixStep("If the disk is merely slow, give mpdoctor more time",
                  fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 300)))]
     where = [f"torch found at {torch.origin}" if torch.origin else "torch location unknown"]
     if torch.status == "import-timeout":
@@ -196,7 +196,7 @@ def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
         evidence,
         [fixes.inspect("Look at what is there (a leftover directory has no __init__.py)",
                        f"ls -la {shlex.quote(location)}"),
-         Step("Uninstall torch", fixes.pip(snap, "uninstall", "-y", "torch")),
-         Step("Delete what remains of that directory", f"rm -rf {shlex.quote(location)}"),
+         FixStep("Uninstall torch", fixes.pip(snap, "uninstall", "-y", "torch")),
+         FixStep("Delete what remains of that directory", f"rm -rf {shlex.quote(location)}"),
          _install_torch(snap, "Then install torch again")],
     )

@@ -11,7 +11,7 @@ from mpdoctor.schema.serde import fact
 
 # The values of Severity, for annotations (Finding.severity); mpdoctor.snapshot.vocab re-exports it.
 SeverityName = Literal["error", "warning", "info"]
-# Step.role, for the same reason: "step" (do it, after the steps before it), "alternative" (another way to the
+# FixStep.role, for the same reason: "step" (do it, after the steps before it), "alternative" (another way to the
 # same end: "Or ..."; the steps after it, up to the next alternative, belong to it), "inspect" (a command that only
 # looks and changes nothing). Written by checks/fixes.py's helpers; read by renderers, and by the tests that apply
 # each way of a fix to a snapshot.
@@ -31,7 +31,7 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Step:
+class FixStep:
     """One step of a fix: what to do, and the command that does it when there is one."""
 
     text: str = fact("What to do, in words")
@@ -47,7 +47,7 @@ class Finding:
     severity: SeverityName = fact("error, warning or info")
     title: str = fact("What is wrong, in one line")
     evidence: list[str] = fact("The facts the finding rests on", factory=list)
-    fix: list[Step] = fact("Steps that fix it, in order", factory=list)
+    fix: list[FixStep] = fact("StepFile that fix it, in order", factory=list)
     code: str = fact("Code of the check that found it, e.g. TORCH005", "")
     name: str = fact("Name of that check, e.g. cpu-only-torch-with-gpus", "")
     family: str = fact("Check family, e.g. torch", "")
@@ -57,15 +57,15 @@ class Finding:
         return Severity(self.severity)
 
 
-def error(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
+def error(title: str, evidence: Sequence[str] = (), fix: Sequence[FixStep] = ()) -> Finding:
     return Finding(Severity.ERROR.value, title, list(evidence), list(fix))
 
 
-def warning(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
+def warning(title: str, evidence: Sequence[str] = (), fix: Sequence[FixStep] = ()) -> Finding:
     return Finding(Severity.WARNING.value, title, list(evidence), list(fix))
 
 
-def info(title: str, evidence: Sequence[str] = (), fix: Sequence[Step] = ()) -> Finding:
+def info(title: str, evidence: Sequence[str] = (), fix: Sequence[FixStep] = ()) -> Finding:
     return Finding(Severity.INFO.value, title, list(evidence), list(fix))
 
 

@@ -51,7 +51,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 import simulated_installs as installs
 from mpdoctor.checks import fixes
-from mpdoctor.findings import Finding, Step
+from mpdoctor.findings import Finding, FixStep
 from mpdoctor.snapshot import Distribution, Snapshot, TorchInfo, canonical_name
 from mpdoctor.snapshot.apex import ApexInfo
 from simulated_cuda import CannotSimulate, ordinals, start_cuda, upgrade_driver
@@ -64,7 +64,7 @@ _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re
 
 _BEFORE: ContextVar[Snapshot] = ContextVar("snapshot before the way")
 
-Verdict = Literal["proven", "failed", "cannot-simulate", "no-command"]
+Proof = Literal["proven", "failed", "cannot-simulate", "no-command"]
 
 
 @dataclass
@@ -72,7 +72,7 @@ class WayResult:
     """What applying one way of a fix (its first way, or one alternative) did."""
 
     way: int  # 0: the first way; n: the n-th alternative
-    verdict: Verdict
+    verdict: Proof
     why: str = ""  # the reason it could not be simulated, or what stayed or appeared
 
 
@@ -122,7 +122,7 @@ def _new_errors(before: list[Finding], after: list[Finding]) -> list[str]:
     return [f"new error {f.code}: {f.title}" for f in after if f.severity == "error" and _key(f) not in old]
 
 
-def apply(snap: Snapshot, steps: Iterable[Step]) -> Snapshot:
+def apply(snap: Snapshot, steps: Iterable[FixStep]) -> Snapshot:
     """A copy of ``snap`` with the steps applied in order; CannotSimulate for a step it cannot apply."""
     out = copy.deepcopy(snap)
     before = _BEFORE.set(snap)  # what the machine was before the way began, for models that need it
@@ -133,7 +133,7 @@ def apply(snap: Snapshot, steps: Iterable[Step]) -> Snapshot:
     return out
 
 
-def _apply_steps(out: Snapshot, steps: Iterable[Step]) -> None:
+def _apply_steps(out: Snapshot, steps: Iterable[FixStep]) -> None:
     for step in steps:
         if step.role == "inspect":
             continue

@@ -10,7 +10,7 @@ import textwrap
 
 from mpdoctor.probes.remote import apex as target_apex, loads as target_loads, scan as target_scan
 from mpdoctor.probes.budget import Budget
-from mpdoctor.probes.environment import Steps, apex_facts, merge_extension_loads
+from mpdoctor.probes.environment import StepFile, apex_facts, merge_extension_loads
 from mpdoctor.snapshot.apex import ApexExtension, ApexInfo
 
 
@@ -157,7 +157,7 @@ def test_extension_loads_give_up_when_out_of_time(tmp_path, monkeypatch):
 
 
 def steps(*records):
-    return Steps("\n".join(json.dumps(r) for r in records))
+    return StepFile("\n".join(json.dumps(r) for r in records))
 
 
 def test_a_failed_apex_step_becomes_an_error_not_a_crash():

@@ -24,7 +24,7 @@ from conftest import dist_info
 from mpdoctor.probes.machine import nvml_facts, probe_nvml
 from mpdoctor.checks.registry import Registry
 from mpdoctor.doctor.judge import run_checks
-from mpdoctor.findings import Step, error, warning
+from mpdoctor.findings import FixStep, error, warning
 from mpdoctor.snapshot import Machine, Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -543,7 +543,7 @@ def test_a_crashing_check_is_mpd001_and_the_others_still_report():
 
     def works(snap):
         """Finds something."""
-        yield error("a real problem", ["fact"], [Step("fix it")])
+        yield error("a real problem", ["fact"], [FixStep("fix it")])
 
     registry.add("TST001", "test-explodes", "test", explodes)
     registry.add("TST002", "test-explodes-midway", "test", explodes_midway)

@@ -1,7 +1,7 @@
 """Every fix proven: for every fixture and every finding, apply the fix to the snapshot, judge it again, and the
 finding is gone with no new error.
 
-Each way of a fix is applied alone (the first way, then each alternative: ``Step.role``).
+Each way of a fix is applied alone (the first way, then each alternative: ``FixStep.role``).
 A way the simulator cannot apply (a build from source, a reboot, pip choosing a release)
 is listed with the reason; the coverage is printed (``pytest -s``) and held to a floor.
 """
@@ -18,7 +18,7 @@ import fix_simulator
 from fix_simulator import CannotSimulate, apply, prove
 from mpdoctor.checks import fixes
 from mpdoctor.doctor.judge import judge
-from mpdoctor.findings import Finding, Step
+from mpdoctor.findings import Finding, FixStep
 from mpdoctor.snapshot import Snapshot
 
 # Findings (fixture, code) whose first way with a command is proven, as a share of all findings whose fix carries a
@@ -80,20 +80,20 @@ def test_every_alternative_that_can_be_simulated_is_proven():
 def test_the_snapshot_given_is_never_changed():
     snap = load_fixture("titan-1080ti-fastest-first")
     before = repr(snap)
-    apply(snap, [Step("x", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))])
+    apply(snap, [FixStep("x", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))])
     assert repr(snap) == before
 
 
 def test_export_reorders_cuda_devices_by_the_rules():
     snap = load_fixture("titan-1080ti-fastest-first")
-    after = apply(snap, [Step("x", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))])
+    after = apply(snap, [FixStep("x", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))])
     nvml_order = [g.uuid.removeprefix("GPU-") for g in snap.machine.nvml.gpus]
     assert [d.uuid for d in after.torch.devices] == nvml_order
 
 
 def test_uninstall_removes_every_copy():
     snap = load_fixture("precision-stack-conflicts")
-    after = apply(snap, [Step("x", fixes.pip(snap, "uninstall", "-y", "numpy"))])
+    after = apply(snap, [FixStep("x", fixes.pip(snap, "uninstall", "-y", "numpy"))])
     assert after.distribution("numpy") is None
 
 
@@ -109,7 +109,7 @@ def test_a_wrong_fix_is_caught():
     snap = load_fixture("titan-1080ti-fastest-first")
     [finding] = [f for f in judge(snap) if f.code == "GPU001"]
     wrong = Finding(finding.severity, finding.title, finding.evidence,
-                    [Step("Keep CUDA's default order", fixes.export("CUDA_DEVICE_ORDER", "FASTEST_FIRST"))],
+                    [FixStep("Keep CUDA's default order", fixes.export("CUDA_DEVICE_ORDER", "FASTEST_FIRST"))],
                     finding.code, finding.name, finding.family)
     [result] = prove(snap, wrong, judge)
     assert result.verdict == "failed" and "GPU001 is still there" in result.why
@@ -120,15 +120,15 @@ def test_a_fix_that_breaks_something_else_is_caught():
     snap = load_fixture("v100-cu130")
     [finding] = [f for f in judge(snap) if f.code == "TORCH007"]
     bad = Finding(finding.severity, finding.title, finding.evidence,
-                  [Step("Remove torch", fixes.pip(snap, "uninstall", "-y", "torch"))],
+                  [FixStep("Remove torch", fixes.pip(snap, "uninstall", "-y", "torch"))],
                   finding.code, finding.name, finding.family)
     [result] = prove(snap, bad, judge)
     assert result.verdict == "failed" and "new error TORCH001" in result.why
 
 
 def test_ways_split_at_alternatives_and_inspect_steps_are_skipped():
-    steps = [fixes.inspect("look", "nvidia-smi"), Step("do", "unset X"), Step("then", "unset Y"),
-             fixes.alternative("Or this", "unset Z"), Step("and", "unset W")]
+    steps = [fixes.inspect("look", "nvidia-smi"), FixStep("do", "unset X"), FixStep("then", "unset Y"),
+             fixes.alternative("Or this", "unset Z"), FixStep("and", "unset W")]
     assert [[s.command for s in way] for way in fixes.ways(steps)] == [
         ["nvidia-smi", "unset X", "unset Y"], ["unset Z", "unset W"]]
     snap = load_fixture("cpu-laptop")
@@ -143,7 +143,7 @@ def test_ways_split_at_alternatives_and_inspect_steps_are_skipped():
 ])
 def test_what_cannot_be_simulated_says_why(command, why):
     with pytest.raises(CannotSimulate, match=why):
-        apply(load_fixture("cpu-laptop"), [Step("x", command)])
+        apply(load_fixture("cpu-laptop"), [FixStep("x", command)])
 
 
 def test_a_reinstall_from_a_cuda_index_builds_that_variant():
@@ -157,7 +157,7 @@ def test_a_reinstall_from_a_cuda_index_builds_that_variant():
 def test_kernels_measured_on_a_gpu_follow_it_to_its_new_ordinal():
     snap = load_fixture("kernels-titan-1080ti")  # cuda:0 is the GTX 1080 Ti, cuda:1 the TITAN RTX
     titan = next(g.uuid for g in snap.machine.nvml.gpus if "TITAN" in g.name)
-    after = apply(snap, [Step("x", fixes.export("CUDA_VISIBLE_DEVICES", titan))])
+    after = apply(snap, [FixStep("x", fixes.export("CUDA_VISIBLE_DEVICES", titan))])
     assert [(d.ordinal, d.name) for d in after.torch.devices] == [(0, "NVIDIA TITAN RTX")]
     gpus = {d.device: d.name for d in after.kernels.devices if d.device.startswith("cuda:")}
     assert gpus == {"cuda:0": "NVIDIA TITAN RTX"}
@@ -166,7 +166,7 @@ def test_kernels_measured_on_a_gpu_follow_it_to_its_new_ordinal():
 # ---------------------------------------------------------------- builds, repairs and upgrades
 
 
-def _first_way(snap: Snapshot, code: str) -> list[Step]:
+def _first_way(snap: Snapshot, code: str) -> list[FixStep]:
     finding = next(f for f in judge(snap) if f.code == code)
     return [s for s in fixes.ways(finding.fix)[0] if s.role != "inspect"]
 
@@ -189,7 +189,7 @@ def test_apex_built_from_source_loads_against_this_torch():
 def test_apex_without_the_cuda_flag_is_a_python_only_build_and_the_proof_says_so():
     snap = load_fixture("apex-stale-torch")
     uninstall, build = _first_way(snap, "APEX003")
-    python_only = Step(build.text, build.command.replace("APEX_CUDA_EXT=1 ", ""))
+    python_only = FixStep(build.text, build.command.replace("APEX_CUDA_EXT=1 ", ""))
     after = apply(snap, [uninstall, python_only])
     assert [e.name for e in after.environment.apex.extensions] == ["apex_C"]
     assert any(f.code == "APEX002" for f in judge(after))  # built without its CUDA extensions: APEX002 says so
@@ -266,11 +266,11 @@ def test_which_cudnn_a_reinstall_brings_is_not_invented():
 
 def test_an_upgrade_past_a_release_table_drops_only_what_that_release_dropped():
     snap = load_fixture("apex-amp-removed")  # transformers 4.52.4: apex.amp at import, and the fused-norm swap
-    after = apply(snap, [Step("x", fixes.pip(snap, "install", "-U", "transformers>=4.53.0"))])
+    after = apply(snap, [FixStep("x", fixes.pip(snap, "install", "-U", "transformers>=4.53.0"))])
     users = after.environment.apex.users
     assert all(u.lazy for u in users if u.module == "apex.amp" or "amp" in u.names)  # 4.53.0: only in functions
     assert any(u.module == "apex.normalization" for u in users)  # the swap goes only in 5.8.0
-    later = apply(snap, [Step("x", fixes.pip(snap, "install", "transformers==5.8.0"))])
+    later = apply(snap, [FixStep("x", fixes.pip(snap, "install", "transformers==5.8.0"))])
     assert not any(u.module == "apex.normalization" for u in later.environment.apex.users)
 
 
@@ -279,7 +279,7 @@ def test_an_upgrade_of_a_package_no_table_knows_is_not_simulated():
     for use in snap.environment.apex.users:
         use.distribution = "fairseq"
     with pytest.raises(CannotSimulate, match="another release of fairseq is other code"):
-        apply(snap, [Step("x", fixes.pip(snap, "install", "fairseq==0.13.0"))])
+        apply(snap, [FixStep("x", fixes.pip(snap, "install", "fairseq==0.13.0"))])
 
 
 def test_mock_torch_disable_takes_its_directory_off_pythonpath():

@@ -94,7 +94,7 @@ def test_a_rank_times_its_own_gpu_under_the_jobs_name_for_it(fake_venv, monkeypa
     selects cuda:1 runs the kernel probe narrowed to that GPU's UUID; the child sees it alone, as its cuda:0, and
     the facts and the progress call it cuda:1 from the start."""
     import cuda_standin
-    from mpdoctor.fleet.steps import check_step
+    from mpdoctor.fleet.activity import check_step
     from mpdoctor.probes.budget import Budget
     from mpdoctor.probes.progress import ProgressBoard
 

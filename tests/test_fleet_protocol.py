@@ -16,7 +16,7 @@ import pytest
 torch_distributed = pytest.importorskip("torch.distributed")
 
 from mpdoctor.fleet.protocol import Beater, Channel, Gathered  # noqa: E402
-from mpdoctor.fleet.verdict import absent_states  # noqa: E402
+from mpdoctor.fleet.gathered import absent_states  # noqa: E402
 
 
 def free_port() -> int:
@@ -103,7 +103,7 @@ def test_rank_zero_decodes_every_field_of_a_report():
     from mpdoctor.findings import info
     from mpdoctor.fleet.fingerprint import rank_report
     from mpdoctor.fleet.launcher import Launch
-    from mpdoctor.fleet.verdict import judge_gathered
+    from mpdoctor.fleet.gathered import judge_gathered
     from mpdoctor.schema.serde import to_data
 
     reports = [rank_report(rank, "h", rank, capture("cpu-kernels"), [info("x")], 1.5) for rank in range(2)]

@@ -29,7 +29,7 @@ from mpdoctor.checks.registry import builtin_registry
 from mpdoctor.cli import app
 from mpdoctor.doctor.judge import judge
 from mpdoctor.doctor.report import Report, redacted
-from mpdoctor.findings import Finding, Severity, Step, exit_code
+from mpdoctor.findings import Finding, Severity, FixStep, exit_code
 from mpdoctor.render.github import annotation, escape_data, escape_property, message, render_github
 from mpdoctor.render.junit import render_junit
 
@@ -86,7 +86,7 @@ def test_every_github_line_is_a_workflow_command_or_the_summary(name):
 
 def test_escapes_round_trip_and_nothing_can_start_a_command():
     hostile = "50% done,\r\n::error::pwned: a, b %0A %25 ::stop-commands::x"
-    finding = Finding("error", hostile, [hostile, "C:\\path,with:colons"], [Step(hostile, "echo '%,:\n'")],
+    finding = Finding("error", hostile, [hostile, "C:\\path,with:colons"], [FixStep(hostile, "echo '%,:\n'")],
                       code="TORCH005", name=hostile)
     line = annotation(finding, [])
     assert "\n" not in line and "\r" not in line
@@ -170,7 +170,7 @@ def test_a_check_that_could_not_judge_is_skipped_and_one_that_crashed_is_an_erro
 
 def test_junit_escapes_everything_and_strips_what_xml_forbids():
     nasty = "bad \x00\x1b[31m \ud800 \ufffe \x7f ]]> <&>\"' tab\there\nline two"
-    finding = Finding("error", nasty, [nasty, "]]>"], [Step(nasty, f"echo '{nasty}'")], code="TORCH005",
+    finding = Finding("error", nasty, [nasty, "]]>"], [FixStep(nasty, f"echo '{nasty}'")], code="TORCH005",
                       name="cpu-only-torch-with-gpus", family="torch")
     report = Report(created="now <&>", findings=[finding], snapshot=load_fixture("cpu-laptop"))
     data = render_junit(report, "error").encode("utf-8")  # strict: no lone surrogate is left to encode

@@ -36,7 +36,7 @@ from mpdoctor.findings import Finding
 from mpdoctor.probes.remote import kernel_runner, kernel_suite
 from mpdoctor.probes.remote.kernel_measure import kernel_key
 from mpdoctor.probes.child import ChildResult
-from mpdoctor.probes.environment import Steps
+from mpdoctor.probes.environment import StepFile
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.kernels import device_facts, kernel_facts, probe_kernels
 from mpdoctor.render.json_out import render_snapshot_json
@@ -75,7 +75,7 @@ SEGFAULT = lambda real, *args, **kwargs: os.kill(os.getpid(), signal.SIGSEGV)
 def plan_keys() -> list[str]:
     """The CPU plan's result keys in order, from the suite itself (a stub torch: no kernel runs)."""
     stub = types.SimpleNamespace(Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None))
-    return [key for key, _ in kernel_suite.tests(stub, "cpu", "quick")
+    return [key for key, _ in kernel_suite.plan(stub, "cpu", "quick")
             if key not in ("device", "retime") and not key.startswith(kernel_suite.TIMING + "/")]
 
 
@@ -327,7 +327,7 @@ def test_step_files_that_are_missing_or_empty(tmp_path):
 
 
 def test_nan_device_seconds_stays_out_of_json():
-    device = device_facts("cpu", Steps('{"step": "end", "data": {"status": "ok", "seconds": NaN}}\n'))
+    device = device_facts("cpu", StepFile('{"step": "end", "data": {"status": "ok", "seconds": NaN}}\n'))
     strict_json(KernelInfo(status="ok", devices=[device]))
 
 
@@ -335,7 +335,7 @@ def test_unknown_steps_are_ignored_and_crash_no_check():
     steps = ('{"step": "matmul/float64", "data": {"status": "wrong", "detail": "x"}}\n'
              '{"step": "7", "data": {"status": "ok"}}\n'
              '{"step": "sdpa/float16/turbo", "data": {"status": "ok"}}\n')
-    device = device_facts("cpu", Steps(steps))
+    device = device_facts("cpu", StepFile(steps))
     assert device.results == []
     findings = judge(Snapshot(kernels=KernelInfo(status="ok", devices=[device])), select=["PREC"])
     assert "MPD001" not in {f.code for f in findings}, [f.title for f in findings]

@@ -28,7 +28,7 @@ def cpu():
 @pytest.fixture(scope="module")
 def plan_results():
     """Every test of the CPU plan, run once in this process."""
-    return {key: func() for key, func in ks.tests(torch, "cpu", "quick")}
+    return {key: func() for key, func in ks.plan(torch, "cpu", "quick")}
 
 
 def test_every_cpu_kernel_runs_and_is_accurate(plan_results):
@@ -169,7 +169,7 @@ def test_whole_runner_end_to_end(this_machine):
 
 def test_one_key_names_a_test_in_the_child_and_on_the_host(plan_results):
     """The child names each test and its timings by kernel_key; the host reads them back by the same helper."""
-    from mpdoctor.probes.environment import Steps
+    from mpdoctor.probes.environment import StepFile
     from mpdoctor.probes.kernels import device_facts, known_key
 
     tests = [key for key in plan_results if key not in ("device", "retime")]
@@ -183,7 +183,7 @@ def test_one_key_names_a_test_in_the_child_and_on_the_host(plan_results):
             assert (plan_results[key]["op"], plan_results[key]["dtype"], plan_results[key]["backend"]) == \
                 (op, dtype, backend)
     text = "".join(json.dumps({"step": key, "data": data}) + "\n" for key, data in plan_results.items())
-    device = device_facts("cpu", Steps(text))
+    device = device_facts("cpu", StepFile(text))
     timed = {k for key in tests if key.startswith(ks.TIMING) for k in plan_results[key]["timed"]}
     joined = {kernel_measure.kernel_key(r.op, r.dtype, r.backend) for r in device.results if r.rounds is not None}
     assert joined == timed and any("/" in k.partition("/")[2] for k in joined)  # SDPA backends joined too

@@ -14,7 +14,7 @@ from mpdoctor.analysis.gpu_map import device_table
 from mpdoctor.doctor.judge import judge
 from mpdoctor.analysis.kernel_view import kernel_table
 from mpdoctor.doctor.report import Report, redacted
-from mpdoctor.findings import Finding, Step
+from mpdoctor.findings import Finding, FixStep
 from mpdoctor.render.markdown import LIMIT, render_markdown
 
 LARGEST = "h200-fork-refused"  # the fixture with the largest snapshot (the real H200 capture, Nov 2026)
@@ -86,7 +86,7 @@ def worst_case(count: int = 400, width: int = 2_000, devices: int = 48) -> Repor
         findings.append(Finding(
             severity, f"synthetic finding {i} " + "that goes on " * (width // 50),
             [f"evidence line {j} " + "x" * width for j in range(30)] + ["```", "~~~ a fence inside"],
-            [Step(f"step {j} " + "do this " * 100, "echo " + "y" * (500 if j % 2 else 5_000)) for j in range(3)],
+            [FixStep(f"step {j} " + "do this " * 100, "echo " + "y" * (500 if j % 2 else 5_000)) for j in range(3)],
             code=f"SYN{i:03d}", name=f"synthetic-{i}", family="torch"))
     findings.sort(key=lambda f: (-f.level.rank, f.code))
     return Report(created="2026-11-23T00:00:00+00:00", findings=findings, snapshot=snap, gpus=device_table(snap),

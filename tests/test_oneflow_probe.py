@@ -22,7 +22,7 @@ import pytest
 
 from mpdoctor.probes.remote import apex as target_apex, oneflow as target_oneflow, scan as target_scan
 from mpdoctor.probes.child import ChildResult
-from mpdoctor.probes.environment import Steps, oneflow_runtime, run_part
+from mpdoctor.probes.environment import StepFile, oneflow_runtime, run_part
 from mpdoctor.schema.serde import from_data
 from mpdoctor.snapshot.oneflow import CoexistCase, OneflowBuild
 
@@ -287,8 +287,8 @@ def test_no_oneflow_anywhere_is_not_run(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- oneflow_runtime from the step lines
 
 
-def steps(*records) -> Steps:
-    return Steps("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records))
+def steps(*records) -> StepFile:
+    return StepFile("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records))
 
 
 def clean_exit() -> ChildResult:

@@ -242,7 +242,7 @@ def test_the_supervisor_runs_under_python_3_8(tmp_path):
 
 def test_the_kernel_plan_starts_and_ends_with_the_shared_step_names():
     stub = types.SimpleNamespace(Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None))
-    keys = [key for key, _ in kernel_suite.tests(stub, "cpu", "quick")]
+    keys = [key for key, _ in kernel_suite.plan(stub, "cpu", "quick")]
     assert keys[0] == steps.DEVICE == kernel_runner.Job.__init__.__defaults__[-1]
     assert keys[-1] == steps.RETIME
     assert set(kernels.BOOKKEEPING) == {steps.DEVICE, steps.END, steps.DONE, steps.RETIME}

@@ -22,7 +22,7 @@ from mpdoctor.checkpoint_audit.tree import findings as tree_findings
 from mpdoctor.checkpoint_audit.tree import size_text as _size
 from mpdoctor.checkpoint_audit.tree_ranges import analyse_columns
 from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
-from mpdoctor.findings import Finding, Step, error, info, warning
+from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.portable.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
 from mpdoctor.snapshot.vocab import WeightFormat
@@ -189,9 +189,9 @@ def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -
         found.append(MODULE_MIXES_DTYPES.stamp(warning(
             f"{len(report.mixed)} module(s) hold tensors in more than one floating dtype: under a `.half()` model "
             "their inputs and weights disagree", lines,
-            [Step("Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
+            [FixStep("Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
                   "parameter), and run it under torch.autocast, which casts per op"),
-             Step("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
+             FixStep("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
                   "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")])))
     floating = [d.dtype for d in report.dtypes if d.dtype in FLOATING]
     if unnamed:  # parts in different dtypes that no AUDIT004/AUDIT005 module names (AUDIT002 or not)
@@ -199,7 +199,7 @@ def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -
         found.append(CHECKPOINT_MIXES_DTYPES.stamp(info(
             f"The checkpoint mixes {', '.join(floating)} across its parts",
             per_component + [line for line in unnamed if not line.startswith("components: ")],
-            [Step("Fine under torch.autocast; a model converted by hand must cast between these parts")])))
+            [FixStep("Fine under torch.autocast; a model converted by hand must cast between these parts")])))
     return found
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.progress_text import short as _short
 from mpdoctor.checkpoint_audit.safetensors import NO_TEMP, NO_TORCH, REFUSED, AuditError, TensorEntry, read_header
-from mpdoctor.findings import Step
+from mpdoctor.findings import FixStep
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.portable import files as safe_files
 
@@ -41,23 +41,23 @@ class WeightFile:
     cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, or ""
 
 
-def unread_steps(broken: list[WeightFile], path: str) -> list[Step]:
+def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
     """The fix for files that could not be read, by cause: no torch and a refused pickle are not the file's fault."""
     causes = {file.cause for file in broken}
     steps = []
     if NO_TORCH in causes:
-        steps.append(Step("Read pickled checkpoints with an environment that has torch",
+        steps.append(FixStep("Read pickled checkpoints with an environment that has torch",
                           command=f"mpdoctor audit {shlex.quote(path)} --python /path/to/env/bin/python"))
     if REFUSED in causes:
-        steps.append(Step("torch.load(weights_only=True) refused objects that are not tensors (the message names "
+        steps.append(FixStep("torch.load(weights_only=True) refused objects that are not tensors (the message names "
                           "them; a GLOBAL such as posix.system runs code when unpickled): the file is not truncated. "
                           "Load it with weights_only=False only if you trust its source; better, get a safetensors "
                           "copy"))
     if NO_TEMP in causes:
-        steps.append(Step("Give mpdoctor a writable temporary directory, then rerun",
+        steps.append(FixStep("Give mpdoctor a writable temporary directory, then rerun",
                           command=f"TMPDIR=$HOME/tmp mpdoctor audit {shlex.quote(path)}"))
     if "" in causes:
-        steps.append(Step("Re-download or re-save the file; a truncated download is the usual cause"))
+        steps.append(FixStep("Re-download or re-save the file; a truncated download is the usual cause"))
     return steps
 
 

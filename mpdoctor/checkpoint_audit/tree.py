@@ -27,7 +27,7 @@ from typing import Iterable, Optional
 
 from mpdoctor.checks.audit import MODULE_IN_ANOTHER_DTYPE, MODULE_KEPT_IN_FLOAT32
 from mpdoctor.checks.fixes import alternative
-from mpdoctor.findings import Finding, Step, info, warning
+from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.schema.serde import fact
 
 # Floating dtypes and their bytes per element. Dominance counts elements, not bytes: by bytes an fp32 norm
@@ -275,7 +275,7 @@ def findings(tree: Tree) -> list[Finding]:
         found.append(MODULE_IN_ANOTHER_DTYPE.stamp(warning(
             f"{len(accidental)} module(s) are wholly in another dtype ({dtypes}) than the model around them: "
             "loaded as saved, their inputs arrive in the model's dtype", _capped(lines),
-            [Step("Cast on load: load the model in one dtype (`torch_dtype=torch.float16`, or "
+            [FixStep("Cast on load: load the model in one dtype (`torch_dtype=torch.float16`, or "
                   "`model.to(torch.float16)`), or run it under torch.autocast, which casts per op"),
              alternative("Or keep the module in its dtype and cast the input in its forward: "
                          "`x = x.to(self.weight.dtype)`, then the output back to the model's dtype")])))
@@ -283,7 +283,7 @@ def findings(tree: Tree) -> list[Finding]:
         found.append(MODULE_KEPT_IN_FLOAT32.stamp(info(
             f"{len(intended)} module(s) are kept in float32 on purpose inside a lower-precision model",
             _capped(describe(intended)),
-            [Step("Nothing to do under the library's loader (`torch_dtype=...`) or torch.autocast; code that "
+            [FixStep("Nothing to do under the library's loader (`torch_dtype=...`) or torch.autocast; code that "
                   "casts the model by hand (`.half()`) undoes it, and must cast these modules' inputs in their "
                   "forward")])))
     return found

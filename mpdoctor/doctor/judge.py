@@ -8,7 +8,7 @@ from mpdoctor.checks import fixes
 from mpdoctor.checks.facts import FACTS
 from mpdoctor.checks.registry import CHECK_CRASHED, FACT_NOT_TAKEN, Check, builtin_registry
 from mpdoctor.doctor.unmeasured import devices_not_measured
-from mpdoctor.findings import Finding, Step, info, triage
+from mpdoctor.findings import Finding, FixStep, info, triage
 from mpdoctor.snapshot import Snapshot
 
 
@@ -57,7 +57,7 @@ def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
         out.append(FACT_NOT_TAKEN.stamp(info(
             f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
             [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
-            [Step("Take it again with these checks selected, on the machine and in the directory it describes",
+            [FixStep("Take it again with these checks selected, on the machine and in the directory it describes",
                   fixes.mpdoctor_check(snap, select=codes, kernels=name == "kernels",
                                        extra=("--save-snapshot", "snapshot.json")))])))
     return out

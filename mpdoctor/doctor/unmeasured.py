@@ -8,7 +8,7 @@ from mpdoctor.analysis.kernel_view import kernel_name, label, measured
 from mpdoctor.checks import fixes
 from mpdoctor.checks._kernels import own_failure
 from mpdoctor.checks.registry import DEVICE_NOT_MEASURED, Check
-from mpdoctor.findings import Finding, Step, warning
+from mpdoctor.findings import Finding, FixStep, warning
 from mpdoctor.snapshot import Snapshot
 
 
@@ -34,7 +34,7 @@ def devices_not_measured(snap: Snapshot, checks: Iterable[Check]) -> list[Findin
             given = snap.invocation.timeout
             evidence.append(f"the device's share of --timeout ({given:g} s) ran out" if given else
                             "the device's share of the default --timeout ran out")
-            steps.append(Step("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180))))
+            steps.append(FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180))))
         if "process" in causes:
             evidence.append("torch refuses CUDA in a process forked after its parent touched CUDA: that is "
                             "mpdoctor's process model, not the GPU")

@@ -13,7 +13,7 @@ from typing import Literal
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
-from mpdoctor.findings import Finding, Step
+from mpdoctor.findings import Finding, FixStep
 from mpdoctor.schema.serde import fact
 
 EXPLAIN_SCHEMA_VERSION = 1
@@ -40,7 +40,7 @@ class OtherCause:
     cause: str = fact("The other cause, in plain words")
     tell: str = fact("What tells it apart from the explanation's own cause")
     checks: list[str] = fact("Codes (or prefixes) of the `mpdoctor check` checks that confirm it", factory=list)
-    fixes: list[Step] = fact("What fixes it when it is this one", factory=list)
+    fixes: list[FixStep] = fact("What fixes it when it is this one", factory=list)
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Explanation:
     cause: str = fact("Why it happens, in plain words")
     lines: list[MatchedLine] = fact("The input lines it was recognised on (at most 5)", factory=list)
     frames: list[str] = fact("Traceback frames that matter for it (file:line in function)", factory=list)
-    fixes: list[Step] = fact("Ranked fixes, the most likely first", factory=list)
+    fixes: list[FixStep] = fact("Ranked fixes, the most likely first", factory=list)
     checks: list[str] = fact("Codes (or prefixes) of the `mpdoctor check` checks that confirm it", factory=list)
     sources: list[str] = fact("Public threads and sources it was learned from", factory=list)
     findings: list[Finding] = fact("With --check: what those checks found on this machine", factory=list)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from mpdoctor.findings import Step
+from mpdoctor.findings import FixStep
 
 FAMILIES = ("dtype", "cpu-half", "scaler", "overflow", "hardware", "attention", "kernel-image", "apex", "oneflow",
             "driver", "framework", "mps", "numerics", "op-support", "compiler", "quantization")
@@ -31,7 +31,7 @@ class Alternative:
     cause: str  # the other cause, in plain words
     tell: str  # what tells the two apart: a frame, a package, a setting the user can look at
     checks: tuple[str, ...] = ()  # codes (or prefixes) of the `mpdoctor check` checks that confirm it
-    fixes: tuple[Step, ...] = ()  # what fixes it when it is this one
+    fixes: tuple[FixStep, ...] = ()  # what fixes it when it is this one
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Signature:
     needles: tuple[str, ...]  # lower-case literals; a line is only tried when it contains one
     patterns: tuple[str, ...]  # regexes over one line (no nested quantifiers: they must stay linear)
     cause: str  # why it happens, in plain words
-    fixes: tuple[Step, ...]  # ranked: the most likely fix first, each pasteable where it can be
+    fixes: tuple[FixStep, ...]  # ranked: the most likely fix first, each pasteable where it can be
     checks: tuple[str, ...]  # codes or code prefixes of the `mpdoctor check` checks that confirm it
     sources: tuple[str, ...]  # public threads and sources it was learned from (URLs)
     examples: tuple[str, ...]  # real messages (a line or a traceback) that must be recognised
@@ -87,9 +87,9 @@ def folded(pattern: str) -> str:
     return "".join(out)
 
 
-def fix(text: str, command: str | None = None) -> Step:
+def fix(text: str, command: str | None = None) -> FixStep:
     """A fix step, spelled short in the data files."""
-    return Step(text, command)
+    return FixStep(text, command)
 
 
 __all__ = ["FAMILIES", "ID_PATTERN", "Alternative", "Signature", "fix", "folded"]

@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from mpdoctor.findings import Severity
-from mpdoctor.fleet import steps
+from mpdoctor.fleet import activity
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
 from mpdoctor.fleet.rank import RankOptions, check_rank
-from mpdoctor.fleet.verdict import judge_gathered, summary_line
+from mpdoctor.fleet.gathered import judge_gathered, summary_line
 from mpdoctor.fleet.launcher import Launch
-from mpdoctor.fleet.steps import check_step
+from mpdoctor.fleet.activity import check_step
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT, Budget
 from mpdoctor.probes.progress import ProgressBoard
 
@@ -66,7 +66,7 @@ def fleet_check(*, fail_on: str = "error", timeout: float = DEFAULT_TIMEOUT, dea
     channel = Channel(store, run_id)
     until = time.monotonic() + deadline
     beater = Beater(channel, rank, host, local_rank)
-    beater.step(steps.CHECKING)
+    beater.step(activity.CHECKING)
     checked: dict = {}
     board = ProgressBoard()
     options = RankOptions(python=sys.executable, budget=Budget.from_timeout(timeout), deadline=deadline,
@@ -78,11 +78,11 @@ def fleet_check(*, fail_on: str = "error", timeout: float = DEFAULT_TIMEOUT, dea
             beater.tick()
             time.sleep(0.2)
     if "report" in checked:
-        beater.step(steps.SENDING)
+        beater.step(activity.SENDING)
         channel.post_report(rank, checked["report"])
     else:
         beater.post(state="crashed", detail=checked.get("failed", "its check failed"))
-    beater.step(steps.GATHERING if rank == 0 else steps.WAITING)
+    beater.step(activity.GATHERING if rank == 0 else activity.WAITING)
     report, verdict = None, None
     if rank == 0:
         gatherer = Gatherer(channel, world)
@@ -98,7 +98,7 @@ def fleet_check(*, fail_on: str = "error", timeout: float = DEFAULT_TIMEOUT, dea
             verdict = channel.verdict()
             if verdict is None:
                 time.sleep(POLL)
-    beater.post(state="done", step=steps.DONE)
+    beater.post(state="done", step=activity.DONE)
     if verdict is None:
         raise FleetCheckFailed(f"mpdoctor fleet_check: no verdict from rank 0 within {deadline + 15:.0f} s")
     level = verdict.get("worst")

@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 from mpdoctor.checks import fleet as rules
 from mpdoctor.checks.registry import builtin_registry
-from mpdoctor.findings import Finding, Step, error, info, triage, warning
+from mpdoctor.findings import Finding, FixStep, error, info, triage, warning
 from mpdoctor.fleet.fingerprint import NCCL_WHEELS
 from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
 from mpdoctor.snapshot import utc_timestamp
@@ -167,7 +167,7 @@ def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding
         out.append(rules.STACK_DIFFERS.stamp(info(
             f"{len(minor)} other installed package(s) differ across ranks",
             [line for evidence in minor for line in evidence][:40],
-            [Step("Install from one lock file or image on every node, then compare the package lists",
+            [FixStep("Install from one lock file or image on every node, then compare the package lists",
                   "mpdoctor fleet compare A.json B.json")])))
     return out
 
@@ -188,25 +188,25 @@ def _judge_difference(label: str):
     return warning, rules.ENV_DIFFERS
 
 
-def _fix(label: str, common: str) -> list[Step]:
+def _fix(label: str, common: str) -> list[FixStep]:
     if label.startswith("package "):
         name = label[len("package "):]
-        return [Step(f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
+        return [FixStep(f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
                      f"python -m pip install '{name}=={common}'")]
     if label.startswith("env "):
         name = label[len("env "):]
-        return [Step(f"Set {name} the same way for every rank, in the job script"
+        return [FixStep(f"Set {name} the same way for every rank, in the job script"
                      + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
                      f"unset {name}" if common == "(unset)" else None)]
     if label == "NCCL":
-        return [Step(f"Give every rank the same NCCL ({common}): one image or lock file, and no other libnccl "
+        return [FixStep(f"Give every rank the same NCCL ({common}): one image or lock file, and no other libnccl "
                      "earlier on LD_LIBRARY_PATH; then check which one torch loads on each node",
                      "python -c 'import torch; print(torch.cuda.nccl.version())'")]
     if label in ("NVIDIA driver", "CUDA the driver supports"):
-        return [Step(f"Install driver {common} on the odd nodes, or drain them", "nvidia-smi")]
+        return [FixStep(f"Install driver {common} on the odd nodes, or drain them", "nvidia-smi")]
     if label in ("GPU", "compute capability", "bf16 native"):
-        return [Step("Schedule the job on one GPU model (e.g. sbatch --constraint), or use a dtype all support")]
-    return [Step(f"Use the same {label} ({common}) on every node: one image or lock file")]
+        return [FixStep("Schedule the job on one GPU model (e.g. sbatch --constraint), or use a dtype all support")]
+    return [FixStep(f"Use the same {label} ({common}) on every node: one image or lock file")]
 
 
 # ---------------------------------------------------------------- missing ranks
@@ -227,7 +227,7 @@ def _missing(state: RankState, world_size: int) -> Finding:
         f"rank {state.rank}{where} {verb}{step}",
         [f"rank {state.rank} of {world_size}: {state.status}", state.detail] if state.detail
         else [f"rank {state.rank} of {world_size}: {state.status}"],
-        [Step(f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
+        [FixStep(f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
               "mpdoctor check")]))
 
 
@@ -243,9 +243,9 @@ def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
             f"{who([r.rank for r in short], [r.host for r in short])}: LOCAL_RANK selects no GPU of its own",
             [f"rank {r.rank} on {r.host or r.label} (local rank {r.local_rank}): {r.fingerprint.device_problem}"
              for r in short[:20]] + ([f"and {len(short) - 20} more"] if len(short) > 20 else []),
-            [Step("Start as many ranks per node as it has visible GPUs, e.g.",
+            [FixStep("Start as many ranks per node as it has visible GPUs, e.g.",
                   "torchrun --nproc-per-node gpu ..."),
-             Step("Or give each rank one GPU and select cuda:0 in the script (srun --gpus-per-task=1)")])))
+             FixStep("Or give each rank one GPU and select cuda:0 in the script (srun --gpus-per-task=1)")])))
     by_gpu: dict[tuple[str, str], list[RankReport]] = defaultdict(list)
     for report in reports:
         if report.fingerprint.device_uuid and not report.fingerprint.device_problem:
@@ -257,7 +257,7 @@ def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
         out.append(rules.NO_GPU_OF_ITS_OWN.stamp(warning(
             f"ranks {rank_list(ranks)} on {host} select the same GPU ({uuid})",
             [f"rank {r.rank} (local rank {r.local_rank}): {r.fingerprint.device} = {uuid}" for r in sharing],
-            [Step("Give each rank of the node its own GPU: leave CUDA_VISIBLE_DEVICES the same for all and "
+            [FixStep("Give each rank of the node its own GPU: leave CUDA_VISIBLE_DEVICES the same for all and "
                   "use cuda:LOCAL_RANK, or set it per rank to a different GPU")])))
     return out
 
@@ -306,7 +306,7 @@ def _slow_gpus(reports: list[RankReport]) -> list[Finding]:
                 [f"{key}: {ratio:.2f}x the peers' median" for key, ratio in worst]
                 + [f"threshold: {SLOW_RATIO}x as a geometric mean over {len(ratios)} kernels both measured "
                    "(no per-kernel uncertainty in this snapshot version)"],
-                [Step(f"Look at {device}'s clocks, temperature and other processes on {host}",
+                [FixStep(f"Look at {device}'s clocks, temperature and other processes on {host}",
                       "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE")])))
     return out
 
@@ -359,7 +359,7 @@ def _rank_findings(reports: list[RankReport]) -> tuple[list[SharedFinding], list
                 f"{entry.finding.code or 'a finding'} on {who(entry.ranks, [hosts[r] for r in entry.ranks])} "
                 f"only: {entry.finding.title}",
                 [f"found on: ranks {rank_list(entry.ranks)}", f"not found on: ranks {rank_list(without)}"],
-                [Step(f"Read its fix: mpdoctor rule {entry.finding.code}" if entry.finding.code
+                [FixStep(f"Read its fix: mpdoctor rule {entry.finding.code}" if entry.finding.code
                       else "Follow the finding's own fix on those ranks")])))
     ordered = sorted(shared.values(), key=lambda s: (-s.finding.level.rank, not s.on_all, s.finding.code))
     return ordered, some

@@ -22,7 +22,7 @@ import json
 import re
 from typing import Iterable
 
-from mpdoctor.checks.registry import CHECK_CRASHED, Check, Verdict, builtin_registry
+from mpdoctor.checks.registry import CHECK_CRASHED, Check, Outcome, builtin_registry
 from mpdoctor.doctor.judge import about_the_run
 from mpdoctor.findings import Finding, triage
 from mpdoctor.snapshot import Snapshot
@@ -132,7 +132,7 @@ def _mentions_uuid(finding: Finding) -> bool:
 @dataclasses.dataclass
 class _Judged:
     uuids: list[str]  # the UUIDs of the snapshot judged, in order of appearance
-    verdicts: dict[str, list[Verdict]]  # check code -> its verdicts
+    verdicts: dict[str, list[Outcome]]  # check code -> its verdicts
     named: set[str]  # codes whose findings quote a UUID: renamed for each snapshot that shares them
 
 
@@ -149,7 +149,7 @@ class ManyJudge:
     def judge(self, snap: Snapshot, ident: Identity) -> list[Finding]:
         """The findings of ``snap`` (whose JSON's identity is ``ident``), as ``judge(snap)`` gives them."""
         texts, uuids = ident.texts, ident.uuids
-        by_code: dict[str, list[Verdict]] = {}
+        by_code: dict[str, list[Outcome]] = {}
         ran = False
         for part, checks in self.parts.items():
             if not checks:
@@ -174,12 +174,12 @@ class ManyJudge:
         return _Judged(uuids, verdicts, named)
 
     @staticmethod
-    def _for(judged: _Judged, uuids: list[str]) -> dict[str, list[Verdict]]:
+    def _for(judged: _Judged, uuids: list[str]) -> dict[str, list[Outcome]]:
         if not judged.named or judged.uuids == uuids:
             return judged.verdicts
         names = dict(zip(judged.uuids, uuids))
         out = dict(judged.verdicts)
         for code in judged.named:
-            out[code] = [Verdict(renamed(v.finding, names), v.superseded_by) for v in judged.verdicts[code]]
+            out[code] = [Outcome(renamed(v.finding, names), v.superseded_by) for v in judged.verdicts[code]]
         return out
 

@@ -21,15 +21,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from mpdoctor.fleet import mailbox, steps
+from mpdoctor.fleet import activity, mailbox
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.fingerprint import rank_report
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.protocol import Gathered
-from mpdoctor.fleet.steps import check_step
+from mpdoctor.fleet.activity import check_step
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
-from mpdoctor.fleet.verdict import judge_gathered, summary_line
+from mpdoctor.fleet.gathered import judge_gathered, summary_line
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import run_child
 from mpdoctor.probes.progress import SILENT, ProgressBoard
@@ -82,7 +82,7 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
               "world_size": launch.world_size, "host": launch.host, "local_rank": launch.local_rank,
               "run_id": launch.run_id, "agent_store": launch.agent_store, "until": until, "dir": box,
               "full_snapshots": options.full_snapshots}
-    mailbox.put(box, mailbox.STEP, steps.CHECKING)
+    mailbox.put(box, mailbox.STEP, activity.CHECKING)
     # Not `with`: a hung check must not keep this function from returning (the CLI then ends the process).
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mpdoctor-fleet")
     child = pool.submit(run_child, [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
@@ -103,7 +103,7 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
 def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked: dict, start: float,
                until: float, board: ProgressBoard) -> Outcome:
     reported = False
-    announced = steps.CHECKING
+    announced = activity.CHECKING
     limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
     while time.time() < limit:
         error = mailbox.take(box, mailbox.ERROR)
@@ -116,9 +116,9 @@ def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked
                 announced = now
         if mailbox.has(box, mailbox.CONNECTED) and not reported and checker.done():
             if "report" in checked:
-                mailbox.put(box, mailbox.STEP, steps.SENDING)
+                mailbox.put(box, mailbox.STEP, activity.SENDING)
                 mailbox.put(box, mailbox.REPORT, checked["report"])
-                mailbox.put(box, mailbox.STEP, steps.GATHERING if launch.rank == 0 else steps.WAITING)
+                mailbox.put(box, mailbox.STEP, activity.GATHERING if launch.rank == 0 else activity.WAITING)
             else:
                 mailbox.put(box, mailbox.FAIL, checked.get("failed") or _failure(checker))
             reported = True
@@ -171,7 +171,7 @@ def _failure(checker: Future) -> str:
 def check_rank(launch: Launch, options: RankOptions, out: dict, progress: ProgressBoard = SILENT) -> None:
     """The single-process check of this rank, as ``mpdoctor check`` runs it; its rank report lands in ``out``.
 
-    Its probes post what they are doing to ``progress`` (the heartbeat's step, ``steps.check_step``).
+    Its probes post what they are doing to ``progress`` (the heartbeat's step, ``activity.check_step``).
     """
     from mpdoctor.doctor.diagnose import report_of
     from mpdoctor.doctor.report import redacted

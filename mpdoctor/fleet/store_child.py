@@ -20,7 +20,7 @@ import sys
 import time
 from datetime import timedelta
 
-from mpdoctor.fleet import mailbox, steps
+from mpdoctor.fleet import activity, mailbox
 from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
 
 GRACE = 15.0  # seconds the other ranks wait for the verdict beyond the deadline: rank 0 compares and renders
@@ -85,14 +85,14 @@ class Rank:
     def lead(self) -> bool:
         """Rank 0: gather until everyone reported or the deadline; hand over; post the verdict the parent wrote."""
         if not self.gathered and self.gatherer.poll(self.until):
-            self.beater.step(steps.COMPARING)
+            self.beater.step(activity.COMPARING)
             mailbox.put(self.box, mailbox.GATHERED, self.gatherer.got.to_data())
             self.gathered = True
         verdict = mailbox.take(self.box, mailbox.VERDICT)
         if verdict is None:
             return False
         self.channel.post_verdict(verdict["verdict"])
-        self.beater.post(state="done", step=steps.DONE)
+        self.beater.post(state="done", step=activity.DONE)
         expected = self.world - 1 - verdict.get("not_waiting", 0)
         until = time.monotonic() + ACK_WAIT
         while self.channel.acks() < expected and time.monotonic() < until and not self.parent_died():
@@ -110,7 +110,7 @@ class Rank:
         verdict = self.channel.verdict()
         if verdict is None and now < self.until + GRACE:
             return False
-        self.beater.post(state="done", step=steps.DONE)
+        self.beater.post(state="done", step=activity.DONE)
         mailbox.put(self.box, mailbox.HEARD, verdict)
         until = time.monotonic() + ACK_WAIT  # the parent prints the verdict, then says exit
         while not mailbox.has(self.box, mailbox.EXIT) and time.monotonic() < until and not self.parent_died():

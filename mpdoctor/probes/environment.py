@@ -31,7 +31,7 @@ from mpdoctor.snapshot.oneflow import CoexistCase
 from mpdoctor.snapshot.project import NOT_ASKED, ProjectScan
 
 
-class Steps:
+class StepFile:
     """The JSON lines a probe part wrote: completed steps and the last one begun."""
 
     def __init__(self, text: str) -> None:
@@ -49,7 +49,7 @@ class Steps:
 
 def run_part(python: str, part: str, timeout: float, limits: Optional[dict[str, float]] = None,
              switches: tuple[str, ...] = (), progress: ProgressBoard = SILENT,
-             task: str = "") -> tuple[ChildResult, Steps]:
+             task: str = "") -> tuple[ChildResult, StepFile]:
     """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget).
 
     ``limits``: the numbers the part enforces itself (``Budget.env_limits``,
@@ -69,11 +69,11 @@ def run_part(python: str, part: str, timeout: float, limits: Optional[dict[str, 
         # Nobody watches (SILENT): wait on the child's exit alone, with no ticks at all.
         result = run_child(argv, timeout, watch=None if progress is SILENT else watch)
         follower.look()  # the steps of its last 10 ms
-        steps = Steps(Path(out_path).read_text(encoding="utf-8", errors="replace"))
+        steps = StepFile(Path(out_path).read_text(encoding="utf-8", errors="replace"))
     return result, steps
 
 
-def probe_run(result: ChildResult, steps: Steps) -> ProbeRun:
+def probe_run(result: ChildResult, steps: StepFile) -> ProbeRun:
     """Turn how the child ended into a ProbeRun fact."""
     run = ProbeRun(exit_code=result.exit_code, seconds=round(result.seconds, 3), stderr_tail=result.stderr_tail)
     if result.start_error:
@@ -99,7 +99,7 @@ def _load(cls, data, default):
         return default
 
 
-def environment_facts(result: ChildResult, steps: Steps, project: bool = True) -> PythonEnvironment:
+def environment_facts(result: ChildResult, steps: StepFile, project: bool = True) -> PythonEnvironment:
     """The env part's facts; ``project``: whether it was asked to scan the working directory."""
     env = PythonEnvironment(probe=probe_run(result, steps))
     env.python = _load(PythonInfo, steps.data.get(step_names.PYTHON), None)
@@ -119,13 +119,13 @@ def environment_facts(result: ChildResult, steps: Steps, project: bool = True) -
     return env
 
 
-def _step_error(steps: Steps, step: str) -> str:
+def _step_error(steps: StepFile, step: str) -> str:
     """The error a guarded probe step recorded instead of its facts, if any."""
     error = steps.data.get(step_names.ERROR % step)
     return f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else ""
 
 
-def apex_facts(steps: Steps) -> ApexInfo:
+def apex_facts(steps: StepFile) -> ApexInfo:
     """The env part's apex facts: where it is, what installed it, who imports it."""
     data = steps.data.get(step_names.APEX)
     info = ApexInfo()
@@ -146,7 +146,7 @@ def apex_facts(steps: Steps) -> ApexInfo:
     return info
 
 
-def merge_extension_loads(apex: ApexInfo, steps: Steps) -> None:
+def merge_extension_loads(apex: ApexInfo, steps: StepFile) -> None:
     """Attach the torch part's load results to the extensions the env part found."""
     loads = steps.data.get(step_names.APEX_LOADS)
     apex.loads_error = _step_error(steps, step_names.APEX_LOADS)
@@ -164,7 +164,7 @@ def merge_extension_loads(apex: ApexInfo, steps: Steps) -> None:
             ext.load_detail = "not found by the torch probe"
 
 
-def _loads_missing_reason(steps: Steps) -> str:
+def _loads_missing_reason(steps: StepFile) -> str:
     if steps.running == step_names.APEX_LOADS:
         return "the torch probe stopped while loading them"
     imported = steps.data.get(step_names.IMPORT)
@@ -173,7 +173,7 @@ def _loads_missing_reason(steps: Steps) -> str:
     return "not tried: torch did not get that far"
 
 
-def torch_facts(result: ChildResult, steps: Steps, run: Optional[ProbeRun] = None) -> TorchInfo:
+def torch_facts(result: ChildResult, steps: StepFile, run: Optional[ProbeRun] = None) -> TorchInfo:
     """The torch part's facts; ``run`` says how it went when not the child's own end (see kernels.torch_part)."""
     info = TorchInfo(probe=run or probe_run(result, steps))
     found = steps.data.get(step_names.FIND)
@@ -230,7 +230,7 @@ def _record_error(info: TorchInfo, error: object) -> None:
         info.error_traceback = str(error.get("traceback", ""))
 
 
-def oneflow_runtime(result: ChildResult, steps: Steps) -> OneflowRuntime:
+def oneflow_runtime(result: ChildResult, steps: StepFile) -> OneflowRuntime:
     """What the oneflow part saw when it imported torch, then oneflow, and ran them together."""
     runtime = OneflowRuntime(probe=probe_run(result, steps))
     found = steps.data.get(step_names.FIND)

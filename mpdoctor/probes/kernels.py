@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import ChildResult, remote_argv, run_child
-from mpdoctor.probes.environment import Steps, probe_run, torch_facts
+from mpdoctor.probes.environment import StepFile, probe_run, torch_facts
 from mpdoctor.probes.follow import TORCH_WORDS, KernelProgress, PartProgress, end_words, finish_run
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
@@ -47,7 +47,7 @@ def probe_kernels(python: str, budget: Budget, mode: str,
 def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
                             quiet: Optional[threading.Event] = None, progress: ProgressBoard = SILENT,
                             cpu: bool = True, env: Optional[dict] = None,
-                            names: Sequence[str] = ()) -> tuple[KernelInfo, TorchInfo, Steps]:
+                            names: Sequence[str] = ()) -> tuple[KernelInfo, TorchInfo, StepFile]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
@@ -109,7 +109,7 @@ def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
         return kernel_info, torch, steps
 
 
-def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, Steps]:
+def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, StepFile]:
     """The torch part as the runner and its counting child wrote it, and how it went.
 
     Up to CUDA it ran in the runner itself, so the runner's own end tells how it
@@ -133,11 +133,11 @@ def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, Steps]:
     return probe_run(result, steps), steps
 
 
-def _read_steps(path: str) -> Steps:
+def _read_steps(path: str) -> StepFile:
     try:
-        return Steps(Path(path).read_text(encoding="utf-8", errors="replace"))
+        return StepFile(Path(path).read_text(encoding="utf-8", errors="replace"))
     except OSError:
-        return Steps("")
+        return StepFile("")
 
 
 def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
@@ -169,7 +169,7 @@ def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
     return info
 
 
-def device_facts(name: str, steps: Steps) -> DeviceKernels:
+def device_facts(name: str, steps: StepFile) -> DeviceKernels:
     """One device's facts; a step whose data does not fit its shape becomes an error entry."""
     device = DeviceKernels(device=name)
     claims = steps.data.get(step_names.DEVICE)

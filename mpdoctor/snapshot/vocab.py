@@ -20,7 +20,7 @@ Two vocabularies are declared beside their users instead, where the layers
 want them (README "Architecture"):
 
 * ``SeverityName`` (``Finding.severity``: error, warning, info) and ``StepRole``
-  (``Step.role``: step, alternative, inspect) in ``mpdoctor.findings``, beside the
+  (``FixStep.role``: step, alternative, inspect) in ``mpdoctor.findings``, beside the
   ``Severity`` enum: findings sit below the snapshot. They are re-exported here.
 * ``ExplainFamily`` (``Explanation.family``: explain/signature.FAMILIES) in
   ``mpdoctor.explain.report``: `mpdoctor explain` must not load the snapshot

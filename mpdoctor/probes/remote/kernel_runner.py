@@ -115,7 +115,7 @@ def main(argv):
         """The worker of torch's device ``name`` ("cpu", "cuda:0"), whose results go to step file ``index``."""
         path = os.path.join(out_dir, steps.DEVICE_FILE % index)
         ready = quiet if name == "cpu" else (lambda: True)
-        return Job(path, lambda: suite.tests(torch, name, mode), limits["device_start"], limits["kernel_step"],
+        return Job(path, lambda: suite.plan(torch, name, mode), limits["device_start"], limits["kernel_step"],
                    deadline, ready)
 
     devices = ["cpu"] if cpu else []  # a device's step file is numbered by its place in this list

@@ -268,7 +268,7 @@ def claims_fp8(torch, dev):
     return (props.major, props.minor) >= (8, 9)
 
 
-def tests(torch, name, mode):
+def plan(torch, name, mode):
     """The ordered (key, callable) plan for one device. Keys are stable step names.
 
     Each test draws its inputs from a generator seeded by its own key, so a test

@@ -85,7 +85,7 @@ class StepWriter:
 def parse_steps(text):
     """(finished step -> data, the step begun last) from a step file's text; junk lines are skipped.
 
-    The one reader of step files, on both sides: the host's ``environment.Steps`` uses it too.
+    The one reader of step files, on both sides: the host's ``environment.StepFile`` uses it too.
     """
     data, begun = {}, ""
     for line in text.splitlines():

@@ -1,4 +1,4 @@
-"""The step a rank's heartbeat announces, in words: what its check is doing right now.
+"""A rank's activity, in words: what its check is doing right now, as its heartbeat announces it.
 
 A rank's check posts to a progress board (``mpdoctor.probes.progress``) as ``mpdoctor
 check`` does; the probes follow their children's step files there ("torch: importing

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpdoctor.fleet.steps import CHECKING, JUDGING, check_step
+from mpdoctor.fleet.activity import CHECKING, JUDGING, check_step
 from mpdoctor.probes.progress import ProgressBoard
 
 
