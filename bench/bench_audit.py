@@ -87,8 +87,18 @@ def small_model() -> list[tuple[str, str, list[int]]]:
     per = SMALL_TOTAL // SMALL_TENSORS // 4  # fp32 elements per tensor
     tensors = []
     for layer in range(SMALL_TENSORS // 10):
-        for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.fc1",
-                     "mlp.fc2", "mlp.gate", "input_layernorm", "post_attention_layernorm", "extra"):
+        for part in (
+            "self_attn.q_proj",
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.o_proj",
+            "mlp.fc1",
+            "mlp.fc2",
+            "mlp.gate",
+            "input_layernorm",
+            "post_attention_layernorm",
+            "extra",
+        ):
             name = f"model.layers.{layer}.{part}.weight"
             fp32 = name.endswith("layernorm.weight") or name == "model.layers.42.mlp.fc2.weight"
             tensors.append((name, "F32", [per]) if fp32 else (name, "F16", [per * 2]))
@@ -101,8 +111,9 @@ def moe_model() -> list[tuple[str, str, list[int]]]:
     layer = 0
     while len(tensors) < MOE_TENSORS - 1:
         prefix = f"model.layers.{layer}."
-        tensors += [(f"{prefix}self_attn.{p}.weight", "F16", [128, 128]) for p in ("q_proj", "k_proj", "v_proj",
-                                                                                   "o_proj")]
+        tensors += [
+            (f"{prefix}self_attn.{p}.weight", "F16", [128, 128]) for p in ("q_proj", "k_proj", "v_proj", "o_proj")
+        ]
         tensors += [(f"{prefix}{p}.weight", "F32", [128]) for p in ("input_layernorm", "post_attention_layernorm")]
         tensors.append((f"{prefix}mlp.gate.weight", "F16", [512, 128]))
         for expert in range(520):
@@ -110,7 +121,7 @@ def moe_model() -> list[tuple[str, str, list[int]]]:
                 odd = (layer, expert, part) == (42, 7, "down_proj")  # the accident AUDIT004 names
                 tensors.append((f"{prefix}mlp.experts.{expert}.{part}.weight", "F32" if odd else "F16", [64, 128]))
         layer += 1
-    return tensors[:MOE_TENSORS - 1] + [("model.norm.weight", "F32", [128])]
+    return tensors[: MOE_TENSORS - 1] + [("model.norm.weight", "F32", [128])]
 
 
 def write_pickles(folder: str) -> None:
@@ -118,8 +129,14 @@ def write_pickles(folder: str) -> None:
 
     os.makedirs(folder)
     for i in range(PICKLES):
-        torch.save({f"layers.{i}.weight": torch.zeros(64, 64, dtype=torch.float16), f"layers.{i}.bias": torch.zeros(64),
-                    "norm.weight": torch.ones(64)}, os.path.join(folder, f"part-{i:02d}.pt"))
+        torch.save(
+            {
+                f"layers.{i}.weight": torch.zeros(64, 64, dtype=torch.float16),
+                f"layers.{i}.bias": torch.zeros(64),
+                "norm.weight": torch.ones(64),
+            },
+            os.path.join(folder, f"part-{i:02d}.pt"),
+        )
 
 
 def rchar() -> int | None:
@@ -162,7 +179,7 @@ def alternate(sides: dict, rounds: int) -> dict[str, list[float]]:
         sides[name]()
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(timed(sides[name]))
     return samples
 
@@ -206,19 +223,23 @@ def main() -> int:
         sys.stderr.write(f"bench_audit needs {exc.name}: pip install safetensors numpy\n")
         return 2
     env = dict(os.environ)  # the commands see numpy where this process does (a --target install on PYTHONPATH)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(numpy.__file__)),
-                                                    env.get("PYTHONPATH", "")] if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [os.path.dirname(os.path.dirname(numpy.__file__)), env.get("PYTHONPATH", "")] if p
+    )
     with tempfile.TemporaryDirectory(prefix="mpdoctor-bench-audit-") as tmp:
-        moe, small, pickles = (os.path.join(tmp, name) for name in ("moe-100k.safetensors", "model.safetensors",
-                                                                    "pickles"))
+        moe, small, pickles = (
+            os.path.join(tmp, name) for name in ("moe-100k.safetensors", "model.safetensors", "pickles")
+        )
         moe_header, small_header = write_sparse(moe, moe_model(), pad=True), write_sparse(small, small_model())
         write_pickles(pickles)
         check_reads(moe, small, pickles)
 
         def listing(path: str, count: int, dtypes: bool) -> list[str]:
             pairs = "[(k, f.get_slice(k).get_dtype()) for k in f.keys()]" if dtypes else "list(f.keys())"
-            code = (f"from safetensors import safe_open; f = safe_open({path!r}, 'np'); listed = {pairs}; "
-                    f"assert len(listed) == {count}")
+            code = (
+                f"from safetensors import safe_open; f = safe_open({path!r}, 'np'); listed = {pairs}; "
+                f"assert len(listed) == {count}"
+            )
             return [sys.executable, "-c", code]
 
         commands = {
@@ -230,8 +251,9 @@ def main() -> int:
             f"audit {PICKLES} .pt": audit_argv(pickles),
             "mpdoctor --help": [sys.executable, "-m", "mpdoctor", "--help"],
         }
-        process = alternate({name: (lambda argv=argv: run_process(argv, env)) for name, argv in commands.items()},
-                            args.rounds)
+        process = alternate(
+            {name: (lambda argv=argv: run_process(argv, env)) for name, argv in commands.items()}, args.rounds
+        )
         inside, read_bytes, odd = {}, None, audit_lines(small)
         if args.in_process:
             from mpdoctor.checkpoint_audit.safetensors import read_header
@@ -240,9 +262,14 @@ def main() -> int:
             audit_lines(small)
             after = rchar()
             read_bytes = None if before is None or after is None else after - before
-            inside = alternate({"safetensors keys": lambda: safetensors_pairs(small),
-                                "mpdoctor audit": lambda: audit_lines(small),
-                                "header read only": lambda: read_header(small)}, args.rounds * 5)
+            inside = alternate(
+                {
+                    "safetensors keys": lambda: safetensors_pairs(small),
+                    "mpdoctor audit": lambda: audit_lines(small),
+                    "header read only": lambda: read_header(small),
+                },
+                args.rounds * 5,
+            )
     medians = {name: statistics.median(s) for name, s in process.items()}
     minima = {name: min(s) for name, s in process.items()}
     ratios = {
@@ -252,19 +279,34 @@ def main() -> int:
         "help / safetensors 100k": medians["mpdoctor --help"] / medians["safetensors 100k"],
     }
     if args.json:
-        json.dump({"headers": {"moe": moe_header, "small": small_header}, "samples": process, "medians": medians,
-                   "minima": minima, "ratios": ratios, "in_process": inside, "audit_read_bytes": read_bytes,
-                   "odd_modules": odd}, sys.stdout, indent=2)
+        json.dump(
+            {
+                "headers": {"moe": moe_header, "small": small_header},
+                "samples": process,
+                "medians": medians,
+                "minima": minima,
+                "ratios": ratios,
+                "in_process": inside,
+                "audit_read_bytes": read_bytes,
+                "odd_modules": odd,
+            },
+            sys.stdout,
+            indent=2,
+        )
         sys.stdout.write("\n")
         return 0
     from mpdoctor import __version__
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"python {platform.python_version()} ({sys.executable}), safetensors {safetensors.__version__}, "
-          f"mpdoctor {__version__}")
+    print(
+        f"python {platform.python_version()} ({sys.executable}), safetensors {safetensors.__version__}, "
+        f"mpdoctor {__version__}"
+    )
     print(f"host: {platform.platform()}, {os.cpu_count()} CPUs, load average {load:.2f} after the run")
-    print(f"moe-100k.safetensors: {MOE_TENSORS:,} tensors, header {moe_header:,} bytes; model.safetensors: "
-          f"{SMALL_TENSORS:,} tensors, header {small_header:,} bytes; pickles/: {PICKLES} .pt files")
+    print(
+        f"moe-100k.safetensors: {MOE_TENSORS:,} tensors, header {moe_header:,} bytes; model.safetensors: "
+        f"{SMALL_TENSORS:,} tensors, header {small_header:,} bytes; pickles/: {PICKLES} .pt files"
+    )
     print(f"\nprocesses ({args.rounds} rounds, alternating)  median s    min s")
     for name in process:
         print(f"  {name:<22} {medians[name]:10.3f} {minima[name]:8.3f}")
@@ -277,8 +319,11 @@ def main() -> int:
         print(f"\nin-process, 1k tensors ({args.rounds * 5} rounds)   median s    x safetensors")
         for name, samples in inside.items():
             print(f"  {name:<18}  {statistics.median(samples):10.4f}   {statistics.median(samples) / base:8.2f}")
-        print(f"the audit read {read_bytes:,} bytes of a {small_header:,}-byte header" if read_bytes is not None
-              else "bytes read: /proc/self/io unreadable")
+        print(
+            f"the audit read {read_bytes:,} bytes of a {small_header:,}-byte header"
+            if read_bytes is not None
+            else "bytes read: /proc/self/io unreadable"
+        )
     return 0
 
 

@@ -42,8 +42,10 @@ def commands(python: str) -> list[tuple[str, list[str]]]:
         ("import torch", [python, "-c", "import torch"]),
         ("collect_env", [python, "-m", "torch.utils.collect_env"]),
         ("mpdoctor check", [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never"]),
-        ("check --no-kernels", [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never",
-                                "--no-kernels"]),
+        (
+            "check --no-kernels",
+            [python, "-m", "mpdoctor", "check", "--format", "json", "--fail-on", "never", "--no-kernels"],
+        ),
         ("mpdoctor --help", [python, "-m", "mpdoctor", "--help"]),
     ]
 
@@ -58,8 +60,9 @@ def run(name: str, argv: list[str], cwd: str) -> tuple[float, str]:
     """Run once, stdout discarded; return (wall seconds, stderr). Raise on failure."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+        proc = subprocess.run(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
     except OSError as exc:
         raise CommandFailed(name, argv, -1, f"could not start: {exc}") from None
     seconds = time.perf_counter() - start
@@ -91,18 +94,30 @@ def kernel_devices(python: str, cwd: str) -> list[dict]:
         kernels = json.loads(proc.stdout)["snapshot"]["kernels"]
     except (ValueError, KeyError, TypeError):
         return []
-    return [{"device": d["device"], "name": d["name"], "status": d["status"], "seconds": d["seconds"],
-             "init_seconds": d.get("init_seconds")} for d in kernels.get("devices", [])]
+    return [
+        {
+            "device": d["device"],
+            "name": d["name"],
+            "status": d["status"],
+            "seconds": d["seconds"],
+            "init_seconds": d.get("init_seconds"),
+        }
+        for d in kernels.get("devices", [])
+    ]
 
 
 def probe_versions(python: str, cwd: str) -> dict:
-    code = ("import json, platform, importlib.metadata as m\n"
-            "def v(d):\n"
-            "    try: return m.version(d)\n"
-            "    except Exception: return None\n"
-            "print(json.dumps({'python': platform.python_version(), 'torch': v('torch'), 'mpdoctor': v('mpdoctor')}))")
+    code = (
+        "import json, platform, importlib.metadata as m\n"
+        "def v(d):\n"
+        "    try: return m.version(d)\n"
+        "    except Exception: return None\n"
+        "print(json.dumps({'python': platform.python_version(), 'torch': v('torch'), 'mpdoctor': v('mpdoctor')}))"
+    )
     try:
-        proc = subprocess.run([python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, capture_output=True, text=True)
+        proc = subprocess.run(
+            [python, "-c", code], cwd=cwd, stdin=subprocess.DEVNULL, env=ENV, capture_output=True, text=True
+        )
         return json.loads(proc.stdout)
     except (OSError, ValueError):
         return {}  # the warm-up round reports why the interpreter does not run
@@ -116,7 +131,7 @@ def bench(python: str, rounds: int) -> dict:
         for name, argv in cmds:  # warm-up, untimed
             run(name, argv, cwd)
         for r in range(rounds):
-            order = cmds[r % len(cmds):] + cmds[:r % len(cmds)]
+            order = cmds[r % len(cmds) :] + cmds[: r % len(cmds)]
             for name, argv in order:
                 times[name].append(run(name, argv, cwd)[0])
         imports_torch = help_imports_torch(python, cwd)
@@ -147,8 +162,7 @@ def bench(python: str, rounds: int) -> dict:
 
 def print_table(result: dict) -> None:
     v = result["versions"]
-    print(f"python {v.get('python', '?')} ({result['python']}), torch {v.get('torch')}, "
-          f"mpdoctor {v.get('mpdoctor')}")
+    print(f"python {v.get('python', '?')} ({result['python']}), torch {v.get('torch')}, mpdoctor {v.get('mpdoctor')}")
     print(f"host: {result['host']['platform']}, {result['host']['cpus']} CPUs")
     print(f"rounds: {result['rounds']} (alternating, after 1 untimed warm-up round)")
     print()
@@ -164,8 +178,10 @@ def print_table(result: dict) -> None:
     print()
     for device in result["kernel_devices"]:
         init = f", CUDA start {device['init_seconds']:.2f} s" if device.get("init_seconds") else ""
-        print(f"kernels on {device['device']} ({device['name']}): {device['status']}, "
-              f"worker wall {device['seconds']:.3f} s{init}")
+        print(
+            f"kernels on {device['device']} ({device['name']}): {device['status']}, "
+            f"worker wall {device['seconds']:.3f} s{init}"
+        )
     print()
     print(f"help imports torch: {'yes' if result['help_imports_torch'] else 'no'}")
 
@@ -185,12 +201,16 @@ def bench_project(python: str, project: str, rounds: int) -> dict:
         for name, cwd in where.items():
             run(name, argv, cwd)
         for r in range(rounds):
-            for name in (list(where) if r % 2 == 0 else list(where)[::-1]):
+            for name in list(where) if r % 2 == 0 else list(where)[::-1]:
                 times[name].append(run(name, argv, where[name])[0])
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    return {"project": project, "py_files": files, "rounds": rounds,
-            "commands": {name: {"seconds": ts, "median": med[name], "min": min(ts)} for name, ts in times.items()},
-            "ratio": med["check in project"] / med["check in empty dir"]}
+    return {
+        "project": project,
+        "py_files": files,
+        "rounds": rounds,
+        "commands": {name: {"seconds": ts, "median": med[name], "min": min(ts)} for name, ts in times.items()},
+        "ratio": med["check in project"] / med["check in empty dir"],
+    }
 
 
 def print_project(row: dict) -> None:
@@ -204,11 +224,16 @@ def print_project(row: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (default 5)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter to run the commands with (default: this one)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="interpreter to run the commands with (default: this one)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
-    parser.add_argument("--project", metavar="DIR", help="also time `mpdoctor check` run from DIR against an empty "
-                        "directory (a project to scan, e.g. an unpacked transformers)")
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        help="also time `mpdoctor check` run from DIR against an empty "
+        "directory (a project to scan, e.g. an unpacked transformers)",
+    )
     args = parser.parse_args(argv)
     if args.project and not os.path.isdir(args.project):
         parser.error(f"--project: {args.project} is not a directory")
@@ -222,8 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     except CommandFailed as exc:
         tail = exc.stderr.strip()
         tail = tail if len(tail) <= STDERR_TAIL else "..." + tail[-STDERR_TAIL:]
-        print(f"bench_check: {exc.name!r} failed (exit status {exc.returncode}): {' '.join(exc.argv)}",
-              file=sys.stderr)
+        print(f"bench_check: {exc.name!r} failed (exit status {exc.returncode}): {' '.join(exc.argv)}", file=sys.stderr)
         print(tail or "(no stderr)", file=sys.stderr)
         return 1
     if args.json:

@@ -46,12 +46,12 @@ TRACEBACK = (
     "    return fused_rms_norm_affine(input, self.weight, self.normalized_shape, self.eps)\n"
     f"{ONE_LINE}\n"
 )
-NOISE = ("[2026-11-21 10:00:00,000] INFO step {i} loss 0.2513 lr 1.0e-04 grad_norm 0.98 dtype float16 "
-         "scale 65536.0 tokens/s 8123 half precision enabled\n")
-READ_ONCE = ("import sys; d = open(sys.argv[1], 'rb').read().decode('utf-8', 'replace'); "
-             "print(d.lower().count('\\n'))")
-READ_STDIN = ("import sys; d = sys.stdin.buffer.read().decode('utf-8', 'replace'); "
-              "print(d.lower().count('\\n'))")
+NOISE = (
+    "[2026-11-21 10:00:00,000] INFO step {i} loss 0.2513 lr 1.0e-04 grad_norm 0.98 dtype float16 "
+    "scale 65536.0 tokens/s 8123 half precision enabled\n"
+)
+READ_ONCE = "import sys; d = open(sys.argv[1], 'rb').read().decode('utf-8', 'replace'); print(d.lower().count('\\n'))"
+READ_STDIN = "import sys; d = sys.stdin.buffer.read().decode('utf-8', 'replace'); print(d.lower().count('\\n'))"
 
 
 def write_noise_log(path: str, megabytes: float) -> None:
@@ -68,8 +68,10 @@ def write_noise_log(path: str, megabytes: float) -> None:
 
 def write_adversarial_log(path: str, megabytes: float, python: str) -> None:
     """Lines of needles and near-needles, each far longer than the matcher gives a regex."""
-    code = ("from mpdoctor.explain.known import all_signatures as a; "
-            "print('\\n'.join(sorted({n for s in a() for n in s.needles})))")
+    code = (
+        "from mpdoctor.explain.known import all_signatures as a; "
+        "print('\\n'.join(sorted({n for s in a() for n in s.needles})))"
+    )
     needles = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     piece = "".join(f"{n} {n[:-1]} " for n in needles if n)
     line = piece * max(1, 65536 // len(piece)) + "\n"
@@ -91,8 +93,9 @@ def timed(argv: list[str], cwd: str) -> tuple[float, float]:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=cwd, stdin=stdin or subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env=env)
+        proc = subprocess.run(
+            argv, cwd=cwd, stdin=stdin or subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
     finally:
         if stdin:
             stdin.close()
@@ -105,15 +108,16 @@ def timed(argv: list[str], cwd: str) -> tuple[float, float]:
     return seconds, cpu
 
 
-def measure(commands: list[tuple[str, list[str]]], rounds: int,
-            cwd: str) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def measure(
+    commands: list[tuple[str, list[str]]], rounds: int, cwd: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Wall and CPU seconds of each command, per round."""
     samples: dict[str, list[float]] = {name: [] for name, _ in commands}
     cpu: dict[str, list[float]] = {name: [] for name, _ in commands}
     for name, argv in commands:  # warm-up
         timed(argv, cwd)
     for r in range(rounds):
-        order = commands[r % len(commands):] + commands[:r % len(commands)]
+        order = commands[r % len(commands) :] + commands[: r % len(commands)]
         for name, argv in order:
             wall, used = timed(argv, cwd)
             samples[name].append(wall)
@@ -127,9 +131,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--size", type=float, default=100.0, help="log size in MB (default 100)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--before", metavar="DIR",
-                        help="also time the big log with the mpdoctor of this checkout (first on PYTHONPATH), e.g. "
-                             "`git archive HEAD mpdoctor checks | tar -x -C DIR`")
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also time the big log with the mpdoctor of this checkout (first on PYTHONPATH), e.g. "
+        "`git archive HEAD mpdoctor checks | tar -x -C DIR`",
+    )
     args = parser.parse_args()
     if args.rounds < 1 or args.size <= 0:
         parser.error("--rounds and --size must be positive")
@@ -180,16 +187,33 @@ def main() -> int:
         "stdin log / read stdin once": cpu_median["explain - < log"] / cpu_median["read stdin once"],
         "adversarial / read once": cpu_median["explain adversarial"] / cpu_median["read adversarial"],
     }
-    throughput = {name: size / (1 << 20) / median[name]
-                  for name in ("read log once", "explain log", "read stdin once", "explain - < log")}
+    throughput = {
+        name: size / (1 << 20) / median[name]
+        for name in ("read log once", "explain log", "read stdin once", "explain - < log")
+    }
     if args.json:
-        json.dump({"python": py, "size_mb": args.size, "rounds": args.rounds, "samples": samples,
-                   "median": median, "ratios": ratios, "mb_per_s": throughput, "cpu_samples": cpu,
-                   "cpu_median": cpu_median, "cpu_ratios": cpu_ratios}, sys.stdout, indent=2)
+        json.dump(
+            {
+                "python": py,
+                "size_mb": args.size,
+                "rounds": args.rounds,
+                "samples": samples,
+                "median": median,
+                "ratios": ratios,
+                "mb_per_s": throughput,
+                "cpu_samples": cpu,
+                "cpu_median": cpu_median,
+                "cpu_ratios": cpu_ratios,
+            },
+            sys.stdout,
+            indent=2,
+        )
         sys.stdout.write("\n")
         return 0
-    print(f"python {platform.python_version()} ({py}); {os.cpu_count()} CPUs; log {args.size:g} MB; "
-          f"{args.rounds} rounds after a warm-up")
+    print(
+        f"python {platform.python_version()} ({py}); {os.cpu_count()} CPUs; log {args.size:g} MB; "
+        f"{args.rounds} rounds after a warm-up"
+    )
     print(f"{'command':<22}{'median s':>10}{'min s':>10}{'cpu s':>10}")
     for name, values in samples.items():
         print(f"{name:<22}{median[name]:>10.3f}{min(values):>10.3f}{cpu_median[name]:>10.3f}")

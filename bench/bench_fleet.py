@@ -56,13 +56,28 @@ from mpdoctor.fleet.model import fleet_data  # noqa: E402
 from mpdoctor.fleet.protocol import Channel, Gathered, group_key  # noqa: E402
 from mpdoctor.fleet.gathered import judge_gathered  # noqa: E402
 from mpdoctor.schema.serde import to_data  # noqa: E402
-from mpdoctor.snapshot import (CudaDevice, DeviceKernels, Distribution, KernelInfo, KernelResult, NvmlGpu,  # noqa: E402
-                               NvmlInfo, load_snapshot)
+from mpdoctor.snapshot import (  # noqa: E402
+    CudaDevice,
+    DeviceKernels,
+    Distribution,
+    KernelInfo,
+    KernelResult,
+    NvmlGpu,  # noqa: E402
+    NvmlInfo,
+    load_snapshot,
+)
 
 RANKS, PER_NODE = 1024, 8
 H100 = "NVIDIA H100 80GB HBM3"
-KERNELS = [("matmul", "bfloat16"), ("matmul", "float16"), ("matmul", "float32"), ("conv2d", "bfloat16"),
-           ("layer_norm", "bfloat16"), ("softmax", "bfloat16"), ("sdpa", "bfloat16")]
+KERNELS = [
+    ("matmul", "bfloat16"),
+    ("matmul", "float16"),
+    ("matmul", "float32"),
+    ("conv2d", "bfloat16"),
+    ("layer_norm", "bfloat16"),
+    ("softmax", "bfloat16"),
+    ("sdpa", "bfloat16"),
+]
 
 
 def node_snapshot(base, node: int, local: int):
@@ -74,14 +89,28 @@ def node_snapshot(base, node: int, local: int):
     snap.environment.probe = replace(snap.environment.probe, seconds=0.4 + 0.0007 * rank)
     snap.torch = replace(snap.torch, probe=replace(snap.torch.probe, seconds=3.1 + 0.0009 * rank))
     snap.environment.env.update({"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local)})
-    gpus = [NvmlGpu(index=i, name=H100, uuid=f"GPU-{node:04d}{i:04d}-0000-0000-0000-000000000000",
-                    pci_bus_id=f"0000:{0x18 + i:02x}:00.0", memory_total=80 << 30, compute_capability="9.0")
-            for i in range(PER_NODE)]
+    gpus = [
+        NvmlGpu(
+            index=i,
+            name=H100,
+            uuid=f"GPU-{node:04d}{i:04d}-0000-0000-0000-000000000000",
+            pci_bus_id=f"0000:{0x18 + i:02x}:00.0",
+            memory_total=80 << 30,
+            compute_capability="9.0",
+        )
+        for i in range(PER_NODE)
+    ]
     driver = "535.113.01" if node == 90 else "550.54.14"
     snap.machine.nvml = NvmlInfo(status="ok", driver_version=driver, cuda_driver_version="12.4", gpus=gpus)
-    snap.torch = replace(snap.torch, version="2.13.0+cu130", cuda="13.0", cudnn=91002, cuda_available=True,
-                         device_count=PER_NODE,
-                         devices=[CudaDevice(ordinal=i, name=H100, compute_capability="9.0") for i in range(PER_NODE)])
+    snap.torch = replace(
+        snap.torch,
+        version="2.13.0+cu130",
+        cuda="13.0",
+        cudnn=91002,
+        cuda_available=True,
+        device_count=PER_NODE,
+        devices=[CudaDevice(ordinal=i, name=H100, compute_capability="9.0") for i in range(PER_NODE)],
+    )
     nccl = "2.20.5" if node == 37 else "2.19.3"
     snap.torch.nccl = nccl  # as torch loads it
     snap.environment.distributions.append(Distribution(name="nvidia-nccl-cu12", version=nccl))
@@ -89,10 +118,19 @@ def node_snapshot(base, node: int, local: int):
         snap.environment.env["NVIDIA_TF32_OVERRIDE"] = "0"
     # Each rank times the GPU its LOCAL_RANK selects, only.
     factor = 2.0 if (node, local) == (64, 3) else 1.0 + 0.01 * ((node * 7 + local) % 5)
-    devices = [DeviceKernels(device=f"cuda:{local}", name=H100, compute_capability="9.0", bf16_native=True,
-                             status="ok", results=[KernelResult(op=op, dtype=dtype, status="ok",
-                                                                seconds=0.0004 * (n + 1) * factor)
-                                                   for n, (op, dtype) in enumerate(KERNELS)])]
+    devices = [
+        DeviceKernels(
+            device=f"cuda:{local}",
+            name=H100,
+            compute_capability="9.0",
+            bf16_native=True,
+            status="ok",
+            results=[
+                KernelResult(op=op, dtype=dtype, status="ok", seconds=0.0004 * (n + 1) * factor)
+                for n, (op, dtype) in enumerate(KERNELS)
+            ],
+        )
+    ]
     snap.kernels = KernelInfo(status="ok", mode="quick", devices=devices)
     return snap
 
@@ -131,16 +169,23 @@ def rank_zero_compare(wire: list[str]) -> dict:
     once()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"seconds": seconds, "peak_python_bytes": peak, "report_bytes": len(text.encode()),
-            "groups": len(report.groups), "findings": [f.code for f in report.findings]}
+    return {
+        "seconds": seconds,
+        "peak_python_bytes": peak,
+        "report_bytes": len(text.encode()),
+        "groups": len(report.groups),
+        "findings": [f.code for f in report.findings],
+    }
 
 
 # Runs the CLI as `python -m mpdoctor` does, and writes the process's own peak RSS (KiB on Linux) at exit.
-CLI_WITH_RSS = ("import atexit, resource, runpy, sys\n"
-                "atexit.register(lambda: sys.stderr.write('\\nMAXRSS %d\\n' % "
-                "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
-                "sys.argv = ['mpdoctor'] + sys.argv[1:]\n"
-                "runpy.run_module('mpdoctor', run_name='__main__')\n")
+CLI_WITH_RSS = (
+    "import atexit, resource, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMAXRSS %d\\n' % "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "sys.argv = ['mpdoctor'] + sys.argv[1:]\n"
+    "runpy.run_module('mpdoctor', run_name='__main__')\n"
+)
 
 
 def _timed(argv: list[str], cwd: str) -> dict:
@@ -155,12 +200,14 @@ def _timed(argv: list[str], cwd: str) -> dict:
 
 
 # The baseline: a process that only reads the same files, as fast as Python can (json.load each).
-READ_ONLY = ("import atexit, json, resource, sys\n"
-             "atexit.register(lambda: sys.stderr.write('\\nMAXRSS %d\\n' % "
-             "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
-             "for path in sys.argv[1:]:\n"
-             "    with open(path) as handle:\n"
-             "        json.load(handle)\n")
+READ_ONLY = (
+    "import atexit, json, resource, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMAXRSS %d\\n' % "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "for path in sys.argv[1:]:\n"
+    "    with open(path) as handle:\n"
+    "        json.load(handle)\n"
+)
 
 
 def cli_compare(paths: list[str], cwd: str, rounds: int) -> dict:
@@ -168,20 +215,39 @@ def cli_compare(paths: list[str], cwd: str, rounds: int) -> dict:
     compare_runs, baseline_runs = [], []
     for _ in range(rounds):
         baseline_runs.append(_timed([sys.executable, "-c", READ_ONLY, *paths], cwd))
-        compare_runs.append(_timed([sys.executable, "-c", CLI_WITH_RSS, "fleet", "compare", *paths, "-f", "json",
-                                    "--fail-on", "never"], cwd))
+        compare_runs.append(
+            _timed(
+                [sys.executable, "-c", CLI_WITH_RSS, "fleet", "compare", *paths, "-f", "json", "--fail-on", "never"],
+                cwd,
+            )
+        )
     compare_s = statistics.median(r["seconds"] for r in compare_runs)
     baseline_s = statistics.median(r["seconds"] for r in baseline_runs)
-    return {"seconds": compare_s, "baseline_seconds": baseline_s, "ratio": compare_s / baseline_s,
-            "rounds": rounds, "max_rss_kib": max(r["max_rss_kib"] or 0 for r in compare_runs),
-            "baseline_max_rss_kib": max(r["max_rss_kib"] or 0 for r in baseline_runs),
-            "output_bytes": compare_runs[-1]["output_bytes"]}
+    return {
+        "seconds": compare_s,
+        "baseline_seconds": baseline_s,
+        "ratio": compare_s / baseline_s,
+        "rounds": rounds,
+        "max_rss_kib": max(r["max_rss_kib"] or 0 for r in compare_runs),
+        "baseline_max_rss_kib": max(r["max_rss_kib"] or 0 for r in baseline_runs),
+        "output_bytes": compare_runs[-1]["output_bytes"],
+    }
 
 
 def store_traffic(wire: list[str], snapshot_bytes: list[int]) -> dict:
     sizes = sorted(len(text.encode()) for text in wire)
-    beat = json.dumps({"host": "node000", "local_rank": 0, "step": "running kernels on cuda:7", "step_seconds": 12.3,
-                       "beat": 42, "state": "running", "detail": ""}, separators=(",", ":"))
+    beat = json.dumps(
+        {
+            "host": "node000",
+            "local_rank": 0,
+            "step": "running kernels on cuda:7",
+            "step_seconds": 12.3,
+            "beat": 42,
+            "state": "running",
+            "detail": "",
+        },
+        separators=(",", ":"),
+    )
     verdict = json.dumps({"worst": "error", "summary": "x" * 160}, separators=(",", ":"))
     # One whole snapshot per group: the first rank of each group (as the store's claim counter picks it).
     first: dict[str, int] = {}
@@ -189,11 +255,17 @@ def store_traffic(wire: list[str], snapshot_bytes: list[int]) -> dict:
         first.setdefault(group_key(json.loads(text)), rank)
     representatives = set(first.values())
     per_group = sum(sizes_of(wire)) + sum(snapshot_bytes[rank] for rank in representatives)
-    out = {"report_bytes_median": statistics.median(sizes), "report_bytes_max": sizes[-1],
-           "snapshot_bytes_median": statistics.median(snapshot_bytes), "heartbeat_bytes": len(beat),
-           "verdict_bytes": len(verdict), "through_rank0_bytes": sum(sizes), "groups": len(representatives),
-           "through_rank0_one_snapshot_per_group_bytes": per_group,
-           "through_rank0_full_snapshots_bytes": sum(sizes) + sum(snapshot_bytes)}
+    out = {
+        "report_bytes_median": statistics.median(sizes),
+        "report_bytes_max": sizes[-1],
+        "snapshot_bytes_median": statistics.median(snapshot_bytes),
+        "heartbeat_bytes": len(beat),
+        "verdict_bytes": len(verdict),
+        "through_rank0_bytes": sum(sizes),
+        "groups": len(representatives),
+        "through_rank0_one_snapshot_per_group_bytes": per_group,
+        "through_rank0_full_snapshots_bytes": sum(sizes) + sum(snapshot_bytes),
+    }
     try:
         from torch.distributed import TCPStore
     except ImportError:
@@ -211,9 +283,14 @@ def store_traffic(wire: list[str], snapshot_bytes: list[int]) -> dict:
     posted = time.perf_counter() - start
     start = time.perf_counter()
     got = channel.gather(RANKS, time.monotonic() + 120)
-    out.update({"tcpstore_post_all_seconds": posted, "tcpstore_gather_seconds": time.perf_counter() - start,
-                "tcpstore_gathered": len(got.reports),
-                "tcpstore_snapshots_gathered": sum(1 for data in got.reports.values() if "snapshot" in data)})
+    out.update(
+        {
+            "tcpstore_post_all_seconds": posted,
+            "tcpstore_gather_seconds": time.perf_counter() - start,
+            "tcpstore_gathered": len(got.reports),
+            "tcpstore_snapshots_gathered": sum(1 for data in got.reports.values() if "snapshot" in data),
+        }
+    )
     del client, server
     return out
 
@@ -229,36 +306,51 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpdoctor-bench-fleet-") as tmp:
         paths, wire, snapshot_bytes = build(Path(tmp))
-        results = {"ranks": RANKS, "rank0_compare": rank_zero_compare(wire),
-                   "cli_compare_1024": cli_compare(paths, tmp, max(1, args.rounds)),
-                   "snapshot_file_bytes_median": statistics.median(os.path.getsize(p) for p in paths),
-                   "store": store_traffic(wire, snapshot_bytes)}
+        results = {
+            "ranks": RANKS,
+            "rank0_compare": rank_zero_compare(wire),
+            "cli_compare_1024": cli_compare(paths, tmp, max(1, args.rounds)),
+            "snapshot_file_bytes_median": statistics.median(os.path.getsize(p) for p in paths),
+            "store": store_traffic(wire, snapshot_bytes),
+        }
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     r0, cli, store = results["rank0_compare"], results["cli_compare_1024"], results["store"]
-    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {RANKS} synthetic ranks "
-          f"({RANKS // PER_NODE} nodes x {PER_NODE})")
-    print(f"rank 0 compare (decode + group + findings + JSON): {r0['seconds']:.3f} s, peak Python memory "
-          f"{r0['peak_python_bytes'] / 2**20:.1f} MiB, report {r0['report_bytes'] / 1024:.1f} KiB, "
-          f"{r0['groups']} groups, findings {' '.join(r0['findings'])}")
-    print(f"fleet compare CLI, 1024 snapshot files: {cli['seconds']:.2f} s, reading the files alone "
-          f"{cli['baseline_seconds']:.2f} s: ratio {cli['ratio']:.2f} (median of {cli['rounds']} alternating "
-          f"rounds); peak RSS {cli['max_rss_kib'] / 1024:.0f} MiB (baseline {cli['baseline_max_rss_kib'] / 1024:.0f}"
-          f" MiB), output {cli['output_bytes'] / 1024:.1f} KiB; snapshot file median "
-          f"{results['snapshot_file_bytes_median'] / 1024:.1f} KiB")
-    print(f"store traffic per rank: report {store['report_bytes_median'] / 1024:.1f} KiB median "
-          f"({store['report_bytes_max'] / 1024:.1f} KiB max), with its whole snapshot "
-          f"+{store['snapshot_bytes_median'] / 1024:.1f} KiB (one rank of each of {store['groups']} groups, or "
-          f"every rank with --full-snapshots), heartbeat {store['heartbeat_bytes']} B/s, verdict "
-          f"{store['verdict_bytes']} B")
-    print(f"through rank 0's store: {store['through_rank0_bytes'] / 2**20:.2f} MiB of reports; "
-          f"{store['through_rank0_one_snapshot_per_group_bytes'] / 2**20:.2f} MiB with one snapshot per group; "
-          f"{store['through_rank0_full_snapshots_bytes'] / 2**20:.2f} MiB with --full-snapshots")
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} CPUs, {RANKS} synthetic ranks "
+        f"({RANKS // PER_NODE} nodes x {PER_NODE})"
+    )
+    print(
+        f"rank 0 compare (decode + group + findings + JSON): {r0['seconds']:.3f} s, peak Python memory "
+        f"{r0['peak_python_bytes'] / 2**20:.1f} MiB, report {r0['report_bytes'] / 1024:.1f} KiB, "
+        f"{r0['groups']} groups, findings {' '.join(r0['findings'])}"
+    )
+    print(
+        f"fleet compare CLI, 1024 snapshot files: {cli['seconds']:.2f} s, reading the files alone "
+        f"{cli['baseline_seconds']:.2f} s: ratio {cli['ratio']:.2f} (median of {cli['rounds']} alternating "
+        f"rounds); peak RSS {cli['max_rss_kib'] / 1024:.0f} MiB (baseline {cli['baseline_max_rss_kib'] / 1024:.0f}"
+        f" MiB), output {cli['output_bytes'] / 1024:.1f} KiB; snapshot file median "
+        f"{results['snapshot_file_bytes_median'] / 1024:.1f} KiB"
+    )
+    print(
+        f"store traffic per rank: report {store['report_bytes_median'] / 1024:.1f} KiB median "
+        f"({store['report_bytes_max'] / 1024:.1f} KiB max), with its whole snapshot "
+        f"+{store['snapshot_bytes_median'] / 1024:.1f} KiB (one rank of each of {store['groups']} groups, or "
+        f"every rank with --full-snapshots), heartbeat {store['heartbeat_bytes']} B/s, verdict "
+        f"{store['verdict_bytes']} B"
+    )
+    print(
+        f"through rank 0's store: {store['through_rank0_bytes'] / 2**20:.2f} MiB of reports; "
+        f"{store['through_rank0_one_snapshot_per_group_bytes'] / 2**20:.2f} MiB with one snapshot per group; "
+        f"{store['through_rank0_full_snapshots_bytes'] / 2**20:.2f} MiB with --full-snapshots"
+    )
     if "tcpstore_gather_seconds" in store:
-        print(f"TCPStore on this machine: posting 1024 reports {store['tcpstore_post_all_seconds']:.2f} s, "
-              f"rank 0 gathering them {store['tcpstore_gather_seconds']:.2f} s "
-              f"({store['tcpstore_snapshots_gathered']} whole snapshots among them)")
+        print(
+            f"TCPStore on this machine: posting 1024 reports {store['tcpstore_post_all_seconds']:.2f} s, "
+            f"rank 0 gathering them {store['tcpstore_gather_seconds']:.2f} s "
+            f"({store['tcpstore_snapshots_gathered']} whole snapshots among them)"
+        )
     return 0
 
 

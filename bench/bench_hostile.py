@@ -24,21 +24,27 @@ import sys
 import tempfile
 
 ERROR = "RuntimeError: expected scalar type Float but found Half\n"
-TRACEBACK = ("Traceback (most recent call last):\n"
-             '  File "/work/train.py", line 12, in <module>\n    loss = model(x)\n'
-             '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
-             "    return forward_call(*args, **kwargs)\n" + ERROR)
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/work/train.py", line 12, in <module>\n    loss = model(x)\n'
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
+    "    return forward_call(*args, **kwargs)\n" + ERROR
+)
 
 # Redaction of one string of N characters, in the process that imports mpdoctor's redactor.
-REDACT = ("import sys, time; from mpdoctor.portable.redact import redact_text, redact_env_value; "
-          "n = int(sys.argv[2]); text = {kind}; t = time.perf_counter(); {call}; "
-          "print(round(time.perf_counter() - t, 3))")
+REDACT = (
+    "import sys, time; from mpdoctor.portable.redact import redact_text, redact_env_value; "
+    "n = int(sys.argv[2]); text = {kind}; t = time.perf_counter(); {call}; "
+    "print(round(time.perf_counter() - t, 3))"
+)
 REDACT_CASES = {
     # a torch stderr / ImportError message that is one long run of URL-ish characters
     "run of letters ('B' * n)": ("'B' * n", "redact_text(text)"),
     "run of scheme chars ('a.' * n/2)": ("'a.' * (n // 2)", "redact_text(text)"),
-    "CUDA_VISIBLE_DEVICES value ('GPU-0a1b' * n/8)": ("'GPU-0a1b' * (n // 8)",
-                                                     "redact_env_value('CUDA_VISIBLE_DEVICES', text)"),
+    "CUDA_VISIBLE_DEVICES value ('GPU-0a1b' * n/8)": (
+        "'GPU-0a1b' * (n // 8)",
+        "redact_env_value('CUDA_VISIBLE_DEVICES', text)",
+    ),
     "tensor name ('layer.' * n/6)": ("'layer.' * (n // 6)", "redact_text(text)"),
 }
 
@@ -61,9 +67,15 @@ def write_explain_inputs(tmp: str, megabytes: float) -> dict[str, str]:
 def timed(argv: list[str], env: dict, timeout: float, stdin=None) -> dict:
     with tempfile.NamedTemporaryFile("r") as report:
         # its own process group: on a timeout the command under /usr/bin/time is killed too, not left running
-        proc = subprocess.Popen(["/usr/bin/time", "-o", report.name, "-f", "%e %M", *argv], env=env,
-                                stdin=stdin or subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            ["/usr/bin/time", "-o", report.name, "-f", "%e %M", *argv],
+            env=env,
+            stdin=stdin or subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             stdout, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -94,21 +106,41 @@ def main() -> int:
         for name, (kind, call) in REDACT_CASES.items():
             for n in (args.redact_size, 4 * args.redact_size):
                 code = REDACT.format(kind=kind, call=call)
-                rows.append({"case": f"redact {name}", "size": f"{n} chars",
-                             **timed([args.python, "-c", code, "-", str(n)], env, args.timeout)})
+                rows.append(
+                    {
+                        "case": f"redact {name}",
+                        "size": f"{n} chars",
+                        **timed([args.python, "-c", code, "-", str(n)], env, args.timeout),
+                    }
+                )
     explain = [args.python, "-m", "mpdoctor", "explain"]
     if args.only in (None, "explain"):
         with tempfile.TemporaryDirectory(prefix="mpdoctor-hostile-") as tmp:
             for megabytes in (args.log_size, 4 * args.log_size):
                 for name, path in write_explain_inputs(tmp, megabytes).items():
-                    rows.append({"case": f"explain --file: {name}", "size": f"{os.path.getsize(path) >> 20} MB",
-                                 **timed([*explain, "--file", path], env, args.timeout)})
+                    rows.append(
+                        {
+                            "case": f"explain --file: {name}",
+                            "size": f"{os.path.getsize(path) >> 20} MB",
+                            **timed([*explain, "--file", path], env, args.timeout),
+                        }
+                    )
     if args.only in (None, "read"):
-        rows.append({"case": "explain --file /dev/zero", "size": "endless",
-                     **timed([*explain, "--file", "/dev/zero"], env, args.timeout)})
+        rows.append(
+            {
+                "case": "explain --file /dev/zero",
+                "size": "endless",
+                **timed([*explain, "--file", "/dev/zero"], env, args.timeout),
+            }
+        )
         feeder = subprocess.Popen(["head", "-c", f"{args.stdin_size}M", "/dev/zero"], stdout=subprocess.PIPE)
-        rows.append({"case": "explain - (stdin)", "size": f"{args.stdin_size} MB",
-                     **timed([*explain, "-"], env, args.timeout, stdin=feeder.stdout)})
+        rows.append(
+            {
+                "case": "explain - (stdin)",
+                "size": f"{args.stdin_size} MB",
+                **timed([*explain, "-"], env, args.timeout, stdin=feeder.stdout),
+            }
+        )
         feeder.stdout.close()
         feeder.kill()
         feeder.wait()

@@ -108,9 +108,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch  # for the header only; the runs import it in their own processes
 
-    print(f"python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, "
-          f"{torch.get_num_threads()} torch threads; {args.runs} runs per level; "
-          f"load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} CPUs, "
+        f"{torch.get_num_threads()} torch threads; {args.runs} runs per level; "
+        f"load average before: {os.getloadavg()[0]:.2f}"
+    )
     runs: dict[int, list[dict[str, str]]] = {}
     stats: dict[int, list[tuple[float, float, int, int]]] = {}
     for level in sorted(levels):
@@ -135,24 +137,34 @@ def main(argv: list[str] | None = None) -> int:
         for level in sorted(levels):
             count = collections.Counter(classify(ref.get(key, ""), run[key]) for run in runs[level] if key in run)
             totals[level].update(count)
-            cells.append(f"{count['agree']} / {count['inconclusive']} / {count['FLIP']}"
-                         + (f" ({count['no reference']} n/r)" if count["no reference"] else ""))
+            cells.append(
+                f"{count['agree']} / {count['inconclusive']} / {count['FLIP']}"
+                + (f" ({count['no reference']} n/r)" if count["no reference"] else "")
+            )
         print("| " + " | ".join(cells) + " |")
     print()
-    naive_flips = {n: sum(1 for key in keys for run in runs[n]
-                          if classify(ref.get("naive:" + key, ""), run.get("naive:" + key, "")) == "FLIP")
-                   for n in levels}
+    naive_flips = {
+        n: sum(
+            1
+            for key in keys
+            for run in runs[n]
+            if classify(ref.get("naive:" + key, ""), run.get("naive:" + key, "")) == "FLIP"
+        )
+        for n in levels
+    }
     for level in sorted(levels):
         t = totals[level]
         walls = [s[0] for s in stats[level]]
         worker = [s[1] for s in stats[level]]
         rounds = sum(s[2] for s in stats[level])
         disturbed = sum(s[3] for s in stats[level])
-        print(f"busy={level}: {t['agree']} agree, {t['inconclusive']} inconclusive, {t['FLIP']} flips "
-              f"({t['no reference']} without a quiet reference); run wall median {statistics.median(walls):.2f} s, "
-              f"CPU worker median {statistics.median(worker):.2f} s; {disturbed} of {rounds} timing rounds "
-              f"disturbed; naive best-against-best verdicts: {naive_flips[level]} flips against their own quiet "
-              "majority")
+        print(
+            f"busy={level}: {t['agree']} agree, {t['inconclusive']} inconclusive, {t['FLIP']} flips "
+            f"({t['no reference']} without a quiet reference); run wall median {statistics.median(walls):.2f} s, "
+            f"CPU worker median {statistics.median(worker):.2f} s; {disturbed} of {rounds} timing rounds "
+            f"disturbed; naive best-against-best verdicts: {naive_flips[level]} flips against their own quiet "
+            "majority"
+        )
     return 0
 
 

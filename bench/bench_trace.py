@@ -60,7 +60,8 @@ class Attention(nn.Module):
             return y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
 
         out = nn.functional.scaled_dot_product_attention(
-            split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x)), is_causal=True)
+            split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x)), is_causal=True
+        )
         return self.o_proj(out.transpose(1, 2).reshape(b, t, d))
 
 
@@ -128,8 +129,15 @@ def bench(model, x, reps: int, warmup: int) -> dict:
         model(x)
     calls = len(trace.calls)
     p, t = statistics.median(plain), statistics.median(traced)
-    return {"module_calls": calls, "plain_median_s": p, "traced_median_s": t, "ratio": t / p,
-            "per_call_us": (t - p) / calls * 1e6, "plain_s": plain, "traced_s": traced}
+    return {
+        "module_calls": calls,
+        "plain_median_s": p,
+        "traced_median_s": t,
+        "ratio": t / p,
+        "per_call_us": (t - p) / calls * 1e6,
+        "plain_s": plain,
+        "traced_s": traced,
+    }
 
 
 def main(argv=None) -> int:
@@ -144,16 +152,29 @@ def main(argv=None) -> int:
 
     results = {name: bench(model, x, args.reps, args.warmup) for name, (model, x) in models().items()}
     if args.json:
-        print(json.dumps({"torch": torch.__version__, "python": platform.python_version(),
-                          "threads": torch.get_num_threads(), "results": results}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "torch": torch.__version__,
+                    "python": platform.python_version(),
+                    "threads": torch.get_num_threads(),
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
         return 0
-    print(f"python {platform.python_version()}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{os.cpu_count()} CPUs, {platform.machine()}")
+    print(
+        f"python {platform.python_version()}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}"
+    )
     print(f"one forward step, autograd on; {args.reps} alternating repetitions after {args.warmup} warm-up\n")
     print(f"{'model':<12}{'calls':>6}{'plain ms':>11}{'traced ms':>11}{'ratio':>8}{'us/call':>9}")
     for name, r in results.items():
-        print(f"{name:<12}{r['module_calls']:>6}{r['plain_median_s'] * 1e3:>11.3f}"
-              f"{r['traced_median_s'] * 1e3:>11.3f}{r['ratio']:>8.2f}{r['per_call_us']:>9.1f}")
+        print(
+            f"{name:<12}{r['module_calls']:>6}{r['plain_median_s'] * 1e3:>11.3f}"
+            f"{r['traced_median_s'] * 1e3:>11.3f}{r['ratio']:>8.2f}{r['per_call_us']:>9.1f}"
+        )
     return 0
 
 

@@ -67,8 +67,9 @@ def measure(call: str, nvml: bool) -> dict:
     if nvml:
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD % CALLS[call]], capture_output=True, text=True,
-                              timeout=120, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD % CALLS[call]], capture_output=True, text=True, timeout=120, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"cuda": "timeout"}
     try:
@@ -84,13 +85,17 @@ def main() -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # each row is its own interpreter
-        futures = {(call, key): pool.submit(measure, call, key == "nvml") for call in CALLS for key in ("default", "nvml")}
+        futures = {
+            (call, key): pool.submit(measure, call, key == "nvml") for call in CALLS for key in ("default", "nvml")
+        }
         rows = {call: {key: futures[(call, key)].result() for key in ("default", "nvml")} for call in CALLS}
     print("| call in the parent before fork() | child can use CUDA | with PYTORCH_NVML_BASED_CUDA_CHECK=1 |")
     print("|---|---|---|")
     for call, row in rows.items():
-        cells = [row[k]["cuda"] if row[k]["cuda"] == "yes" else "**no** (" + row[k]["cuda"][:70] + ")"
-                 for k in ("default", "nvml")]
+        cells = [
+            row[k]["cuda"] if row[k]["cuda"] == "yes" else "**no** (" + row[k]["cuda"][:70] + ")"
+            for k in ("default", "nvml")
+        ]
         print(f"| `{call}` | {cells[0]} | {cells[1]} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

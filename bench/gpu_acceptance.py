@@ -47,8 +47,8 @@ from typing import Any, Optional, Sequence
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = "mpdoctor-gpu-acceptance/1"
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
-TAIL = 4000            # characters of stdout and of stderr kept per failing command
-STEP_TAILS = 16000     # characters of output tails kept per failing step, all its commands together
+TAIL = 4000  # characters of stdout and of stderr kept per failing command
+STEP_TAILS = 16000  # characters of output tails kept per failing step, all its commands together
 UNKNOWN_UUID = "GPU-ffffffff-ffff-ffff-ffff-fffffffffff0"
 BAD_STATUSES = ("wrong", "error", "crashed", "timeout")  # a CUDA kernel test that ends so fails the step
 STEPS = ("cuda device", "check kernels", "visible devices", "fleet x1", "fleet x2", "dtype_trace", "tests")
@@ -182,6 +182,7 @@ print(json.dumps(out))
 
 # --------------------------------------------------------------------------- verdicts (pure)
 
+
 def verdict(problems: Sequence[str], passed: str, data: Optional[dict] = None, skip: str = "") -> dict:
     """A step's verdict: FAIL with the first problem (and how many more) as its line, else PASS (or SKIP)."""
     problems = list(problems)
@@ -302,18 +303,29 @@ def judge_check_report(doc: dict, expected_count: Optional[int] = None) -> dict:
     timings: dict[str, dict] = {}
     measured: dict[str, list[str]] = {}
     if not cuda:
-        problems.append("the kernels ran on no CUDA device (only %s)"
-                        % (", ".join(d.get("device", "?") for d in kernels.get("devices") or []) or "nothing"))
+        problems.append(
+            "the kernels ran on no CUDA device (only %s)"
+            % (", ".join(d.get("device", "?") for d in kernels.get("devices") or []) or "nothing")
+        )
     for dev in cuda:
         name = dev["device"]
         ordinal = int(name.split(":", 1)[1]) if name.split(":", 1)[1].isdigit() else -1
         torch_dev = next((d for d in devices if d.get("ordinal") == ordinal), {})
-        cc_text = dev.get("compute_capability") or _row_for(report, ordinal).get("compute_capability") \
-            or torch_dev.get("compute_capability") or ""
-        timings[name] = {"name": dev.get("name") or torch_dev.get("name", ""), "compute_capability": cc_text,
-                         "status": dev.get("status"), "seconds": dev.get("seconds"),
-                         "init_seconds": dev.get("init_seconds"), "restarts": dev.get("restarts"),
-                         "tests": len(dev.get("results") or [])}
+        cc_text = (
+            dev.get("compute_capability")
+            or _row_for(report, ordinal).get("compute_capability")
+            or torch_dev.get("compute_capability")
+            or ""
+        )
+        timings[name] = {
+            "name": dev.get("name") or torch_dev.get("name", ""),
+            "compute_capability": cc_text,
+            "status": dev.get("status"),
+            "seconds": dev.get("seconds"),
+            "init_seconds": dev.get("init_seconds"),
+            "restarts": dev.get("restarts"),
+            "tests": len(dev.get("results") or []),
+        }
         if dev.get("status") != "ok":
             problems.append(f"{name}: kernels {dev.get('status')}: {dev.get('detail', '')}".rstrip(": "))
             continue
@@ -329,8 +341,10 @@ def judge_check_report(doc: dict, expected_count: Optional[int] = None) -> dict:
             if result is None:
                 problems.append(f"{name} (cc {cc_text or '?'}): no matmul {dtype} result")
             elif result.get("status") != "ok":
-                problems.append(f"{name} (cc {cc_text or '?'}): matmul {dtype} {result.get('status')}: "
-                                f"{result.get('detail', '')}".rstrip(": "))
+                problems.append(
+                    f"{name} (cc {cc_text or '?'}): matmul {dtype} {result.get('status')}: "
+                    f"{result.get('detail', '')}".rstrip(": ")
+                )
             else:
                 measured[name].append(dtype)
     if not devices:
@@ -341,19 +355,30 @@ def judge_check_report(doc: dict, expected_count: Optional[int] = None) -> dict:
     nvml_gpus = ((snap.get("machine") or {}).get("nvml") or {}).get("gpus") or []
     nvml_count = nvml_expected_count(env.get("CUDA_VISIBLE_DEVICES"), nvml_gpus)
     if nvml_count is not None and len(devices) != nvml_count:
-        problems.append(f"torch.devices lists {len(devices)} device(s), NVML's {len(nvml_gpus)} GPU(s) under "
-                        f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} promise {nvml_count}")
+        problems.append(
+            f"torch.devices lists {len(devices)} device(s), NVML's {len(nvml_gpus)} GPU(s) under "
+            f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} promise {nvml_count}"
+        )
     short = {"float16": "fp16", "bfloat16": "bf16", "tf32": "tf32", "float8_e4m3fn": "fp8"}
     passed = "; ".join(
         f"{name} {t['name']} cc {t['compute_capability'] or '?'}: {t['tests']} tests, "
         f"{' '.join(short.get(d, d) for d in measured.get(name, []))} ok, {t['seconds']} s"
-        for name, t in timings.items())
-    return verdict(problems, passed, {"devices": timings, "torch_devices": len(devices),
-                                      "kernels_probe_seconds": (kernels.get("probe") or {}).get("seconds")})
+        for name, t in timings.items()
+    )
+    return verdict(
+        problems,
+        passed,
+        {
+            "devices": timings,
+            "torch_devices": len(devices),
+            "kernels_probe_seconds": (kernels.get("probe") or {}).get("seconds"),
+        },
+    )
 
 
-def judge_saved_snapshot(text: Optional[str], report_text: str, canaries: Sequence[str],
-                         canary_names: Sequence[str] = ()) -> list[str]:
+def judge_saved_snapshot(
+    text: Optional[str], report_text: str, canaries: Sequence[str], canary_names: Sequence[str] = ()
+) -> list[str]:
     """Problems with the --save-snapshot file: missing, not a snapshot, or a planted secret in it or the report.
 
     ``canary_names``: variables planted with a canary value; each must be in the saved env, masked."""
@@ -394,8 +419,10 @@ def judge_visibility(rc: Optional[int], stdout: str, stderr: str, expected: dict
     for key, ours in (("runtime_count", "runtime_device_count"), ("torch_count", "device_count")):
         if expected.get(key) is not None and torch_facts.get(ours) != expected[key]:
             problems.append(f"torch.{ours} {torch_facts.get(ours)!r}, a fresh process got {expected[key]!r}")
-    rows = sorted((r for r in (report.get("gpus") or {}).get("devices") or [] if r.get("cuda_ordinal") is not None),
-                  key=lambda r: r["cuda_ordinal"])
+    rows = sorted(
+        (r for r in (report.get("gpus") or {}).get("devices") or [] if r.get("cuda_ordinal") is not None),
+        key=lambda r: r["cuda_ordinal"],
+    )
     want = expected.get("devices") or []
     count = expected.get("runtime_count")
     count = count if count is not None else expected.get("torch_count")
@@ -408,14 +435,26 @@ def judge_visibility(rc: Optional[int], stdout: str, stderr: str, expected: dict
         if dev.get("name") and row.get("name") != dev["name"]:
             problems.append(f"{label} is {row.get('name')!r}, CUDA says {dev['name']!r}")
         row_uuid = str(row.get("uuid") or "")
-        if dev.get("uuid") and row_uuid and not row_uuid.upper().startswith("MIG-") \
-                and norm_uuid(row_uuid) != norm_uuid(dev["uuid"]):
+        if (
+            dev.get("uuid")
+            and row_uuid
+            and not row_uuid.upper().startswith("MIG-")
+            and norm_uuid(row_uuid) != norm_uuid(dev["uuid"])
+        ):
             problems.append(f"{label} has UUID {row_uuid}, CUDA says {dev['uuid']}")
-    seen = ", ".join(f"cuda:{r['cuda_ordinal']}={r.get('name', '?')}"
-                     + ("*" if r.get("source") == "predicted" else "") for r in rows) or "no CUDA device"
+    seen = (
+        ", ".join(
+            f"cuda:{r['cuda_ordinal']}={r.get('name', '?')}" + ("*" if r.get("source") == "predicted" else "")
+            for r in rows
+        )
+        or "no CUDA device"
+    )
     codes = sorted({str(f.get("code")) for f in report.get("findings") or []})
-    return verdict(problems, seen + (f" [{' '.join(codes)}]" if codes else ""),
-                   {"rows": len(rows), "expected": count, "codes": codes})
+    return verdict(
+        problems,
+        seen + (f" [{' '.join(codes)}]" if codes else ""),
+        {"rows": len(rows), "expected": count, "codes": codes},
+    )
 
 
 def judge_fleet(rc: Optional[int], report: Any, nproc: int, gpu_count: int) -> dict:
@@ -440,9 +479,11 @@ def judge_fleet(rc: Optional[int], report: Any, nproc: int, gpu_count: int) -> d
     if shared and "FLEET008" not in codes:
         problems.append(f"no FLEET008 with {nproc} ranks on {gpu_count} visible GPU(s)")
     expected = " (FLEET008 expected)" if shared and "FLEET008" in codes else ""
-    return verdict(problems, f"{len(ranks)}/{nproc} ranks reported; fleet findings: "
-                             f"{' '.join(codes) or 'none'}{expected}",
-                   {"codes": codes, "launcher": report.get("launcher")})
+    return verdict(
+        problems,
+        f"{len(ranks)}/{nproc} ranks reported; fleet findings: {' '.join(codes) or 'none'}{expected}",
+        {"codes": codes, "launcher": report.get("launcher")},
+    )
 
 
 def judge_trace(data: Any, device: str = "cuda") -> dict:
@@ -471,8 +512,10 @@ def judge_trace(data: Any, device: str = "cuda") -> dict:
             problems.append(f"{dtype}: the trace recorded a failure")
         on_device = [c for c in calls if c.get("device") == device]
         if not on_device:
-            problems.append(f"{dtype}: no call recorded on {device} (devices: "
-                            f"{sorted({str(c.get('device')) for c in calls}) or 'no calls'})")
+            problems.append(
+                f"{dtype}: no call recorded on {device} (devices: "
+                f"{sorted({str(c.get('device')) for c in calls}) or 'no calls'})"
+            )
             continue
         linear = [c for c in on_device if c.get("class") == "Linear"]
         if not any(c.get("autocast") and c.get("autocast_dtype") == dtype for c in on_device):
@@ -512,12 +555,16 @@ def judge_tests(rc: Optional[int], timed_out: bool, text: str, limit: float) -> 
     if timed_out:
         problems.append(f"timed out after {limit:g} s")
     if counts.get("failed") or counts.get("errors"):
-        problems.append(f"{counts.get('failed', 0)} failed, {counts.get('errors', 0)} errors: "
-                        + " ".join(parsed["failing"][:5]) + (" ..." if len(parsed["failing"]) > 5 else ""))
+        problems.append(
+            f"{counts.get('failed', 0)} failed, {counts.get('errors', 0)} errors: "
+            + " ".join(parsed["failing"][:5])
+            + (" ..." if len(parsed["failing"]) > 5 else "")
+        )
     elif rc != 0 and not timed_out:
         problems.append(f"pytest exit {rc}" + ("" if parsed["summary_found"] else " (no summary line)"))
-    line = ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
-                     if counts.get(k))
+    line = ", ".join(
+        f"{counts[k]} {k}" for k in ("passed", "failed", "errors", "skipped", "xfailed", "xpassed") if counts.get(k)
+    )
     return verdict(problems, line or "no tests ran", parsed)
 
 
@@ -525,35 +572,51 @@ def judge_preflight(info: dict) -> dict:
     """The first row: is there a CUDA device torch can use here? SKIP with the reason when not."""
     nvml = info.get("nvml") or {}
     nvml_gpus = nvml.get("gpus") or []
-    seen = (f"; NVML sees {len(nvml_gpus)} GPU(s): {', '.join(g['name'] for g in nvml_gpus)}" if nvml_gpus
-            else f"; NVML: {nvml.get('error') or 'no GPU'}")
+    seen = (
+        f"; NVML sees {len(nvml_gpus)} GPU(s): {', '.join(g['name'] for g in nvml_gpus)}"
+        if nvml_gpus
+        else f"; NVML: {nvml.get('error') or 'no GPU'}"
+    )
     vis = info.get("visibility") or {}
     cvd = info.get("cuda_visible_devices")
     if info.get("torch_error"):
-        return verdict([], "", skip=f"no CUDA device: torch does not import in {info.get('executable')}: "
-                                    f"{info['torch_error']}{seen}")
+        return verdict(
+            [],
+            "",
+            skip=f"no CUDA device: torch does not import in {info.get('executable')}: {info['torch_error']}{seen}",
+        )
     if not info.get("torch_cuda"):
-        return verdict([], "", skip=f"no CUDA device: torch {info.get('torch')} is a CPU build "
-                                    f"(torch.version.cuda is None){seen}; run this with the interpreter "
-                                    "that has CUDA torch")
+        return verdict(
+            [],
+            "",
+            skip=f"no CUDA device: torch {info.get('torch')} is a CPU build "
+            f"(torch.version.cuda is None){seen}; run this with the interpreter "
+            "that has CUDA torch",
+        )
     count = vis.get("runtime_count") if vis.get("runtime_count") is not None else vis.get("torch_count")
     if not count:
         errors = "; ".join(f"{k}: {v}" for k, v in (vis.get("errors") or {}).items())
-        return verdict([], "", skip=f"no CUDA device: torch {info.get('torch')} counts {count!r} CUDA devices "
-                                    f"(CUDA_VISIBLE_DEVICES={cvd!r}){seen}" + (f"; {errors}" if errors else ""))
+        return verdict(
+            [],
+            "",
+            skip=f"no CUDA device: torch {info.get('torch')} counts {count!r} CUDA devices "
+            f"(CUDA_VISIBLE_DEVICES={cvd!r}){seen}" + (f"; {errors}" if errors else ""),
+        )
     problems = []
     if info.get("mpdoctor_error"):
-        problems.append(f"mpdoctor does not import in {info.get('executable')}: {info['mpdoctor_error']} "
-                        f"(pip install -e {REPO})")
+        problems.append(
+            f"mpdoctor does not import in {info.get('executable')}: {info['mpdoctor_error']} (pip install -e {REPO})"
+        )
     if info.get("missing"):
-        problems.append(f"missing in {info.get('executable')}: {', '.join(info['missing'])} "
-                        f"(pip install -e {REPO})")
-    names = ", ".join(f"cuda:{d['ordinal']} {d['name']} ({d.get('compute_capability', '?')})"
-                      for d in vis.get("devices") or [])
+        problems.append(f"missing in {info.get('executable')}: {', '.join(info['missing'])} (pip install -e {REPO})")
+    names = ", ".join(
+        f"cuda:{d['ordinal']} {d['name']} ({d.get('compute_capability', '?')})" for d in vis.get("devices") or []
+    )
     return verdict(problems, f"{count} CUDA device(s): {names}")
 
 
 # --------------------------------------------------------------------------- running
+
 
 class Runner:
     """Runs commands, each in its own process group with its own timeout; kills what is left on exit."""
@@ -565,11 +628,24 @@ class Runner:
     def run(self, cmd: Sequence[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None) -> dict:
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                    env=env, cwd=cwd, start_new_session=True)
+            proc = subprocess.Popen(
+                list(cmd),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except OSError as exc:
-            return {"cmd": list(cmd), "rc": None, "stdout": "", "stderr": f"cannot start: {exc}",
-                    "seconds": 0.0, "timed_out": False}
+            return {
+                "cmd": list(cmd),
+                "rc": None,
+                "stdout": "",
+                "stderr": f"cannot start: {exc}",
+                "seconds": 0.0,
+                "timed_out": False,
+            }
         with self.lock:
             self.live.add(proc)
         timed_out = False
@@ -582,9 +658,14 @@ class Runner:
         finally:
             with self.lock:
                 self.live.discard(proc)
-        return {"cmd": list(cmd), "rc": proc.returncode, "timed_out": timed_out,
-                "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace"),
-                "seconds": round(time.perf_counter() - start, 2)}
+        return {
+            "cmd": list(cmd),
+            "rc": proc.returncode,
+            "timed_out": timed_out,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace"),
+            "seconds": round(time.perf_counter() - start, 2),
+        }
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
@@ -610,8 +691,16 @@ def tails(results: Sequence[dict], budget: int = STEP_TAILS) -> list[dict]:
         each = max(200, min(TAIL, budget // 2))
         out, err = result.get("stdout", "")[-each:], result.get("stderr", "")[-each:]
         budget -= len(out) + len(err)
-        kept.append({"cmd": result.get("cmd"), "rc": result.get("rc"), "timed_out": result.get("timed_out"),
-                     "seconds": result.get("seconds"), "stdout_tail": out, "stderr_tail": err})
+        kept.append(
+            {
+                "cmd": result.get("cmd"),
+                "rc": result.get("rc"),
+                "timed_out": result.get("timed_out"),
+                "seconds": result.get("seconds"),
+                "stdout_tail": out,
+                "stderr_tail": err,
+            }
+        )
     return kept
 
 
@@ -653,8 +742,14 @@ class Acceptance:
         return [self.py, "-m", "mpdoctor", *args]
 
     def add(self, name: str, result: dict, seconds: float, outputs: Sequence[dict] = ()) -> dict:
-        row = {"name": name, "status": result["status"], "seconds": round(seconds, 1), "detail": result["detail"],
-               "problems": result.get("problems", []), "data": result.get("data", {})}
+        row = {
+            "name": name,
+            "status": result["status"],
+            "seconds": round(seconds, 1),
+            "detail": result["detail"],
+            "problems": result.get("problems", []),
+            "data": result.get("data", {}),
+        }
         if result["status"] == FAIL and outputs:
             row["output"] = tails(outputs)
         self.rows.append(row)
@@ -679,8 +774,12 @@ class Acceptance:
         mine = os.path.join(REPO, "mpdoctor") + os.sep
         if not str(info.get("mpdoctor_file", "")).startswith(mine):
             self.env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, self.env.get("PYTHONPATH")) if p)
-            again = self.runner.run([self.py, "-c", "import mpdoctor; print(mpdoctor.__file__)"],
-                                    self.args.step_timeout, self.env, cwd=self.out)
+            again = self.runner.run(
+                [self.py, "-c", "import mpdoctor; print(mpdoctor.__file__)"],
+                self.args.step_timeout,
+                self.env,
+                cwd=self.out,
+            )
             if again["rc"] == 0 and again["stdout"].strip().startswith(mine):
                 info.pop("mpdoctor_error", None)
                 info["mpdoctor_file"] = again["stdout"].strip()
@@ -689,14 +788,16 @@ class Acceptance:
         self.preflight = info
         nvml = info.get("nvml") or {}
         self.header = {
-            "gpus": [g.get("name") for g in nvml.get("gpus") or []] or
-                    [d.get("name") for d in info["visibility"].get("devices") or []],
+            "gpus": [g.get("name") for g in nvml.get("gpus") or []]
+            or [d.get("name") for d in info["visibility"].get("devices") or []],
             "driver": nvml.get("driver") or nvml.get("error", ""),
-            "torch": info.get("torch") or info.get("torch_error", ""), "cuda": info.get("torch_cuda"),
+            "torch": info.get("torch") or info.get("torch_error", ""),
+            "cuda": info.get("torch_cuda"),
             "python": f"{info.get('python')} ({info.get('executable')})",
             "mpdoctor": f"{info.get('mpdoctor', '?')} from {info.get('mpdoctor_file', '?')} "
-                        f"({info.get('mpdoctor_origin')})",
-            "cuda_visible_devices": info.get("cuda_visible_devices"), "platform": info.get("platform"),
+            f"({info.get('mpdoctor_origin')})",
+            "cuda_visible_devices": info.get("cuda_visible_devices"),
+            "platform": info.get("platform"),
         }
         result = judge_preflight(info)
         vis = info["visibility"]
@@ -713,8 +814,20 @@ class Acceptance:
         token = "hf_" + secrets.token_hex(17)
         password = "acc" + secrets.token_hex(8)
         env = self.env_with(HF_TOKEN=token, PIP_EXTRA_INDEX_URL=f"https://acceptance:{password}@example.invalid/simple")
-        cmd = self.mpdoctor("check", "--kernels", mode, "--format", "json", "--fail-on", "never", "--quiet",
-                            "--timeout", str(self.args.probe_timeout), "--save-snapshot", snap_path)
+        cmd = self.mpdoctor(
+            "check",
+            "--kernels",
+            mode,
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--quiet",
+            "--timeout",
+            str(self.args.probe_timeout),
+            "--save-snapshot",
+            snap_path,
+        )
         self.progress(f"check kernels: {' '.join(cmd[1:])} (timeout {self.args.check_timeout:g} s)")
         run = self.runner.run(cmd, self.args.check_timeout, env, cwd=self.out)
         self.save_raw("check.json", run["stdout"])
@@ -749,8 +862,12 @@ class Acceptance:
         if not uuid:
             uuid = self.uuid_from_smi()
         count = len(gpus) or self.gpu_count
-        variants: list[tuple[str, Optional[str]]] = [("unset", None), ("0", "0"), ("-1", "-1"),
-                                                     (f"{count} (out of range)", str(count))]
+        variants: list[tuple[str, Optional[str]]] = [
+            ("unset", None),
+            ("0", "0"),
+            ("-1", "-1"),
+            (f"{count} (out of range)", str(count)),
+        ]
         if uuid:
             variants += [("full UUID", uuid), ("UUID prefix", uuid[:12])]
         variants += [("unknown UUID", UNKNOWN_UUID), ("0,0", "0,0")]
@@ -763,11 +880,24 @@ class Acceptance:
 
     def step_visibility(self) -> None:
         variants = self.visibility_variants()
-        self.progress(f"visible devices: {len(variants)} CUDA_VISIBLE_DEVICES values, "
-                      f"{self.args.jobs} at a time (timeout {self.args.step_timeout:g} s each)")
+        self.progress(
+            f"visible devices: {len(variants)} CUDA_VISIBLE_DEVICES values, "
+            f"{self.args.jobs} at a time (timeout {self.args.step_timeout:g} s each)"
+        )
         start = time.perf_counter()
-        cmd = self.mpdoctor("check", "--no-kernels", "--select", "GPU", "--format", "json", "--fail-on", "never",
-                            "--quiet", "--timeout", str(min(self.args.probe_timeout, 20)))
+        cmd = self.mpdoctor(
+            "check",
+            "--no-kernels",
+            "--select",
+            "GPU",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--quiet",
+            "--timeout",
+            str(min(self.args.probe_timeout, 20)),
+        )
 
         def one(variant: tuple[str, Optional[str]]) -> tuple[str, Optional[str], dict, dict, dict]:
             label, value = variant
@@ -778,8 +908,9 @@ class Acceptance:
             if not isinstance(expected, dict):
                 result = verdict([f"the fresh torch process gave no answer: exit {fresh['rc']}, {why}"], "")
             else:
-                result = judge_visibility(None if check["timed_out"] else check["rc"], check["stdout"],
-                                          check["stderr"], expected)
+                result = judge_visibility(
+                    None if check["timed_out"] else check["rc"], check["stdout"], check["stderr"], expected
+                )
                 result["data"]["fresh"] = expected
             return label, value, result, check, fresh
 
@@ -788,13 +919,22 @@ class Acceptance:
             for label, value, result, check, fresh in pool.map(one, variants):
                 slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_") or "x"
                 self.save_raw(f"visible-{slug}.json", check["stdout"])
-                self.progress(f"  CUDA_VISIBLE_DEVICES={'(unset)' if value is None else value}: "
-                              f"{result['status']} {result['detail']}")
+                self.progress(
+                    f"  CUDA_VISIBLE_DEVICES={'(unset)' if value is None else value}: "
+                    f"{result['status']} {result['detail']}"
+                )
                 outcomes.append((label, value, result, check, fresh))
-        problems = [f"CUDA_VISIBLE_DEVICES={'(unset)' if v is None else v} ({label}): {p}"
-                    for label, v, r, _, _ in outcomes for p in r["problems"]]
-        data = {"variants": [{"label": label, "value": v, "status": r["status"], "detail": r["detail"],
-                              "problems": r["problems"]} for label, v, r, _, _ in outcomes]}
+        problems = [
+            f"CUDA_VISIBLE_DEVICES={'(unset)' if v is None else v} ({label}): {p}"
+            for label, v, r, _, _ in outcomes
+            for p in r["problems"]
+        ]
+        data = {
+            "variants": [
+                {"label": label, "value": v, "status": r["status"], "detail": r["detail"], "problems": r["problems"]}
+                for label, v, r, _, _ in outcomes
+            ]
+        }
         failed_runs = [x for _, _, r, c, f in outcomes if r["status"] == FAIL for x in (c, f)]
         passed = f"{len(outcomes)}/{len(outcomes)} values mapped as CUDA does"
         if not any(label == "full UUID" for label, *_ in outcomes):
@@ -806,9 +946,29 @@ class Acceptance:
         if os.path.exists(report_path):
             os.unlink(report_path)
         deadline = max(10.0, self.args.fleet_timeout - 20)
-        cmd = [self.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-               "-m", "mpdoctor", "fleet", "--format", "json", "--output", report_path, "--fail-on", "never",
-               "--kernels", "quick", "--timeout", str(min(self.args.probe_timeout, 20)), "--deadline", f"{deadline:g}"]
+        cmd = [
+            self.py,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            str(nproc),
+            "-m",
+            "mpdoctor",
+            "fleet",
+            "--format",
+            "json",
+            "--output",
+            report_path,
+            "--fail-on",
+            "never",
+            "--kernels",
+            "quick",
+            "--timeout",
+            str(min(self.args.probe_timeout, 20)),
+            "--deadline",
+            f"{deadline:g}",
+        ]
         self.progress(f"fleet x{nproc}: {' '.join(cmd[1:])} (timeout {self.args.fleet_timeout:g} s)")
         run = self.runner.run(cmd, self.args.fleet_timeout, self.env, cwd=self.out)
         self.save_raw(f"fleet-{nproc}.stderr.txt", run["stderr"])
@@ -818,20 +978,31 @@ class Acceptance:
                 report, _ = parse_json(handle.read())
         result = judge_fleet(None if run["timed_out"] else run["rc"], report, nproc, self.gpu_count)
         if run["timed_out"]:
-            result = verdict([f"timed out after {self.args.fleet_timeout:g} s"] + result["problems"], "",
-                             result["data"])
+            result = verdict(
+                [f"timed out after {self.args.fleet_timeout:g} s"] + result["problems"], "", result["data"]
+            )
         self.add(f"fleet x{nproc}", result, run["seconds"], [run])
 
     def step_trace(self) -> None:
-        self.progress(f"dtype_trace: Linear+LayerNorm under torch.autocast('cuda') (timeout "
-                      f"{self.args.step_timeout:g} s)")
+        self.progress(
+            f"dtype_trace: Linear+LayerNorm under torch.autocast('cuda') (timeout {self.args.step_timeout:g} s)"
+        )
         run = self.runner.run([self.py, "-c", TRACE, "cuda"], self.args.step_timeout, self.env, cwd=self.out)
         self.save_raw("trace.json", run["stdout"])
         lines = run["stdout"].strip().splitlines()
         data, why = parse_json(lines[-1] if lines else "")
-        result = judge_trace(data) if isinstance(data, dict) else \
-            verdict([f"exit {run['rc']}" + (" (timed out)" if run["timed_out"] else "")
-                     + f": {last_line(run['stderr']) or why}"], "")
+        result = (
+            judge_trace(data)
+            if isinstance(data, dict)
+            else verdict(
+                [
+                    f"exit {run['rc']}"
+                    + (" (timed out)" if run["timed_out"] else "")
+                    + f": {last_line(run['stderr']) or why}"
+                ],
+                "",
+            )
+        )
         self.add("dtype_trace", result, run["seconds"], [run])
 
     def step_tests(self) -> None:
@@ -862,13 +1033,29 @@ class Acceptance:
                 first = self.rows[0]["status"] if self.rows else FAIL
                 why = "no CUDA device" if first == SKIP else "the interpreter is not ready"
                 for name in STEPS[1:]:
-                    self.rows.append({"name": name, "status": SKIP, "seconds": 0.0, "detail": f"not run: {why}",
-                                      "problems": [], "data": {}})
+                    self.rows.append(
+                        {
+                            "name": name,
+                            "status": SKIP,
+                            "seconds": 0.0,
+                            "detail": f"not run: {why}",
+                            "problems": [],
+                            "data": {},
+                        }
+                    )
         except KeyboardInterrupt:
             self.runner.kill_all()
             self.progress("interrupted")
-            self.rows.append({"name": "interrupted", "status": FAIL, "seconds": 0.0, "detail": "Ctrl-C",
-                              "problems": ["interrupted"], "data": {}})
+            self.rows.append(
+                {
+                    "name": "interrupted",
+                    "status": FAIL,
+                    "seconds": 0.0,
+                    "detail": "Ctrl-C",
+                    "problems": ["interrupted"],
+                    "data": {},
+                }
+            )
         finally:
             self.runner.kill_all()
         return self.finish()
@@ -886,9 +1073,16 @@ class Acceptance:
         print(table, flush=True)
         with open(os.path.join(self.out, "acceptance.md"), "w", encoding="utf-8") as handle:
             handle.write(render_markdown(self.header, self.rows, outcome, wall, self.args))
-        doc = {"schema": SCHEMA, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "command": [sys.executable, *sys.argv], "outcome": outcome, "exit_code": code, "wall_seconds": wall,
-               "header": self.header, "steps": self.rows}
+        doc = {
+            "schema": SCHEMA,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": [sys.executable, *sys.argv],
+            "outcome": outcome,
+            "exit_code": code,
+            "wall_seconds": wall,
+            "header": self.header,
+            "steps": self.rows,
+        }
         with open(os.path.join(self.out, "acceptance.json"), "w", encoding="utf-8") as handle:
             json.dump(doc, handle, indent=2, default=str)
             handle.write("\n")
@@ -899,12 +1093,14 @@ def _header_lines(header: dict) -> list[str]:
     if not header:
         return ["(the interpreter could not be asked)"]
     cvd = header.get("cuda_visible_devices")
-    return [f"gpus: {', '.join(header.get('gpus') or []) or 'none'}",
-            f"driver: {header.get('driver') or '?'}",
-            f"torch: {header.get('torch') or '?'}, CUDA {header.get('cuda') or 'none'}",
-            f"python: {header.get('python')}",
-            f"mpdoctor: {header.get('mpdoctor')}",
-            f"CUDA_VISIBLE_DEVICES: {'(unset)' if cvd is None else cvd}"]
+    return [
+        f"gpus: {', '.join(header.get('gpus') or []) or 'none'}",
+        f"driver: {header.get('driver') or '?'}",
+        f"torch: {header.get('torch') or '?'}, CUDA {header.get('cuda') or 'none'}",
+        f"python: {header.get('python')}",
+        f"mpdoctor: {header.get('mpdoctor')}",
+        f"CUDA_VISIBLE_DEVICES: {'(unset)' if cvd is None else cvd}",
+    ]
 
 
 def render_table(header: dict, rows: Sequence[dict], outcome: str, wall: float) -> str:
@@ -922,9 +1118,15 @@ def render_markdown(header: dict, rows: Sequence[dict], outcome: str, wall: floa
     def cell(text: str) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
-    lines = [f"# GPU acceptance: {outcome.upper()}", "",
-             f"`python bench/gpu_acceptance.py --out {args.out}" + (" --quick" if args.quick else "")
-             + (" --skip-tests" if args.skip_tests else "") + f"`, {wall} s", ""]
+    lines = [
+        f"# GPU acceptance: {outcome.upper()}",
+        "",
+        f"`python bench/gpu_acceptance.py --out {args.out}"
+        + (" --quick" if args.quick else "")
+        + (" --skip-tests" if args.skip_tests else "")
+        + f"`, {wall} s",
+        "",
+    ]
     lines += [f"- {cell(line)}" for line in _header_lines(header)]
     lines += ["", "| step | result | seconds | detail |", "|---|---|---:|---|"]
     lines += [f"| {cell(r['name'])} | {r['status']} | {r['seconds']:.1f} | {cell(r['detail'])} |" for r in rows]
@@ -935,22 +1137,38 @@ def render_markdown(header: dict, rows: Sequence[dict], outcome: str, wall: floa
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="directory for acceptance.md, acceptance.json, snapshot.json "
-                                                     "and the raw outputs (raw/)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="directory for acceptance.md, acceptance.json, snapshot.json and the raw outputs (raw/)",
+    )
     parser.add_argument("--quick", action="store_true", help="check with --kernels quick instead of full")
     parser.add_argument("--skip-tests", action="store_true", help="do not run the test suite")
     parser.add_argument("--python", default=sys.executable, help="the interpreter with CUDA torch (default: this one)")
     parser.add_argument("--check-timeout", type=float, default=150.0, help="seconds for the kernel check (150)")
-    parser.add_argument("--step-timeout", type=float, default=90.0,
-                        help="seconds for each other command: each visible-devices run, dtype_trace (90)")
+    parser.add_argument(
+        "--step-timeout",
+        type=float,
+        default=90.0,
+        help="seconds for each other command: each visible-devices run, dtype_trace (90)",
+    )
     parser.add_argument("--fleet-timeout", type=float, default=150.0, help="seconds for each torchrun (150)")
     parser.add_argument("--tests-timeout", type=float, default=900.0, help="seconds for the test suite (900)")
-    parser.add_argument("--probe-timeout", type=float, default=40.0,
-                        help="mpdoctor's own --timeout for the check (40: its probing ends within 3.5x + 5 s)")
-    parser.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)),
-                        help="visible-devices commands run at once (default: up to 4)")
+    parser.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=40.0,
+        help="mpdoctor's own --timeout for the check (40: its probing ends within 3.5x + 5 s)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=max(1, min(4, os.cpu_count() or 1)),
+        help="visible-devices commands run at once (default: up to 4)",
+    )
     return parser.parse_args(argv)
 
 

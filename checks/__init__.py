@@ -10,21 +10,21 @@ which needs only the audit rules, does not pay for every check's imports. ``audi
 """
 
 FAMILY_MODULES = (
-    "environment",      # Python environment inventory
-    "torch_import",     # torch presence and import
-    "torch_build",      # torch build against driver and GPUs
-    "driver",           # NVIDIA driver through NVML
-    "stack_versions",   # versions across the precision stack
-    "gpu_order",        # which physical GPU each cuda:N is
-    "gpu_visibility",   # what the CUDA env vars select
-    "pynvml_package",   # which NVML bindings import
-    "precision_runs",   # measured: does each dtype run, correctly
+    "environment",  # Python environment inventory
+    "torch_import",  # torch presence and import
+    "torch_build",  # torch build against driver and GPUs
+    "driver",  # NVIDIA driver through NVML
+    "stack_versions",  # versions across the precision stack
+    "gpu_order",  # which physical GPU each cuda:N is
+    "gpu_visibility",  # what the CUDA env vars select
+    "pynvml_package",  # which NVML bindings import
+    "precision_runs",  # measured: does each dtype run, correctly
     "precision_speed",  # measured: is it fast, emulated, fused attention
-    "precision_amp",    # measured: autocast and GradScaler
-    "apex_install",     # which apex, and do its extensions load
-    "apex_usage",       # who switches to apex, who needs apex.amp
+    "precision_amp",  # measured: autocast and GradScaler
+    "apex_install",  # which apex, and do its extensions load
+    "apex_usage",  # who switches to apex, who needs apex.amp
     "oneflow_install",  # is oneflow a working build, for OneDiff, for this CUDA
     "oneflow_runtime",  # mock-torch, and torch.autocast meeting OneFlow
-    "audit",            # checkpoints (mpdoctor audit): rules only, judged by checkpoint_audit
-    "fleet",            # the ranks of one job (mpdoctor fleet): rules only, judged by mpdoctor.fleet.compare
+    "audit",  # checkpoints (mpdoctor audit): rules only, judged by checkpoint_audit
+    "fleet",  # the ranks of one job (mpdoctor fleet): rules only, judged by mpdoctor.fleet.compare
 )

@@ -15,8 +15,20 @@ FAMILY = "apex"
 REPO = "https://github.com/NVIDIA/apex"
 # Every full build has these three; a Python-only build has none of them.
 CORE_EXTENSIONS = ("apex_C", "amp_C", "fused_layer_norm_cuda")
-NVIDIA_SUBPACKAGES = {"optimizers", "normalization", "amp", "parallel", "fp16_utils", "contrib", "transformer",
-                      "multi_tensor_apply", "mlp", "fused_dense", "RNN", "reparameterization"}
+NVIDIA_SUBPACKAGES = {
+    "optimizers",
+    "normalization",
+    "amp",
+    "parallel",
+    "fp16_utils",
+    "contrib",
+    "transformer",
+    "multi_tensor_apply",
+    "mlp",
+    "fused_dense",
+    "RNN",
+    "reparameterization",
+}
 NVIDIA_SUMMARY = "PyTorch Extensions written by NVIDIA"
 PYRAMID_NAMES = ("pyramid", "velruse", "cryptacular", "wtforms")
 NORM_CLASSES = re.compile(r"Fused(RMS|Layer)Norm|MixedFused")
@@ -61,8 +73,11 @@ def flavour(snap: Snapshot) -> str:
     if apex.resolution == "namespace":
         return bare_directory_kind(apex)
     dist = snap.distribution("apex")
-    if NVIDIA_SUBPACKAGES & set(apex.subpackages) or snap.distribution("nvidia-apex") \
-            or (dist is not None and dist.summary.startswith(NVIDIA_SUMMARY)):
+    if (
+        NVIDIA_SUBPACKAGES & set(apex.subpackages)
+        or snap.distribution("nvidia-apex")
+        or (dist is not None and dist.summary.startswith(NVIDIA_SUMMARY))
+    ):
         return "nvidia"
     return "other"
 
@@ -100,8 +115,9 @@ def has_amp(snap: Snapshot) -> bool:
 
 
 def imports_amp(use: ApexImport) -> bool:
-    return use.module == "apex.amp" or use.module.startswith("apex.amp.") \
-        or (use.module == "apex" and "amp" in use.names)
+    return (
+        use.module == "apex.amp" or use.module.startswith("apex.amp.") or (use.module == "apex" and "amp" in use.names)
+    )
 
 
 def swaps_norm(use: ApexImport) -> bool:
@@ -141,8 +157,13 @@ def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[FixStep]:
     names = [d.name for d in snap.environment.distributions if d.name.lower() in ("apex", "nvidia-apex")]
     steps = []
     if names:
-        steps.append(FixStep(f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
-                          fixes.pip(snap, "uninstall", "-y", *sorted(set(names))), role=fixes.role_of(why)))
+        steps.append(
+            FixStep(
+                f"{why} (repeat until pip says it is not installed: old setup.py installs stack up)",
+                fixes.pip(snap, "uninstall", "-y", *sorted(set(names))),
+                role=fixes.role_of(why),
+            )
+        )
     if facts(snap).conda_packages:
         steps.append(FixStep("Remove conda's package too", "conda remove -y nvidia-apex"))
     steps += stray_steps(snap)
@@ -151,9 +172,13 @@ def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[FixStep]:
 
 def stray_steps(snap: Snapshot) -> list[FixStep]:
     """Move away apex copies no installer owns, and name the .pth lines that add apex to the path."""
-    steps = [FixStep(f"Move away the apex that no installer owns: {location.path}",
-                  f"mv {shlex.quote(location.path)} {shlex.quote(location.path + '.disabled')}")
-             for location in strays(snap)]
+    steps = [
+        FixStep(
+            f"Move away the apex that no installer owns: {location.path}",
+            f"mv {shlex.quote(location.path)} {shlex.quote(location.path + '.disabled')}",
+        )
+        for location in strays(snap)
+    ]
     steps += [FixStep(f"Delete the line `{line.line}` from {line.file}") for line in facts(snap).pth_lines]
     return steps
 
@@ -164,8 +189,9 @@ def strays(snap: Snapshot) -> list[ApexLocation]:
     An entry that a .pth file adds (an editable install) counts as owned.
     """
     apex = facts(snap)
-    owned = {d.location.rstrip("/") for d in apex.distributions
-             if any(top.split(".")[0] == "apex" for top in d.top_level)}
+    owned = {
+        d.location.rstrip("/") for d in apex.distributions if any(top.split(".")[0] == "apex" for top in d.top_level)
+    }
     owned |= {line.line.rstrip("/") for line in apex.pth_lines}
     return [loc for loc in apex.locations if loc.entry.rstrip("/") not in owned]
 
@@ -190,9 +216,10 @@ def build_steps(snap: Snapshot) -> list[FixStep]:
     # be imported instead of the installed apex by scripts run there (APEX009), and one command is what the fix
     # simulator can apply (APEX_* are read by apex's setup.py, in the build that pip starts).
     return [
-        FixStep(f"Build it from source against this torch; this needs {toolkit} on PATH",
-             "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 "
-             + fixes.pip(snap, "install", "-v", "--no-build-isolation", f"git+{REPO}")),
+        FixStep(
+            f"Build it from source against this torch; this needs {toolkit} on PATH",
+            "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 " + fixes.pip(snap, "install", "-v", "--no-build-isolation", f"git+{REPO}"),
+        ),
     ]
 
 
@@ -202,5 +229,8 @@ def rebuild_steps(snap: Snapshot, why: str) -> list[FixStep]:
 
 
 def torch_amp_step(lead: str = "Or use") -> FixStep:
-    return FixStep(f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
-                "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)", role=fixes.role_of(lead))
+    return FixStep(
+        f"{lead} torch's own mixed precision, which replaces apex.amp: torch.autocast and "
+        "torch.amp.GradScaler (https://pytorch.org/docs/stable/amp.html)",
+        role=fixes.role_of(lead),
+    )

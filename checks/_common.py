@@ -68,5 +68,9 @@ def arch_fix_steps(snap: Snapshot, caps: list[int]) -> list[FixStep]:
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
     if cuda:
         return [fixes.reinstall_torch_step(snap, cuda, f"Install the CUDA {cuda} build, which has code for it")]
-    return [FixStep("No official build known to mpdoctor covers this GPU with this driver; upgrade the driver or "
-                 "build torch from source with TORCH_CUDA_ARCH_LIST set")]
+    return [
+        FixStep(
+            "No official build known to mpdoctor covers this GPU with this driver; upgrade the driver or "
+            "build torch from source with TORCH_CUDA_ARCH_LIST set"
+        )
+    ]

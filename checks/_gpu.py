@@ -20,17 +20,23 @@ def describe(row: DeviceRow) -> str:
     """``cuda:0 = nvidia-smi 1: NVIDIA TITAN RTX (cc 7.5, 24 GiB; fp16 tensor-cores, ...)``, or why CUDA does not see it."""
     where = f"nvidia-smi {row.nvml_index}" if row.nvml_index is not None else "no NVML match"
     if row.cuda_ordinal is None:
-        return f"{where}: {row.name or 'unknown'} ({row.pci_bus_id or '?'}) not visible to CUDA: {row.not_visible_reason}"
+        return (
+            f"{where}: {row.name or 'unknown'} ({row.pci_bus_id or '?'}) not visible to CUDA: {row.not_visible_reason}"
+        )
     how = f", matched by {row.matched_by}" if row.matched_by else ""
-    return (f"cuda:{row.cuda_ordinal} = {where}: {row.name or 'unknown'} (cc {row.compute_capability or '?'}, "
-            f"{gib(row.memory_total)}; {precisions(row) or 'precision support unknown'}{how})")
+    return (
+        f"cuda:{row.cuda_ordinal} = {where}: {row.name or 'unknown'} (cc {row.compute_capability or '?'}, "
+        f"{gib(row.memory_total)}; {precisions(row) or 'precision support unknown'}{how})"
+    )
 
 
 def env_evidence(view: GpuView) -> list[str]:
     order = view.cuda_device_order
     cvd = view.cuda_visible_devices
     return [
-        f"CUDA_DEVICE_ORDER={order}" if order is not None else "CUDA_DEVICE_ORDER unset (CUDA's default: FASTEST_FIRST)",
+        f"CUDA_DEVICE_ORDER={order}"
+        if order is not None
+        else "CUDA_DEVICE_ORDER unset (CUDA's default: FASTEST_FIRST)",
         f"CUDA_VISIBLE_DEVICES={cvd!r}" if cvd is not None else "CUDA_VISIBLE_DEVICES unset (every GPU visible)",
     ]
 

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from typing import Optional
 
-from mpdoctor.analysis.kernel_view import (NO_GAIN, conclusive_speed, faster, hardware_level, is_gpu, kernel_name,
-                                           label, measured, ratio_text, result, short)
+from mpdoctor.analysis.kernel_view import (
+    NO_GAIN,
+    conclusive_speed,
+    faster,
+    hardware_level,
+    is_gpu,
+    kernel_name,
+    label,
+    measured,
+    ratio_text,
+    result,
+    short,
+)
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 FAMILY = "precision"
@@ -96,4 +107,3 @@ def missing_images(snap: Snapshot) -> list[tuple[DeviceKernels, list[str]]]:
         if where:
             out.append((device, where))
     return out
-

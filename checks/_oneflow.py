@@ -55,8 +55,9 @@ def is_pypi_placeholder(snap: Snapshot) -> bool:
     if build is None:
         return False
     dist = snap.distribution("oneflow")
-    return bool(build.placeholder_message) or (without_core(snap) and (
-        build.purelib or (dist is not None and dist.version in PYPI_PLACEHOLDERS)))
+    return bool(build.placeholder_message) or (
+        without_core(snap) and (build.purelib or (dist is not None and dist.version in PYPI_PLACEHOLDERS))
+    )
 
 
 def works(snap: Snapshot) -> Optional[bool]:
@@ -120,13 +121,22 @@ def install_steps(snap: Snapshot) -> list[FixStep]:
     build = community_cuda(torch_cuda)
     if build is None:
         why = f"torch here is built for CUDA {torch_cuda}" if torch_cuda else "torch here has no CUDA build"
-        return [FixStep(f"OneFlow's community builds exist for CUDA {', '.join(COMMUNITY_CUDA)} only, and {why}: "
-                     "install a torch for one of those first, or use OneDiff's nexfort backend, which needs no "
-                     "OneFlow (https://github.com/siliconflow/onediff#installation)")]
+        return [
+            FixStep(
+                f"OneFlow's community builds exist for CUDA {', '.join(COMMUNITY_CUDA)} only, and {why}: "
+                "install a torch for one of those first, or use OneDiff's nexfort backend, which needs no "
+                "OneFlow (https://github.com/siliconflow/onediff#installation)"
+            )
+        ]
     note = "" if version_tuple(build)[:2] == version_tuple(torch_cuda)[:2] else f", the closest to torch's {torch_cuda}"
     index = COMMUNITY_INDEX.format(tag=fixes.cuda_tag(build))
-    return [FixStep(f"Install the OneFlow build for CUDA {build}{note} from SiliconFlow's community index, as "
-                 "OneDiff's README does", fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index))]
+    return [
+        FixStep(
+            f"Install the OneFlow build for CUDA {build}{note} from SiliconFlow's community index, as "
+            "OneDiff's README does",
+            fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index),
+        )
+    ]
 
 
 def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> FixStep:

@@ -12,9 +12,14 @@ from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
 
 
-@check("APEX001", "pypi-apex-impostor", family=FAMILY, needs=("project",),
-       fires_on=("apex-pypi-impostor",),
-       quiet_on=("apex-incident1", "apex-checkout-in-cwd", "cpu-laptop"))
+@check(
+    "APEX001",
+    "pypi-apex-impostor",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("apex-pypi-impostor",),
+    quiet_on=("apex-incident1", "apex-checkout-in-cwd", "cpu-laptop"),
+)
 def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     """The `apex` installed is an unrelated PyPI project, not NVIDIA apex.
 
@@ -37,7 +42,7 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
     evidence = [_apex.describe(snap)]
     dist = snap.distribution("apex")
     if dist is not None:
-        evidence.append(f"its summary: \"{dist.summary}\"")
+        evidence.append(f'its summary: "{dist.summary}"')
         pyramid = [req for req in dist.requires if any(name in req.lower() for name in _apex.PYRAMID_NAMES)]
         if pyramid:
             evidence.append("it requires " + ", ".join(pyramid))
@@ -46,17 +51,27 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
         evidence.append("apex/__init__.py imports " + ", ".join(imports[:6]) + (", ..." if len(imports) > 6 else ""))
     users = apex.users + snap.environment.project.apex_uses
     evidence += [f"expects NVIDIA apex: {_apex.where(use)}" for use in users[:5]]
-    yield warning("`apex` here is an unrelated PyPI project (a Pyramid web toolkit), not NVIDIA apex", evidence,
-                  _apex.uninstall_steps(snap, "Uninstall the PyPI namesake")
-                  + [_apex.torch_amp_step(),
-                     fixes.alternative("If you do need NVIDIA apex, install conda-forge's build",
-                                       "conda install -c conda-forge nvidia-apex"),
-                     *_apex.build_steps(snap)])
+    yield warning(
+        "`apex` here is an unrelated PyPI project (a Pyramid web toolkit), not NVIDIA apex",
+        evidence,
+        _apex.uninstall_steps(snap, "Uninstall the PyPI namesake")
+        + [
+            _apex.torch_amp_step(),
+            fixes.alternative(
+                "If you do need NVIDIA apex, install conda-forge's build", "conda install -c conda-forge nvidia-apex"
+            ),
+            *_apex.build_steps(snap),
+        ],
+    )
 
 
-@check("APEX002", "apex-without-extensions", family=FAMILY,
-       fires_on=("apex-python-only",),
-       quiet_on=("apex-stale-torch", "apex-pypi-impostor", "apex-checkout-in-cwd"))
+@check(
+    "APEX002",
+    "apex-without-extensions",
+    family=FAMILY,
+    fires_on=("apex-python-only",),
+    quiet_on=("apex-stale-torch", "apex-pypi-impostor", "apex-checkout-in-cwd"),
+)
 def without_extensions(snap: Snapshot) -> Iterator[Finding]:
     """NVIDIA apex is installed without its compiled extensions (a Python-only build).
 
@@ -77,15 +92,19 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
         return
     present = [ext.name for ext in _apex.extensions(snap)]
     python_only = not present
-    evidence = [_apex.describe(snap),
-                f"not importable: {', '.join(missing)}" + (f"; present: {', '.join(present)}" if present else "")]
+    evidence = [
+        _apex.describe(snap),
+        f"not importable: {', '.join(missing)}" + (f"; present: {', '.join(present)}" if present else ""),
+    ]
     fused = [use for use in _apex.facts(snap).users if _apex.swaps_norm(use)]
     evidence += [f"switches to apex when it imports: {_apex.where(use)}" for use in fused[:5]]
     gpu_torch = bool(snap.torch.cuda)
     what = "a Python-only build" if python_only else "built without " + ", ".join(missing)
     if fused and gpu_torch and "fused_layer_norm_cuda" in missing:
-        title = (f"NVIDIA apex is {what}, and installed libraries will use its fused norms: their first GPU "
-                 "forward fails with `No module named 'fused_layer_norm_cuda'`")
+        title = (
+            f"NVIDIA apex is {what}, and installed libraries will use its fused norms: their first GPU "
+            "forward fails with `No module named 'fused_layer_norm_cuda'`"
+        )
         make = error
     else:
         title = f"NVIDIA apex is {what}: its fused layers and optimizers fail at first use on a GPU"
@@ -96,9 +115,14 @@ def without_extensions(snap: Snapshot) -> Iterator[Finding]:
     yield make(title, evidence, steps)
 
 
-@check("APEX003", "apex-extension-fails-to-load", family=FAMILY, defers_to=("APEX004",),
-       fires_on=("apex-stale-torch",),
-       quiet_on=("apex-python-only", "apex-incident1"))
+@check(
+    "APEX003",
+    "apex-extension-fails-to-load",
+    family=FAMILY,
+    defers_to=("APEX004",),
+    fires_on=("apex-stale-torch",),
+    quiet_on=("apex-python-only", "apex-incident1"),
+)
 def extension_fails(snap: Snapshot) -> Iterator[Finding]:
     """A compiled apex extension does not load against the installed torch.
 
@@ -130,16 +154,20 @@ def _load_failure(snap: Snapshot, broken) -> Finding:
         where = "" if ext.origin in ext.load_detail else f" ({ext.origin})"
         evidence.append(f"{ext.name}{where}: {ext.load_status}: {ext.load_detail}")
         if _apex.cuda_mismatch(snap, ext):
-            evidence.append(f"{ext.name} was built for CUDA {_apex.cuda_major(ext)}; torch uses "
-                            f"{'CUDA ' + snap.torch.cuda if snap.torch.cuda else 'no CUDA'}")
-        if (match := _apex.UNDEFINED_SYMBOL.search(ext.load_detail)):
+            evidence.append(
+                f"{ext.name} was built for CUDA {_apex.cuda_major(ext)}; torch uses "
+                f"{'CUDA ' + snap.torch.cuda if snap.torch.cuda else 'no CUDA'}"
+            )
+        if match := _apex.UNDEFINED_SYMBOL.search(ext.load_detail):
             symbols.append(match.group(1))
-        if (match := _apex.MISSING_LIBRARY.search(ext.load_detail)):
+        if match := _apex.MISSING_LIBRARY.search(ext.load_detail):
             libraries.append(match.group(1))
     names = ", ".join(ext.name for ext in broken)
     plural = len(broken) > 1
     if symbols:
-        title = f"apex's {names} {'were' if plural else 'was'} built against another torch: undefined symbol {symbols[0]}"
+        title = (
+            f"apex's {names} {'were' if plural else 'was'} built against another torch: undefined symbol {symbols[0]}"
+        )
     elif libraries:
         title = f"apex's {names} {'link' if plural else 'links'} {libraries[0]}, which is not found"
     else:
@@ -149,9 +177,13 @@ def _load_failure(snap: Snapshot, broken) -> Finding:
     return error(title, evidence, steps)
 
 
-@check("APEX004", "apex-cuda-mismatch", family=FAMILY,
-       fires_on=("apex-cuda11",),
-       quiet_on=("apex-stale-torch", "apex-incident1", "oneflow-cuda-mismatch"))
+@check(
+    "APEX004",
+    "apex-cuda-mismatch",
+    family=FAMILY,
+    fires_on=("apex-cuda11",),
+    quiet_on=("apex-stale-torch", "apex-incident1", "oneflow-cuda-mismatch"),
+)
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """apex's extensions were built for another CUDA than torch's.
 
@@ -172,16 +204,21 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     evidence = [_apex.describe(snap), f"torch {snap.torch.version} is built with {torch_text}"]
     for ext in wrong[:6]:
         loads = "" if ext.load_status in ("ok", "not-tried") else f"; loading it: {ext.load_detail}"
-        evidence.append(f"{ext.name} links {', '.join(lib for lib in ext.needed or [] if lib.startswith('libcudart'))}"
-                        + loads)
+        evidence.append(
+            f"{ext.name} links {', '.join(lib for lib in ext.needed or [] if lib.startswith('libcudart'))}" + loads
+        )
     title = f"apex was built for CUDA {'/'.join(map(str, built))}, but torch uses {torch_text}"
     steps = _apex.rebuild_steps(snap, "Rebuild apex with the toolkit that matches torch; uninstall this build first")
     yield error(title, evidence, steps)
 
 
-@check("APEX009", "stray-apex-on-path", family=FAMILY,
-       fires_on=("apex-checkout-in-cwd",),
-       quiet_on=("apex-incident1", "apex-pypi-impostor", "torch-leftover-directory"))
+@check(
+    "APEX009",
+    "stray-apex-on-path",
+    family=FAMILY,
+    fires_on=("apex-checkout-in-cwd",),
+    quiet_on=("apex-incident1", "apex-pypi-impostor", "torch-leftover-directory"),
+)
 def stray_apex(snap: Snapshot) -> Iterator[Finding]:
     """An apex directory that no installer owns is on the import path, or shadows the installed apex.
 
@@ -200,23 +237,39 @@ def stray_apex(snap: Snapshot) -> Iterator[Finding]:
     seen_by_scripts = _apex.script_view(snap)
     if seen_by_scripts is None:
         return
-    evidence = [f"{loc.kind} {loc.path}" + (" (in the working directory: scripts run there see it first)"
-                                           if loc.source == "cwd" else "") for loc in apex.locations]
+    evidence = [
+        f"{loc.kind} {loc.path}"
+        + (" (in the working directory: scripts run there see it first)" if loc.source == "cwd" else "")
+        for loc in apex.locations
+    ]
     evidence += [f"{line.file}: {line.line}" for line in apex.pth_lines]
     here = " in scripts run from the working directory" if seen_by_scripts.source == "cwd" else ""
     if seen_by_scripts.kind == "namespace":
-        what = "a source checkout of NVIDIA apex" if _apex.bare_directory_kind(apex) == "checkout" else \
-            "a bare apex/ directory"
-        yield warning(f"`import apex`{here} gets {what} ({seen_by_scripts.path}), not an installed apex: "
-                      "`from apex import ...` finds nothing in it", evidence,
-                      _apex.stray_steps(snap) or [FixStep(f"Take {seen_by_scripts.entry} off PYTHONPATH")])
+        what = (
+            "a source checkout of NVIDIA apex"
+            if _apex.bare_directory_kind(apex) == "checkout"
+            else "a bare apex/ directory"
+        )
+        yield warning(
+            f"`import apex`{here} gets {what} ({seen_by_scripts.path}), not an installed apex: "
+            "`from apex import ...` finds nothing in it",
+            evidence,
+            _apex.stray_steps(snap) or [FixStep(f"Take {seen_by_scripts.entry} off PYTHONPATH")],
+        )
         return
     stray_paths = {loc.path for loc in _apex.strays(snap)}
     if seen_by_scripts.source == "cwd" and seen_by_scripts.path in stray_paths and _apex.importable(snap):
-        yield warning(f"scripts run from {seen_by_scripts.entry} import {seen_by_scripts.path}, not the installed "
-                      f"apex ({apex.origin})", evidence, _apex.stray_steps(snap))
+        yield warning(
+            f"scripts run from {seen_by_scripts.entry} import {seen_by_scripts.path}, not the installed "
+            f"apex ({apex.origin})",
+            evidence,
+            _apex.stray_steps(snap),
+        )
         return
     real = [loc for loc in apex.locations if loc.kind != "namespace" and loc.source == "sys.path"]
     if len(real) > 1:
-        yield warning(f"{len(real)} copies of apex are on the path; {real[0].path} shadows the others",
-                      evidence, _apex.uninstall_steps(snap, "Uninstall every copy, then install the one you want"))
+        yield warning(
+            f"{len(real)} copies of apex are on the path; {real[0].path} shadows the others",
+            evidence,
+            _apex.uninstall_steps(snap, "Uninstall every copy, then install the one you want"),
+        )

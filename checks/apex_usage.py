@@ -46,14 +46,20 @@ def _sites(uses: list[ApexImport]) -> list[str]:
     return lines
 
 
-def _upgrade_steps(snap: Snapshot, grouped: dict[str, list[ApexImport]], fixed_in: dict[str, str],
-                   lead: str = "Or upgrade") -> list[FixStep]:
+def _upgrade_steps(
+    snap: Snapshot, grouped: dict[str, list[ApexImport]], fixed_in: dict[str, str], lead: str = "Or upgrade"
+) -> list[FixStep]:
     steps = []
     for name, uses in sorted(grouped.items()):
         fixed = fixed_in.get(name.lower())
         if _older(uses[0].version, fixed):
-            steps.append(FixStep(f"{lead} {name} to {fixed} or newer, which no longer does this",
-                              fixes.pip(snap, "install", "-U", f"{name}>={fixed}"), role=fixes.role_of(lead)))
+            steps.append(
+                FixStep(
+                    f"{lead} {name} to {fixed} or newer, which no longer does this",
+                    fixes.pip(snap, "install", "-U", f"{name}>={fixed}"),
+                    role=fixes.role_of(lead),
+                )
+            )
         else:
             steps.append(FixStep(f"No release of {name} known to mpdoctor drops this; removing apex is the fix"))
     return steps
@@ -66,9 +72,13 @@ def _keep_apex_note(snap: Snapshot) -> list[FixStep]:
     return [FixStep(f"Careful: {', '.join(needed_by)} declare a dependency on apex; uninstalling it may break them")]
 
 
-@check("APEX005", "apex-fused-norm-swap", family=FAMILY,
-       fires_on=("apex-incident1", "apex-amp-removed", "apex-python-only"),
-       quiet_on=("oneflow-incident2", "apex-amp-mixed", "apex-pypi-impostor"))
+@check(
+    "APEX005",
+    "apex-fused-norm-swap",
+    family=FAMILY,
+    fires_on=("apex-incident1", "apex-amp-removed", "apex-python-only"),
+    quiet_on=("oneflow-incident2", "apex-amp-mixed", "apex-pypi-impostor"),
+)
 def fused_norm_swap(snap: Snapshot) -> Iterator[Finding]:
     """Installed libraries silently swap their layer norms for apex's fused ones.
 
@@ -94,8 +104,10 @@ def fused_norm_swap(snap: Snapshot) -> Iterator[Finding]:
     grouped = _by_distribution(swaps)
     evidence = [_apex.describe(snap)] + _sites(swaps)
     names = ", ".join(f"{name} {uses[0].version}" for name, uses in sorted(grouped.items()))
-    title = (f"{names} will swap in apex's fused norms; fp16/bf16 models with fp32 pieces then fail with "
-             "`expected scalar type Float but found Half`")
+    title = (
+        f"{names} will swap in apex's fused norms; fp16/bf16 models with fp32 pieces then fail with "
+        "`expected scalar type Float but found Half`"
+    )
     steps = _keep_apex_note(snap) + _apex.uninstall_steps(snap, "Remove apex, which torch's own AMP does not need")
     yield warning(title, evidence, steps + _upgrade_steps(snap, grouped, NORM_SWAP_FIXED_IN))
 
@@ -106,9 +118,14 @@ def _amp_users(snap: Snapshot) -> tuple[list[ApexImport], list[ApexImport]]:
     return installed, project
 
 
-@check("APEX006", "apex-amp-unavailable", family=FAMILY, needs=("project",),
-       fires_on=("apex-amp-removed",),
-       quiet_on=("apex-incident1", "apex-amp-mixed", "apex-python-only"))
+@check(
+    "APEX006",
+    "apex-amp-unavailable",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("apex-amp-removed",),
+    quiet_on=("apex-incident1", "apex-amp-mixed", "apex-python-only"),
+)
 def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """Code imports `apex.amp`, but the apex here has none.
 
@@ -147,18 +164,31 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
         who.append("your code")
     verb = "import" if len(grouped) + bool(project) > 1 else "imports"
     title = f"{' and '.join(who)} {verb} apex.amp, which is not available here: `{failure}`"
-    steps = [FixStep("Port your code from apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in "
-                  "torch.autocast and scale the loss with torch.amp.GradScaler "
-                  "(https://pytorch.org/docs/stable/notes/amp_examples.html)")] if project else []
+    steps = (
+        [
+            FixStep(
+                "Port your code from apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in "
+                "torch.autocast and scale the loss with torch.amp.GradScaler "
+                "(https://pytorch.org/docs/stable/notes/amp_examples.html)"
+            )
+        ]
+        if project
+        else []
+    )
     steps += _upgrade_steps(snap, grouped, AMP_IMPORT_FIXED_IN, lead="Upgrade")
     if _apex.importable(snap) and grouped:
         steps += _apex.uninstall_steps(snap, "Or remove apex, so libraries stop trying to use apex.amp")
     yield error(title, evidence, steps)
 
 
-@check("APEX007", "apex-amp-and-torch-amp", family=FAMILY, needs=("project",),
-       fires_on=("apex-amp-mixed",),
-       quiet_on=("apex-incident1", "apex-amp-removed", "oneflow-incident2"))
+@check(
+    "APEX007",
+    "apex-amp-and-torch-amp",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("apex-amp-mixed",),
+    quiet_on=("apex-incident1", "apex-amp-removed", "oneflow-incident2"),
+)
 def both_amps(snap: Snapshot) -> Iterator[Finding]:
     """Your code uses apex.amp and torch's AMP together.
 
@@ -176,15 +206,26 @@ def both_amps(snap: Snapshot) -> Iterator[Finding]:
     if not project or not torch_uses:
         return
     evidence = _sites(project) + [f"{use.file}:{use.line} `{use.text}`" for use in torch_uses[:MAX_SITES]]
-    yield warning("your code mixes apex.amp with torch.autocast/GradScaler: two precision managers cast and "
-                  "scale the loss twice", evidence,
-                  [FixStep("Remove amp.initialize and amp.scale_loss; keep torch.autocast for the forward pass and "
-                        "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)")])
+    yield warning(
+        "your code mixes apex.amp with torch.autocast/GradScaler: two precision managers cast and scale the loss twice",
+        evidence,
+        [
+            FixStep(
+                "Remove amp.initialize and amp.scale_loss; keep torch.autocast for the forward pass and "
+                "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)"
+            )
+        ],
+    )
 
 
-@check("APEX008", "apex-amp-deprecated", family=FAMILY, needs=("project",),
-       fires_on=("apex-incident1", "apex-amp-mixed"),
-       quiet_on=("apex-amp-removed", "apex-python-only"))
+@check(
+    "APEX008",
+    "apex-amp-deprecated",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("apex-incident1", "apex-amp-mixed"),
+    quiet_on=("apex-amp-removed", "apex-python-only"),
+)
 def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
     """Code relies on apex.amp, which works here but is gone from newer apex.
 
@@ -201,6 +242,8 @@ def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
     installed, project = _amp_users(snap)
     if not installed and not project:
         return
-    yield info("code here relies on apex.amp, which newer apex (25.07 and later) no longer has",
-               [_apex.describe(snap)] + _sites(project) + _sites(installed),
-               [_apex.torch_amp_step("Port it to")])
+    yield info(
+        "code here relies on apex.amp, which newer apex (25.07 and later) no longer has",
+        [_apex.describe(snap)] + _sites(project) + _sites(installed),
+        [_apex.torch_amp_step("Port it to")],
+    )

@@ -11,7 +11,12 @@ from mpdoctor.checks.registry import CHECKPOINT, rule
 
 FAMILY = "audit"
 
-UNREADABLE_WEIGHTS = rule("AUDIT001", "unreadable-weights", family=FAMILY, subject=CHECKPOINT, doc="""
+UNREADABLE_WEIGHTS = rule(
+    "AUDIT001",
+    "unreadable-weights",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
     A weight file of the checkpoint could not be read.
 
     ## Why it matters
@@ -27,9 +32,15 @@ UNREADABLE_WEIGHTS = rule("AUDIT001", "unreadable-weights", family=FAMILY, subje
     Re-download or re-save the file (a truncated download is the usual cause).
     A pickle that holds more than tensors: re-save its state dict alone, or
     convert it to safetensors, from a source you trust.
-    """)
+    """,
+)
 
-MODULE_MIXES_DTYPES = rule("AUDIT002", "module-mixes-dtypes", family=FAMILY, subject=CHECKPOINT, doc="""
+MODULE_MIXES_DTYPES = rule(
+    "AUDIT002",
+    "module-mixes-dtypes",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
     A module's own tensors are stored in more than one floating dtype.
 
     ## Why it matters
@@ -45,9 +56,15 @@ MODULE_MIXES_DTYPES = rule("AUDIT002", "module-mixes-dtypes", family=FAMILY, sub
     torch.autocast, which casts per op. Where a module is kept in fp32 on
     purpose (norms, embeddings), make its forward cast its input to its weight's
     dtype.
-    """)
+    """,
+)
 
-CHECKPOINT_MIXES_DTYPES = rule("AUDIT003", "checkpoint-mixes-dtypes", family=FAMILY, subject=CHECKPOINT, doc="""
+CHECKPOINT_MIXES_DTYPES = rule(
+    "AUDIT003",
+    "checkpoint-mixes-dtypes",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
     Parts of the checkpoint are in different floating dtypes, beyond the modules AUDIT004/AUDIT005 name.
 
     ## Why it matters
@@ -63,9 +80,15 @@ CHECKPOINT_MIXES_DTYPES = rule("AUDIT003", "checkpoint-mixes-dtypes", family=FAM
     ## Fix
     Nothing, if you run it under torch.autocast or load it in one dtype;
     otherwise cast the activations where the parts meet.
-    """)
+    """,
+)
 
-MODULE_IN_ANOTHER_DTYPE = rule("AUDIT004", "module-in-another-dtype", family=FAMILY, subject=CHECKPOINT, doc="""
+MODULE_IN_ANOTHER_DTYPE = rule(
+    "AUDIT004",
+    "module-in-another-dtype",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
     A whole submodule is in another floating dtype than the model around it, and nothing says it is on purpose.
 
     ## Why it matters
@@ -83,9 +106,15 @@ MODULE_IN_ANOTHER_DTYPE = rule("AUDIT004", "module-in-another-dtype", family=FAM
     op. Or keep the module in its dtype on purpose and cast the input in its
     forward: `x = x.to(self.weight.dtype)`, and the output back to the model's
     dtype.
-    """)
+    """,
+)
 
-MODULE_KEPT_IN_FLOAT32 = rule("AUDIT005", "module-kept-in-float32", family=FAMILY, subject=CHECKPOINT, doc="""
+MODULE_KEPT_IN_FLOAT32 = rule(
+    "AUDIT005",
+    "module-kept-in-float32",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
     Submodules are in float32 inside a lower-precision model, as loaders keep them on purpose.
 
     ## Why it matters
@@ -102,4 +131,5 @@ MODULE_KEPT_IN_FLOAT32 = rule("AUDIT005", "module-kept-in-float32", family=FAMIL
     own code, cast the input in the module's forward (`x.to(self.weight.dtype)`),
     or load the model with the library's loader and `torch_dtype`, which keeps
     these modules as they are.
-    """)
+    """,
+)

@@ -13,10 +13,19 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "driver"
 
 
-@check("DRV001", "nvml-unusable", family=FAMILY,
-       fires_on=("nvml-rm-mismatch", "nvml-library-not-found", "nvml-no-permission", "nvml-timeout",
-                 "nvml-driver-not-loaded"),
-       quiet_on=("cpu-laptop", "h100-node-healthy", "pynvml-legacy-shadows"))
+@check(
+    "DRV001",
+    "nvml-unusable",
+    family=FAMILY,
+    fires_on=(
+        "nvml-rm-mismatch",
+        "nvml-library-not-found",
+        "nvml-no-permission",
+        "nvml-timeout",
+        "nvml-driver-not-loaded",
+    ),
+    quiet_on=("cpu-laptop", "h100-node-healthy", "pynvml-legacy-shadows"),
+)
 def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
     """NVML, the driver's management library, is present but failing.
 
@@ -43,8 +52,11 @@ def nvml_unusable(snap: Snapshot) -> Iterator[Finding]:
         return
     if nvml.status == "unavailable":
         if is_cuda_build(snap):
-            yield info(f"No NVIDIA driver found ({nvml.reason}); GPU checks are skipped",
-                       [nvml.detail or nvml.reason], [fixes.inspect("Check whether the driver answers", "nvidia-smi")])
+            yield info(
+                f"No NVIDIA driver found ({nvml.reason}); GPU checks are skipped",
+                [nvml.detail or nvml.reason],
+                [fixes.inspect("Check whether the driver answers", "nvidia-smi")],
+            )
         return
     # A driver that did not answer NVML in time will not answer nvidia-smi either: let the command end.
     smi = fixes.timed(30, "nvidia-smi") if nvml.status == "timeout" else "nvidia-smi"
@@ -65,8 +77,13 @@ def _cuda_without_nvml(snap: Snapshot) -> Finding:
     else:
         if "NVIDIA_DRIVER_CAPABILITIES" in env:
             evidence.append(f"NVIDIA_DRIVER_CAPABILITIES={env['NVIDIA_DRIVER_CAPABILITIES']}")
-        steps = [FixStep("In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
-                      "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ..."),
-                 fixes.inspect("Check that NVML answers", "nvidia-smi")]
-    return warning(f"CUDA works but NVML does not ({nvml.reason}): GPUs cannot be tied to nvidia-smi's numbering",
-                   evidence, steps)
+        steps = [
+            FixStep(
+                "In a container, add the 'utility' driver capability, which mounts NVML and nvidia-smi",
+                "docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...",
+            ),
+            fixes.inspect("Check that NVML answers", "nvidia-smi"),
+        ]
+    return warning(
+        f"CUDA works but NVML does not ({nvml.reason}): GPUs cannot be tied to nvidia-smi's numbering", evidence, steps
+    )

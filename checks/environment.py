@@ -13,9 +13,13 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "environment"
 
 
-@check("ENV001", "environment-probe-failed", family=FAMILY,
-       fires_on=("environment-probe-failed",),
-       quiet_on=("torch-import-crash", "torch-missing"))
+@check(
+    "ENV001",
+    "environment-probe-failed",
+    family=FAMILY,
+    fires_on=("environment-probe-failed",),
+    quiet_on=("torch-import-crash", "torch-missing"),
+)
 def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
     """mpdoctor could not inventory the Python environment under diagnosis.
 
@@ -41,15 +45,23 @@ def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
     yield error(
         f"cannot inventory the Python environment: {detail}",
         evidence,
-        [fixes.inspect("Run the interpreter by hand and read its error",
-                       fixes.python(snap, "-c", "import sys; print(sys.version)")),
-         FixStep("mpdoctor needs Python 3.8 or newer on the --python it is given")],
+        [
+            fixes.inspect(
+                "Run the interpreter by hand and read its error",
+                fixes.python(snap, "-c", "import sys; print(sys.version)"),
+            ),
+            FixStep("mpdoctor needs Python 3.8 or newer on the --python it is given"),
+        ],
     )
 
 
-@check("ENV002", "broken-distribution-metadata", family=FAMILY,
-       fires_on=("precision-stack-conflicts",),
-       quiet_on=("torch-leftover-directory", "cpu-laptop"))
+@check(
+    "ENV002",
+    "broken-distribution-metadata",
+    family=FAMILY,
+    fires_on=("precision-stack-conflicts",),
+    quiet_on=("torch-leftover-directory", "cpu-laptop"),
+)
 def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
     """An installed distribution has unreadable or incomplete metadata.
 
@@ -69,16 +81,33 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
         yield warning(
             f"broken metadata for {label}: {'; '.join(dist.problems)}",
             [f"metadata directory: {dist.metadata_path or dist.location}"],
-            [fixes.inspect("Look at the broken metadata directory", "ls -la " + shlex.quote(dist.metadata_path or dist.location))]
+            [
+                fixes.inspect(
+                    "Look at the broken metadata directory",
+                    "ls -la " + shlex.quote(dist.metadata_path or dist.location),
+                )
+            ]
             + ([FixStep("Remove it", "rm -rf " + shlex.quote(dist.metadata_path))] if dist.metadata_path else [])
-            + ([FixStep("Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name))]
-               if dist.name else []),
+            + (
+                [
+                    FixStep(
+                        "Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name)
+                    )
+                ]
+                if dist.name
+                else []
+            ),
         )
 
 
-@check("ENV003", "project-scan-incomplete", family=FAMILY, needs=("project",),
-       fires_on=("project-scan-incomplete",),
-       quiet_on=("cpu-laptop", "apex-amp-removed"))
+@check(
+    "ENV003",
+    "project-scan-incomplete",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("project-scan-incomplete",),
+    quiet_on=("cpu-laptop", "apex-amp-removed"),
+)
 def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
     """The scan of your project's code left files unread, stopped at its budget, or failed.
 
@@ -108,13 +137,21 @@ def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
     evidence += [f"skipped {entry}" for entry in scan.skipped_files[:5]]
     if len(scan.skipped_files) > 5:
         evidence.append(f"... and {len(scan.skipped_files) - 5} more skipped")
-    what = "failed" if scan.error else "stopped early" if scan.truncated else \
-        f"left {len(scan.skipped_files)} file{'s' if len(scan.skipped_files) != 1 else ''} unread"
+    what = (
+        "failed"
+        if scan.error
+        else "stopped early"
+        if scan.truncated
+        else f"left {len(scan.skipped_files)} file{'s' if len(scan.skipped_files) != 1 else ''} unread"
+    )
     yield info(
         f"the scan of your project's code {what}: checks that read your code may miss a use in it",
         evidence,
-        [FixStep("Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
-              "kept out of it"),
-         fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand")],
+        [
+            FixStep(
+                "Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
+                "kept out of it"
+            ),
+            fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand"),
+        ],
     )
-

@@ -23,12 +23,14 @@ class Fact:
 
 
 FACTS = {
-    "kernels": Fact("the precision microkernels' measurements (snapshot.kernels); taken only when a selected "
-                    "check needs them",
-                    lambda snap: (snap.kernels.detail or "skipped") if snap.kernels.status == "skipped" else "",
-                    reported_by="PREC010"),
-    "project": Fact("the scan of the working directory's code (snapshot.environment.project); taken only when a "
-                    "selected check needs it, else its `skipped` says it was not scanned",
-                    lambda snap: snap.environment.project.skipped
-                    if snap.environment.project.skipped == PROJECT_NOT_ASKED else ""),
+    "kernels": Fact(
+        "the precision microkernels' measurements (snapshot.kernels); taken only when a selected check needs them",
+        lambda snap: (snap.kernels.detail or "skipped") if snap.kernels.status == "skipped" else "",
+        reported_by="PREC010",
+    ),
+    "project": Fact(
+        "the scan of the working directory's code (snapshot.environment.project); taken only when a "
+        "selected check needs it, else its `skipped` says it was not scanned",
+        lambda snap: snap.environment.project.skipped if snap.environment.project.skipped == PROJECT_NOT_ASKED else "",
+    ),
 }

@@ -61,8 +61,14 @@ def pip(snap: Snapshot, *args: str) -> str:
     return " ".join(shlex.quote(a) for a in (snap.python_command(), "-m", "pip", *args))
 
 
-def mpdoctor_check(snap: Snapshot, *, timeout: Optional[float] = None, kernels: bool = False,
-                   select: Optional[str] = None, extra: tuple[str, ...] = ()) -> str:
+def mpdoctor_check(
+    snap: Snapshot,
+    *,
+    timeout: Optional[float] = None,
+    kernels: bool = False,
+    select: Optional[str] = None,
+    extra: tuple[str, ...] = (),
+) -> str:
     """``mpdoctor check`` as the user ran it (``snap.invocation``), changed only where asked.
 
     ``timeout`` replaces the user's --timeout; ``kernels=True`` drops --no-kernels (the run must measure);
@@ -124,8 +130,9 @@ def torch_variants(snap: Snapshot) -> dict[str, set[int]]:
     return {cuda: set(by_host.get(host, by_host.get("any", []))) for cuda, by_host in table.items()}
 
 
-def best_cuda_variant(snap: Snapshot, driver_cuda: str, capabilities: list[int], *,
-                      minor_compat: bool = True) -> Optional[str]:
+def best_cuda_variant(
+    snap: Snapshot, driver_cuda: str, capabilities: list[int], *, minor_compat: bool = True
+) -> Optional[str]:
     """The official CUDA variant to install: one the driver runs that has code for every GPU.
 
     The newest variant up to the driver's CUDA version is preferred. With ``minor_compat``,
@@ -157,10 +164,14 @@ def driver_upgrade_step(snap: Snapshot, cuda: str) -> FixStep:
     """
     least = driver_for_cuda(cuda)
     if not least:
-        return FixStep(f"Upgrade the NVIDIA driver to one that supports CUDA {cuda} (NVIDIA's CUDA release notes list "
-                    "the least driver of each CUDA version); a reboot may be needed")
-    return FixStep(f"Upgrade the NVIDIA driver to {least} or newer (the least that fully supports CUDA {cuda}; this "
-                f"one is {snap.machine.nvml.driver_version or '?'}); a reboot may be needed")
+        return FixStep(
+            f"Upgrade the NVIDIA driver to one that supports CUDA {cuda} (NVIDIA's CUDA release notes list "
+            "the least driver of each CUDA version); a reboot may be needed"
+        )
+    return FixStep(
+        f"Upgrade the NVIDIA driver to {least} or newer (the least that fully supports CUDA {cuda}; this "
+        f"one is {snap.machine.nvml.driver_version or '?'}); a reboot may be needed"
+    )
 
 
 def compatible(device_cc: int, code_cc: int) -> bool:

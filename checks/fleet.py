@@ -14,7 +14,12 @@ from mpdoctor.checks.registry import RANKS, rule
 
 FAMILY = "fleet"
 
-RANK_MISSING = rule("FLEET001", "rank-never-reported", family=FAMILY, subject=RANKS, doc="""
+RANK_MISSING = rule(
+    "FLEET001",
+    "rank-never-reported",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     A rank sent no report by the deadline, or its mpdoctor died: named by host and local rank, with its last step.
 
     ## Why it matters
@@ -26,9 +31,16 @@ RANK_MISSING = rule("FLEET001", "rank-never-reported", family=FAMILY, subject=RA
     Run `mpdoctor check` on that node, in the rank's environment, and read its
     findings; when it stopped at `connecting`, check that MASTER_ADDR/MASTER_PORT are
     reachable from that node.
-    """, severities=("error",))
+    """,
+    severities=("error",),
+)
 
-STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", family=FAMILY, subject=RANKS, doc="""
+STACK_DIFFERS = rule(
+    "FLEET002",
+    "versions-differ-across-ranks",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     Ranks run different versions of torch, its CUDA, cuDNN, NCCL, Python or other installed packages.
 
     ## Why it matters
@@ -39,9 +51,16 @@ STACK_DIFFERS = rule("FLEET002", "versions-differ-across-ranks", family=FAMILY, 
     ## Fix
     Install the same versions on every node (one lock file, one container image), and
     run `mpdoctor fleet` again.
-    """, severities=("error", "warning", "info"))
+    """,
+    severities=("error", "warning", "info"),
+)
 
-DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
+DRIVER_DIFFERS = rule(
+    "FLEET003",
+    "driver-differs-across-ranks",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     Nodes run different NVIDIA drivers, or drivers that support different CUDA versions.
 
     ## Why it matters
@@ -50,9 +69,16 @@ DRIVER_DIFFERS = rule("FLEET003", "driver-differs-across-ranks", family=FAMILY, 
 
     ## Fix
     Install the same driver on every node (drain the odd node until it is updated).
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)
 
-GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
+GPU_DIFFERS = rule(
+    "FLEET004",
+    "gpu-differs-across-ranks",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     Ranks run on different GPU models, compute capabilities, or bf16 support (native on some ranks only).
 
     ## Why it matters
@@ -63,9 +89,16 @@ GPU_DIFFERS = rule("FLEET004", "gpu-differs-across-ranks", family=FAMILY, subjec
     ## Fix
     Schedule the job on one GPU type (a Slurm constraint or a node selector), or use a
     dtype every rank's GPU supports natively.
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)
 
-SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", family=FAMILY, subject=RANKS, doc="""
+SLOW_GPU = rule(
+    "FLEET005",
+    "gpu-slower-than-its-peers",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     A GPU measured far slower than identical GPUs on other ranks (throttled, degraded, or shared).
 
     ## Why it matters
@@ -77,9 +110,16 @@ SLOW_GPU = rule("FLEET005", "gpu-slower-than-its-peers", family=FAMILY, subject=
     Look at that GPU's clocks, temperature and other processes (`nvidia-smi -q -d
     PERFORMANCE,CLOCK,TEMPERATURE`), run `dcgmi diag -r 2` on that node, and drain it
     until it measures like its peers.
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)
 
-ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", family=FAMILY, subject=RANKS, doc="""
+ENV_DIFFERS = rule(
+    "FLEET006",
+    "environment-differs-across-ranks",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     An environment variable that changes numerics or communication differs across ranks (NCCL_*, TORCH_*, NVIDIA_TF32_OVERRIDE, ...).
 
     ## Why it matters
@@ -91,9 +131,16 @@ ENV_DIFFERS = rule("FLEET006", "environment-differs-across-ranks", family=FAMILY
     ## Fix
     Set these variables in one place that every rank reads (the job script, not a
     node's profile) and run `mpdoctor fleet` again. Values are shown redacted.
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)
 
-FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", family=FAMILY, subject=RANKS, doc="""
+FINDING_ON_SOME = rule(
+    "FLEET007",
+    "finding-on-some-ranks-only",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     A single-process finding (a `mpdoctor check` code) appears on some ranks only: those ranks' setup differs.
 
     ## Why it matters
@@ -102,9 +149,16 @@ FINDING_ON_SOME = rule("FLEET007", "finding-on-some-ranks-only", family=FAMILY, 
 
     ## Fix
     Follow that finding's own fix on the ranks named (`mpdoctor rule CODE`).
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)
 
-NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", family=FAMILY, subject=RANKS, doc="""
+NO_GPU_OF_ITS_OWN = rule(
+    "FLEET008",
+    "rank-without-a-gpu-of-its-own",
+    family=FAMILY,
+    subject=RANKS,
+    doc="""
     A rank's LOCAL_RANK selects no GPU of its own: fewer devices are visible to it than its node has local ranks, or two ranks of a node select the same GPU.
 
     ## Why it matters
@@ -118,4 +172,6 @@ NO_GPU_OF_ITS_OWN = rule("FLEET008", "rank-without-a-gpu-of-its-own", family=FAM
     Start as many ranks per node as it has GPUs (`--nproc-per-node` / `--ntasks-per-node`),
     and either leave every GPU visible to every rank (then `cuda:LOCAL_RANK`) or give
     each rank one GPU and use `cuda:0` in the script.
-    """, severities=("warning",))
+    """,
+    severities=("warning",),
+)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from mpdoctor.checks import fixes
-from mpdoctor.checks._gpu import (clearly_stronger, describe, env_evidence, gib, precision_profile, predicted,
-                                  strength)
+from mpdoctor.checks._gpu import clearly_stronger, describe, env_evidence, gib, precision_profile, predicted, strength
 from mpdoctor.analysis.capability import weaker_precisions
 from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
@@ -23,10 +22,19 @@ def _uuid_steps(rows, why: str) -> list[FixStep]:
     return [FixStep(why, fixes.export("CUDA_VISIBLE_DEVICES", uuids))]
 
 
-@check("GPU001", "cuda-order-differs-from-nvidia-smi", family=FAMILY,
-       fires_on=("titan-rtx-1080ti-cpu-torch", "torch-missing", "titan-1080ti-fastest-first",
-                 "titan-1080ti-visible-devices-1", "a100-t4-fastest-first"),
-       quiet_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "h100-node-healthy"))
+@check(
+    "GPU001",
+    "cuda-order-differs-from-nvidia-smi",
+    family=FAMILY,
+    fires_on=(
+        "titan-rtx-1080ti-cpu-torch",
+        "torch-missing",
+        "titan-1080ti-fastest-first",
+        "titan-1080ti-visible-devices-1",
+        "a100-t4-fastest-first",
+    ),
+    quiet_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "h100-node-healthy"),
+)
 def cuda_order_differs(snap: Snapshot) -> Iterator[Finding]:
     """`cuda:N` is not the GPU that nvidia-smi calls N.
 
@@ -43,10 +51,15 @@ def cuda_order_differs(snap: Snapshot) -> Iterator[Finding]:
     GPUs by UUID (`nvidia-smi -L`), which means the same card everywhere.
     """
     view = gpu_view(snap)
-    wrong = [row for row in view.visible
-             if row.source == "cuda" and not row.mig  # a MIG device is no card of nvidia-smi's numbering
-             and row.matched_by in ("uuid", "pci-bus-id", "properties")  # not order-rules: that would be circular
-             and row.expected_nvml_index is not None and row.nvml_index != row.expected_nvml_index]
+    wrong = [
+        row
+        for row in view.visible
+        if row.source == "cuda"
+        and not row.mig  # a MIG device is no card of nvidia-smi's numbering
+        and row.matched_by in ("uuid", "pci-bus-id", "properties")  # not order-rules: that would be circular
+        and row.expected_nvml_index is not None
+        and row.nvml_index != row.expected_nvml_index
+    ]
     if wrong:
         yield _observed(snap, view, wrong)
         return
@@ -58,7 +71,9 @@ def _observed(snap: Snapshot, view, wrong) -> Finding:
     by_index = {g.index: g for g in snap.machine.nvml.gpus}
     meant = by_index.get(first.expected_nvml_index)
     meant_text = f" ({meant.name})" if meant and meant.name != first.name else ""
-    actual = f"nvidia-smi GPU {first.nvml_index} ({first.name}), not nvidia-smi GPU {first.expected_nvml_index}{meant_text}"
+    actual = (
+        f"nvidia-smi GPU {first.nvml_index} ({first.name}), not nvidia-smi GPU {first.expected_nvml_index}{meant_text}"
+    )
     if view.cuda_visible_devices is None:
         title = f"cuda:{first.cuda_ordinal} is {actual}"
     else:
@@ -67,13 +82,19 @@ def _observed(snap: Snapshot, view, wrong) -> Finding:
     meant_row = next((row for row in view.devices if row.nvml_index == first.expected_nvml_index and not row.mig), None)
     gaps = weaker_precisions(first, meant_row) if meant_row else []
     if gaps:
-        evidence.append(f"cuda:{first.cuda_ordinal} is weaker than the GPU nvidia-smi calls "
-                        f"{first.expected_nvml_index}: {', '.join(gaps)}")
+        evidence.append(
+            f"cuda:{first.cuda_ordinal} is weaker than the GPU nvidia-smi calls "
+            f"{first.expected_nvml_index}: {', '.join(gaps)}"
+        )
     steps = [FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))]
     meant_uuids = visible_devices_as_meant(snap)
     if view.cuda_visible_devices is not None and meant_uuids:
-        steps.append(FixStep("Select the GPUs you named, by UUID (nvidia-smi's numbering read as you meant it)",
-                          fixes.export("CUDA_VISIBLE_DEVICES", meant_uuids)))
+        steps.append(
+            FixStep(
+                "Select the GPUs you named, by UUID (nvidia-smi's numbering read as you meant it)",
+                fixes.export("CUDA_VISIBLE_DEVICES", meant_uuids),
+            )
+        )
     else:
         best = max(view.visible, key=strength)
         steps += _uuid_steps([best], f"To use only the {best.name}, select it by UUID")
@@ -92,14 +113,20 @@ def _unconfirmed(view) -> Iterator[Finding]:
     yield info(
         "On this box cuda:N may not be nvidia-smi GPU N: the GPUs differ and CUDA numbers them fastest first",
         env_evidence(view) + [describe(row) for row in whole] + view.notes,
-        [FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
-         fixes.inspect("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L")],
+        [
+            FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
+            fixes.inspect("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L"),
+        ],
     )
 
 
-@check("GPU002", "default-gpu-not-most-capable", family=FAMILY,
-       fires_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "kernels-titan-1080ti"),
-       quiet_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first", "titan-1080ti-visible-devices-1"))
+@check(
+    "GPU002",
+    "default-gpu-not-most-capable",
+    family=FAMILY,
+    fires_on=("titan-1080ti-pci-order", "a100-t4-pci-order", "kernels-titan-1080ti"),
+    quiet_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first", "titan-1080ti-visible-devices-1"),
+)
 def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
     """`cuda:0`, where work goes by default, is not the most capable visible GPU.
 
@@ -127,17 +154,24 @@ def default_gpu_not_most_capable(snap: Snapshot) -> Iterator[Finding]:
         reason = f"{gib(first.memory_total)} of memory instead of {gib(best.memory_total)}"
     else:
         reason = f"compute capability {first.compute_capability} instead of {best.compute_capability}"
-    title = (f"cuda:0 {verb} the {first.name}, not the most capable visible GPU: cuda:{best.cuda_ordinal} is a "
-             f"{best.name} ({reason})")
+    title = (
+        f"cuda:0 {verb} the {first.name}, not the most capable visible GPU: cuda:{best.cuda_ordinal} is a "
+        f"{best.name} ({reason})"
+    )
     peers = [row for row in rows if precision_profile(row) == precision_profile(best) and row.cc == best.cc]
     steps = _uuid_steps(peers, f"Make the {best.name} cuda:0 by selecting it by UUID")
     steps.append(fixes.alternative(f"Or address it explicitly in code: torch.device('cuda:{best.cuda_ordinal}')"))
     yield warning(title, env_evidence(view) + [describe(row) for row in rows], steps)
 
 
-@check("GPU003", "visible-gpus-differ-in-precision", family=FAMILY, superseded_by=("GPU002",),
-       fires_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first"),
-       quiet_on=("titan-1080ti-visible-devices-1", "h100-node-healthy"))
+@check(
+    "GPU003",
+    "visible-gpus-differ-in-precision",
+    family=FAMILY,
+    superseded_by=("GPU002",),
+    fires_on=("titan-1080ti-fastest-first", "a100-t4-fastest-first"),
+    quiet_on=("titan-1080ti-visible-devices-1", "h100-node-healthy"),
+)
 def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     """The visible GPUs differ in what precisions they support.
 
@@ -161,8 +195,9 @@ def visible_gpus_differ(snap: Snapshot) -> Iterator[Finding]:
     best = max(rows, key=strength)
     reference = best if clearly_stronger(best, first) else first
     weaker = [row for row in rows if precision_profile(row) != precision_profile(reference)]
-    gaps = "; ".join(f"cuda:{row.cuda_ordinal} {row.name}: " + ", ".join(weaker_precisions(row, reference))
-                     for row in weaker)
+    gaps = "; ".join(
+        f"cuda:{row.cuda_ordinal} {row.name}: " + ", ".join(weaker_precisions(row, reference)) for row in weaker
+    )
     alike = [row for row in rows if precision_profile(row) == precision_profile(reference)]
     yield warning(
         f"The visible GPUs differ in precision support; multi-GPU work will use the weaker ones too ({gaps})",

@@ -33,9 +33,13 @@ def _uuid_list(snap: Snapshot) -> list[str]:
     return [f"nvidia-smi {g.index}: {g.name} {g.uuid}" for g in snap.machine.nvml.gpus if g.uuid]
 
 
-@check("GPU004", "cuda-visible-devices-drops-gpus", family=FAMILY,
-       fires_on=("visible-devices-out-of-range", "visible-devices-duplicate"),
-       quiet_on=("visible-devices-unknown-uuid", "titan-1080ti-visible-devices-1", "h100-mig-two-selected"))
+@check(
+    "GPU004",
+    "cuda-visible-devices-drops-gpus",
+    family=FAMILY,
+    fires_on=("visible-devices-out-of-range", "visible-devices-duplicate"),
+    quiet_on=("visible-devices-unknown-uuid", "titan-1080ti-visible-devices-1", "h100-mig-two-selected"),
+)
 def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` silently drops some of the GPUs it lists.
 
@@ -62,16 +66,28 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
     meant = visible_devices_as_meant(snap)
     steps = []
     if meant:
-        steps.append(FixStep("List each GPU once, by UUID (integers read as nvidia-smi indices)",
-                          fixes.export("CUDA_VISIBLE_DEVICES", meant)))
+        steps.append(
+            FixStep(
+                "List each GPU once, by UUID (integers read as nvidia-smi indices)",
+                fixes.export("CUDA_VISIBLE_DEVICES", meant),
+            )
+        )
     steps.append(fixes.inspect("Check the UUIDs", "nvidia-smi -L"))
-    yield warning(f"CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} does not select what it lists: "
-                  f"{problems[0] if problems else 'entries are dropped'}", evidence, steps)
+    yield warning(
+        f"CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} does not select what it lists: "
+        f"{problems[0] if problems else 'entries are dropped'}",
+        evidence,
+        steps,
+    )
 
 
-@check("GPU005", "cuda-visible-devices-hides-all", family=FAMILY,
-       fires_on=("cuda-hidden-by-env", "visible-devices-unknown-uuid", "slurm-nodevfiles"),
-       quiet_on=("visible-devices-out-of-range", "titan-1080ti-visible-devices-1", "cuda-unknown-error"))
+@check(
+    "GPU005",
+    "cuda-visible-devices-hides-all",
+    family=FAMILY,
+    fires_on=("cuda-hidden-by-env", "visible-devices-unknown-uuid", "slurm-nodevfiles"),
+    quiet_on=("visible-devices-out-of-range", "titan-1080ti-visible-devices-1", "cuda-unknown-error"),
+)
 def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` hides every GPU from CUDA.
 
@@ -97,10 +113,14 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
         # Slurm's own value in a job that was given no GPU. Unsetting it inside the job would reach GPUs
         # allocated to other jobs where Slurm does not fence devices off (no ConstrainDevices): the only
         # fix is to ask Slurm for GPUs.
-        yield error(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, [
-            FixStep("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
-            fixes.inspect("See which GPUs the job was given", "scontrol show job \"$SLURM_JOB_ID\""),
-        ])
+        yield error(
+            f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}",
+            evidence,
+            [
+                FixStep("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
+                fixes.inspect("See which GPUs the job was given", 'scontrol show job "$SLURM_JOB_ID"'),
+            ],
+        )
         return
     steps = [FixStep("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
     if snap.machine.nvml.gpus:
@@ -110,9 +130,13 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
     yield make(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, steps)
 
 
-@check("GPU006", "cuda-device-order-unknown", family=FAMILY,
-       fires_on=("device-order-typo",),
-       quiet_on=("titan-1080ti-pci-order", "titan-1080ti-fastest-first"))
+@check(
+    "GPU006",
+    "cuda-device-order-unknown",
+    family=FAMILY,
+    fires_on=("device-order-typo",),
+    quiet_on=("titan-1080ti-pci-order", "titan-1080ti-fastest-first"),
+)
 def device_order_unknown(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_DEVICE_ORDER` has a value CUDA does not document.
 
@@ -134,9 +158,13 @@ def device_order_unknown(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("GPU007", "gpus-invisible-to-cuda", family=FAMILY,
-       fires_on=("gpus-missing-from-cuda",),
-       quiet_on=("titan-1080ti-visible-devices-1", "cuda-hidden-by-env", "h100-mig-one-selected"))
+@check(
+    "GPU007",
+    "gpus-invisible-to-cuda",
+    family=FAMILY,
+    fires_on=("gpus-missing-from-cuda",),
+    quiet_on=("titan-1080ti-visible-devices-1", "cuda-hidden-by-env", "h100-mig-one-selected"),
+)
 def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
     """NVML sees GPUs that CUDA, in this environment, does not.
 
@@ -160,17 +188,25 @@ def gpus_invisible_to_cuda(snap: Snapshot) -> Iterator[Finding]:
     if not missing:
         return
     foreign = all(row.not_visible_reason.startswith("NVML cannot open it") for row in missing)
-    title = (f"CUDA sees {len(view.visible)} device(s) but NVML sees {len(snap.machine.nvml.gpus)} GPU(s): "
-             f"nvidia-smi {', '.join(str(row.nvml_index) for row in missing)} unused")
+    title = (
+        f"CUDA sees {len(view.visible)} device(s) but NVML sees {len(snap.machine.nvml.gpus)} GPU(s): "
+        f"nvidia-smi {', '.join(str(row.nvml_index) for row in missing)} unused"
+    )
     evidence = env_evidence(view) + [describe(row) for row in view.visible + missing]
-    steps = [fixes.inspect("See which GPU device files this process can open", "ls -l /dev/nvidia*"),
-             FixStep("In Docker, pass every GPU through", "docker run --gpus all ...")]
+    steps = [
+        fixes.inspect("See which GPU device files this process can open", "ls -l /dev/nvidia*"),
+        FixStep("In Docker, pass every GPU through", "docker run --gpus all ..."),
+    ]
     yield (info if foreign else warning)(title, evidence, steps)
 
 
-@check("GPU008", "several-mig-devices-selected", family=FAMILY,
-       fires_on=("h100-mig-two-selected",),
-       quiet_on=("h100-mig-one-selected", "visible-devices-duplicate"))
+@check(
+    "GPU008",
+    "several-mig-devices-selected",
+    family=FAMILY,
+    fires_on=("h100-mig-two-selected",),
+    quiet_on=("h100-mig-one-selected", "visible-devices-duplicate"),
+)
 def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
     """`CUDA_VISIBLE_DEVICES` selects more than one MIG device.
 
@@ -190,6 +226,8 @@ def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
     yield warning(
         f"CUDA_VISIBLE_DEVICES selects {len(migs)} MIG devices, but a CUDA process uses only the first ({migs[0].text})",
         evidence,
-        [FixStep("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
-         fixes.inspect("List the MIG devices", "nvidia-smi -L")],
+        [
+            FixStep("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
+            fixes.inspect("List the MIG devices", "nvidia-smi -L"),
+        ],
     )

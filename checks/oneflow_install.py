@@ -12,9 +12,14 @@ from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
 
-@check("ONEFLOW001", "oneflow-placeholder", family=FAMILY, needs=("project",),
-       fires_on=("oneflow-pypi-placeholder",),
-       quiet_on=("oneflow-import-fails", "onediff-without-oneflow", "oneflow-cuda-mismatch"))
+@check(
+    "ONEFLOW001",
+    "oneflow-placeholder",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("oneflow-pypi-placeholder",),
+    quiet_on=("oneflow-import-fails", "onediff-without-oneflow", "oneflow-cuda-mismatch"),
+)
 def placeholder(snap: Snapshot) -> Iterator[Finding]:
     """The `oneflow` installed is PyPI's placeholder, or another oneflow without its native core.
 
@@ -44,18 +49,24 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
         evidence = ["no oneflow distribution metadata: a copied or leftover oneflow directory"]
     if build is not None:
         if build.wheel_tags:
-            evidence.append(f"its wheel is {', '.join(build.wheel_tags)}"
-                            + (", pure Python: no compiled code" if build.purelib else ""))
+            evidence.append(
+                f"its wheel is {', '.join(build.wheel_tags)}"
+                + (", pure Python: no compiled code" if build.purelib else "")
+            )
         evidence.append(f"no _oneflow_internal extension in {build.directory}")
         if build.placeholder_message:
-            evidence.append(f"oneflow/__init__.py: raise RuntimeError(\"{build.placeholder_message}\")")
+            evidence.append(f'oneflow/__init__.py: raise RuntimeError("{build.placeholder_message}")')
     if runtime.status.startswith("import-"):
-        evidence.append(f"`import oneflow`, tried in a child process: {runtime.error_type or runtime.status}: "
-                        f"{runtime.error_message}".rstrip(": "))
+        evidence.append(
+            f"`import oneflow`, tried in a child process: {runtime.error_type or runtime.status}: "
+            f"{runtime.error_message}".rstrip(": ")
+        )
     onediff = _oneflow.onediff_distributions(snap)
     if onediff:
-        evidence.append(f"{_oneflow.describe_distributions(onediff)} installed: OneDiff's oneflow backend "
-                        "(oneflow_compile) fails on this")
+        evidence.append(
+            f"{_oneflow.describe_distributions(onediff)} installed: OneDiff's oneflow backend "
+            "(oneflow_compile) fails on this"
+        )
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     if _oneflow.is_pypi_placeholder(snap):
@@ -66,10 +77,15 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
     yield make(title, evidence, [_oneflow.uninstall_step(snap, dists, "Uninstall it"), *_oneflow.install_steps(snap)])
 
 
-@check("ONEFLOW002", "onediff-without-oneflow", family=FAMILY, superseded_by=("ONEFLOW001",),
-       needs=("project",),
-       fires_on=("onediff-without-oneflow",),
-       quiet_on=("oneflow-pypi-placeholder", "oneflow-incident2"))
+@check(
+    "ONEFLOW002",
+    "onediff-without-oneflow",
+    family=FAMILY,
+    superseded_by=("ONEFLOW001",),
+    needs=("project",),
+    fires_on=("onediff-without-oneflow",),
+    quiet_on=("oneflow-pypi-placeholder", "oneflow-incident2"),
+)
 def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     """OneDiff is installed without OneFlow, or with a OneFlow older than it needs.
 
@@ -92,26 +108,46 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     nexfort = snap.distribution("nexfort")
-    alternative = [FixStep("Or compile with the nexfort backend instead: `compile(model, backend=\"nexfort\")` from "
-                        "onediff.infer_compiler")] if nexfort else []
+    alternative = (
+        [
+            FixStep(
+                'Or compile with the nexfort backend instead: `compile(model, backend="nexfort")` from '
+                "onediff.infer_compiler"
+            )
+        ]
+        if nexfort
+        else []
+    )
     if not _oneflow.importable(snap, "oneflow"):
         if nexfort:
             evidence.append(f"nexfort {nexfort.version} is installed: OneDiff's nexfort backend still works")
         make = warning if nexfort and not uses else error
-        yield make("OneDiff is installed without OneFlow: `oneflow_compile` fails with `No module named 'oneflow'`",
-                   evidence, _oneflow.install_steps(snap) + alternative)
+        yield make(
+            "OneDiff is installed without OneFlow: `oneflow_compile` fails with `No module named 'oneflow'`",
+            evidence,
+            _oneflow.install_steps(snap) + alternative,
+        )
         return
     version = _oneflow.version(snap)
     if works and version and version_tuple(version) < version_tuple(_oneflow.MIN_ONEFLOW_FOR_ONEDIFF):
         evidence.append(f"oneflow {version} imports")
-        yield warning(f"oneflow {version} is older than {_oneflow.MIN_ONEFLOW_FOR_ONEDIFF}, which OneDiff's "
-                      "quantization and ComfyUI nodes require", evidence, _oneflow.install_steps(snap))
+        yield warning(
+            f"oneflow {version} is older than {_oneflow.MIN_ONEFLOW_FOR_ONEDIFF}, which OneDiff's "
+            "quantization and ComfyUI nodes require",
+            evidence,
+            _oneflow.install_steps(snap),
+        )
 
 
-@check("ONEFLOW006", "oneflow-import-fails", family=FAMILY, superseded_by=("ONEFLOW001",),
-       needs=("project",),
-       fires_on=("oneflow-import-fails",),
-       quiet_on=("torch-import-error", "oneflow-incident2"))
+@check(
+    "ONEFLOW006",
+    "oneflow-import-fails",
+    family=FAMILY,
+    superseded_by=("ONEFLOW001",),
+    needs=("project",),
+    fires_on=("oneflow-import-fails",),
+    quiet_on=("torch-import-error", "oneflow-incident2"),
+)
 def import_fails(snap: Snapshot) -> Iterator[Finding]:
     """A OneFlow build with its native core does not import: it raises, crashes or hangs.
 
@@ -132,23 +168,35 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
         return
     how = {"import-crashed": "kills the interpreter", "import-timeout": "hangs"}.get(runtime.status, "raises")
     origin = _oneflow.facts(snap).packages.get("oneflow")
-    evidence = [f"oneflow {_oneflow.version(snap) or '?'}" + (f" at {origin.origin}" if origin and origin.origin else ""),
-                f"`import oneflow`, tried in a child process: {runtime.error_type + ': ' if runtime.error_type else ''}"
-                f"{runtime.error_message or runtime.probe.detail}"]
+    evidence = [
+        f"oneflow {_oneflow.version(snap) or '?'}" + (f" at {origin.origin}" if origin and origin.origin else ""),
+        f"`import oneflow`, tried in a child process: {runtime.error_type + ': ' if runtime.error_type else ''}"
+        f"{runtime.error_message or runtime.probe.detail}",
+    ]
     onediff = _oneflow.onediff_distributions(snap)
     if onediff:
         evidence.append(f"{_oneflow.describe_distributions(onediff)} installed: its oneflow backend fails the same way")
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     make = error if onediff or uses else warning
-    yield make(f"`import oneflow` {how} ({runtime.error_type or runtime.status})", evidence,
-               [_oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
-                *_oneflow.install_steps(snap)])
+    yield make(
+        f"`import oneflow` {how} ({runtime.error_type or runtime.status})",
+        evidence,
+        [
+            _oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
+            *_oneflow.install_steps(snap),
+        ],
+    )
 
 
-@check("ONEFLOW003", "oneflow-cuda-mismatch", family=FAMILY, superseded_by=("ONEFLOW001", "ONEFLOW006"),
-       fires_on=("oneflow-cuda-mismatch", "oneflow-driver-too-old"),
-       quiet_on=("oneflow-incident2", "oneflow-import-fails", "apex-cuda11"))
+@check(
+    "ONEFLOW003",
+    "oneflow-cuda-mismatch",
+    family=FAMILY,
+    superseded_by=("ONEFLOW001", "ONEFLOW006"),
+    fires_on=("oneflow-cuda-mismatch", "oneflow-driver-too-old"),
+    quiet_on=("oneflow-incident2", "oneflow-import-fails", "apex-cuda11"),
+)
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """oneflow is built for another CUDA than torch, or for one the driver cannot run.
 
@@ -172,22 +220,36 @@ def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     driver = nvml.cuda_driver_version if nvml.status == "ok" else ""
     if oneflow_cuda is None:
         return
-    evidence = [f"oneflow {_oneflow.version(snap)}: " + ("a CPU build" if oneflow_cuda == "cpu"
-                                                         else f"built for CUDA {oneflow_cuda}")]
+    evidence = [
+        f"oneflow {_oneflow.version(snap)}: "
+        + ("a CPU build" if oneflow_cuda == "cpu" else f"built for CUDA {oneflow_cuda}")
+    ]
     if torch_cuda:
         evidence.append(f"torch {snap.torch.version}: built for CUDA {torch_cuda}")
-    steps = [_oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
-             *_oneflow.install_steps(snap)]
+    steps = [
+        _oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
+        *_oneflow.install_steps(snap),
+    ]
     if oneflow_cuda == "cpu":
         if torch_cuda and (nvml.usable_gpus or snap.torch.devices):
-            yield warning("oneflow is a CPU build while torch uses CUDA: OneDiff's OneFlow-compiled modules "
-                          "cannot run on the GPU", evidence, steps)
+            yield warning(
+                "oneflow is a CPU build while torch uses CUDA: OneDiff's OneFlow-compiled modules "
+                "cannot run on the GPU",
+                evidence,
+                steps,
+            )
         return
     if driver and version_tuple(oneflow_cuda)[0] > version_tuple(driver)[0]:
         evidence.append(f"the NVIDIA driver {nvml.driver_version} supports CUDA up to {driver}")
-        yield error(f"oneflow is built for CUDA {oneflow_cuda}, newer than this driver supports ({driver}): "
-                    "OneFlow cannot start CUDA", evidence,
-                    [FixStep("Upgrade the NVIDIA driver, or install the OneFlow build for the driver's CUDA")] + steps)
+        yield error(
+            f"oneflow is built for CUDA {oneflow_cuda}, newer than this driver supports ({driver}): "
+            "OneFlow cannot start CUDA",
+            evidence,
+            [FixStep("Upgrade the NVIDIA driver, or install the OneFlow build for the driver's CUDA")] + steps,
+        )
     elif torch_cuda and version_tuple(oneflow_cuda)[0] != version_tuple(torch_cuda)[0]:
-        yield warning(f"oneflow is built for CUDA {oneflow_cuda} and torch for CUDA {torch_cuda}: two CUDA "
-                      "majors in one process", evidence, steps)
+        yield warning(
+            f"oneflow is built for CUDA {oneflow_cuda} and torch for CUDA {torch_cuda}: two CUDA majors in one process",
+            evidence,
+            steps,
+        )

@@ -21,9 +21,13 @@ MOCKED_KINDS = {
 MOCK_ENV = ("ONEFLOW_MOCK_TORCH_LAZY", "ONEFLOW_MOCK_TORCH_VERBOSE", "ONEFLOW_DISABLE_MOCK_TORCH")
 
 
-@check("ONEFLOW004", "mock-torch-active", family=FAMILY,
-       fires_on=("oneflow-mock-torch",),
-       quiet_on=("oneflow-incident2", "torch-leftover-directory", "oneflow-pypi-placeholder"))
+@check(
+    "ONEFLOW004",
+    "mock-torch-active",
+    family=FAMILY,
+    fires_on=("oneflow-mock-torch",),
+    quiet_on=("oneflow-incident2", "torch-leftover-directory", "oneflow-pypi-placeholder"),
+)
 def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
     """oneflow's mock-torch is on: `import torch` gives OneFlow, not PyTorch.
 
@@ -50,8 +54,10 @@ def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
     if mock.torch.kind in MOCKED_KINDS:
         evidence.append(f"torch resolves to {mock.torch.origin or mock.torch.loader}: {MOCKED_KINDS[mock.torch.kind]}")
     python_path = snap.environment.env.get("PYTHONPATH", "").split(os.pathsep)
-    evidence += [f"sys.path entry {entry}" + (" (from PYTHONPATH)" if entry in python_path else "")
-                 for entry in mock.path_entries]
+    evidence += [
+        f"sys.path entry {entry}" + (" (from PYTHONPATH)" if entry in python_path else "")
+        for entry in mock.path_entries
+    ]
     evidence += [f"{line.file}: {line.line}" for line in mock.pth_lines]
     evidence += [f"import hook at start-up: {hook}" for hook in mock.hooks]
     evidence += [f"{path} mentions mock_torch" for path in mock.customize]
@@ -61,20 +67,33 @@ def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
         evidence.append(f"PyTorch {real.version} is installed in {real.location}, but `import torch` does not reach it")
     steps = []
     if mock.path_entries and any(entry in python_path for entry in mock.path_entries):
-        steps.append(FixStep("Turn mock-torch off in this shell (it prints the exports that undo "
-                          "`python -m oneflow.mock_torch`), and drop that eval from your shell profile",
-                          f"eval $({fixes.python(snap, '-m', 'oneflow.mock_torch', 'disable')})"))
+        steps.append(
+            FixStep(
+                "Turn mock-torch off in this shell (it prints the exports that undo "
+                "`python -m oneflow.mock_torch`), and drop that eval from your shell profile",
+                f"eval $({fixes.python(snap, '-m', 'oneflow.mock_torch', 'disable')})",
+            )
+        )
     steps += [FixStep(f"Remove this line from {line.file}: {line.line}") for line in mock.pth_lines]
     steps += [FixStep(f"Remove the oneflow.mock_torch.enable() call from {path}") for path in mock.customize]
     if mock.hooks or mock.customize or mock.torch.kind == "oneflow-hook":
-        steps.append(fixes.alternative("Or make oneflow.mock_torch.enable() a no-op for this shell",
-                          fixes.export("ONEFLOW_DISABLE_MOCK_TORCH", "1")))
+        steps.append(
+            fixes.alternative(
+                "Or make oneflow.mock_torch.enable() a no-op for this shell",
+                fixes.export("ONEFLOW_DISABLE_MOCK_TORCH", "1"),
+            )
+        )
     if not steps:
         steps.append(FixStep(f"Remove what makes `import torch` load {mock.torch.origin or 'OneFlow'}"))
-    steps.append(fixes.inspect("Then run mpdoctor again: this report's torch facts are OneFlow's",
-                               fixes.mpdoctor_check(snap)))
-    yield error("`import torch` gives OneFlow, not PyTorch: oneflow's mock-torch is on, so torch checks and "
-                "precision kernels describe OneFlow or were skipped", evidence, steps)
+    steps.append(
+        fixes.inspect("Then run mpdoctor again: this report's torch facts are OneFlow's", fixes.mpdoctor_check(snap))
+    )
+    yield error(
+        "`import torch` gives OneFlow, not PyTorch: oneflow's mock-torch is on, so torch checks and "
+        "precision kernels describe OneFlow or were skipped",
+        evidence,
+        steps,
+    )
 
 
 def _case(snap: Snapshot, name: str) -> CoexistCase | None:
@@ -84,17 +103,22 @@ def _case(snap: Snapshot, name: str) -> CoexistCase | None:
 def _measured(snap: Snapshot) -> list[str]:
     """The coexistence probe's results, as evidence lines."""
     lines = []
-    plain, under_torch, under_oneflow = (_case(snap, name) for name in ("fp16 input", "torch.autocast",
-                                                                         "oneflow.autocast"))
+    plain, under_torch, under_oneflow = (
+        _case(snap, name) for name in ("fp16 input", "torch.autocast", "oneflow.autocast")
+    )
     if plain is not None and plain.status != "ok":
-        lines.append(f"measured on {plain.device}: an fp16 OneFlow Linear did not run even on fp16 input "
-                     f"({plain.detail}); what follows is inconclusive")
+        lines.append(
+            f"measured on {plain.device}: an fp16 OneFlow Linear did not run even on fp16 input "
+            f"({plain.detail}); what follows is inconclusive"
+        )
     if under_torch is not None:
         seen = {True: "on", False: "off", None: "unknown"}[under_torch.oneflow_autocast]
         ran = f"gave {under_torch.output_dtype}" if under_torch.status == "ok" else f"raised {under_torch.detail}"
-        lines.append(f"measured on {under_torch.device}: inside torch.autocast OneFlow's autocast was {seen}; torch's "
-                     f"own fp16 linear gave {under_torch.torch_output_dtype or '?'} on fp32 input, the fp16 OneFlow "
-                     f"Linear {ran}")
+        lines.append(
+            f"measured on {under_torch.device}: inside torch.autocast OneFlow's autocast was {seen}; torch's "
+            f"own fp16 linear gave {under_torch.torch_output_dtype or '?'} on fp32 input, the fp16 OneFlow "
+            f"Linear {ran}"
+        )
     if under_oneflow is not None:
         ran = f"gave {under_oneflow.output_dtype}" if under_oneflow.status == "ok" else f"raised {under_oneflow.detail}"
         note = f" (warned: {under_oneflow.warnings[0]})" if under_oneflow.warnings else ""
@@ -103,16 +127,23 @@ def _measured(snap: Snapshot) -> list[str]:
 
 
 FIXES = [
-    FixStep("If the model is already fp16 (`.half()`, `torch_dtype=torch.float16`), remove the `with "
-         "torch.autocast(\"cuda\")` around the OneFlow-compiled pipeline: it has nothing left to cast"),
-    FixStep("If you need autocast, use OneFlow's own around OneFlow code: `with oneflow.autocast(\"cuda\"):`"),
+    FixStep(
+        "If the model is already fp16 (`.half()`, `torch_dtype=torch.float16`), remove the `with "
+        'torch.autocast("cuda")` around the OneFlow-compiled pipeline: it has nothing left to cast'
+    ),
+    FixStep('If you need autocast, use OneFlow\'s own around OneFlow code: `with oneflow.autocast("cuda"):`'),
     FixStep("Never nest torch.autocast and oneflow.autocast, or run one forward pass under both"),
 ]
 
 
-@check("ONEFLOW005", "two-precision-managers", family=FAMILY, needs=("project",),
-       fires_on=("oneflow-incident2",),
-       quiet_on=("apex-amp-mixed", "oneflow-mock-torch", "onediff-without-oneflow"))
+@check(
+    "ONEFLOW005",
+    "two-precision-managers",
+    family=FAMILY,
+    needs=("project",),
+    fires_on=("oneflow-incident2",),
+    quiet_on=("apex-amp-mixed", "oneflow-mock-torch", "onediff-without-oneflow"),
+)
 def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     """torch.autocast and OneFlow both manage precision: an fp16 model under torch.autocast fails in OneFlow.
 
@@ -136,17 +167,26 @@ def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     measured = _measured(snap)
     under_torch = _case(snap, "torch.autocast")
     reproduced = under_torch is not None and under_torch.status == "error"
-    versions = [f"torch {snap.torch.version or '?'}, oneflow {_oneflow.version(snap) or '?'}"
-                + "".join(f", {d.name} {d.version}" for d in _oneflow.onediff_distributions(snap))]
+    versions = [
+        f"torch {snap.torch.version or '?'}, oneflow {_oneflow.version(snap) or '?'}"
+        + "".join(f", {d.name} {d.version}" for d in _oneflow.onediff_distributions(snap))
+    ]
     if autocast and oneflow_code:
         both = sorted({use.file for use in autocast} & {use.file for use in oneflow_code})
         evidence = [f"torch.autocast: {_oneflow.where(use)}" for use in autocast[:3]]
         evidence += [f"OneFlow: {_oneflow.where(use)}" for use in oneflow_code[:3]]
         where = f" in {', '.join(both[:3])}" if both else " in your code"
         make = error if reproduced else warning
-        yield make(f"torch.autocast and OneFlow meet{where}: OneFlow does not follow torch's autocast, and an fp16 "
-                   "model fails with `InferDataType Failed. Expected kFloat, but got kFloat16`",
-                   evidence + measured + versions, FIXES)
+        yield make(
+            f"torch.autocast and OneFlow meet{where}: OneFlow does not follow torch's autocast, and an fp16 "
+            "model fails with `InferDataType Failed. Expected kFloat, but got kFloat16`",
+            evidence + measured + versions,
+            FIXES,
+        )
     elif measured and under_torch is not None and under_torch.oneflow_autocast is not True:
-        yield info("torch.autocast does not reach OneFlow here: wrap OneFlow-compiled modules in oneflow.autocast, "
-                   "never in torch.autocast", measured + versions, FIXES[1:])
+        yield info(
+            "torch.autocast does not reach OneFlow here: wrap OneFlow-compiled modules in oneflow.autocast, "
+            "never in torch.autocast",
+            measured + versions,
+            FIXES[1:],
+        )

@@ -12,8 +12,19 @@ from typing import Iterator
 
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps
-from mpdoctor.checks._kernels import (FAILED, FAMILY, LOW, NO_KERNEL_IMAGE, NUMERIC_OPS, missing_images,
-                                      no_kernel_image, own_failure, sdpa_runs, sdpa_tried, use_instead)
+from mpdoctor.checks._kernels import (
+    FAILED,
+    FAMILY,
+    LOW,
+    NO_KERNEL_IMAGE,
+    NUMERIC_OPS,
+    missing_images,
+    no_kernel_image,
+    own_failure,
+    sdpa_runs,
+    sdpa_tried,
+    use_instead,
+)
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.analysis.kernel_view import capability, is_gpu, label, measured, short, kernel_name
 from mpdoctor.checks.registry import check, defer
@@ -26,8 +37,15 @@ def _failures(device: DeviceKernels) -> list[KernelResult]:
     An SDPA dtype counts once, and only when no backend at all ran it; a single
     backend refusing is PREC006's business.
     """
-    out = [r for r in device.results if r.op in NUMERIC_OPS and not r.backend and r.status in FAILED
-           and not no_kernel_image(r) and not own_failure(r.detail)]
+    out = [
+        r
+        for r in device.results
+        if r.op in NUMERIC_OPS
+        and not r.backend
+        and r.status in FAILED
+        and not no_kernel_image(r)
+        and not own_failure(r.detail)
+    ]
     for dtype in LOW:
         tried = sdpa_tried(device, dtype)
         if tried and not sdpa_runs(device, dtype) and not any(no_kernel_image(r) for r in tried):
@@ -37,9 +55,14 @@ def _failures(device: DeviceKernels) -> list[KernelResult]:
     return out
 
 
-@check("PREC001", "precision-does-not-run", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-cpu-old-torch",),
-       quiet_on=("kernels-missing-arch", "kernels-faulty-gpu", "cpu-kernels"))
+@check(
+    "PREC001",
+    "precision-does-not-run",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-cpu-old-torch",),
+    quiet_on=("kernels-missing-arch", "kernels-faulty-gpu", "cpu-kernels"),
+)
 def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
     """An op raises in a dtype on a device (matmul, conv2d, layer_norm, softmax, attention).
 
@@ -74,9 +97,14 @@ def precision_does_not_run(snap: Snapshot) -> Iterator[Finding]:
             yield make(title, evidence, steps or [FixStep(f"Avoid {short(dtype)} on {label(device)}")])
 
 
-@check("PREC002", "no-kernel-image", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-missing-arch",),
-       quiet_on=("v100-cu130", "kernels-cpu-old-torch", "kernels-faulty-gpu"))
+@check(
+    "PREC002",
+    "no-kernel-image",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-missing-arch",),
+    quiet_on=("v100-cu130", "kernels-cpu-old-torch", "kernels-faulty-gpu"),
+)
 def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
     """A kernel failed with "no kernel image is available for execution on the device".
 
@@ -99,9 +127,14 @@ def no_kernel_image_found(snap: Snapshot) -> Iterator[Finding]:
         )
 
 
-@check("PREC003", "wrong-results", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-faulty-gpu",),
-       quiet_on=("kernels-a100", "kernels-h100", "kernels-cpu-old-torch"))
+@check(
+    "PREC003",
+    "wrong-results",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-faulty-gpu",),
+    quiet_on=("kernels-a100", "kernels-h100", "kernels-cpu-old-torch"),
+)
 def wrong_results(snap: Snapshot) -> Iterator[Finding]:
     """An op gives results outside its dtype's tolerance, or inf/NaN, on a device.
 
@@ -120,22 +153,35 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
         if not wrong:
             continue
         names = sorted({f"{short(r.dtype)} {r.op}" for r in wrong})
-        evidence = [f"{kernel_name(r)}: {r.detail}"
-                    + (f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
-                       if r.max_rel_error is not None and r.tolerance else "") for r in wrong]
+        evidence = [
+            f"{kernel_name(r)}: {r.detail}"
+            + (
+                f" (max error {r.max_rel_error:.3g}, tolerance {r.tolerance:g})"
+                if r.max_rel_error is not None and r.tolerance
+                else ""
+            )
+            for r in wrong
+        ]
         steps = [FixStep(f"Do not train in these dtypes on {label(device)} until fixed")]
         if is_gpu(device):
-            steps += [fixes.inspect("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
-                      FixStep("Update the NVIDIA driver and torch, then run `mpdoctor check` again")]
+            steps += [
+                fixes.inspect("Look for memory errors on the GPU", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+                FixStep("Update the NVIDIA driver and torch, then run `mpdoctor check` again"),
+            ]
         else:
             steps.append(FixStep("Update torch, then run `mpdoctor check` again"))
         yield error(f"Wrong results on {label(device)}: {', '.join(names)}", evidence, steps)
 
 
-@check("PREC009", "kernel-worker-failed", family=FAMILY, defers_to=("PREC002", "TORCH007"),
-       needs=("kernels",),
-       fires_on=("kernels-faulty-gpu",),
-       quiet_on=("kernels-skipped", "kernels-a100", "h200-fork-refused"))
+@check(
+    "PREC009",
+    "kernel-worker-failed",
+    family=FAMILY,
+    defers_to=("PREC002", "TORCH007"),
+    needs=("kernels",),
+    fires_on=("kernels-faulty-gpu",),
+    quiet_on=("kernels-skipped", "kernels-a100", "h200-fork-refused"),
+)
 def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """A microkernel crashed or hung its worker process, or a device could not start at all.
 
@@ -154,10 +200,12 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     """
     kernels = snap.kernels
     if kernels.status == "error":
-        yield warning(f"The precision microkernels did not finish: {kernels.detail}",
-                      [f"kernel runner: {kernels.probe.status} {kernels.probe.detail}".rstrip()]
-                      + ([kernels.probe.stderr_tail[-600:]] if kernels.probe.stderr_tail else []),
-                      [FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))])
+        yield warning(
+            f"The precision microkernels did not finish: {kernels.detail}",
+            [f"kernel runner: {kernels.probe.status} {kernels.probe.detail}".rstrip()]
+            + ([kernels.probe.stderr_tail[-600:]] if kernels.probe.stderr_tail else []),
+            [FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))],
+        )
     for device in measured(snap):
         if device.status in ("crashed", "timeout", "error") and not device.results:
             if own_failure(device.detail):
@@ -166,31 +214,48 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                 # PREC002 (measured) or TORCH007 (predicted) names the cause and the build to install; this
                 # speaks when neither is selected or fires.
                 cc = capability(snap, device)
-                yield defer(error(f"Could not start {label(device)} to run kernels: torch has no kernel image for it",
-                                  [f"{device.device}: {device.status}: {device.detail}"],
-                                  arch_fix_steps(snap, [cc] if cc else [])), "PREC002", "TORCH007")
+                yield defer(
+                    error(
+                        f"Could not start {label(device)} to run kernels: torch has no kernel image for it",
+                        [f"{device.device}: {device.status}: {device.detail}"],
+                        arch_fix_steps(snap, [cc] if cc else []),
+                    ),
+                    "PREC002",
+                    "TORCH007",
+                )
                 continue
-            yield error(f"Could not start {label(device)} to run kernels: {device.detail}",
-                        [f"{device.device}: {device.status}"],
-                        [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")])
+            yield error(
+                f"Could not start {label(device)} to run kernels: {device.detail}",
+                [f"{device.device}: {device.status}"],
+                [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")],
+            )
             continue
         killed = [r for r in device.results if r.status in ("crashed", "timeout") and not own_failure(r.detail)]
         if not killed:
             continue
         crashed = [r for r in killed if r.status == "crashed"]
-        names = ", ".join(f"{short(r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}"
-                          for r in killed)
+        names = ", ".join(f"{short(r.dtype)} {r.op}{'/' + r.backend if r.backend else ''} {r.status}" for r in killed)
         evidence = [f"{kernel_name(r)}: {r.detail}" for r in killed]
-        evidence.append(f"worker restarted {device.restarts} time(s); device run ended: {device.status}"
-                        + (f" ({device.detail})" if device.detail else ""))
+        evidence.append(
+            f"worker restarted {device.restarts} time(s); device run ended: {device.status}"
+            + (f" ({device.detail})" if device.detail else "")
+        )
         make = error if crashed else warning
-        yield make(f"Kernels killed their process on {label(device)}: {names}", evidence,
-                   [FixStep("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")])
+        yield make(
+            f"Kernels killed their process on {label(device)}: {names}",
+            evidence,
+            [FixStep("Avoid these ops in these dtypes on this device; update torch and the NVIDIA driver")],
+        )
 
 
-@check("PREC010", "kernels-not-run", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-skipped",),
-       quiet_on=("cpu-laptop", "torch-missing", "cpu-kernels"))
+@check(
+    "PREC010",
+    "kernels-not-run",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-skipped",),
+    quiet_on=("cpu-laptop", "torch-missing", "cpu-kernels"),
+)
 def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     """The precision microkernels were skipped, so precision support is predicted, not measured.
 
@@ -202,5 +267,8 @@ def kernels_not_run(snap: Snapshot) -> Iterator[Finding]:
     Run `mpdoctor check` without `--no-kernels`.
     """
     if snap.kernels.status == "skipped":
-        yield info("Precision was predicted, not measured: the microkernels were skipped",
-                   [f"kernels: {snap.kernels.detail}"], [FixStep("Measure it", fixes.mpdoctor_check(snap, kernels=True))])
+        yield info(
+            "Precision was predicted, not measured: the microkernels were skipped",
+            [f"kernels: {snap.kernels.detail}"],
+            [FixStep("Measure it", fixes.mpdoctor_check(snap, kernels=True))],
+        )

@@ -14,9 +14,26 @@ from typing import Iterator
 from mpdoctor.checks import fixes
 from mpdoctor.checks._kernels import FAMILY, FUSED_SDPA, LOW, bf16_misreported, sdpa_runs, sdpa_tried, use_instead
 from mpdoctor.findings import Finding, FixStep, info, warning
-from mpdoctor.analysis.kernel_view import (NO_GAIN, busy_cpu, conclusive_speed, disturbance, gpu_of, hardware_level,
-                                           inconclusive, is_gpu, is_slow, kernel_name, label, load_text, measured,
-                                           ratio_text, result, short, spread_text, verdict)
+from mpdoctor.analysis.kernel_view import (
+    NO_GAIN,
+    busy_cpu,
+    conclusive_speed,
+    disturbance,
+    gpu_of,
+    hardware_level,
+    inconclusive,
+    is_gpu,
+    is_slow,
+    kernel_name,
+    label,
+    load_text,
+    measured,
+    ratio_text,
+    result,
+    short,
+    spread_text,
+    verdict,
+)
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
@@ -25,10 +42,25 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms"
 
 
-@check("PREC004", "precision-slower-than-fp32", family=FAMILY, defers_to=("PREC005",), needs=("kernels",),
-       fires_on=("cpu-kernels", "kernels-h100", "kernels-a100", "kernels-t4", "kernels-titan-1080ti",
-                 "kernels-missing-arch", "kernels-cpu-old-torch", "kernels-faulty-gpu", "kernels-gpu-shared"),
-       quiet_on=("kernels-skipped", "cpu-laptop", "kernels-cpu-busy"))
+@check(
+    "PREC004",
+    "precision-slower-than-fp32",
+    family=FAMILY,
+    defers_to=("PREC005",),
+    needs=("kernels",),
+    fires_on=(
+        "cpu-kernels",
+        "kernels-h100",
+        "kernels-a100",
+        "kernels-t4",
+        "kernels-titan-1080ti",
+        "kernels-missing-arch",
+        "kernels-cpu-old-torch",
+        "kernels-faulty-gpu",
+        "kernels-gpu-shared",
+    ),
+    quiet_on=("kernels-skipped", "cpu-laptop", "kernels-cpu-busy"),
+)
 def precision_slower_than_fp32(snap: Snapshot) -> Iterator[Finding]:
     """A low-precision dtype runs, but its matmul is far slower than fp32, or emulated.
 
@@ -84,7 +116,7 @@ def _slow_finding(snap: Snapshot, device: DeviceKernels, slow: list) -> Finding:
 
 
 def _summary(slow) -> str:
-    """"108x slower than fp32", or "108x and 117x slower than fp32" for several dtypes."""
+    """ "108x slower than fp32", or "108x and 117x slower than fp32" for several dtypes."""
     texts = [ratio_text(speed.ratio) for _, _, speed, _ in slow]
     number, _, rest = texts[0].partition(" ")
     if all(text.partition(" ")[2] == rest for text in texts) and number.endswith("x"):
@@ -92,9 +124,14 @@ def _summary(slow) -> str:
     return " and ".join(texts)
 
 
-@check("PREC005", "bf16-emulated-but-reported-supported", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-t4", "kernels-titan-1080ti"),
-       quiet_on=("kernels-a100", "kernels-h100", "cpu-kernels"))
+@check(
+    "PREC005",
+    "bf16-emulated-but-reported-supported",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-t4", "kernels-titan-1080ti"),
+    quiet_on=("kernels-a100", "kernels-h100", "cpu-kernels"),
+)
 def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
     """`torch.cuda.is_bf16_supported()` says True on a GPU that only emulates bf16.
 
@@ -116,23 +153,39 @@ def bf16_emulated(snap: Snapshot) -> Iterator[Finding]:
         fp16 = result(device, "matmul", "float16")
         bf16_speed = conclusive_speed(snap, device, bf16) if bf16 else None
         fp16_speed = conclusive_speed(snap, device, fp16) if fp16 else None
-        measured_text = (f"bf16 matmul ran {spread_text(bf16_speed)}" if bf16_speed is not None
-                         else f"bf16 matmul failed: {bf16.detail if bf16 else '?'}")
-        evidence = [f"torch.cuda.is_bf16_supported() = {device.bf16_supported}",
-                    f"torch.cuda.is_bf16_supported(including_emulation=False) = {device.bf16_native}",
-                    measured_text]
+        measured_text = (
+            f"bf16 matmul ran {spread_text(bf16_speed)}"
+            if bf16_speed is not None
+            else f"bf16 matmul failed: {bf16.detail if bf16 else '?'}"
+        )
+        evidence = [
+            f"torch.cuda.is_bf16_supported() = {device.bf16_supported}",
+            f"torch.cuda.is_bf16_supported(including_emulation=False) = {device.bf16_native}",
+            measured_text,
+        ]
         if fp16_speed is not None:
             evidence.append(f"fp16 matmul ran {spread_text(fp16_speed)}")
-        steps = [FixStep("Train in fp16 with torch.amp.GradScaler on this GPU"
-                      if fp16_speed is not None and fp16_speed.low >= NO_GAIN else "Stay in fp32 on this GPU"),
-                 FixStep("Where code picks the dtype, use torch.cuda.is_bf16_supported(including_emulation=False)")]
-        yield warning(f"bf16 is only emulated on {label(device)}, yet torch.cuda.is_bf16_supported() says True",
-                      evidence, steps)
+        steps = [
+            FixStep(
+                "Train in fp16 with torch.amp.GradScaler on this GPU"
+                if fp16_speed is not None and fp16_speed.low >= NO_GAIN
+                else "Stay in fp32 on this GPU"
+            ),
+            FixStep("Where code picks the dtype, use torch.cuda.is_bf16_supported(including_emulation=False)"),
+        ]
+        yield warning(
+            f"bf16 is only emulated on {label(device)}, yet torch.cuda.is_bf16_supported() says True", evidence, steps
+        )
 
 
-@check("PREC006", "no-fused-attention", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-t4", "kernels-titan-1080ti"),
-       quiet_on=("kernels-faulty-gpu", "kernels-a100", "cpu-kernels"))
+@check(
+    "PREC006",
+    "no-fused-attention",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-t4", "kernels-titan-1080ti"),
+    quiet_on=("kernels-faulty-gpu", "kernels-a100", "cpu-kernels"),
+)
 def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
     """No fused attention kernel (flash, memory-efficient or cuDNN) runs a dtype on a GPU.
 
@@ -161,17 +214,28 @@ def no_fused_attention(snap: Snapshot) -> Iterator[Finding]:
             math = "runs" if "math" in sdpa_runs(device, dtype) else "fails too"
             evidence.append(f"sdpa {short(dtype)}/math: {math}")
         fused_elsewhere = [(d, sdpa_runs(device, d, FUSED_SDPA)) for d in LOW if d not in lacking]
-        steps = [FixStep(f"Run attention in {short(d)} on this GPU: {', '.join(backends)} ran")
-                 for d, backends in fused_elsewhere if backends]
-        steps.append(FixStep("Long sequences need a GPU of compute capability 8.0+ (flash attention) or shorter contexts"))
+        steps = [
+            FixStep(f"Run attention in {short(d)} on this GPU: {', '.join(backends)} ran")
+            for d, backends in fused_elsewhere
+            if backends
+        ]
+        steps.append(
+            FixStep("Long sequences need a GPU of compute capability 8.0+ (flash attention) or shorter contexts")
+        )
         names = " and ".join(short(d) for d in lacking)
-        yield warning(f"No fused attention for {names} on {label(device)}: SDPA falls back to the math kernel",
-                      evidence, steps)
+        yield warning(
+            f"No fused attention for {names} on {label(device)}: SDPA falls back to the math kernel", evidence, steps
+        )
 
 
-@check("PREC011", "kernel-timings-disturbed", family=FAMILY, needs=("kernels",),
-       fires_on=("kernels-gpu-shared", "kernels-cpu-busy", "h200-fork-refused"),
-       quiet_on=("kernels-a100", "kernels-h100", "kernels-skipped"))
+@check(
+    "PREC011",
+    "kernel-timings-disturbed",
+    family=FAMILY,
+    needs=("kernels",),
+    fires_on=("kernels-gpu-shared", "kernels-cpu-busy", "h200-fork-refused"),
+    quiet_on=("kernels-a100", "kernels-h100", "kernels-skipped"),
+)
 def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
     """Some precision speed ratios are inconclusive: the machine was busy while they were timed.
 
@@ -204,8 +268,11 @@ def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
             by_reason.setdefault(why, []).append(kernel_name(r))
         evidence += [f"{', '.join(names)}: inconclusive: {why}" for why, names in by_reason.items()]
         load = device.load
-        said = [f"{load.rounds_disturbed} of {load.rounds} timing rounds disturbed"] \
-            if load.rounds and not is_gpu(device) else []  # GPU rounds are timed by CUDA events, never set aside
+        said = (
+            [f"{load.rounds_disturbed} of {load.rounds} timing rounds disturbed"]
+            if load.rounds and not is_gpu(device)
+            else []
+        )  # GPU rounds are timed by CUDA events, never set aside
         if load.budget_exhausted:
             said.append(f"extra rounds stopped at their budget after {load.extra_seconds:.2g} s")
         if said:
@@ -214,15 +281,26 @@ def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
         steps = [FixStep("Measure again at a quiet moment, with more rounds and bigger problems", again)]
         if is_gpu(device):
             steps.insert(0, fixes.inspect("See what else runs on the GPU", "nvidia-smi"))
-            idle = [g for g in snap.machine.nvml.usable_gpus
-                    if g.uuid and not any(not p.ours for p in g.processes) and g is not gpu_of(snap, device)]
+            idle = [
+                g
+                for g in snap.machine.nvml.usable_gpus
+                if g.uuid and not any(not p.ours for p in g.processes) and g is not gpu_of(snap, device)
+            ]
             if idle:
-                steps.append(fixes.alternative(f"Or measure on an idle GPU (nvidia-smi {idle[0].index})",
-                                               f"CUDA_VISIBLE_DEVICES={idle[0].uuid} {again}"))
+                steps.append(
+                    fixes.alternative(
+                        f"Or measure on an idle GPU (nvidia-smi {idle[0].index})",
+                        f"CUDA_VISIBLE_DEVICES={idle[0].uuid} {again}",
+                    )
+                )
         else:
             steps.insert(0, fixes.inspect("See what else keeps the CPU busy", "top -b -n 1 | head -20"))
-        yield info(f"{len(unsure)} precision speed ratio{'s' if len(unsure) > 1 else ''} on {label(device)} "
-                   "could not be measured reliably: the machine was busy", evidence, steps)
+        yield info(
+            f"{len(unsure)} precision speed ratio{'s' if len(unsure) > 1 else ''} on {label(device)} "
+            "could not be measured reliably: the machine was busy",
+            evidence,
+            steps,
+        )
 
 
 def _disturbed(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> bool:

@@ -15,9 +15,13 @@ from mpdoctor.snapshot import Snapshot
 FAMILY = "gpu"
 
 
-@check("GPU009", "deprecated-pynvml-package", family=FAMILY,
-       fires_on=("pynvml-legacy-shadows", "pynvml-deprecated-shim"),
-       quiet_on=("h100-node-healthy", "cpu-laptop"))
+@check(
+    "GPU009",
+    "deprecated-pynvml-package",
+    family=FAMILY,
+    fires_on=("pynvml-legacy-shadows", "pynvml-deprecated-shim"),
+    quiet_on=("h100-node-healthy", "cpu-laptop"),
+)
 def deprecated_pynvml(snap: Snapshot) -> Iterator[Finding]:
     """The `pynvml` package from PyPI is installed instead of (or beside) `nvidia-ml-py`.
 
@@ -51,15 +55,25 @@ def deprecated_pynvml(snap: Snapshot) -> Iterator[Finding]:
     evidence += pullers
     steps = [FixStep("Remove the deprecated package", fixes.pip(snap, "uninstall", "-y", "pynvml"))]
     if ml is None:
-        steps.append(FixStep("Install NVIDIA's bindings, which provide `import pynvml`",
-                          fixes.pip(snap, "install", "nvidia-ml-py")))
+        steps.append(
+            FixStep(
+                "Install NVIDIA's bindings, which provide `import pynvml`", fixes.pip(snap, "install", "nvidia-ml-py")
+            )
+        )
     if pullers:
-        steps.append(FixStep("These packages will pull pynvml back in; upgrade them to releases that use "
-                          "nvidia-ml-py: " + ", ".join(dist.name for dist, _ in requirers(snap, "pynvml"))))
+        steps.append(
+            FixStep(
+                "These packages will pull pynvml back in; upgrade them to releases that use "
+                "nvidia-ml-py: " + ", ".join(dist.name for dist, _ in requirers(snap, "pynvml"))
+            )
+        )
     if legacy:
         shadowed = origin.endswith(("pynvml/__init__.py", "pynvml\\__init__.py"))
-        what = "shadows nvidia-ml-py: `import pynvml` gets these old bindings" if shadowed and ml else \
-            "ships its own, outdated NVML bindings"
+        what = (
+            "shadows nvidia-ml-py: `import pynvml` gets these old bindings"
+            if shadowed and ml
+            else "ships its own, outdated NVML bindings"
+        )
         yield warning(f"pynvml {dist.version} {what}", evidence, steps)
     else:
         yield info(f"pynvml {dist.version} is a deprecated shim for nvidia-ml-py", evidence, steps)

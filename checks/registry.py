@@ -185,8 +185,10 @@ class Check:
                 if isinstance(item, Deferred):
                     undeclared = [code for code in item.to if code not in self.defers_to]
                     if undeclared:
-                        raise ValueError(f"{self.code} defers a finding to {', '.join(undeclared)}, which it does "
-                                         f"not declare in defers_to {self.defers_to}")
+                        raise ValueError(
+                            f"{self.code} defers a finding to {', '.join(undeclared)}, which it does "
+                            f"not declare in defers_to {self.defers_to}"
+                        )
                     out.append(Outcome(self.stamp(item.finding), self.superseded_by + item.to))
                 else:
                     out.append(Outcome(self.stamp(item), self.superseded_by))
@@ -201,12 +203,17 @@ class Check:
     def _crash_finding(self, exc: Exception, snap: Snapshot) -> Finding:
         # Imported here: loading mpdoctor.checks loads the families, which import this module.
         from mpdoctor.checks.fixes import mpdoctor_check
+
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         crash = warning(
             f"Check {self.code} ({self.name}) crashed: {type(exc).__name__}: {exc}",
             evidence=["".join(frames[-3:]).strip()],
-            fix=[FixStep("Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
-                      mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")))],
+            fix=[
+                FixStep(
+                    "Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
+                    mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")),
+                )
+            ],
         )
         return CHECK_CRASHED.stamp(crash)
 
@@ -218,10 +225,22 @@ class Registry:
         self.families = dict(families)
         self._checks: dict[str, Check] = {}
 
-    def add(self, code: str, name: str, family: str, func: Optional[CheckFunc] = None, *,
-            subject: str = SNAPSHOT, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
-            needs: Iterable[str] = (), doc: str = "", fires_on: Iterable[str] = (),
-            quiet_on: Iterable[str] = (), severities: Iterable[str] = ()) -> Check:
+    def add(
+        self,
+        code: str,
+        name: str,
+        family: str,
+        func: Optional[CheckFunc] = None,
+        *,
+        subject: str = SNAPSHOT,
+        superseded_by: Iterable[str] = (),
+        defers_to: Iterable[str] = (),
+        needs: Iterable[str] = (),
+        doc: str = "",
+        fires_on: Iterable[str] = (),
+        quiet_on: Iterable[str] = (),
+        severities: Iterable[str] = (),
+    ) -> Check:
         match = CODE_PATTERN.match(code)
         if not match:
             raise ValueError(f"check code {code!r} must be letters then three digits")
@@ -244,8 +263,10 @@ class Registry:
             if func is None:
                 raise ValueError(f"{code}: a snapshot check needs a function")
         elif func is not None or superseded_by or defers_to or needs or fires_on or quiet_on:
-            raise ValueError(f"{code} judges {subject}: the registry does not run it, so it takes documentation "
-                             "only, no function, relations, needs or fixtures")
+            raise ValueError(
+                f"{code} judges {subject}: the registry does not run it, so it takes documentation "
+                "only, no function, relations, needs or fixtures"
+            )
         both = sorted(set(fires_on) & set(quiet_on))
         if both:
             raise ValueError(f"{code} both fires_on and is quiet_on {', '.join(both)}")
@@ -257,8 +278,9 @@ class Registry:
         for other in superseded_by + defers_to:
             if other == code:
                 raise ValueError(f"{code} cannot be superseded by itself")
-        entry = Check(code, name, family, func, subject, superseded_by, defers_to, needs, doc, fires_on, quiet_on,
-                      severities)
+        entry = Check(
+            code, name, family, func, subject, superseded_by, defers_to, needs, doc, fires_on, quiet_on, severities
+        )
         self._checks[code] = entry
         return entry
 
@@ -270,12 +292,15 @@ class Registry:
                 if target is None:
                     raise ValueError(f"{entry.code} is superseded by {other}, which is no registered code")
                 if not target.runs_on_snapshot:
-                    raise ValueError(f"{entry.code} is superseded by {other}, which judges {target.subject}, "
-                                     "not a snapshot: it can never fire beside it")
+                    raise ValueError(
+                        f"{entry.code} is superseded by {other}, which judges {target.subject}, "
+                        "not a snapshot: it can never fire beside it"
+                    )
         cycle = self._cycle()
         if cycle:
-            raise ValueError("checks supersede each other in a cycle, so all of them would stand down: "
-                             + " -> ".join(cycle))
+            raise ValueError(
+                "checks supersede each other in a cycle, so all of them would stand down: " + " -> ".join(cycle)
+            )
 
     def _cycle(self) -> list[str]:
         """One cycle of "is superseded by", as codes, or [] when there is none."""
@@ -285,7 +310,7 @@ class Registry:
             entry = self._checks.get(path[-1])
             for other in (entry.superseded_by + entry.defers_to) if entry else ():
                 if other in path:
-                    return path[path.index(other):] + [other]
+                    return path[path.index(other) :] + [other]
                 if other not in done:
                     found = visit(path + [other])
                     if found:
@@ -317,9 +342,9 @@ class Registry:
         chosen = tuple(p.upper() for p in select)
         dropped = tuple(p.upper() for p in ignore)
         return [
-            c for c in self.snapshot_checks()
-            if (not chosen or c.code.startswith(chosen))
-            and not (dropped and c.code.startswith(dropped))
+            c
+            for c in self.snapshot_checks()
+            if (not chosen or c.code.startswith(chosen)) and not (dropped and c.code.startswith(dropped))
         ]
 
     def needs(self, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> frozenset[str]:
@@ -379,21 +404,45 @@ def rule(code: str, name: str, *, family: str, subject: str, doc: str, severitie
     return REGISTRY.add(code, name, family, subject=subject, doc=doc, severities=severities)
 
 
-def check(code: str, name: str, *, family: str, superseded_by: Iterable[str] = (), defers_to: Iterable[str] = (),
-          needs: Iterable[str] = (), fires_on: Iterable[str] = (), quiet_on: Iterable[str] = (),
-          severities: Iterable[str] = ()) -> Callable[[CheckFunc], CheckFunc]:
+def check(
+    code: str,
+    name: str,
+    *,
+    family: str,
+    superseded_by: Iterable[str] = (),
+    defers_to: Iterable[str] = (),
+    needs: Iterable[str] = (),
+    fires_on: Iterable[str] = (),
+    quiet_on: Iterable[str] = (),
+    severities: Iterable[str] = (),
+) -> Callable[[CheckFunc], CheckFunc]:
     """``rule()`` for a snapshot check, written above the function the registry runs (its docstring is its
     documentation), with its relations, needs and test fixtures."""
 
     def register(func: CheckFunc) -> CheckFunc:
-        REGISTRY.add(code, name, family, func, superseded_by=superseded_by, defers_to=defers_to, needs=needs,
-                     fires_on=fires_on, quiet_on=quiet_on, severities=severities)
+        REGISTRY.add(
+            code,
+            name,
+            family,
+            func,
+            superseded_by=superseded_by,
+            defers_to=defers_to,
+            needs=needs,
+            fires_on=fires_on,
+            quiet_on=quiet_on,
+            severities=severities,
+        )
         return func
 
     return register
 
 
-CHECK_CRASHED = rule("MPD001", "check-crashed", family="mpdoctor", subject=INTERNAL, doc="""
+CHECK_CRASHED = rule(
+    "MPD001",
+    "check-crashed",
+    family="mpdoctor",
+    subject=INTERNAL,
+    doc="""
     A check raised an exception instead of giving a verdict.
 
     ## Why it matters
@@ -405,9 +454,15 @@ CHECK_CRASHED = rule("MPD001", "check-crashed", family="mpdoctor", subject=INTER
     It is a bug in mpdoctor: report it with the Markdown report attached
     (`mpdoctor check --format markdown --output mpdoctor-report.md`); meanwhile
     `--ignore` the crashing code to keep CI gating on the rest.
-    """)
+    """,
+)
 
-FACT_NOT_TAKEN = rule("MPD002", "fact-not-taken", family="mpdoctor", subject=INTERNAL, doc="""
+FACT_NOT_TAKEN = rule(
+    "MPD002",
+    "fact-not-taken",
+    family="mpdoctor",
+    subject=INTERNAL,
+    doc="""
     Selected checks need a fact that this snapshot never took, so they could not judge.
 
     ## Why it matters
@@ -420,10 +475,16 @@ FACT_NOT_TAKEN = rule("MPD002", "fact-not-taken", family="mpdoctor", subject=INT
     ## Fix
     Take the snapshot again with the checks you want selected (on the machine
     and in the directory it describes), or run `mpdoctor check` there directly.
-    """)
+    """,
+)
 
 
-DEVICE_NOT_MEASURED = rule("MPD003", "device-not-measured", family="mpdoctor", subject=INTERNAL, doc="""
+DEVICE_NOT_MEASURED = rule(
+    "MPD003",
+    "device-not-measured",
+    family="mpdoctor",
+    subject=INTERNAL,
+    doc="""
     mpdoctor could not measure a device because of how mpdoctor ran, not because the device failed.
 
     ## Why it matters
@@ -440,7 +501,8 @@ DEVICE_NOT_MEASURED = rule("MPD003", "device-not-measured", family="mpdoctor", s
     For a time limit: run again with a larger `--timeout`. For the process
     model: report it with the Markdown report attached
     (`mpdoctor check --format markdown --output mpdoctor-report.md`).
-    """)
+    """,
+)
 
 _validated = False
 

@@ -25,11 +25,14 @@ from mpdoctor.snapshot import Distribution, Snapshot, canonical_name
 FAMILY = "stack"
 
 # Packages that take part in mixed precision, directly or as torch's ABI partners.
-PRECISION_STACK = frozenset(canonical_name(n) for n in """
+PRECISION_STACK = frozenset(
+    canonical_name(n)
+    for n in """
     torch torchvision torchaudio triton numpy xformers flash-attn flash-attn-3 transformers
     accelerate diffusers deepspeed bitsandbytes apex nvidia-apex onediff onediffx oneflow
     nexfort safetensors peft torchao lightning pytorch-lightning vllm timm
-""".split())
+""".split()
+)
 # Compiled against one exact torch: a version mismatch breaks imports or kernels.
 TORCH_ABI_PARTNERS = frozenset({"torchvision", "torchaudio", "xformers", "flash-attn", "apex", "torchao", "vllm"})
 
@@ -83,7 +86,9 @@ class Conflict:
         return canonical_name(self.req.name)
 
     def describe(self) -> str:
-        have = f"{self.installed.name} {self.installed.version} is installed" if self.installed else "it is not installed"
+        have = (
+            f"{self.installed.name} {self.installed.version} is installed" if self.installed else "it is not installed"
+        )
         return f"{self.requirer.name} {self.requirer.version} requires {self.req}, but {have}"
 
 
@@ -146,14 +151,21 @@ def _fix(snap: Snapshot, conflict: Conflict) -> list[FixStep]:
     if conflict.required == "torch":
         # Keep torch; move the package that disagrees to a release built for it.
         return [
-            FixStep(f"Keep torch {torch} and move {conflict.requirer.name} to a release that "
-                 "supports it (pip refuses rather than changing torch)",
-                 fixes.pip(snap, "install", "--upgrade", conflict.requirer.name, *pin_torch)),
-            fixes.alternative(f"Or install the torch {conflict.requirer.name} was built for",
-                              fixes.pip(snap, "install", wanted)),
+            FixStep(
+                f"Keep torch {torch} and move {conflict.requirer.name} to a release that "
+                "supports it (pip refuses rather than changing torch)",
+                fixes.pip(snap, "install", "--upgrade", conflict.requirer.name, *pin_torch),
+            ),
+            fixes.alternative(
+                f"Or install the torch {conflict.requirer.name} was built for", fixes.pip(snap, "install", wanted)
+            ),
         ]
-    return [FixStep(f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
-                 fixes.pip(snap, "install", wanted, *pin_torch))]
+    return [
+        FixStep(
+            f"Install what {conflict.requirer.name} needs" + (" while keeping torch" if pin_torch else ""),
+            fixes.pip(snap, "install", wanted, *pin_torch),
+        )
+    ]
 
 
 def _install_once(snap: Snapshot, name: str) -> FixStep:
@@ -161,9 +173,14 @@ def _install_once(snap: Snapshot, name: str) -> FixStep:
     return FixStep("Install it once", fixes.pip(snap, "install", f"{name}=={version}" if version else name))
 
 
-@check("STACK001", "precision-stack-conflict", family=FAMILY, defers_to=("STACK002",),
-       fires_on=("precision-stack-conflicts",),
-       quiet_on=("onediff-without-oneflow", "apex-amp-removed", "h100-node-healthy"))
+@check(
+    "STACK001",
+    "precision-stack-conflict",
+    family=FAMILY,
+    defers_to=("STACK002",),
+    fires_on=("precision-stack-conflicts",),
+    quiet_on=("onediff-without-oneflow", "apex-amp-removed", "h100-node-healthy"),
+)
 def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
     """An installed package that takes part in mixed precision has an unmet requirement.
 
@@ -182,15 +199,23 @@ def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:
         severe = conflict.required == "torch" and canonical_name(conflict.requirer.name) in TORCH_ABI_PARTNERS
         severe = severe or conflict.installed is None
         make = error if severe else warning
-        finding = make(conflict.describe(), [f"{conflict.requirer.name} metadata: {conflict.requirer.metadata_path}"],
-                       _fix(snap, conflict))
-        yield defer(finding, "STACK002") if conflict.required == "safetensors" and conflict.installed is None \
-            else finding
+        finding = make(
+            conflict.describe(),
+            [f"{conflict.requirer.name} metadata: {conflict.requirer.metadata_path}"],
+            _fix(snap, conflict),
+        )
+        yield (
+            defer(finding, "STACK002") if conflict.required == "safetensors" and conflict.installed is None else finding
+        )
 
 
-@check("STACK002", "safetensors-missing", family=FAMILY,
-       fires_on=("precision-stack-conflicts",),
-       quiet_on=("apex-incident1", "oneflow-incident2"))
+@check(
+    "STACK002",
+    "safetensors-missing",
+    family=FAMILY,
+    fires_on=("precision-stack-conflicts",),
+    quiet_on=("apex-incident1", "oneflow-incident2"),
+)
 def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
     """transformers or diffusers is installed without safetensors.
 
@@ -208,14 +233,20 @@ def safetensors_missing(snap: Snapshot) -> Iterator[Finding]:
     users = [d for d in (snap.distribution("transformers"), snap.distribution("diffusers")) if d]
     if users:
         names = " and ".join(f"{d.name} {d.version}" for d in users)
-        yield warning(f"{names} installed without safetensors",
-                      [f"{d.name} {d.version} at {d.location}" for d in users] + ["no safetensors distribution installed"],
-                      [FixStep("Install safetensors", fixes.pip(snap, "install", "safetensors"))])
+        yield warning(
+            f"{names} installed without safetensors",
+            [f"{d.name} {d.version} at {d.location}" for d in users] + ["no safetensors distribution installed"],
+            [FixStep("Install safetensors", fixes.pip(snap, "install", "safetensors"))],
+        )
 
 
-@check("STACK003", "duplicate-distribution", family=FAMILY,
-       fires_on=("precision-stack-conflicts", "h200-fork-refused"),
-       quiet_on=("pynvml-legacy-shadows", "apex-checkout-in-cwd"))
+@check(
+    "STACK003",
+    "duplicate-distribution",
+    family=FAMILY,
+    fires_on=("precision-stack-conflicts", "h200-fork-refused"),
+    quiet_on=("pynvml-legacy-shadows", "apex-checkout-in-cwd"),
+)
 def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
     """The same package is installed more than once on sys.path.
 
@@ -241,7 +272,11 @@ def duplicate_distribution(snap: Snapshot) -> Iterator[Finding]:
             f"{first.name} is installed {len(dists)} times: " + ", ".join(d.version or "?" for d in dists),
             [f"{d.name} {d.version} in {d.metadata_path or d.location}" for d in dists]
             + [f"`import {name.replace('-', '_')}` uses the first of these on sys.path"],
-            [FixStep("Remove every copy (repeat until pip says it is not installed)",
-                  fixes.pip(snap, "uninstall", "-y", first.name)),
-             _install_once(snap, first.name)],
+            [
+                FixStep(
+                    "Remove every copy (repeat until pip says it is not installed)",
+                    fixes.pip(snap, "uninstall", "-y", first.name),
+                ),
+                _install_once(snap, first.name),
+            ],
         )

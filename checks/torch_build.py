@@ -16,9 +16,13 @@ FAMILY = "torch"
 CUDA_STEPS = ("cuda", "devices")
 
 
-@check("TORCH005", "cpu-only-torch-with-gpus", family=FAMILY,
-       fires_on=("titan-rtx-1080ti-cpu-torch",),
-       quiet_on=("cpu-laptop", "torch-missing", "titan-1080ti-fastest-first"))
+@check(
+    "TORCH005",
+    "cpu-only-torch-with-gpus",
+    family=FAMILY,
+    fires_on=("titan-rtx-1080ti-cpu-torch",),
+    quiet_on=("cpu-laptop", "torch-missing", "titan-1080ti-fastest-first"),
+)
 def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
     """torch is a CPU-only build, but this machine has NVIDIA GPUs.
 
@@ -38,10 +42,18 @@ def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
     caps = [c for c in map(capability, cards) if c]
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps)
     if cuda:
-        steps = [fixes.reinstall_torch_step(snap, cuda, f"Reinstall torch {torch.version.split('+')[0]} built with CUDA {cuda}")]
+        steps = [
+            fixes.reinstall_torch_step(
+                snap, cuda, f"Reinstall torch {torch.version.split('+')[0]} built with CUDA {cuda}"
+            )
+        ]
     else:
-        steps = [FixStep("No official build of this torch version fits this driver and these GPUs; upgrade the "
-                      f"NVIDIA driver, then pick a CUDA build at {fixes.INSTALL_SELECTOR}")]
+        steps = [
+            FixStep(
+                "No official build of this torch version fits this driver and these GPUs; upgrade the "
+                f"NVIDIA driver, then pick a CUDA build at {fixes.INSTALL_SELECTOR}"
+            )
+        ]
     yield error(
         f"torch {torch.version} is a CPU-only build, but NVML sees {len(cards)} NVIDIA GPU(s)",
         [f"torch.version.cuda is None (torch {torch.version})"] + driver_evidence(snap),
@@ -72,21 +84,35 @@ def _driver_steps(snap: Snapshot) -> list[FixStep]:
     steps = [fixes.driver_upgrade_step(snap, torch.cuda)]
     version = torch.version.split("+")[0]
     if cuda:
-        steps.append(fixes.reinstall_torch_step(snap, cuda, f"Or install the torch {version} build for CUDA {cuda}, "
-                                                            "which this driver supports",
-                                                role="alternative"))
+        steps.append(
+            fixes.reinstall_torch_step(
+                snap,
+                cuda,
+                f"Or install the torch {version} build for CUDA {cuda}, which this driver supports",
+                role="alternative",
+            )
+        )
     else:
         builds = ", ".join(sorted(fixes.torch_variants(snap), key=fixes.version_tuple))
-        steps.append(FixStep(f"No build of torch {version} fits this driver (its CUDA builds: {builds}; the driver "
-                          f"supports CUDA {nvml.cuda_driver_version}): upgrading the driver is the fix, or an "
-                          f"older torch release built for CUDA {nvml.cuda_driver_version} or older "
-                          f"({fixes.INSTALL_SELECTOR})", role="alternative"))
+        steps.append(
+            FixStep(
+                f"No build of torch {version} fits this driver (its CUDA builds: {builds}; the driver "
+                f"supports CUDA {nvml.cuda_driver_version}): upgrading the driver is the fix, or an "
+                f"older torch release built for CUDA {nvml.cuda_driver_version} or older "
+                f"({fixes.INSTALL_SELECTOR})",
+                role="alternative",
+            )
+        )
     return steps
 
 
-@check("TORCH006", "cuda-runtime-newer-than-driver", family=FAMILY,
-       fires_on=("h100-driver-too-old", "rtx4090-minor-newer"),
-       quiet_on=("h100-node-healthy", "oneflow-driver-too-old", "cuda-unknown-error"))
+@check(
+    "TORCH006",
+    "cuda-runtime-newer-than-driver",
+    family=FAMILY,
+    fires_on=("h100-driver-too-old", "rtx4090-minor-newer"),
+    quiet_on=("h100-node-healthy", "oneflow-driver-too-old", "cuda-unknown-error"),
+)
 def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     """torch was built for a newer CUDA than the NVIDIA driver supports.
 
@@ -114,11 +140,19 @@ def cuda_runtime_newer_than_driver(snap: Snapshot) -> Iterator[Finding]:
     evidence = [f"torch {torch.version} is built with CUDA {torch.cuda}"] + driver_evidence(snap)
     evidence += [w for w in torch.cuda_warnings if "driver" in w.lower()]
     if built[0] > supported[0]:
-        yield error(f"torch needs CUDA {torch.cuda} but the driver supports only CUDA {nvml.cuda_driver_version}: "
-                    "CUDA cannot start", evidence, steps)
+        yield error(
+            f"torch needs CUDA {torch.cuda} but the driver supports only CUDA {nvml.cuda_driver_version}: "
+            "CUDA cannot start",
+            evidence,
+            steps,
+        )
     else:
-        yield warning(f"torch's CUDA {torch.cuda} is newer than the driver's CUDA {nvml.cuda_driver_version} "
-                      "(runs under minor-version compatibility; PTX JIT will fail)", evidence, steps)
+        yield warning(
+            f"torch's CUDA {torch.cuda} is newer than the driver's CUDA {nvml.cuda_driver_version} "
+            "(runs under minor-version compatibility; PTX JIT will fail)",
+            evidence,
+            steps,
+        )
 
 
 def _runs_on(arch_list: list[str], cc: int) -> bool:
@@ -140,9 +174,14 @@ def _runs_on(arch_list: list[str], cc: int) -> bool:
     return False
 
 
-@check("TORCH007", "gpu-arch-not-in-torch-build", family=FAMILY, superseded_by=("PREC002",),
-       fires_on=("v100-cu130",),
-       quiet_on=("h100-node-healthy", "laptop-rtx3060", "kernels-titan-1080ti"))
+@check(
+    "TORCH007",
+    "gpu-arch-not-in-torch-build",
+    family=FAMILY,
+    superseded_by=("PREC002",),
+    fires_on=("v100-cu130",),
+    quiet_on=("h100-node-healthy", "laptop-rtx3060", "kernels-titan-1080ti"),
+)
 def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     """A GPU's compute capability is missing from the torch build's arch list.
 
@@ -172,9 +211,13 @@ def gpu_arch_not_in_torch_build(snap: Snapshot) -> Iterator[Finding]:
     )
 
 
-@check("TORCH008", "cuda-build-without-cudnn", family=FAMILY,
-       fires_on=("cuda-without-cudnn",),
-       quiet_on=("torch-import-error", "cpu-laptop", "h100-node-healthy"))
+@check(
+    "TORCH008",
+    "cuda-build-without-cudnn",
+    family=FAMILY,
+    fires_on=("cuda-without-cudnn",),
+    quiet_on=("torch-import-error", "cpu-laptop", "h100-node-healthy"),
+)
 def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch cannot load cuDNN.
 
@@ -192,19 +235,31 @@ def cuda_build_without_cudnn(snap: Snapshot) -> Iterator[Finding]:
         return
     dist = snap.distribution("torch")
     wanted = [r.split(";")[0].strip() for r in (dist.requires if dist else []) if "cudnn" in r]
-    steps = [FixStep("Reinstall the cuDNN torch was built with", fixes.pip(snap, "install", "--force-reinstall", w))
-             for w in wanted] or [FixStep("Reinstall torch so that its cuDNN comes with it",
-                                       fixes.pip(snap, "install", "--force-reinstall", f"torch=={torch.version}",
-                                                 *fixes.torch_index(torch.version)))]
+    steps = [
+        FixStep("Reinstall the cuDNN torch was built with", fixes.pip(snap, "install", "--force-reinstall", w))
+        for w in wanted
+    ] or [
+        FixStep(
+            "Reinstall torch so that its cuDNN comes with it",
+            fixes.pip(
+                snap, "install", "--force-reinstall", f"torch=={torch.version}", *fixes.torch_index(torch.version)
+            ),
+        )
+    ]
     evidence = [f"torch {torch.version} built with CUDA {torch.cuda}", "torch.backends.cudnn.version() is None"]
     if "cudnn" in torch.fact_errors:
         evidence.append(torch.fact_errors["cudnn"])
     yield warning("torch cannot load cuDNN: convolutions and cuDNN attention will be slow or fail", evidence, steps)
 
 
-@check("TORCH009", "cuda-unavailable", family=FAMILY, defers_to=("TORCH006", "GPU005"),
-       fires_on=("cuda-unknown-error",),
-       quiet_on=("cuda-init-hangs",))
+@check(
+    "TORCH009",
+    "cuda-unavailable",
+    family=FAMILY,
+    defers_to=("TORCH006", "GPU005"),
+    fires_on=("cuda-unknown-error",),
+    quiet_on=("cuda-init-hangs",),
+)
 def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     """A CUDA build of torch, NVIDIA GPUs present, yet `torch.cuda.is_available()` is False.
 
@@ -242,20 +297,32 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
         title += f": CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} hides every GPU"
     if "CUDA_VISIBLE_DEVICES" in env:
         evidence.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r}")
-        steps.append(FixStep("Let CUDA see every GPU" if hidden else "CUDA_VISIBLE_DEVICES may hide every GPU; try "
-                          "without it", "unset CUDA_VISIBLE_DEVICES"))
+        steps.append(
+            FixStep(
+                "Let CUDA see every GPU" if hidden else "CUDA_VISIBLE_DEVICES may hide every GPU; try without it",
+                "unset CUDA_VISIBLE_DEVICES",
+            )
+        )
     if not (too_old or hidden):
         steps.append(FixStep("In a container, pass the GPUs through", "docker run --gpus all ..."))
-    steps.append(fixes.inspect("See CUDA's own error (ended after 60 s if CUDA hangs)",
-                               fixes.timed(60, fixes.python(snap, "-c", "import torch; torch.cuda.init()"))))
+    steps.append(
+        fixes.inspect(
+            "See CUDA's own error (ended after 60 s if CUDA hangs)",
+            fixes.timed(60, fixes.python(snap, "-c", "import torch; torch.cuda.init()")),
+        )
+    )
     causes = (["TORCH006"] if too_old else []) + (["GPU005"] if hidden else [])
     finding = error(title, evidence, steps)
     yield defer(finding, *causes) if causes else finding
 
 
-@check("TORCH010", "cuda-init-crashes", family=FAMILY,
-       fires_on=("cuda-init-hangs",),
-       quiet_on=("cuda-unknown-error", "torch-import-hang", "torch-import-crash"))
+@check(
+    "TORCH010",
+    "cuda-init-crashes",
+    family=FAMILY,
+    fires_on=("cuda-init-hangs",),
+    quiet_on=("cuda-unknown-error", "torch-import-hang", "torch-import-crash"),
+)
 def cuda_init_crashes(snap: Snapshot) -> Iterator[Finding]:
     """torch imports, but asking it about CUDA crashes or hangs the interpreter.
 
@@ -281,6 +348,8 @@ def cuda_init_crashes(snap: Snapshot) -> Iterator[Finding]:
         f"CUDA initialisation in torch {torch.version} {'hangs' if probe.status == 'timeout' else 'crashes'}: "
         f"it {probe.detail} during step '{probe.step}'",
         [tail(probe.stderr_tail) or "no output on stderr"],
-        [fixes.inspect("Look at the driver's state", fixes.timed(30, "nvidia-smi")),
-         fixes.inspect("Look for GPU errors in the kernel log", "sudo dmesg | grep -iE 'NVRM|Xid'")],
+        [
+            fixes.inspect("Look at the driver's state", fixes.timed(30, "nvidia-smi")),
+            fixes.inspect("Look for GPU errors in the kernel log", "sudo dmesg | grep -iE 'NVRM|Xid'"),
+        ],
     )

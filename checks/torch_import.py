@@ -17,9 +17,13 @@ FAMILY = "torch"
 IMPORT_SECONDS = 300
 
 
-@check("TORCH001", "torch-not-installed", family=FAMILY,
-       fires_on=("torch-missing", "visible-devices-duplicate"),
-       quiet_on=("torch-import-error", "torch-leftover-directory", "environment-probe-failed"))
+@check(
+    "TORCH001",
+    "torch-not-installed",
+    family=FAMILY,
+    fires_on=("torch-missing", "visible-devices-duplicate"),
+    quiet_on=("torch-import-error", "torch-leftover-directory", "environment-probe-failed"),
+)
 def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     """torch cannot be found by the interpreter under diagnosis.
 
@@ -41,9 +45,13 @@ def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     yield error(
         "torch is not installed in this environment",
         evidence,
-        [fixes.inspect("Check that this is the interpreter you train with",
-                       fixes.python(snap, "-c", "import sys; print(sys.executable)")),
-         _install_torch(snap, "Or install torch here", role="alternative")],
+        [
+            fixes.inspect(
+                "Check that this is the interpreter you train with",
+                fixes.python(snap, "-c", "import sys; print(sys.executable)"),
+            ),
+            _install_torch(snap, "Or install torch here", role="alternative"),
+        ],
     )
 
 
@@ -54,27 +62,40 @@ def _install_torch(snap: Snapshot, lead: str, role: StepRole = "step") -> FixSte
     cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps) if cards else None
     index = f"{fixes.PYTORCH_INDEX}/{fixes.cuda_tag(cuda)}" if cuda else f"{fixes.PYTORCH_INDEX}/cpu"
     variant = f"CUDA {cuda} build" if cuda else "CPU build"
-    return FixStep(f"{lead} ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
-                fixes.pip(snap, "install", "torch", "--index-url", index), role=role)
+    return FixStep(
+        f"{lead} ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
+        fixes.pip(snap, "install", "torch", "--index-url", index),
+        role=role,
+    )
 
 
 def _import_error_hints(snap: Snapshot) -> list[FixStep]:
     message = f"{snap.torch.error_type}: {snap.torch.error_message}"
     steps = []
     if "cannot open shared object file" in message or "DLL load failed" in message:
-        steps.append(fixes.inspect("A shared library torch links against is missing or shadowed; look for a stale "
-                                   "LD_LIBRARY_PATH pointing at another CUDA/cuDNN", "echo $LD_LIBRARY_PATH"))
+        steps.append(
+            fixes.inspect(
+                "A shared library torch links against is missing or shadowed; look for a stale "
+                "LD_LIBRARY_PATH pointing at another CUDA/cuDNN",
+                "echo $LD_LIBRARY_PATH",
+            )
+        )
     if "undefined symbol" in message:
         steps.append(FixStep("torch and its CUDA libraries come from different builds (pip and conda mixed?)"))
     if "numpy" in message.lower() or "_ARRAY_API" in message:
-        steps.append(FixStep("This torch was built against NumPy 1.x; pin NumPy below 2",
-                          fixes.pip(snap, "install", "numpy<2")))
+        steps.append(
+            FixStep("This torch was built against NumPy 1.x; pin NumPy below 2", fixes.pip(snap, "install", "numpy<2"))
+        )
     return steps
 
 
-@check("TORCH002", "torch-import-fails", family=FAMILY,
-       fires_on=("torch-import-error",),
-       quiet_on=("torch-missing", "torch-import-crash", "torch-import-hang"))
+@check(
+    "TORCH002",
+    "torch-import-fails",
+    family=FAMILY,
+    fires_on=("torch-import-error",),
+    quiet_on=("torch-missing", "torch-import-crash", "torch-import-hang"),
+)
 def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` raises an exception.
 
@@ -95,18 +116,32 @@ def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
     spec = f"torch=={version}" if version else "torch"
     yield error(
         f"`import torch` fails: {torch.error_type or 'error'}: {tail(torch.error_message, 1)}",
-        [f"torch found at {torch.origin}" if torch.origin else "torch location unknown",
-         tail(torch.error_traceback or torch.error_message)],
-        _import_error_hints(snap) + [
-            FixStep("Reinstall this torch version in place" + (", from the index its build comes from" if
-                 fixes.torch_index(version) else " (keep the same --index-url you installed it from)"),
-                 fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)))],
+        [
+            f"torch found at {torch.origin}" if torch.origin else "torch location unknown",
+            tail(torch.error_traceback or torch.error_message),
+        ],
+        _import_error_hints(snap)
+        + [
+            FixStep(
+                "Reinstall this torch version in place"
+                + (
+                    ", from the index its build comes from"
+                    if fixes.torch_index(version)
+                    else " (keep the same --index-url you installed it from)"
+                ),
+                fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)),
+            )
+        ],
     )
 
 
-@check("TORCH003", "torch-import-crashes", family=FAMILY,
-       fires_on=("torch-import-crash",),
-       quiet_on=("torch-import-error", "torch-import-hang", "cuda-init-hangs"))
+@check(
+    "TORCH003",
+    "torch-import-crashes",
+    family=FAMILY,
+    fires_on=("torch-import-crash",),
+    quiet_on=("torch-import-error", "torch-import-hang", "cuda-init-hangs"),
+)
 def torch_import_crashes(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` kills the interpreter (segmentation fault, abort).
 
@@ -125,15 +160,25 @@ def torch_import_crashes(snap: Snapshot) -> Iterator[Finding]:
     yield error(
         f"`import torch` crashes the interpreter: it {probe.detail}",
         [f"exit code {probe.exit_code}", tail(probe.stderr_tail) or "no output on stderr"],
-        [fixes.inspect("See where it dies", fixes.timed(IMPORT_SECONDS, fixes.python(snap, "-X", "faulthandler", "-c",
-                                                                                     "import torch"))),
-         fixes.inspect("Look for preloaded or foreign native libraries", "env | grep -E '^LD_(PRELOAD|LIBRARY_PATH)='")],
+        [
+            fixes.inspect(
+                "See where it dies",
+                fixes.timed(IMPORT_SECONDS, fixes.python(snap, "-X", "faulthandler", "-c", "import torch")),
+            ),
+            fixes.inspect(
+                "Look for preloaded or foreign native libraries", "env | grep -E '^LD_(PRELOAD|LIBRARY_PATH)='"
+            ),
+        ],
     )
 
 
-@check("TORCH004", "torch-import-hangs", family=FAMILY,
-       fires_on=("torch-import-hang",),
-       quiet_on=("torch-import-crash", "cuda-init-hangs", "nvml-timeout"))
+@check(
+    "TORCH004",
+    "torch-import-hangs",
+    family=FAMILY,
+    fires_on=("torch-import-hang",),
+    quiet_on=("torch-import-crash", "cuda-init-hangs", "nvml-timeout"),
+)
 def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` did not finish within the timeout.
 
@@ -150,23 +195,39 @@ def torch_import_hangs(snap: Snapshot) -> Iterator[Finding]:
     and names the step that was running.
     """
     torch, probe = snap.torch, snap.torch.probe
-    slow = [fixes.inspect(f"Find the slow imports (ended after {IMPORT_SECONDS} s if it hangs)",
-                          fixes.timed(IMPORT_SECONDS, fixes.python(snap, "-X", "importtime", "-c", "import torch"))),
-            FixStep("If the disk is merely slow, give mpdoctor more time",
-                 fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 300)))]
+    slow = [
+        fixes.inspect(
+            f"Find the slow imports (ended after {IMPORT_SECONDS} s if it hangs)",
+            fixes.timed(IMPORT_SECONDS, fixes.python(snap, "-X", "importtime", "-c", "import torch")),
+        ),
+        FixStep(
+            "If the disk is merely slow, give mpdoctor more time",
+            fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 300)),
+        ),
+    ]
     where = [f"torch found at {torch.origin}" if torch.origin else "torch location unknown"]
     if torch.status == "import-timeout":
         yield error(f"`import torch` hangs: it {probe.detail}", where, slow)
     elif torch.status == "imported" and probe.status == "timeout" and not (torch.cuda and probe.step in CUDA_STEPS):
         during = f"during step '{probe.step}'" if probe.step else "after the last step it finished"
-        yield warning(f"The torch probe ran out of time after `import torch` succeeded: it {probe.detail} {during}",
-                      where + [f"torch probe: {probe.status} after {probe.seconds:g} s",
-                               "facts the probe had collected by then are kept"], slow)
+        yield warning(
+            f"The torch probe ran out of time after `import torch` succeeded: it {probe.detail} {during}",
+            where
+            + [
+                f"torch probe: {probe.status} after {probe.seconds:g} s",
+                "facts the probe had collected by then are kept",
+            ],
+            slow,
+        )
 
 
-@check("TORCH011", "torch-is-incomplete", family=FAMILY,
-       fires_on=("torch-leftover-directory",),
-       quiet_on=("torch-missing", "torch-import-error"))
+@check(
+    "TORCH011",
+    "torch-is-incomplete",
+    family=FAMILY,
+    fires_on=("torch-leftover-directory",),
+    quiet_on=("torch-missing", "torch-import-error"),
+)
 def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
     """`import torch` succeeds, but what it imports is not a working torch.
 
@@ -194,9 +255,12 @@ def torch_is_incomplete(snap: Snapshot) -> Iterator[Finding]:
     yield error(
         "`import torch` loads something that is not a working torch",
         evidence,
-        [fixes.inspect("Look at what is there (a leftover directory has no __init__.py)",
-                       f"ls -la {shlex.quote(location)}"),
-         FixStep("Uninstall torch", fixes.pip(snap, "uninstall", "-y", "torch")),
-         FixStep("Delete what remains of that directory", f"rm -rf {shlex.quote(location)}"),
-         _install_torch(snap, "Then install torch again")],
+        [
+            fixes.inspect(
+                "Look at what is there (a leftover directory has no __init__.py)", f"ls -la {shlex.quote(location)}"
+            ),
+            FixStep("Uninstall torch", fixes.pip(snap, "uninstall", "-y", "torch")),
+            FixStep("Delete what remains of that directory", f"rm -rf {shlex.quote(location)}"),
+            _install_torch(snap, "Then install torch again"),
+        ],
     )

@@ -54,8 +54,10 @@ def run() -> None:
     missing = _missing()
     if missing:
         source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        sys.stderr.write(f"mpdoctor: error: {', '.join(missing)} not installed for {sys.executable}; "
-                         f"install mpdoctor with its dependencies: {sys.executable} -m pip install {source}\n")
+        sys.stderr.write(
+            f"mpdoctor: error: {', '.join(missing)} not installed for {sys.executable}; "
+            f"install mpdoctor with its dependencies: {sys.executable} -m pip install {source}\n"
+        )
         sys.exit(2)
     if sys.argv[1:2] == ["check"]:
         from mpdoctor.probes.prescan import start_check_early

@@ -36,8 +36,11 @@ class FixStep:
 
     text: str = fact("What to do, in words")
     command: Optional[str] = fact("A shell command that does it, ready to paste", None)
-    role: StepRole = fact("step (do it, in order), alternative (another way to the same end: the steps after it "
-                          "belong to it) or inspect (only looks, changes nothing)", "step")
+    role: StepRole = fact(
+        "step (do it, in order), alternative (another way to the same end: the steps after it "
+        "belong to it) or inspect (only looks, changes nothing)",
+        "step",
+    )
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 # The symbol from NVIDIA/apex#1677: what an extension built against an older torch asks for.
 STALE_TORCH_SYMBOL = "_ZN3c106detail19maybe_wrap_dim_slowEllb"
 
-NVIDIA_INIT = '''\
+NVIDIA_INIT = """\
 import logging
 import warnings
 
@@ -32,8 +32,8 @@ import warnings
 import torch
 
 __all__ = ["optimizers", "normalization"]
-'''
-FUSED_LAYER_NORM = '''\
+"""
+FUSED_LAYER_NORM = """\
 import importlib
 
 fused_layer_norm_cuda = None
@@ -47,10 +47,10 @@ class FusedRMSNorm:
 
 class FusedLayerNorm(FusedRMSNorm):
     pass
-'''
+"""
 # transformers 4.52.4's own lines: modeling_t5.py swaps in apex's FusedRMSNorm when it
 # imports; trainer.py imports apex.amp at module level when apex looks installed.
-T5_SWAP = '''\
+T5_SWAP = """\
 class T5LayerNorm:
     pass
 
@@ -67,8 +67,8 @@ except ImportError:
 except Exception:
     logger.warning("discovered apex but it failed to load, falling back to T5LayerNorm")
     pass
-'''
-TRAINER_AMP = '''\
+"""
+TRAINER_AMP = """\
 import importlib.util
 
 
@@ -78,7 +78,7 @@ def is_apex_available():
 
 if is_apex_available():
     from apex import amp
-'''
+"""
 
 
 @dataclass
@@ -96,8 +96,9 @@ class Env:
             path.write_text(textwrap.dedent(content))
         return path
 
-    def install(self, name: str, version: str, files: dict[str, str | bytes], summary: str = "",
-                requires: tuple[str, ...] = ()) -> None:
+    def install(
+        self, name: str, version: str, files: dict[str, str | bytes], summary: str = "", requires: tuple[str, ...] = ()
+    ) -> None:
         """A distribution as pip leaves it: its files, and a dist-info with METADATA, RECORD, INSTALLER."""
         for relative, content in files.items():
             self.write(relative, content)
@@ -106,8 +107,9 @@ class Env:
         metadata += [f"Requires-Dist: {req}" for req in requires]
         self.write(f"{info}/METADATA", "\n".join(metadata) + "\n")
         self.write(f"{info}/INSTALLER", "pip\n")
-        record = [f"{relative},," for relative in files] + [f"{info}/{name},," for name in ("METADATA", "INSTALLER",
-                                                                                            "RECORD")]
+        record = [f"{relative},," for relative in files] + [
+            f"{info}/{name},," for name in ("METADATA", "INSTALLER", "RECORD")
+        ]
         self.write(f"{info}/RECORD", "\n".join(record) + "\n")
 
 
@@ -130,32 +132,58 @@ def nvidia_apex_files(amp: bool = False, extensions: dict[str, str | bytes] | No
         "apex/optimizers/__init__.py": "",
     }
     if amp:
-        files["apex/amp/__init__.py"] = "def initialize(model, optimizer, opt_level='O1'):\n    return model, optimizer\n"
+        files["apex/amp/__init__.py"] = (
+            "def initialize(model, optimizer, opt_level='O1'):\n    return model, optimizer\n"
+        )
     files.update(extensions or {})
     return files
 
 
 def install_nvidia_apex(env: Env, **kwargs) -> None:
-    env.install("apex", "0.1", nvidia_apex_files(**kwargs), summary="PyTorch Extensions written by NVIDIA",
-                requires=("packaging>20.6",))
+    env.install(
+        "apex",
+        "0.1",
+        nvidia_apex_files(**kwargs),
+        summary="PyTorch Extensions written by NVIDIA",
+        requires=("packaging>20.6",),
+    )
 
 
 def install_transformers(env: Env, version: str = "4.44.2") -> None:
-    env.install("transformers", version, {
-        "transformers/__init__.py": "",
-        "transformers/models/__init__.py": "",
-        "transformers/models/t5/__init__.py": "",
-        "transformers/models/t5/modeling_t5.py": "import logging\nlogger = logging.getLogger(__name__)\n\n\n"
-                                                 + T5_SWAP,
-        "transformers/trainer.py": TRAINER_AMP,
-    })
+    env.install(
+        "transformers",
+        version,
+        {
+            "transformers/__init__.py": "",
+            "transformers/models/__init__.py": "",
+            "transformers/models/t5/__init__.py": "",
+            "transformers/models/t5/modeling_t5.py": "import logging\nlogger = logging.getLogger(__name__)\n\n\n"
+            + T5_SWAP,
+            "transformers/trainer.py": TRAINER_AMP,
+        },
+    )
 
 
 def install_pypi_apex(env: Env) -> None:
     """The real PyPI "apex" sdist, installed the way `pip install --no-deps apex` would."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "--target", str(env.site), str(PYPI_APEX_SDIST)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(env.site),
+            str(PYPI_APEX_SDIST),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def compiler() -> str | None:
@@ -167,21 +195,28 @@ def compile_shared(out: Path, source: str, *flags: str, directory: Path | None =
     work = directory or out.parent
     src = work / (out.name.split(".")[0] + ".c")
     src.write_text(source)
-    subprocess.run([compiler(), "-shared", "-fPIC", "-o", str(out), str(src), *flags], check=True,
-                   capture_output=True)
+    subprocess.run([compiler(), "-shared", "-fPIC", "-o", str(out), str(src), *flags], check=True, capture_output=True)
     return out
 
 
 def stale_extension(path: Path) -> Path:
     """An extension as built against an older torch: it needs a symbol this torch does not export."""
-    return compile_shared(path, f"extern void {STALE_TORCH_SYMBOL}(void);\nvoid use(void) {{ {STALE_TORCH_SYMBOL}(); }}\n")
+    return compile_shared(
+        path, f"extern void {STALE_TORCH_SYMBOL}(void);\nvoid use(void) {{ {STALE_TORCH_SYMBOL}(); }}\n"
+    )
 
 
 def cuda11_extension(path: Path, libdir: Path) -> Path:
     """An extension linked against CUDA 11's runtime (a stand-in libcudart.so.11.0 with that soname)."""
     libdir.mkdir(parents=True, exist_ok=True)
-    compile_shared(libdir / "libcudart.so.11.0", "int cudaRuntimeGetVersion(int *v) { *v = 11080; return 0; }\n",
-                   "-Wl,-soname,libcudart.so.11.0")
-    return compile_shared(path, "extern int cudaRuntimeGetVersion(int *);\n"
-                                "int version(void) { int v; cudaRuntimeGetVersion(&v); return v; }\n",
-                          f"-L{libdir}", "-l:libcudart.so.11.0")
+    compile_shared(
+        libdir / "libcudart.so.11.0",
+        "int cudaRuntimeGetVersion(int *v) { *v = 11080; return 0; }\n",
+        "-Wl,-soname,libcudart.so.11.0",
+    )
+    return compile_shared(
+        path,
+        "extern int cudaRuntimeGetVersion(int *);\nint version(void) { int v; cudaRuntimeGetVersion(&v); return v; }\n",
+        f"-L{libdir}",
+        "-l:libcudart.so.11.0",
+    )

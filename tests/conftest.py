@@ -40,7 +40,10 @@ class FakeVenvFactory:
     def site_packages(self, venv: Path) -> Path:
         out = subprocess.run(
             [str(self.python(venv)), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True, text=True, check=True, timeout=60,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
         )
         return Path(out.stdout.strip())
 
@@ -49,8 +52,12 @@ class FakeVenvFactory:
         if name in self._made:
             return self._made[name]
         venv = self.root / name
-        subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120,
-                       env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")})
+        subprocess.run(
+            [BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)],
+            check=True,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")},
+        )
         site = self.site_packages(venv)
         for rel, content in (files or {}).items():
             path = site / rel
@@ -183,19 +190,29 @@ class ThisMachine:
         if nvml["error"]:
             return f"libnvidia-ml.so.1 loads here, but {nvml['error']}"
         gpus = nvml["gpus"]
-        return (f"libnvidia-ml.so.1 loads here: NVIDIA driver {nvml['driver'] or '?'}, "
-                f"{'?' if gpus is None else gpus} GPU{'' if gpus == 1 else 's'}")
+        return (
+            f"libnvidia-ml.so.1 loads here: NVIDIA driver {nvml['driver'] or '?'}, "
+            f"{'?' if gpus is None else gpus} GPU{'' if gpus == 1 else 's'}"
+        )
 
     def describe_torch(self) -> str:
         t = self.torch
         if not t["imports"]:
             return f"torch does not import in {sys.executable} ({t['error']})"
-        build = (f"built for CUDA {t['cuda']}" if t["cuda"] else f"built for ROCm {t['hip']}" if t["hip"]
-                 else "a CPU-only build")
+        build = (
+            f"built for CUDA {t['cuda']}"
+            if t["cuda"]
+            else f"built for ROCm {t['hip']}"
+            if t["hip"]
+            else "a CPU-only build"
+        )
         extra = []
         if t["cuda"] or t["hip"]:
-            extra.append(f"{t['cuda_devices']} device{'' if t['cuda_devices'] == 1 else 's'} visible"
-                         if t["cuda_available"] else "no device visible")
+            extra.append(
+                f"{t['cuda_devices']} device{'' if t['cuda_devices'] == 1 else 's'} visible"
+                if t["cuda_available"]
+                else "no device visible"
+            )
             extra.append(f"NCCL {t['nccl']}" if t["nccl"] else "no NCCL")
         return f"torch {t['version']} is {build}" + (f" ({', '.join(extra)})" if extra else "")
 
@@ -215,10 +232,16 @@ def this_machine_fixture() -> ThisMachine:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs_no_nvidia_driver: the test's premise is a machine where "
-                                       "libnvidia-ml.so.1 does not load; skipped, saying what loaded, elsewhere")
-    config.addinivalue_line("markers", "needs_cpu_torch: the test's premise is a CPU-only torch (no CUDA, no NCCL) "
-                                       "in the test interpreter; skipped, naming the build found, elsewhere")
+    config.addinivalue_line(
+        "markers",
+        "needs_no_nvidia_driver: the test's premise is a machine where "
+        "libnvidia-ml.so.1 does not load; skipped, saying what loaded, elsewhere",
+    )
+    config.addinivalue_line(
+        "markers",
+        "needs_cpu_torch: the test's premise is a CPU-only torch (no CUDA, no NCCL) "
+        "in the test interpreter; skipped, naming the build found, elsewhere",
+    )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -227,3 +250,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"needs a machine without an NVIDIA driver: {_THIS_MACHINE.describe_nvml()}")
     if item.get_closest_marker("needs_cpu_torch") and _THIS_MACHINE.cuda_torch:
         pytest.skip(f"needs a CPU-only torch: {_THIS_MACHINE.describe_torch()}")
+
+
+@pytest.fixture(scope="session")
+def live_report_json() -> str:
+    """One real `mpdoctor check --format json` of this machine, shared by tests."""
+    from helpers import run_cli
+
+    result = run_cli("check", "--format", "json", "--fail-on", "never", "--timeout", "60")
+    assert result.returncode == 0, result.stderr
+    return result.stdout

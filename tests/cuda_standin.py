@@ -66,8 +66,10 @@ from conftest import dist_info
 VERSION = "2.13.0+cu126"
 # Real torch 2.11's text, copied from the H200 capture (torch.fact_errors["device 0"] of
 # shared/captures/h200-torch2.11-cu130-snapshot.json, less its "RuntimeError: " prefix).
-FORK_ERROR = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
-              "you must use the 'spawn' start method")
+FORK_ERROR = (
+    "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+    "you must use the 'spawn' start method"
+)
 NO_KERNELS = "stand-in torch: no kernels (a stand-in for CUDA hardware this machine lacks; see tests/cuda_standin.py)"
 
 _SOURCE = r'''

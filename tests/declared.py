@@ -31,6 +31,10 @@ def undeclared_values(cls: Any, data: Any, where: str = "$") -> list[str]:
         return [found for k, v in data.items() for found in undeclared_values(args[1], v, f"{where}.{k}")]
     if dataclasses.is_dataclass(cls) and isinstance(data, dict):
         hints = _hints(cls)
-        return [found for f in dataclasses.fields(cls) if f.name in data
-                for found in undeclared_values(hints[f.name], data[f.name], f"{where}.{f.name}")]
+        return [
+            found
+            for f in dataclasses.fields(cls)
+            if f.name in data
+            for found in undeclared_values(hints[f.name], data[f.name], f"{where}.{f.name}")
+        ]
     return []

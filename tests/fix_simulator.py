@@ -112,8 +112,7 @@ def _still_there(finding: Finding, before: list[Finding], after: list[Finding]) 
     same_code_before = sum(f.code == finding.code for f in before)
     same_code_after = sum(f.code == finding.code for f in after)
     if same_code_after >= same_code_before:  # the title changed, the problem did not go
-        return [f"{finding.code} is still there, now as: "
-                + next(f.title for f in after if f.code == finding.code)]
+        return [f"{finding.code} is still there, now as: " + next(f.title for f in after if f.code == finding.code)]
     return []
 
 
@@ -154,8 +153,9 @@ def _run(snap: Snapshot, command: str) -> None:
         words = shlex.split(command)
     except ValueError as exc:
         raise CannotSimulate(f"unparseable command ({exc}): {command}") from None
-    if _MOCK_TORCH_OFF.fullmatch(command) and _MOCK_TORCH_OFF.fullmatch(command)["python"] == \
-            shlex.quote(snap.python_command()):
+    if _MOCK_TORCH_OFF.fullmatch(command) and _MOCK_TORCH_OFF.fullmatch(command)["python"] == shlex.quote(
+        snap.python_command()
+    ):
         installs.disable_mock_torch(snap)  # the one eval mpdoctor writes: what it evaluates is known
         return
     if any(w in ("&&", "||", "|", ";") or w.startswith("$(") for w in words) or "$(" in command:
@@ -211,8 +211,9 @@ def _pip(snap: Snapshot, verb: str, args: list[str], build_env: Optional[dict[st
     sources = [n for n in names if n.startswith("git+")]
     if verb == "install" and sources:  # a build from source: only apex's, with the flags its README gives
         if len(names) > 1 or flags - {"-v", "--no-build-isolation"} or "--no-build-isolation" not in flags:
-            raise CannotSimulate(f"a build of {' '.join(names)} {' '.join(sorted(flags))}: what it installs is for "
-                                 "its probe to say")
+            raise CannotSimulate(
+                f"a build of {' '.join(names)} {' '.join(sorted(flags))}: what it installs is for its probe to say"
+            )
         installs.build_apex(snap, sources[0], build_env or {})
         return
     if "--index-url" in args or "-f" in args or "--find-links" in args:
@@ -232,13 +233,16 @@ def _pip(snap: Snapshot, verb: str, args: list[str], build_env: Optional[dict[st
     elif verb == "install" and names and not flags - {"-U", "--upgrade"}:
         free = [n for n in names if not _requirement(n).specifier]
         if len(names) > 1 and flags & {"-U", "--upgrade"} and free:
-            raise CannotSimulate(f"pip --upgrade picks the release of {', '.join(free)} that fits the pins: the snapshot "
-                                 "does not list which releases exist")
+            raise CannotSimulate(
+                f"pip --upgrade picks the release of {', '.join(free)} that fits the pins: the snapshot "
+                "does not list which releases exist"
+            )
         for name in names:
             _install(snap, _requirement(name))
     else:
-        raise CannotSimulate(f"pip {verb} {' '.join(sorted(flags))}: a reinstall in place repairs files the snapshot "
-                             "does not describe")
+        raise CannotSimulate(
+            f"pip {verb} {' '.join(sorted(flags))}: a reinstall in place repairs files the snapshot does not describe"
+        )
 
 
 def _requirement(text: str) -> Requirement:
@@ -265,9 +269,15 @@ def _install(snap: Snapshot, req: Requirement) -> None:
         existing[0].problems = []
     else:
         site = installs.site_packages(snap)
-        snap.environment.distributions.append(Distribution(name=req.name, version=version, location=site,
-                                                           metadata_path=f"{site}/{name}-{version}.dist-info",
-                                                           installer="pip"))
+        snap.environment.distributions.append(
+            Distribution(
+                name=req.name,
+                version=version,
+                location=site,
+                metadata_path=f"{site}/{name}-{version}.dist-info",
+                installer="pip",
+            )
+        )
 
 
 def _uninstall(snap: Snapshot, name: str) -> None:
@@ -290,10 +300,12 @@ def _uninstall(snap: Snapshot, name: str) -> None:
 def _forget_apex(snap: Snapshot) -> None:
     apex = snap.environment.apex
     if any(loc.source == "cwd" for loc in apex.locations):
-        raise CannotSimulate("another apex (a checkout in the working directory) stays: what imports then is for "
-                             "the probe to say")
-    snap.environment.apex = ApexInfo(users=apex.users, users_scanned=apex.users_scanned,
-                                     distributions_scanned=apex.distributions_scanned)
+        raise CannotSimulate(
+            "another apex (a checkout in the working directory) stays: what imports then is for the probe to say"
+        )
+    snap.environment.apex = ApexInfo(
+        users=apex.users, users_scanned=apex.users_scanned, distributions_scanned=apex.distributions_scanned
+    )
 
 
 def _remove(snap: Snapshot, path: str) -> None:
@@ -351,8 +363,9 @@ def _install_torch_build(snap: Snapshot, names: list[str], index: str, no_deps: 
     snap.kernels = type(snap.kernels)(status="not-run", detail="the torch build changed since they ran")
     dist = snap.distribution("torch")
     if dist is None:
-        snap.environment.distributions.append(Distribution(name="torch", version=torch.version,
-                                                           location=installs.site_packages(snap), installer="pip"))
+        snap.environment.distributions.append(
+            Distribution(name="torch", version=torch.version, location=installs.site_packages(snap), installer="pip")
+        )
     else:
         dist.version = torch.version
     for name in names:

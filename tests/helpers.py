@@ -11,7 +11,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
 
 from fixtures import catalogue
 from mpdoctor.snapshot import Snapshot
@@ -55,13 +54,6 @@ def fixture_path(name: str) -> Path:
 
 def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
     """``python -m mpdoctor ARGS`` as a real subprocess."""
-    return subprocess.run([sys.executable, "-m", "mpdoctor", *args], capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
-
-
-@pytest.fixture(scope="session")
-def live_report_json() -> str:
-    """One real `mpdoctor check --format json` of this machine, shared by tests."""
-    result = run_cli("check", "--format", "json", "--fail-on", "never", "--timeout", "60")
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return subprocess.run(
+        [sys.executable, "-m", "mpdoctor", *args], capture_output=True, text=True, timeout=timeout, **kwargs
+    )

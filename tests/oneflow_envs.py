@@ -96,7 +96,7 @@ class Linear:
         return torch.nn.functional.linear(x, self.weight)
 '''
 
-STANDIN_SYSCONFIG = '''\
+STANDIN_SYSCONFIG = """\
 from .version import __version__
 
 
@@ -110,32 +110,52 @@ def get_cuda_version():
 
 def with_enterprise():
     return False
-'''
+"""
 
 # As oneflow's own python/oneflow/mock_torch/torch/__init__.py: every attribute is oneflow's.
-MOCK_TORCH_INIT = '''\
+MOCK_TORCH_INIT = """\
 import oneflow
 
 
 def __getattr__(name):
     return getattr(oneflow, name)
-'''
+"""
 
 
 def install_pypi_oneflow(env: Env) -> None:
     """The real PyPI oneflow 0.7.0 wheel, installed as `pip install oneflow` does."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
-                    "--target", str(env.site), str(PYPI_ONEFLOW_WHEEL)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--target",
+            str(env.site),
+            str(PYPI_ONEFLOW_WHEEL),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def install_onediff(env: Env, version: str = "1.2.0") -> None:
     """OneDiff as its wheel lays it out (stand-in code): oneflow_compile imports oneflow when called."""
-    env.install("onediff", version, {
-        "onediff/__init__.py": f"__version__ = {version!r}\n",
-        "onediff/infer_compiler/__init__.py": "def oneflow_compile(module, *, options=None):\n"
-                                              "    import oneflow  # noqa: F401\n    return module\n",
-    }, summary="an out-of-the-box acceleration library for diffusion models",
-        requires=("transformers>=4.27.1", "diffusers>=0.19.3", "accelerate", "torch"))
+    env.install(
+        "onediff",
+        version,
+        {
+            "onediff/__init__.py": f"__version__ = {version!r}\n",
+            "onediff/infer_compiler/__init__.py": "def oneflow_compile(module, *, options=None):\n"
+            "    import oneflow  # noqa: F401\n    return module\n",
+        },
+        summary="an out-of-the-box acceleration library for diffusion models",
+        requires=("transformers>=4.27.1", "diffusers>=0.19.3", "accelerate", "torch"),
+    )
 
 
 def install_standin_oneflow(env: Env, version: str = STANDIN_VERSION, core: bool = True) -> None:
@@ -159,5 +179,8 @@ def install_standin_oneflow(env: Env, version: str = STANDIN_VERSION, core: bool
 
 def mock_torch_environment(env: Env) -> dict[str, str]:
     """What `eval $(python -m oneflow.mock_torch)` exports, pointing at this environment's oneflow."""
-    return {"PYTHONPATH": str(env.site / "oneflow" / "mock_torch"), "ONEFLOW_MOCK_TORCH_LAZY": "False",
-            "ONEFLOW_MOCK_TORCH_VERBOSE": "False"}
+    return {
+        "PYTHONPATH": str(env.site / "oneflow" / "mock_torch"),
+        "ONEFLOW_MOCK_TORCH_LAZY": "False",
+        "ONEFLOW_MOCK_TORCH_VERBOSE": "False",
+    }

@@ -21,8 +21,11 @@ class CannotSimulate(Exception):
 
 def ordinals(snap: Snapshot) -> dict[int, str]:
     """cuda:N -> the NVML UUID of the GPU it is, as the device table ties them (UUID, PCI, properties, rules)."""
-    return {row.cuda_ordinal: row.uuid for row in device_table(snap).devices
-            if row.cuda_ordinal is not None and row.source == "cuda" and row.uuid}
+    return {
+        row.cuda_ordinal: row.uuid
+        for row in device_table(snap).devices
+        if row.cuda_ordinal is not None and row.source == "cuda" and row.uuid
+    }
 
 
 def start_cuda(snap: Snapshot, old: Optional[dict[int, str]] = None) -> None:
@@ -34,8 +37,12 @@ def start_cuda(snap: Snapshot, old: Optional[dict[int, str]] = None) -> None:
     if torch.status != "imported":
         return
     driver = nvml.cuda_driver_version
-    runs = bool(torch.cuda) and nvml.status == "ok" and bool(driver) and \
-        version_tuple(torch.cuda)[0] <= version_tuple(driver)[0]
+    runs = (
+        bool(torch.cuda)
+        and nvml.status == "ok"
+        and bool(driver)
+        and version_tuple(torch.cuda)[0] <= version_tuple(driver)[0]
+    )
     if not torch.cuda:
         torch.cuda_available, torch.device_count, torch.devices = False, 0, []
         return
@@ -72,14 +79,24 @@ def reenumerate(snap: Snapshot, old: dict[int, str]) -> None:
     uuids = [row.uuid for row in view.devices if row.cuda_ordinal is not None]
     if not uuids and by_uuid and not view.hides_all:
         if view.cuda_visible_devices is not None or view.order not in ("FASTEST_FIRST",):
-            raise CannotSimulate(f"which GPU CUDA numbers first under CUDA_VISIBLE_DEVICES="
-                                 f"{view.cuda_visible_devices!r} and {view.order} cannot be predicted here")
+            raise CannotSimulate(
+                f"which GPU CUDA numbers first under CUDA_VISIBLE_DEVICES="
+                f"{view.cuda_visible_devices!r} and {view.order} cannot be predicted here"
+            )
         uuids = [g.uuid for g in _fastest_first(snap)]
     for ordinal, uuid in enumerate(uuids):
         gpu = by_uuid.get(uuid)
         name, cc, memory = (gpu.name, gpu.compute_capability, gpu.memory_total) if gpu else ("", "", None)
-        torch.devices.append(CudaDevice(ordinal=ordinal, name=name, compute_capability=cc, memory_total=memory,
-                                        uuid=strip_prefix(uuid), pci_bus_id=gpu.pci_bus_id if gpu else ""))
+        torch.devices.append(
+            CudaDevice(
+                ordinal=ordinal,
+                name=name,
+                compute_capability=cc,
+                memory_total=memory,
+                uuid=strip_prefix(uuid),
+                pci_bus_id=gpu.pci_bus_id if gpu else "",
+            )
+        )
     torch.device_count = torch.runtime_device_count = len(torch.devices)
     torch.cuda_available = bool(torch.devices)
     _renumber_kernels(snap, old)
@@ -88,8 +105,9 @@ def reenumerate(snap: Snapshot, old: dict[int, str]) -> None:
 def _fastest_first(snap: Snapshot) -> list[NvmlGpu]:
     """The modelled FASTEST_FIRST order: higher compute capability, then more memory, then PCI order."""
     whole = [g for g in snap.machine.nvml.usable_gpus if not g.mig_enabled]
-    return sorted(whole, key=lambda g: (-(parse_capability(g.compute_capability) or 0), -(g.memory_total or 0),
-                                        g.pci_bus_id))
+    return sorted(
+        whole, key=lambda g: (-(parse_capability(g.compute_capability) or 0), -(g.memory_total or 0), g.pci_bus_id)
+    )
 
 
 def _renumber_kernels(snap: Snapshot, old: dict[int, str]) -> None:

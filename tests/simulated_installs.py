@@ -32,9 +32,11 @@ APEX_SUBPACKAGES = ("contrib", "fused_dense", "mlp", "multi_tensor_apply", "norm
 TORCH_LIBRARIES = ["libc10.so", "libtorch.so", "libtorch_cpu.so", "libtorch_python.so"]
 TORCH_CUDA_LIBRARIES = ["libc10_cuda.so", "libtorch_cuda.so"]
 # Shared libraries only a CUDA build of torch links: a CPU build asking for one has another build's files in place.
-CUDA_LIBRARY = re.compile(r"(lib(?:cudnn|cublas|cublasLt|cudart|cufft|curand|cusparse|cusolver|cusparseLt|nccl|"
-                          r"nvrtc|nvJitLink|nvToolsExt|cupti|cufile|c10_cuda|torch_cuda)[\w.]*\.so[\w.]*): "
-                          r"cannot open shared object file")
+CUDA_LIBRARY = re.compile(
+    r"(lib(?:cudnn|cublas|cublasLt|cudart|cufft|curand|cusparse|cusolver|cusparseLt|nccl|"
+    r"nvrtc|nvJitLink|nvToolsExt|cupti|cufile|c10_cuda|torch_cuda)[\w.]*\.so[\w.]*): "
+    r"cannot open shared object file"
+)
 LATEST = "latest"  # the newest release on an index, which the snapshot cannot name
 
 
@@ -86,17 +88,36 @@ def build_apex(snap: Snapshot, source: str, build_env: dict[str, str]) -> None:
         return TORCH_LIBRARIES + (TORCH_CUDA_LIBRARIES + cudart if name != "apex_C" else [])
 
     snap.environment.apex = ApexInfo(
-        resolution="package", origin=f"{site}/apex/__init__.py", search_locations=[f"{site}/apex"],
+        resolution="package",
+        origin=f"{site}/apex/__init__.py",
+        search_locations=[f"{site}/apex"],
         locations=[ApexLocation(path=f"{site}/apex", kind="package", entry=site, source="sys.path")],
-        distributions=[ApexDistribution(name="apex", version=APEX_VERSION, location=site,
-                                        top_level=["apex"] + [name + suffix for name in built])],
-        subpackages=list(APEX_SUBPACKAGES), entries=["__init__.py"] + [f"{name}/" for name in APEX_SUBPACKAGES],
-        extensions=[ApexExtension(name=name, origin=f"{site}/{name}{suffix}", needed=linked(name), load_status="ok")
-                    for name in built],
-        users_scanned=apex.users_scanned, users=apex.users, distributions_scanned=apex.distributions_scanned)
-    snap.environment.distributions.append(Distribution(
-        name="apex", version=APEX_VERSION, location=site, metadata_path=f"{site}/apex-{APEX_VERSION}.dist-info",
-        summary=_apex.NVIDIA_SUMMARY, installer="pip", direct_url=f'{{"url": "{source[4:]}"}}'))
+        distributions=[
+            ApexDistribution(
+                name="apex", version=APEX_VERSION, location=site, top_level=["apex"] + [name + suffix for name in built]
+            )
+        ],
+        subpackages=list(APEX_SUBPACKAGES),
+        entries=["__init__.py"] + [f"{name}/" for name in APEX_SUBPACKAGES],
+        extensions=[
+            ApexExtension(name=name, origin=f"{site}/{name}{suffix}", needed=linked(name), load_status="ok")
+            for name in built
+        ],
+        users_scanned=apex.users_scanned,
+        users=apex.users,
+        distributions_scanned=apex.distributions_scanned,
+    )
+    snap.environment.distributions.append(
+        Distribution(
+            name="apex",
+            version=APEX_VERSION,
+            location=site,
+            metadata_path=f"{site}/apex-{APEX_VERSION}.dist-info",
+            summary=_apex.NVIDIA_SUMMARY,
+            installer="pip",
+            direct_url=f'{{"url": "{source[4:]}"}}',
+        )
+    )
 
 
 # ---------------------------------------------------------------- OneFlow's community builds
@@ -115,24 +136,39 @@ def install_oneflow(snap: Snapshot, index: str, before: Snapshot) -> None:
         raise CannotSimulate(f"a build from another index ({index}): what it installs is for its probe to say")
     tag = match[1]
     failed = before.environment.oneflow.runtime
-    if failed.status.startswith("import-") and before.environment.oneflow.build and \
-            before.environment.oneflow.build.native_core:
-        raise CannotSimulate(f"`import oneflow` of a real build failed here ({failed.error_type or failed.status}: "
-                             f"{failed.error_message[:80]}): whether a new build imports is for the probe to say")
+    if (
+        failed.status.startswith("import-")
+        and before.environment.oneflow.build
+        and before.environment.oneflow.build.native_core
+    ):
+        raise CannotSimulate(
+            f"`import oneflow` of a real build failed here ({failed.error_type or failed.status}: "
+            f"{failed.error_message[:80]}): whether a new build imports is for the probe to say"
+        )
     if _oneflow.oneflow_distributions(snap) or _oneflow.facts(snap).build is not None:
-        raise CannotSimulate("-U replaces the oneflow here only if that index has a newer release: the snapshot "
-                             "does not list it")
+        raise CannotSimulate(
+            "-U replaces the oneflow here only if that index has a newer release: the snapshot does not list it"
+        )
     site = site_packages(snap, "oneflow", "onediff", "onediffx")
     version = f"{LATEST}+{tag}"
     oneflow = _oneflow.facts(snap)
     oneflow.packages["oneflow"] = PackageOrigin(origin=f"{site}/oneflow/__init__.py")
-    oneflow.build = OneflowBuild(directory=f"{site}/oneflow", version=version,
-                                 native_core=f"{site}/oneflow/_oneflow_internal{_extension_suffix(snap)}",
-                                 metadata_dir=f"oneflow-{version}.dist-info")
+    oneflow.build = OneflowBuild(
+        directory=f"{site}/oneflow",
+        version=version,
+        native_core=f"{site}/oneflow/_oneflow_internal{_extension_suffix(snap)}",
+        metadata_dir=f"oneflow-{version}.dist-info",
+    )
     oneflow.runtime = OneflowRuntime()
-    snap.environment.distributions.append(Distribution(name="oneflow", version=version, location=site,
-                                                       metadata_path=f"{site}/oneflow-{version}.dist-info",
-                                                       installer="pip"))
+    snap.environment.distributions.append(
+        Distribution(
+            name="oneflow",
+            version=version,
+            location=site,
+            metadata_path=f"{site}/oneflow-{version}.dist-info",
+            installer="pip",
+        )
+    )
 
 
 # ---------------------------------------------------------------- torch reinstalled in place
@@ -150,17 +186,21 @@ def repair_torch_import(snap: Snapshot, version: str, cuda: Optional[str], no_de
     if torch.status in ("imported", "missing"):  # a fresh install, or a build replaced: nothing to cure
         return
     if torch.status != "import-error":
-        raise CannotSimulate(f"`import torch` {torch.status.removeprefix('import-')}: whether a reinstall cures "
-                             "that is for the probe to say")
+        raise CannotSimulate(
+            f"`import torch` {torch.status.removeprefix('import-')}: whether a reinstall cures "
+            "that is for the probe to say"
+        )
     shadow = [name for name in ("LD_LIBRARY_PATH", "LD_PRELOAD") if snap.environment.env.get(name)]
     if shadow:
         raise CannotSimulate(f"{', '.join(shadow)} is set: the library it finds stays whatever pip installs")
     missing = CUDA_LIBRARY.search(torch.error_message)
     installed = snap.distribution("torch")
     if not (missing and cuda is None and installed and installed.version == version):
-        raise CannotSimulate(f"`import torch` raises {torch.error_type}: whether reinstalling "
-                             f"torch {version}{' without its dependencies' if no_deps else ''} removes the cause is "
-                             "not recorded")
+        raise CannotSimulate(
+            f"`import torch` raises {torch.error_type}: whether reinstalling "
+            f"torch {version}{' without its dependencies' if no_deps else ''} removes the cause is "
+            "not recorded"
+        )
 
 
 def need_cudnn_pin(snap: Snapshot) -> None:
@@ -169,8 +209,10 @@ def need_cudnn_pin(snap: Snapshot) -> None:
     TORCH008 warning may follow; a warning does not fail a proof.)"""
     torch = snap.torch
     if torch.status == "imported" and torch.cuda and torch.cudnn is None:
-        raise CannotSimulate("which cuDNN a reinstall brings is torch's nvidia-cudnn pin, and the torch metadata "
-                             "here names none: torch.backends.cudnn.version() afterwards is for the probe to say")
+        raise CannotSimulate(
+            "which cuDNN a reinstall brings is torch's nvidia-cudnn pin, and the torch metadata "
+            "here names none: torch.backends.cudnn.version() afterwards is for the probe to say"
+        )
 
 
 # ---------------------------------------------------------------- upgrades past an import
@@ -188,16 +230,21 @@ def upgrade_drops_imports(snap: Snapshot, name: str, version: str) -> None:
     mine = [use for use in apex.users if canonical_name(use.distribution) == canonical_name(name)]
     if not mine:
         return
-    tables = {key: table.get(canonical_name(name)) for key, table in (("amp", AMP_IMPORT_FIXED_IN),
-                                                                       ("norm", NORM_SWAP_FIXED_IN))}
+    tables = {
+        key: table.get(canonical_name(name))
+        for key, table in (("amp", AMP_IMPORT_FIXED_IN), ("norm", NORM_SWAP_FIXED_IN))
+    }
     if not any(tables.values()):
-        raise CannotSimulate(f"another release of {name} is other code: which apex imports it makes is for the "
-                             "scan of installed code to read again")
+        raise CannotSimulate(
+            f"another release of {name} is other code: which apex imports it makes is for the "
+            "scan of installed code to read again"
+        )
     try:
         past = {key: fixed is not None and Version(version) >= Version(fixed) for key, fixed in tables.items()}
     except InvalidVersion:
-        raise CannotSimulate(f"{name} {version}: not a version to compare with the releases that dropped its apex "
-                             "imports") from None
+        raise CannotSimulate(
+            f"{name} {version}: not a version to compare with the releases that dropped its apex imports"
+        ) from None
     for use in mine:
         use.version = version
         if past["amp"] and _apex.imports_amp(use):
@@ -218,8 +265,10 @@ def disable_mock_torch(snap: Snapshot) -> None:
     """
     oneflow = snap.environment.oneflow
     if oneflow.build is None or not oneflow.build.directory or not oneflow.build.has_mock_torch:
-        raise CannotSimulate("no oneflow with mock_torch is recorded: what `python -m oneflow.mock_torch` does here "
-                             "is for the probe to say")
+        raise CannotSimulate(
+            "no oneflow with mock_torch is recorded: what `python -m oneflow.mock_torch` does here "
+            "is for the probe to say"
+        )
     env = snap.environment.env
     if "PYTHONPATH" not in env:
         return
@@ -237,6 +286,10 @@ def disable_mock_torch(snap: Snapshot) -> None:
     origin = f"{real.location}/torch/__init__.py" if real and real.location else ""
     mock.torch = TorchResolution(kind="torch" if origin else "missing", origin=origin)
     if snap.torch.status == "mocked":
-        snap.torch = TorchInfo(status="unknown", origin=origin,
-                               probe=ProbeRun(status="not-run", detail="mock-torch turned off: the torch it now "
-                                                                       "reaches is not probed yet"))
+        snap.torch = TorchInfo(
+            status="unknown",
+            origin=origin,
+            probe=ProbeRun(
+                status="not-run", detail="mock-torch turned off: the torch it now reaches is not probed yet"
+            ),
+        )

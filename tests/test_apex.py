@@ -16,8 +16,18 @@ import textwrap
 
 import pytest
 
-from apex_envs import (EXT_SUFFIX, PYPI_APEX_SDIST, STALE_TORCH_SYMBOL, compiler, cuda11_extension, install_nvidia_apex,
-                       install_pypi_apex, install_transformers, make_env, stale_extension)
+from apex_envs import (
+    EXT_SUFFIX,
+    PYPI_APEX_SDIST,
+    STALE_TORCH_SYMBOL,
+    compiler,
+    cuda11_extension,
+    install_nvidia_apex,
+    install_pypi_apex,
+    install_transformers,
+    make_env,
+    stale_extension,
+)
 from helpers import run_cli
 from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.remote import apex as target_apex
@@ -28,8 +38,20 @@ needs_cc = pytest.mark.skipif(compiler() is None, reason="needs a C compiler to 
 
 def check(env, project, *extra, timeout="30"):
     """`mpdoctor check --python ENV` run from ``project``; returns (findings by code, snapshot)."""
-    result = run_cli("check", "--python", str(env.python), "--no-kernels", "--format", "json", "--fail-on",
-                     "never", "--timeout", timeout, *extra, cwd=str(project))
+    result = run_cli(
+        "check",
+        "--python",
+        str(env.python),
+        "--no-kernels",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        "--timeout",
+        timeout,
+        *extra,
+        cwd=str(project),
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     codes: dict[str, list[dict]] = {}
@@ -61,8 +83,10 @@ def write(directory, name, text):
 
 
 def test_the_pypi_namesake_from_the_registry_is_named_and_removed(tmp_path, project):
-    assert hashlib.sha256(PYPI_APEX_SDIST.read_bytes()).hexdigest() == \
-        "48aa6d9e805e661e609161bd52e0d02d89a9a32f32dc29cde6c950df58129119"
+    assert (
+        hashlib.sha256(PYPI_APEX_SDIST.read_bytes()).hexdigest()
+        == "48aa6d9e805e661e609161bd52e0d02d89a9a32f32dc29cde6c950df58129119"
+    )
     env = make_env(tmp_path / "env")
     install_pypi_apex(env)
     write(project, "train.py", "from apex import amp\n")
@@ -93,8 +117,9 @@ def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project, t
     (norms,) = codes["APEX005"]
     assert "transformers 4.44.2 will swap in apex's fused norms" in norms["title"]
     assert "expected scalar type Float but found Half" in norms["title"]
-    assert "transformers/models/t5/modeling_t5.py:10 `from apex.normalization import FusedRMSNorm`" in \
-        " ".join(norms["evidence"])
+    assert "transformers/models/t5/modeling_t5.py:10 `from apex.normalization import FusedRMSNorm`" in " ".join(
+        norms["evidence"]
+    )
     assert any("pip uninstall -y apex" in c for c in commands(norms))
     assert any("'transformers>=5.8.0'" in c for c in commands(norms))
     (amp,) = codes["APEX006"]
@@ -132,8 +157,11 @@ def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project, t
 def test_transformers_with_the_fixes_is_left_alone(tmp_path, project):
     env = make_env(tmp_path / "env")
     install_nvidia_apex(env, extensions={"apex_C.py": "", "amp_C.py": "", "fused_layer_norm_cuda.py": ""})
-    env.install("transformers", "5.8.0", {"transformers/__init__.py": "", "transformers/trainer.py":
-                                          "def train():\n    from apex import amp\n"})
+    env.install(
+        "transformers",
+        "5.8.0",
+        {"transformers/__init__.py": "", "transformers/trainer.py": "def train():\n    from apex import amp\n"},
+    )
     codes, snap = check(env, project)
     assert apex_codes(codes) == []
     (use,) = snap.environment.apex.users
@@ -159,11 +187,14 @@ def test_extension_built_against_another_torch(tmp_path, project):
 
 def test_a_crashing_and_a_hanging_extension_cost_only_themselves(tmp_path, project):
     env = make_env(tmp_path / "env", torch=True)
-    install_nvidia_apex(env, extensions={
-        "apex_C.py": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
-        "amp_C.py": "import time\ntime.sleep(600)\n",
-        "fused_layer_norm_cuda.py": "",
-    })
+    install_nvidia_apex(
+        env,
+        extensions={
+            "apex_C.py": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+            "amp_C.py": "import time\ntime.sleep(600)\n",
+            "fused_layer_norm_cuda.py": "",
+        },
+    )
     codes, snap = check(env, project, timeout="12")  # 4 s for the loads, 1.3 s for each
     loads = {ext.name: ext for ext in snap.environment.apex.extensions}
     assert loads["apex_C"].load_status == "crashed" and "SIGSEGV" in loads["apex_C"].load_detail
@@ -179,8 +210,9 @@ def test_extension_built_for_cuda_11(tmp_path, project, this_machine):
     """An extension linking CUDA 11's runtime, beside this machine's torch: a CPU build (CI) or a CUDA build."""
     torch_cuda = this_machine.torch["cuda"]
     if torch_cuda.split(".")[0] == "11":
-        pytest.skip(f"needs a torch not built for CUDA 11 (the stand-in extension's CUDA): "
-                    f"{this_machine.describe_torch()}")
+        pytest.skip(
+            f"needs a torch not built for CUDA 11 (the stand-in extension's CUDA): {this_machine.describe_torch()}"
+        )
     env = make_env(tmp_path / "env", torch=True)
     cuda11_extension(env.site / f"fused_layer_norm_cuda{EXT_SUFFIX}", tmp_path / "cuda11")
     install_nvidia_apex(env, extensions={"apex_C.py": "", "amp_C.py": ""})
@@ -214,7 +246,10 @@ def test_elf_needed_agrees_with_readelf(tmp_path):
 def test_code_mixing_apex_amp_and_torch_amp(tmp_path, project):
     env = make_env(tmp_path / "env")
     install_nvidia_apex(env, amp=True, extensions={"apex_C.py": "", "amp_C.py": "", "fused_layer_norm_cuda.py": ""})
-    write(project, "src/train.py", """\
+    write(
+        project,
+        "src/train.py",
+        """\
         import torch
         from apex import amp
 
@@ -222,7 +257,8 @@ def test_code_mixing_apex_amp_and_torch_amp(tmp_path, project):
         scaler = torch.cuda.amp.GradScaler()
         with torch.autocast("cuda", dtype=torch.float16):
             loss = model(batch)
-        """)
+        """,
+    )
     codes, snap = check(env, project)
     assert apex_codes(codes) == ["APEX007", "APEX008"]
     evidence = " ".join(codes["APEX007"][0]["evidence"])

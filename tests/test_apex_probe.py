@@ -45,7 +45,7 @@ def test_apex_imports_know_the_blocks_around_them():
 
 
 def test_torch_amp_spellings_are_found_once_each():
-    source = textwrap.dedent('''\
+    source = textwrap.dedent("""\
         import torch
         from torch.cuda.amp import GradScaler, autocast
         from torch import autocast as ac, nn
@@ -53,11 +53,14 @@ def test_torch_amp_spellings_are_found_once_each():
         with torch.autocast("cuda"):
             with torch.autocast("cuda"):
                 y = torch.cuda.amp.autocast_mode
-        ''')
+        """)
     uses = target_scan.torch_amp_uses(ast.parse(source), source.splitlines())
     assert [(u["what"], u["line"]) for u in uses] == [
-        ("from torch.cuda.amp import GradScaler, autocast", 2), ("from torch import autocast", 3),
-        ("torch.amp.GradScaler", 4), ("torch.autocast", 5)]
+        ("from torch.cuda.amp import GradScaler, autocast", 2),
+        ("from torch import autocast", 3),
+        ("torch.amp.GradScaler", 4),
+        ("torch.autocast", 5),
+    ]
 
 
 def write(path, text="", mode=None):
@@ -97,10 +100,14 @@ def test_locations_in_search_order_with_the_working_directory_last(tmp_path):
     write(second / "apex.py")
     write(cwd / "apex" / "setup.py")
     os.symlink(first, tmp_path / "link")
-    found = target_apex.find_locations([str(first), str(tmp_path / "link"), str(second), str(tmp_path / "nope")],
-                                       str(cwd))
-    assert [(f["kind"], f["source"]) for f in found] == [("package", "sys.path"), ("module", "sys.path"),
-                                                        ("namespace", "cwd")]
+    found = target_apex.find_locations(
+        [str(first), str(tmp_path / "link"), str(second), str(tmp_path / "nope")], str(cwd)
+    )
+    assert [(f["kind"], f["source"]) for f in found] == [
+        ("package", "sys.path"),
+        ("module", "sys.path"),
+        ("namespace", "cwd"),
+    ]
 
 
 def test_apex_facts_survive_a_broken_package(tmp_path):
@@ -118,8 +125,10 @@ def test_apex_facts_survive_a_broken_package(tmp_path):
 def test_top_level_names_from_an_egg_info(tmp_path):
     import importlib.metadata as metadata
 
-    info = write(tmp_path / "apex.egg-info" / "installed-files.txt",
-                 "../apex/__init__.py\n../amp_C.cpython-38-x86_64-linux-gnu.so\nPKG-INFO\n").parent
+    info = write(
+        tmp_path / "apex.egg-info" / "installed-files.txt",
+        "../apex/__init__.py\n../amp_C.cpython-38-x86_64-linux-gnu.so\nPKG-INFO\n",
+    ).parent
     write(info / "PKG-INFO", "Metadata-Version: 1.0\nName: apex\nVersion: 0.1\n")
     dist = metadata.PathDistribution(info)
     assert target_apex._top_levels(dist) == ["amp_C.cpython-38-x86_64-linux-gnu.so", "apex"]
@@ -136,10 +145,16 @@ def test_extension_loads_each_in_a_child(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     budget = Budget.from_timeout(9)  # the torch part is handed these two: 3 s for all, 1 s each
     assert (budget.apex_loads, budget.apex_load_each) == (3.0, 1.0)
-    results = target_loads.load_each(["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"],
-                                     budget.apex_load_each, budget.apex_loads)
+    results = target_loads.load_each(
+        ["mpd_ok", "mpd_err", "mpd_crash", "mpd_hang", "mpd_exit", "mpd_ok"], budget.apex_load_each, budget.apex_loads
+    )
     assert {name: r["status"] for name, r in results.items()} == {
-        "mpd_ok": "ok", "mpd_err": "error", "mpd_crash": "crashed", "mpd_hang": "timeout", "mpd_exit": "crashed"}
+        "mpd_ok": "ok",
+        "mpd_err": "error",
+        "mpd_crash": "crashed",
+        "mpd_hang": "timeout",
+        "mpd_exit": "crashed",
+    }
     assert results["mpd_err"]["detail"] == "ImportError: undefined symbol: _ZN3c10foo"
     assert "SIGABRT" in results["mpd_crash"]["detail"] and "status 7" in results["mpd_exit"]["detail"]
     assert "mpd_ok" not in sys.modules  # the probe process itself imported nothing

@@ -144,15 +144,26 @@ def test_the_circle_finder_finds_a_circle(monkeypatch):
 # Layers, in the order data flows. A module may import its own layer and the layers before it.
 # mpdoctor.portable (stdlib only, imports nothing of mpdoctor: see the rules below) is usable by every stage.
 LAYERS = [
-    ("foundation", ("mpdoctor.schema.serde", "mpdoctor.schema.contract", "mpdoctor.findings", "mpdoctor.portable",
-                    "mpdoctor.probes.remote", "mpdoctor.probes")),
+    (
+        "foundation",
+        (
+            "mpdoctor.schema.serde",
+            "mpdoctor.schema.contract",
+            "mpdoctor.findings",
+            "mpdoctor.portable",
+            "mpdoctor.probes.remote",
+            "mpdoctor.probes",
+        ),
+    ),
     ("snapshot", ("mpdoctor.snapshot",)),
     ("probes", ("mpdoctor.probes.",)),
     ("analysis", ("mpdoctor.analysis",)),
     ("checks", ("mpdoctor.checks",)),
     # mpdoctor.fleet judges many ranks' reports (it runs mpdoctor.doctor on each); mpdoctor.render.fleet formats it.
-    ("reports", ("mpdoctor.doctor", "mpdoctor.explain", "mpdoctor.checkpoint_audit", "mpdoctor.trace",
-                 "mpdoctor.fleet")),
+    (
+        "reports",
+        ("mpdoctor.doctor", "mpdoctor.explain", "mpdoctor.checkpoint_audit", "mpdoctor.trace", "mpdoctor.fleet"),
+    ),
     ("render", ("mpdoctor.render", "mpdoctor.schema")),
     # mpdoctor/__init__.py is the Python API's door (mpdoctor.audit, mpdoctor.dtype_trace, loaded on first use);
     # its submodules importing it for __version__ are not edges (a package comes with its modules).
@@ -184,8 +195,11 @@ def test_checks_are_pure_functions_of_the_snapshot():
     """No check reaches for a probe, a renderer or the CLI: it reads facts and yields findings."""
     for name, targets in GRAPH.items():
         if name.startswith("mpdoctor.checks"):
-            impure = {t for t in targets if t.startswith(("mpdoctor.probes.", "mpdoctor.render", "mpdoctor.cli",
-                                                           "mpdoctor.doctor"))}
+            impure = {
+                t
+                for t in targets
+                if t.startswith(("mpdoctor.probes.", "mpdoctor.render", "mpdoctor.cli", "mpdoctor.doctor"))
+            }
             assert not impure, name  # mpdoctor.portable (redaction...) is no probe: checks may use it
 
 
@@ -251,10 +265,12 @@ def test_target_code_imports_only_the_stdlib_and_its_siblings(path):
 
 def test_the_remote_import_rule_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
-    for text in ("import packaging\n",
-                 "import torch\n",  # a subject, but at module level
-                 "from .. import portable\n",  # out of the package: only siblings
-                 "from mpdoctor.portable import redact\n"):  # only the bridge may
+    for text in (
+        "import packaging\n",
+        "import torch\n",  # a subject, but at module level
+        "from .. import portable\n",  # out of the package: only siblings
+        "from mpdoctor.portable import redact\n",
+    ):  # only the bridge may
         bad.write_text(text)
         assert _import_problems(bad, portable=False), text
 
@@ -262,12 +278,14 @@ def test_the_remote_import_rule_can_fail(tmp_path):
 def test_the_portable_import_rule_can_fail(tmp_path):
     (tmp_path / "redact.py").write_text("")
     bad = tmp_path / "bad.py"
-    for text in ("import packaging\n",  # not the stdlib
-                 "from mpdoctor.probes.remote import steps\n",  # a remote module, absolutely
-                 "from _mpdoctor_remote import steps\n",  # ... by its name in the target
-                 "from ..probes.remote import steps\n",  # ... relatively
-                 "from . import steps\n",  # not a sibling
-                 "def f():\n    import torch\n"):  # not even a subject: the host imports portable too
+    for text in (
+        "import packaging\n",  # not the stdlib
+        "from mpdoctor.probes.remote import steps\n",  # a remote module, absolutely
+        "from _mpdoctor_remote import steps\n",  # ... by its name in the target
+        "from ..probes.remote import steps\n",  # ... relatively
+        "from . import steps\n",  # not a sibling
+        "def f():\n    import torch\n",
+    ):  # not even a subject: the host imports portable too
         bad.write_text(text)
         assert _import_problems(bad, portable=True), text
     bad.write_text("import json\nfrom . import redact\nfrom .redact import redact_text\n")
@@ -313,8 +331,13 @@ def test_target_code_runs_under_the_oldest_python(tmp_path):
     compiled = subprocess.run([python, "-m", "py_compile", *map(str, _target_files())], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     out = tmp_path / "env.jsonl"
-    result = subprocess.run(remote_argv(python, "target", "env", str(out), json.dumps(Budget.from_timeout(20).env_limits())), capture_output=True, text=True,
-                            timeout=60, cwd=tmp_path)
+    result = subprocess.run(
+        remote_argv(python, "target", "env", str(out), json.dumps(Budget.from_timeout(20).env_limits())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     steps = {}
     for line in out.read_text().splitlines():
@@ -326,15 +349,20 @@ def test_target_code_runs_under_the_oldest_python(tmp_path):
     # Every module imports there too, as the private packages the bootstrap makes (a stdlib module newer
     # than 3.8, say tomllib or graphlib, would fail here even though this 3.11 test run knows it), and the
     # bridge hands the remote modules the very modules of _mpdoctor_portable: one object per file, no mpdoctor.
-    names = [f"_mpdoctor_{'portable' if p.parent == PORTABLE else 'remote'}.{p.stem}"
-             for p in _target_files() if p.stem != "__init__"]
+    names = [
+        f"_mpdoctor_{'portable' if p.parent == PORTABLE else 'remote'}.{p.stem}"
+        for p in _target_files()
+        if p.stem != "__init__"
+    ]
     load_all = LOAD_PACKAGES + (
         "for name in sys.argv[3:]: importlib.import_module(name)\n"
         "bridge = sys.modules['_mpdoctor_remote._portable']\n"
         "assert all(getattr(bridge, n) is sys.modules['_mpdoctor_portable.' + n] for n in bridge.__all__)\n"
-        "assert not [m for m in sys.modules if m.split('.')[0] == 'mpdoctor'], sorted(sys.modules)\n")
-    imported = subprocess.run([python, "-c", load_all, *package_inits(), *names],
-                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'mpdoctor'], sorted(sys.modules)\n"
+    )
+    imported = subprocess.run(
+        [python, "-c", load_all, *package_inits(), *names], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert imported.returncode == 0, imported.stderr
 
 
@@ -355,19 +383,37 @@ def test_python_m_mpdoctor_runs_from_an_uninstalled_checkout(checkout):
     # -S: no site processing, so neither this venv's install of mpdoctor (its .pth finder) nor anything
     # else of the venv is seen; the dependencies come through PYTHONPATH alone.
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
-    result = subprocess.run([sys.executable, "-S", "-m", "mpdoctor", "checks"], cwd=checkout, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "mpdoctor", "checks"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "TORCH001" in result.stdout and "GPU001" in result.stdout
-    where = subprocess.run([sys.executable, "-S", "-c", "import mpdoctor.checks as c; print(c.__file__)"],
-                           cwd=checkout, env=env, capture_output=True, text=True, timeout=60)
+    where = subprocess.run(
+        [sys.executable, "-S", "-c", "import mpdoctor.checks as c; print(c.__file__)"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert where.stdout.strip() == str(checkout / "checks" / "__init__.py")
 
 
 def test_python_m_mpdoctor_without_its_dependencies_says_how_to_install(checkout):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-S", "-m", "mpdoctor", "check"], cwd=checkout, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "mpdoctor", "check"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install" in lines[0] and "Traceback" not in result.stderr

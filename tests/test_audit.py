@@ -30,8 +30,11 @@ def write_safetensors(path, tensors, tamper=None):
     header, blobs, offset = {}, [], 0
     for name, tensor in tensors.items():
         data = bytes(tensor.contiguous().untyped_storage())
-        header[name] = {"dtype": CODES[tensor.dtype], "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": CODES[tensor.dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     header["__metadata__"] = {"format": "pt"}
@@ -44,9 +47,14 @@ def write_safetensors(path, tensors, tamper=None):
 
 def unet_state(mask_dtype=torch.float16):
     """Incident 3's shape: an fp16 block whose bias stayed fp32."""
-    return {"down.conv.weight": torch.randn(4, 4, 3, 3).half(), "down.conv.bias": torch.randn(4),
-            "down.norm.weight": torch.ones(4).half(), "mid.attn.to_q.weight": torch.randn(4, 4).half(),
-            "mask": torch.zeros(2, dtype=mask_dtype), "position_ids": torch.arange(4)}
+    return {
+        "down.conv.weight": torch.randn(4, 4, 3, 3).half(),
+        "down.conv.bias": torch.randn(4),
+        "down.norm.weight": torch.ones(4).half(),
+        "mid.attn.to_q.weight": torch.randn(4, 4).half(),
+        "mask": torch.zeros(2, dtype=mask_dtype),
+        "position_ids": torch.arange(4),
+    }
 
 
 def audit(path):
@@ -72,8 +80,12 @@ def test_the_module_that_mixes_dtypes_is_named_with_its_odd_tensor(tmp_path):
     assert mixed.module == "down.conv" and mixed.majority == "float16"
     assert [(o.name, o.dtype) for o in mixed.odd] == [("down.conv.bias", "float32")]
     assert {d.dtype: d.tensors for d in report.dtypes} == {"float16": 4, "float32": 1, "int64": 1}
-    assert report.groups == {"down": {"float16": 2, "float32": 1}, "mask": {"float16": 1}, "mid": {"float16": 1},
-                             "position_ids": {"int64": 1}}
+    assert report.groups == {
+        "down": {"float16": 2, "float32": 1},
+        "mask": {"float16": 1},
+        "mid": {"float16": 1},
+        "position_ids": {"int64": 1},
+    }
     assert [f.code for f in report.findings] == ["AUDIT002"]
 
 
@@ -115,19 +127,29 @@ def test_sharded_checkpoint_through_its_index(tmp_path):
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     torch.save(state, tmp_path / "pytorch_model.bin")  # beside it, not read: the safetensors win
     report = audit(tmp_path)
-    assert [f.path.rsplit("/", 1)[-1] for f in report.files] == ["model-00001-of-00002.safetensors",
-                                                                 "model-00002-of-00002.safetensors"]
+    assert [f.path.rsplit("/", 1)[-1] for f in report.files] == [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ]
     assert [m.module for m in report.mixed] == ["down.conv"]
 
 
 def test_diffusers_folder_groups_by_component(tmp_path):
-    (tmp_path / "model_index.json").write_text(json.dumps({"_class_name": "StableDiffusionPipeline",
-                                                           "unet": ["diffusers", "UNet2DConditionModel"],
-                                                           "text_encoder": ["transformers", "CLIPTextModel"]}))
+    (tmp_path / "model_index.json").write_text(
+        json.dumps(
+            {
+                "_class_name": "StableDiffusionPipeline",
+                "unet": ["diffusers", "UNet2DConditionModel"],
+                "text_encoder": ["transformers", "CLIPTextModel"],
+            }
+        )
+    )
     (tmp_path / "unet").mkdir()
     (tmp_path / "text_encoder").mkdir()
-    write_safetensors(tmp_path / "unet" / "diffusion_pytorch_model.safetensors",
-                      {"conv_in.weight": torch.randn(2, 2).half(), "conv_in.bias": torch.randn(2).half()})
+    write_safetensors(
+        tmp_path / "unet" / "diffusion_pytorch_model.safetensors",
+        {"conv_in.weight": torch.randn(2, 2).half(), "conv_in.bias": torch.randn(2).half()},
+    )
     write_safetensors(tmp_path / "text_encoder" / "model.safetensors", {"embed.weight": torch.randn(3, 2)})
     report = audit(tmp_path)
     assert report.components == {"unet": {"float16": 12}, "text_encoder": {"float32": 24}}
@@ -140,24 +162,30 @@ def _truncate(path):
     path.write_bytes(data[:-10])
 
 
-@pytest.mark.parametrize("case,tamper,message", [
-    ("offsets past the end", lambda h: h["down.conv.bias"].update(data_offsets=[0, 10**9]), "fall outside"),
-    ("size lies", lambda h: h["down.conv.bias"].update(shape=[400]), "needs 1600 bytes"),
-    ("unknown dtype", lambda h: h["mask"].update(dtype="F17"), "unknown dtype"),
-    ("shape not sizes", lambda h: h["mask"].update(shape=[-1]), "not a list of sizes"),
-])
+@pytest.mark.parametrize(
+    "case,tamper,message",
+    [
+        ("offsets past the end", lambda h: h["down.conv.bias"].update(data_offsets=[0, 10**9]), "fall outside"),
+        ("size lies", lambda h: h["down.conv.bias"].update(shape=[400]), "needs 1600 bytes"),
+        ("unknown dtype", lambda h: h["mask"].update(dtype="F17"), "unknown dtype"),
+        ("shape not sizes", lambda h: h["mask"].update(shape=[-1]), "not a list of sizes"),
+    ],
+)
 def test_headers_that_lie_are_errors_not_crashes(tmp_path, case, tamper, message):
     path = write_safetensors(tmp_path / "m.safetensors", unet_state(), tamper)
     with pytest.raises(AuditError, match=message):
         read_header(str(path))
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"", "too short"),
-    (struct.pack("<Q", 10**12) + b"{}", "header claims"),
-    (struct.pack("<Q", 5) + b"{nope", "not valid JSON"),
-    (struct.pack("<Q", 2) + b"[]", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "too short"),
+        (struct.pack("<Q", 10**12) + b"{}", "header claims"),
+        (struct.pack("<Q", 5) + b"{nope", "not valid JSON"),
+        (struct.pack("<Q", 2) + b"[]", "not a JSON object"),
+    ],
+)
 def test_corrupt_files_say_why(tmp_path, content, message):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(content)

@@ -32,8 +32,9 @@ def header(entries: dict, metadata=None, where="last", **dumps) -> bytes:
         members.append((name, {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}))
         offset += size
     if metadata is not None:
-        members.insert({"first": 0, "middle": len(members) // 2, "last": len(members)}[where],
-                       ("__metadata__", metadata))
+        members.insert(
+            {"first": 0, "middle": len(members) // 2, "last": len(members)}[where], ("__metadata__", metadata)
+        )
     return json.dumps(dict(members), **dumps).encode()
 
 
@@ -71,12 +72,15 @@ def test_the_usual_layouts_are_read_in_bulk_and_read_the_same(dumps, where):
     assert_agree(raw + b" \n" * 100, bulk_reads_it=True)  # whitespace, however much, ends JSON text
 
 
-@pytest.mark.parametrize("names,ascii", [
-    (["caf\u00e9.weight", "\u4e2d.bias"], False),  # UTF-8 as it is
-    (["caf\u00e9.weight", "\u4e2d.bias"], True),  # \u escapes
-    (['quote".weight', "back\\slash.w", "tab\t.w", "nl\n.w", "slash/.w"], False),  # escaped by json.dumps
-    (["\ud800.w"], True),  # a lone surrogate, as json.loads reads "\ud800"
-])
+@pytest.mark.parametrize(
+    "names,ascii",
+    [
+        (["caf\u00e9.weight", "\u4e2d.bias"], False),  # UTF-8 as it is
+        (["caf\u00e9.weight", "\u4e2d.bias"], True),  # \u escapes
+        (['quote".weight', "back\\slash.w", "tab\t.w", "nl\n.w", "slash/.w"], False),  # escaped by json.dumps
+        (["\ud800.w"], True),  # a lone surrogate, as json.loads reads "\ud800"
+    ],
+)
 def test_names_with_escapes_read_as_json_reads_them(names, ascii):
     assert_agree(header({n: ("F16", (2,)) for n in names}, ensure_ascii=ascii), bulk_reads_it=True)
 
@@ -91,10 +95,10 @@ LIES = {
     "leading zero": b'{"a":{"dtype":"F16","shape":[02],"data_offsets":[0,4]}}',
     "41 digits": b'{"a":{"dtype":"F16","shape":[0],"data_offsets":[0,' + b"1" * 41 + b"]}}",
     "overlap": b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],'
-               b'"data_offsets":[4,12]}}',
+    b'"data_offsets":[4,12]}}',
     "trailing comma": b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},}',
     "missing comma": b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}"b":{"dtype":"F16","shape":[2],'
-                     b'"data_offsets":[4,8]}}',
+    b'"data_offsets":[4,8]}}',
     "missing brace": b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}',
     "junk after": b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}} x',
     "not an object": b"[]",
@@ -113,21 +117,26 @@ def test_headers_that_lie_are_left_to_the_reference_which_says_why(case):
     assert bulk is None and isinstance(reference, str)
 
 
-@pytest.mark.parametrize("raw", [
-    # json.loads keeps the last of two equal names, and a second __metadata__: the reference decides
-    b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"a":{"dtype":"F16","shape":[1],"data_offsets":[4,6]}}',
-    b'{"__metadata__":{"x":"1"},"__metadata__":{"x":"2"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',
-    b'{"__metadata__":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',  # a tensor named like the metadata
-    b'{"__metadata__":{"x":1},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',  # metadata not all strings
-    b'{\n  "a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}\n}',  # indented
-    b'{"a":{"shape":[2],"dtype":"F16","data_offsets":[0,4]}}',  # another key order
-    b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4],"extra":[1]}}',  # a key more
-    b"{}", b"{ }", b'{"__metadata__":{}}',
-    b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[2],"data_offsets":[8,12]}}',
-    b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]},"b":{"dtype":"F16","shape":[2],"data_offsets":[8,12]}}',
-    b'{"z":{"dtype":"F16","shape":[0],"data_offsets":[4,4]},"y":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},'
-    b'"x":{"dtype":"F16","shape":[0],"data_offsets":[4,4]}}',  # out of order, empty tensors at one offset
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # json.loads keeps the last of two equal names, and a second __metadata__: the reference decides
+        b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"a":{"dtype":"F16","shape":[1],"data_offsets":[4,6]}}',
+        b'{"__metadata__":{"x":"1"},"__metadata__":{"x":"2"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',
+        b'{"__metadata__":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',  # a tensor named like the metadata
+        b'{"__metadata__":{"x":1},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}',  # metadata not all strings
+        b'{\n  "a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}\n}',  # indented
+        b'{"a":{"shape":[2],"dtype":"F16","data_offsets":[0,4]}}',  # another key order
+        b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4],"extra":[1]}}',  # a key more
+        b"{}",
+        b"{ }",
+        b'{"__metadata__":{}}',
+        b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[2],"data_offsets":[8,12]}}',
+        b'{"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]},"b":{"dtype":"F16","shape":[2],"data_offsets":[8,12]}}',
+        b'{"z":{"dtype":"F16","shape":[0],"data_offsets":[4,4]},"y":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},'
+        b'"x":{"dtype":"F16","shape":[0],"data_offsets":[4,4]}}',  # out of order, empty tensors at one offset
+    ],
+)
 def test_unusual_but_valid_headers_read_the_same_either_way(raw):
     assert_agree(raw)
 

@@ -68,8 +68,9 @@ def starts(log) -> int:
 def folder_of_pickles(root, names):
     root.mkdir()
     for i, name in enumerate(names):
-        torch.save({f"block{i}.weight": torch.zeros(4, 4, dtype=torch.float16), f"block{i}.bias": torch.zeros(4)},
-                   root / name)
+        torch.save(
+            {f"block{i}.weight": torch.zeros(4, 4, dtype=torch.float16), f"block{i}.bias": torch.zeros(4)}, root / name
+        )
     return root
 
 
@@ -112,7 +113,8 @@ def test_a_file_that_kills_the_loader_is_named_and_the_rest_are_read_in_a_fresh_
     root = folder_of_pickles(tmp_path / "model", [*GOOD[:2], "killloader.pt", *GOOD[2:]])
     files = by_name(read_all(weight_files(str(root)), sys.executable, Budget.from_timeout(30)))
     assert files["killloader.pt"].error.endswith(
-        "killloader.pt: torch.load: the loading process was killed by SIGKILL while reading it")
+        "killloader.pt: torch.load: the loading process was killed by SIGKILL while reading it"
+    )
     assert all(files[name].error == "" and len(files[name].tensors) == 2 for name in GOOD)
     assert starts(sabotaged) >= 2
 
@@ -122,11 +124,14 @@ def test_the_cli_reports_the_good_files_and_names_the_bad_one(tmp_path, sabotage
     result = run_cli("audit", str(root), "--format", "json")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     report = json.loads(result.stdout)
-    assert [(f["path"].rsplit("/", 1)[-1], f["tensors"]) for f in report["files"]] == \
-        [("crash.pt", 0), *((name, 2) for name in GOOD[:3])]
+    assert [(f["path"].rsplit("/", 1)[-1], f["tensors"]) for f in report["files"]] == [
+        ("crash.pt", 0),
+        *((name, 2) for name in GOOD[:3]),
+    ]
     (unread,) = [f for f in report["findings"] if f["code"] == "AUDIT001"]
-    assert unread["title"].startswith("1 weight file(s)") and "crash.pt: torch.load was killed by SIGSEGV" in \
-        " ".join(unread["evidence"])
+    assert unread["title"].startswith("1 weight file(s)") and "crash.pt: torch.load was killed by SIGSEGV" in " ".join(
+        unread["evidence"]
+    )
     assert {d["dtype"]: d["tensors"] for d in report["dtypes"]} == {"float16": 3, "float32": 3}
 
 

@@ -47,8 +47,11 @@ def save(module, path):
     header, blobs, offset = {}, [], 0
     for name, tensor in {**dict(module.named_parameters()), **dict(module.named_buffers())}.items():
         data = bytes(tensor.detach().contiguous().untyped_storage())
-        header[name] = {"dtype": CODE[tensor.dtype], "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": CODE[tensor.dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     raw = json.dumps(header).encode()
@@ -71,11 +74,16 @@ def finding(report, code):
 def onetrainer_unet():
     """fp16 everywhere but ``unet.mask_embed`` (fp32, whole), and a bf16 bias in ``unet.up.conv``."""
     return {
-        "unet.conv_in.weight": ("F16", [8, 4, 3, 3]), "unet.conv_in.bias": ("F16", [8]),
-        "unet.mask_embed.weight": ("F32", [4, 3]), "unet.mask_embed.bias": ("F32", [4]),
-        "unet.down.0.conv.weight": ("F16", [8, 8, 3, 3]), "unet.down.0.conv.bias": ("F16", [8]),
-        "unet.down.1.conv.weight": ("F16", [8, 8, 3, 3]), "unet.down.1.conv.bias": ("F16", [8]),
-        "unet.up.conv.weight": ("F16", [8, 8, 3, 3]), "unet.up.conv.bias": ("BF16", [8]),
+        "unet.conv_in.weight": ("F16", [8, 4, 3, 3]),
+        "unet.conv_in.bias": ("F16", [8]),
+        "unet.mask_embed.weight": ("F32", [4, 3]),
+        "unet.mask_embed.bias": ("F32", [4]),
+        "unet.down.0.conv.weight": ("F16", [8, 8, 3, 3]),
+        "unet.down.0.conv.bias": ("F16", [8]),
+        "unet.down.1.conv.weight": ("F16", [8, 8, 3, 3]),
+        "unet.down.1.conv.bias": ("F16", [8]),
+        "unet.up.conv.weight": ("F16", [8, 8, 3, 3]),
+        "unet.up.conv.bias": ("BF16", [8]),
         "unet.position_ids": ("I64", [16]),
     }
 
@@ -87,11 +95,17 @@ def test_a_whole_fp32_submodule_in_an_fp16_unet_is_named_with_its_size(tmp_path)
     odd = finding(report, "AUDIT004")
     assert odd.severity == "warning" and odd.name == "module-in-another-dtype"
     assert odd.evidence == ["unet.mask_embed: float32 (2 tensors, 64 B) in a float16 unet"]
-    assert [s.text.split(":")[0] for s in odd.fix] == ["Cast on load", "Or keep the module in its dtype and cast "
-                                                                       "the input in its forward"]
+    assert [s.text.split(":")[0] for s in odd.fix] == [
+        "Cast on load",
+        "Or keep the module in its dtype and cast the input in its forward",
+    ]
     assert odd.fix[1].role == "alternative"
-    assert [(s.module, s.dominant) for s in report.subtrees] == [("", "float16"), ("unet", "float16"),
-                                                                 ("unet.up", "float16"), ("unet.up.conv", "float16")]
+    assert [(s.module, s.dominant) for s in report.subtrees] == [
+        ("", "float16"),
+        ("unet", "float16"),
+        ("unet.up", "float16"),
+        ("unet.up.conv", "float16"),
+    ]
     assert "odd module out: unet.mask_embed: float32 (2 tensors, 64 B) in a float16 unet" in str(report)
 
 
@@ -102,7 +116,8 @@ def test_an_odd_module_nested_deep_inside_is_found_against_its_own_subtree(tmp_p
     report = mpdoctor.audit(write(tmp_path / "m.safetensors", tensors))
     assert [(o.module, o.dtype, o.within, o.within_dtype) for o in report.odd_modules] == [
         ("encoder.pos_embed", "float32", "encoder", "float16"),
-        ("encoder.block.1.mlp.fc2", "float32", "encoder.block.1.mlp", "float16")]
+        ("encoder.block.1.mlp.fc2", "float32", "encoder.block.1.mlp", "float16"),
+    ]
     assert codes(report) == ["AUDIT004"]  # every difference named: AUDIT003 has nothing left to say
 
 
@@ -110,8 +125,11 @@ def test_an_odd_module_nested_deep_inside_is_found_against_its_own_subtree(tmp_p
 
 
 def llama(layers=4, fc2_fp32=None, mixed_bias=False):
-    tensors = {"model.embed_tokens.weight": ("BF16", [64, 16]), "model.norm.weight": ("BF16", [16]),
-               "lm_head.weight": ("BF16", [64, 16])}
+    tensors = {
+        "model.embed_tokens.weight": ("BF16", [64, 16]),
+        "model.norm.weight": ("BF16", [16]),
+        "lm_head.weight": ("BF16", [64, 16]),
+    }
     for i in range(layers):
         block = f"model.layers.{i}"
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
@@ -133,14 +151,16 @@ def test_norms_kept_in_fp32_are_info_grouped_into_one_line(tmp_path):
     assert kept.severity == "info" and kept.name == "module-kept-in-float32"
     assert kept.evidence == [
         "model.layers.*.input_layernorm: float32 (4 modules, 4 tensors, 256 B), each in a bfloat16 model.layers.*; "
-        "a norm, by its name: loaders and autocast keep norms in float32 on purpose"]
+        "a norm, by its name: loaders and autocast keep norms in float32 on purpose"
+    ]
 
 
 def test_an_fp32_fc2_is_a_warning_and_audit003_does_not_vanish_when_audit002_fires(tmp_path):
     report = mpdoctor.audit(write(tmp_path / "model.safetensors", llama(fc2_fp32=2, mixed_bias=True)))
     assert codes(report) == ["AUDIT002", "AUDIT004", "AUDIT005"]
     assert finding(report, "AUDIT004").evidence == [
-        "model.layers.2.mlp.fc2: float32 (1 tensor, 2.0 KB) in a bfloat16 model.layers.2.mlp"]
+        "model.layers.2.mlp.fc2: float32 (1 tensor, 2.0 KB) in a bfloat16 model.layers.2.mlp"
+    ]
     # A part that is mostly another dtype, named by no module: AUDIT003 says so, AUDIT002 or not.
     tensors = llama(mixed_bias=True)
     tensors.update({f"vision.blocks.{i}.proj.weight": ("F32", [16, 16]) for i in range(3)})
@@ -150,7 +170,8 @@ def test_an_fp32_fc2_is_a_warning_and_audit003_does_not_vanish_when_audit002_fir
     assert finding(report, "AUDIT003").evidence == ["vision: mostly float32 in a bfloat16 model"]
     # inside the fp32 part, the bf16 norm is odd against the part's own dtype
     assert finding(report, "AUDIT004").evidence == [
-        "vision.blocks.0.norm: bfloat16 (1 tensor, 32 B) in a float32 vision.blocks.0"]
+        "vision.blocks.0.norm: bfloat16 (1 tensor, 32 B) in a float32 vision.blocks.0"
+    ]
 
 
 def test_an_intended_module_must_be_float32_in_a_lower_precision_model(tmp_path):
@@ -177,15 +198,17 @@ def test_a_module_the_config_keeps_in_fp32_is_info_with_the_reason(tmp_path):
     write(tmp_path / "model.safetensors", t5())
     report = mpdoctor.audit(tmp_path)
     assert codes(report) == ["AUDIT004"]  # no config.json: nothing says `wo` is fp32 on purpose
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["T5ForConditionalGeneration"],
-                                                      "_keep_in_fp32_modules": ["wo"]}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"architectures": ["T5ForConditionalGeneration"], "_keep_in_fp32_modules": ["wo"]})
+    )
     report = mpdoctor.audit(tmp_path)
     assert codes(report) == ["AUDIT005"]
     reason = f"kept in float32 by {tmp_path / 'config.json'} (_keep_in_fp32_modules names 'wo')"
     assert {o.intended for o in report.odd_modules} == {reason}
     assert finding(report, "AUDIT005").evidence == [
         f"encoder.block.*.layer.*.DenseReluDense.wo: float32 (2 modules, 2 tensors, 4.0 KB), each in a float16 "
-        f"encoder.block.*.layer.*.DenseReluDense; {reason}"]
+        f"encoder.block.*.layer.*.DenseReluDense; {reason}"
+    ]
     # Exact names only: "wo" does not keep "wout" (transformers matches whole dotted names the same way).
     tensors = t5()
     tensors["encoder.block.0.layer.0.wout.weight"] = ("F32", [4])
@@ -207,10 +230,16 @@ def test_a_config_that_names_nothing_usable_is_ignored_without_hanging(tmp_path,
 
 
 def test_each_component_of_a_pipeline_is_its_own_tree(tmp_path):
-    (tmp_path / "model_index.json").write_text(json.dumps({"_class_name": "StableDiffusionInpaintPipeline",
-                                                           "unet": ["diffusers", "UNet2DConditionModel"],
-                                                           "text_encoder": ["transformers", "CLIPTextModel"]}))
-    unet = {name[len("unet."):]: spec for name, spec in onetrainer_unet().items()}
+    (tmp_path / "model_index.json").write_text(
+        json.dumps(
+            {
+                "_class_name": "StableDiffusionInpaintPipeline",
+                "unet": ["diffusers", "UNet2DConditionModel"],
+                "text_encoder": ["transformers", "CLIPTextModel"],
+            }
+        )
+    )
+    unet = {name[len("unet.") :]: spec for name, spec in onetrainer_unet().items()}
     write(tmp_path / "unet" / "diffusion_pytorch_model.safetensors", unet)
     encoder = {f"text_model.encoder.layers.{i}.mlp.fc1.weight": ("F32", [16, 16]) for i in range(2)}
     encoder.update({f"text_model.encoder.layers.{i}.layer_norm1.weight": ("F16", [16]) for i in range(2)})
@@ -219,14 +248,27 @@ def test_each_component_of_a_pipeline_is_its_own_tree(tmp_path):
     report = mpdoctor.audit(tmp_path)
     # The fp32 text encoder beside the fp16 unet is two models, not an odd module; inside each, the odd ones.
     assert [(o.module, o.dtype, o.within, o.within_dtype, bool(o.intended)) for o in report.odd_modules] == [
-        ("text_encoder/text_model.encoder.layers.0.layer_norm1", "float16", "text_encoder/text_model.encoder.layers.0",
-         "float32", False),
-        ("text_encoder/text_model.encoder.layers.1.layer_norm1", "float16", "text_encoder/text_model.encoder.layers.1",
-         "float32", False),
-        ("unet/mask_embed", "float32", "unet", "float16", False)]
+        (
+            "text_encoder/text_model.encoder.layers.0.layer_norm1",
+            "float16",
+            "text_encoder/text_model.encoder.layers.0",
+            "float32",
+            False,
+        ),
+        (
+            "text_encoder/text_model.encoder.layers.1.layer_norm1",
+            "float16",
+            "text_encoder/text_model.encoder.layers.1",
+            "float32",
+            False,
+        ),
+        ("unet/mask_embed", "float32", "unet", "float16", False),
+    ]
     assert codes(report) == ["AUDIT002", "AUDIT003", "AUDIT004"]
-    assert finding(report, "AUDIT003").evidence == ["text_encoder: float16, float32",
-                                                    "unet: bfloat16, float16, float32"]
+    assert finding(report, "AUDIT003").evidence == [
+        "text_encoder: float16, float32",
+        "unet: bfloat16, float16, float32",
+    ]
     assert "unet/mask_embed: float32 (2 tensors, 64 B) in a float16 unet" in finding(report, "AUDIT004").evidence
 
 
@@ -263,14 +305,19 @@ def test_a_live_module_gives_the_analysis_its_saved_file_gives(tmp_path):
     saved = mpdoctor.audit(save(model, tmp_path / "m.safetensors"))
     shape = [(o.module, o.dtype, o.tensors, o.bytes, o.within, o.within_dtype) for o in live.odd_modules]
     assert shape == [(o.module, o.dtype, o.tensors, o.bytes, o.within, o.within_dtype) for o in saved.odd_modules]
-    assert shape == [("mask_embed", "float32", 2, 1088, "", "float16"),
-                     ("blocks.0.1", "float32", 2, 128, "blocks.0", "float16"),
-                     ("blocks.1.1", "float32", 2, 128, "blocks.1", "float16"),
-                     ("rope", "float32", 1, 32, "", "float16")]
+    assert shape == [
+        ("mask_embed", "float32", 2, 1088, "", "float16"),
+        ("blocks.0.1", "float32", 2, 128, "blocks.0", "float16"),
+        ("blocks.1.1", "float32", 2, 128, "blocks.1", "float16"),
+        ("rope", "float32", 1, 32, "", "float16"),
+    ]
     # The same modules, and one difference: the live module knows its classes, so its GroupNorms (named
     # "1" in a Sequential) are norms kept on purpose; the saved file has only that name, which says nothing.
     assert [o.intended for o in live.odd_modules] == [
-        "", *["a norm (GroupNorm): loaders and autocast keep norms in float32 on purpose"] * 2, ""]
+        "",
+        *["a norm (GroupNorm): loaders and autocast keep norms in float32 on purpose"] * 2,
+        "",
+    ]
     assert [o.intended for o in saved.odd_modules] == ["", "", "", ""]
     # A state dict leaves the non-persistent buffer out; the live module does not.
     assert "rope" not in [o.module for o in mpdoctor.audit(model.state_dict()).odd_modules]
@@ -281,7 +328,8 @@ def test_a_live_models_own_keep_in_fp32_list_is_read(tmp_path):
     model._keep_in_fp32_modules = ["mask_embed"]
     report = mpdoctor.audit(model)
     assert [(o.module, o.intended) for o in report.odd_modules if o.module == "mask_embed"] == [
-        ("mask_embed", "kept in float32 by Inpaint._keep_in_fp32_modules (_keep_in_fp32_modules names 'mask_embed')")]
+        ("mask_embed", "kept in float32 by Inpaint._keep_in_fp32_modules (_keep_in_fp32_modules names 'mask_embed')")
+    ]
 
 
 # ---------------------------------------------------------------- big models stay small; --all lists them all
@@ -302,13 +350,21 @@ def test_repeated_blocks_are_one_line_and_all_lists_each(tmp_path):
     assert full.returncode == 0 and "h.17.fc2: float32 (1 tensor, 1.0 KB) in a float16 h.17" in full.stdout
     assert sum("fc2: float32 (1 tensor" in line for line in full.stdout.splitlines()) == 40
     markdown = run_cli("audit", str(path), "--all", "--format", "markdown").stdout
-    assert "## Odd modules out, each" in markdown and "`h.39.fc2: float32 (1 tensor, 1.0 KB) in a float16 h.39`" \
-        in markdown
+    assert (
+        "## Odd modules out, each" in markdown
+        and "`h.39.fc2: float32 (1 tensor, 1.0 KB) in a float16 h.39`" in markdown
+    )
     data = json.loads(run_cli("audit", str(path), "--format", "json").stdout)  # JSON: always all of them
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     assert len(data["odd_modules"]) == 40 and data["odd_modules"][0] == {
-        "module": "h.0.fc2", "dtype": "float32", "tensors": 1, "bytes": 1024, "within": "h.0",
-        "within_dtype": "float16", "intended": ""}
+        "module": "h.0.fc2",
+        "dtype": "float32",
+        "tensors": 1,
+        "bytes": 1024,
+        "within": "h.0",
+        "within_dtype": "float16",
+        "intended": "",
+    }
 
 
 def test_pattern_folds_only_whole_numeric_names():

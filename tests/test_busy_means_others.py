@@ -114,8 +114,9 @@ def test_runnable_never_raises(monkeypatch):
 
 
 def stub_torch(threads):
-    return types.SimpleNamespace(Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None),
-                                 get_num_threads=lambda: threads)
+    return types.SimpleNamespace(
+        Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None), get_num_threads=lambda: threads
+    )
 
 
 def test_device_disturbed_applies_the_rule_and_keeps_the_most_others_seen(monkeypatch):
@@ -153,8 +154,17 @@ def test_device_disturbed_applies_the_rule_and_keeps_the_most_others_seen(monkey
 
 
 def test_a_window_does_not_count_the_family_as_others():
-    before = {"time": 1.0, "busy": None, "total": None, "steal": None, "own": None, "procs_running": 5,
-              "own_running": 1, "family_running": 3, "load1": 0.1}
+    before = {
+        "time": 1.0,
+        "busy": None,
+        "total": None,
+        "steal": None,
+        "own": None,
+        "procs_running": 5,
+        "own_running": 1,
+        "family_running": 3,
+        "load1": 0.1,
+    }
     after = dict(before, time=2.0, family_running=None)  # unreadable: counted as others, as before
     assert load_sample.runnable_others(before) == 1
     assert load_sample.runnable_others(after) == 4
@@ -281,8 +291,9 @@ def test_the_runners_children_are_family_and_a_process_from_elsewhere_is_not(tmp
         phase1 = json.loads(wait_for(tmp_path / "phase1.json").read_text())
         sibling = int((tmp_path / "sibling").read_text())
         grandchild = int((tmp_path / "grandchild").read_text())
-        started = subprocess.run([sys.executable, "-c", UNRELATED, str(stop)], capture_output=True, text=True,
-                                 timeout=30, check=True)
+        started = subprocess.run(
+            [sys.executable, "-c", UNRELATED, str(stop)], capture_output=True, text=True, timeout=30, check=True
+        )
         unrelated = int(started.stdout.split()[0])
         time.sleep(0.2)  # spinning
         (tmp_path / "go").touch()
@@ -354,7 +365,7 @@ def stat_fields(path: str) -> list[str]:
         text = Path(path).read_text(encoding="latin-1")
     except OSError:
         return []
-    return text[text.rfind(")") + 2:].split()
+    return text[text.rfind(")") + 2 :].split()
 
 
 class Observer:
@@ -473,9 +484,11 @@ def test_cpu_ratios_stay_conclusive_beside_mpdoctors_own_busy_children(tmp_path,
         clear = not disturbed and load.rounds_disturbed <= load.rounds // 4
         if clear:
             return
-        tried.append(f"attempt {attempt}: others runnable in {observer.busy:.0%} of the observer's looks; "
-                     f"{len(disturbed)} of {len(ratios)} ratios disturbed, {load.rounds_disturbed} of "
-                     f"{load.rounds} rounds; {disturbed[:2]}")
+        tried.append(
+            f"attempt {attempt}: others runnable in {observer.busy:.0%} of the observer's looks; "
+            f"{len(disturbed)} of {len(ratios)} ratios disturbed, {load.rounds_disturbed} of "
+            f"{load.rounds} rounds; {disturbed[:2]}"
+        )
         # Only an attempt in which the observer saw no process from elsewhere runnable at all is held to be idle:
         # it looks every 20 ms and the worker between every round, so a blip it saw once may be what the worker
         # saw twice, and proves nothing either way.

@@ -21,6 +21,7 @@ from mpdoctor.probes.remote import supervise
 @pytest.fixture(params=["pidfd", "no pidfd"])
 def waits(request, monkeypatch):
     if request.param == "no pidfd":
+
         def refused(pid):
             raise OSError(38, "Function not implemented")
 
@@ -36,8 +37,11 @@ def test_a_child_that_exits_is_reported_with_its_status(waits):
 
 
 def test_a_child_killed_by_a_signal_says_so(waits):
-    result = run_child([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], 30,
-                       watch=lambda elapsed: None)
+    result = run_child(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+        30,
+        watch=lambda elapsed: None,
+    )
     assert result.describe() == "was killed by SIGSEGV" and not result.timed_out
 
 

@@ -23,11 +23,13 @@ def snap(name: str) -> str:
 
 @pytest.mark.parametrize("argv", [["--help"], ["rule", "TORCH005"], ["checks"], ["check", "--help"]])
 def test_startup_does_not_import_torch(argv):
-    code = ("import sys, runpy; sys.argv = ['mpdoctor', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('mpdoctor', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules, 'torch was imported'\n"
-            "assert 'pynvml' not in sys.modules, 'pynvml was imported'\n")
+    code = (
+        "import sys, runpy; sys.argv = ['mpdoctor', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('mpdoctor', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "assert 'pynvml' not in sys.modules, 'pynvml was imported'\n"
+    )
     result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
@@ -51,14 +53,17 @@ def test_rule_prints_the_docstring_by_code_or_name():
     assert "## Fix" in by_code.output and by_code.output == by_name.output
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["rule", "NOPE999"], "no check 'NOPE999'"),
-    (["check", "--select", "BOGUS"], "no check code starts with 'BOGUS'"),
-    (["check", "--snapshot", "x.json", "--python", sys.executable], "exclude each other"),
-    (["check", "--python", "/does/not/exist"], "no such interpreter"),
-    (["check", "--python", "/tmp"], "not an executable file"),
-    (["check", "--snapshot", "/does/not/exist.json"], "cannot read snapshot"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["rule", "NOPE999"], "no check 'NOPE999'"),
+        (["check", "--select", "BOGUS"], "no check code starts with 'BOGUS'"),
+        (["check", "--snapshot", "x.json", "--python", sys.executable], "exclude each other"),
+        (["check", "--python", "/does/not/exist"], "no such interpreter"),
+        (["check", "--python", "/tmp"], "not an executable file"),
+        (["check", "--snapshot", "/does/not/exist.json"], "cannot read snapshot"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(argv, message):
     result = run_cli(*argv)
     assert result.returncode == 2
@@ -98,14 +103,17 @@ def test_every_timeout_is_the_one_declaration_read_into_a_budget():
         assert param.type.convert(str(param.default), param, None) == Budget.from_timeout(param.default)
 
 
-@pytest.mark.parametrize("fixture, fail_on, code", [
-    ("cpu-laptop", "error", 0),
-    ("v100-cu130", "error", 1),
-    ("v100-cu130", "never", 0),
-    ("rtx4090-minor-newer", "error", 0),
-    ("rtx4090-minor-newer", "warning", 1),
-    ("rtx4090-minor-newer", "info", 1),
-])
+@pytest.mark.parametrize(
+    "fixture, fail_on, code",
+    [
+        ("cpu-laptop", "error", 0),
+        ("v100-cu130", "error", 1),
+        ("v100-cu130", "never", 0),
+        ("rtx4090-minor-newer", "error", 0),
+        ("rtx4090-minor-newer", "warning", 1),
+        ("rtx4090-minor-newer", "info", 1),
+    ],
+)
 def test_exit_code_follows_fail_on(fixture, fail_on, code):
     result = runner.invoke(app, ["check", "--snapshot", snap(fixture), "--fail-on", fail_on])
     assert result.exit_code == code, result.output
@@ -136,14 +144,17 @@ def test_colour_on_a_terminal_and_none_with_no_color():
 
 def test_output_file_and_markdown_ticket(tmp_path):
     out = tmp_path / "ticket.md"
-    result = run_cli("check", "--snapshot", snap("titan-rtx-1080ti-cpu-torch"), "--format", "markdown",
-                     "--output", str(out))
+    result = run_cli(
+        "check", "--snapshot", snap("titan-rtx-1080ti-cpu-torch"), "--format", "markdown", "--output", str(out)
+    )
     assert result.returncode == 1 and result.stdout == ""
     text = out.read_text()
     assert text.startswith("## mpdoctor report")
     assert "### ERROR `TORCH005`" in text and "```sh" in text
-    assert "| - | 1 | NVIDIA TITAN RTX | 0000:81:00.0 | 7.5 | 24 GiB | TC | emul | - | - | not visible: torch is a " \
+    assert (
+        "| - | 1 | NVIDIA TITAN RTX | 0000:81:00.0 | 7.5 | 24 GiB | TC | emul | - | - | not visible: torch is a "
         "CPU-only build |" in text
+    )
     # The snapshot is not embedded (issue 21: a ticket that fits) but written beside it, and named.
     assert "<details>" not in text and "mpdoctor check --snapshot ticket.snapshot.json" in text
     body = (tmp_path / "ticket.snapshot.json").read_text()

@@ -18,14 +18,19 @@ PROMPT, HANGING = "       $ ", "           "
 
 
 def every_fix_command() -> list[str]:
-    commands = {step.command for name in snapshot_fixture_names() for finding in judge(load_fixture(name))
-                for step in finding.fix if step.command}
+    commands = {
+        step.command
+        for name in snapshot_fixture_names()
+        for finding in judge(load_fixture(name))
+        for step in finding.fix
+        if step.command
+    }
     return sorted(commands)
 
 
 def undone(lines: list[str]) -> str:
     """What a shell reads: each backslash-newline removed, the indentation after it only separating words."""
-    return re.sub(r" \\\n +", " ", "\n".join(lines))[len(PROMPT):]
+    return re.sub(r" \\\n +", " ", "\n".join(lines))[len(PROMPT) :]
 
 
 @pytest.mark.parametrize("width", [40, 80, 120])
@@ -41,8 +46,10 @@ def test_every_fix_command_fits_at_words_and_reads_back_the_same(width):
 
 
 def test_quoted_spaces_and_escapes_are_never_split():
-    command = ("pip install --index-url https://download.pytorch.org/whl/cu124 'torch==2.5.1' "
-               '"a b c d e f g h" x\\ y && python -c \'import torch; print(torch.cuda.is_available())\'')
+    command = (
+        "pip install --index-url https://download.pytorch.org/whl/cu124 'torch==2.5.1' "
+        "\"a b c d e f g h\" x\\ y && python -c 'import torch; print(torch.cuda.is_available())'"
+    )
     lines = command_lines(command, 30)
     assert len(lines) > 3
     text = "\n".join(lines)
@@ -55,14 +62,20 @@ def test_bash_reads_the_continued_lines_as_the_same_words(tmp_path):
     lines = command_lines(command, 50)
     assert len(lines) > 2
     script = tmp_path / "continued.sh"
-    script.write_text("\n".join(lines)[len(PROMPT):] + "\n")
+    script.write_text("\n".join(lines)[len(PROMPT) :] + "\n")
     continued = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
     whole = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True).stdout
     assert continued == whole and "two  three|" in whole
 
 
-@pytest.mark.parametrize("command", ["echo a # a comment that a continuation would swallow",
-                                     "cat <<EOF\nx\nEOF", "echo 'an unclosed quote and more words than fit"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo a # a comment that a continuation would swallow",
+        "cat <<EOF\nx\nEOF",
+        "echo 'an unclosed quote and more words than fit",
+    ],
+)
 def test_a_command_a_continuation_could_change_stays_one_line(command):
     assert command_lines(command, 20) == [PROMPT + command]
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from declared import undeclared_values
-from helpers import fixture_path, live_report_json, load_fixture, run_cli, snapshot_fixture_names  # noqa: F401
+from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
 from mpdoctor.doctor.report import SCHEMA_PATH, Report, report_schema
 from mpdoctor.schema.serde import to_data
 from mpdoctor.snapshot import SCHEMA_VERSION, SnapshotError, snapshot_from_data
@@ -91,18 +91,21 @@ def test_unknown_keys_are_ignored_and_missing_ones_defaulted():
     assert snap.machine.nvml.status == "not-run"
 
 
-@pytest.mark.parametrize("data, message", [
-    ([], "expected a JSON object"),
-    ({"torch": {}}, "no integer schema_version"),
-    ({"schema_version": 99}, "newer than this mpdoctor"),
-    ({"schema_version": 1.5}, "no integer schema_version"),
-    ({"schema_version": 1, "torch": {"device_count": 2.5}}, "$.torch.device_count: expected int, got float"),
-    ({"schema_version": 7, "findings": [], "snapshot": {"schema_version": 1}}, "report schema version 7 is newer"),
-    ({"findings": [], "snapshot": {"schema_version": 1}}, "not a report: no integer schema_version"),
-    ({"schema_version": 1, "findings": [], "snapshot": {"schema_version": 0}}, "unknown snapshot schema version 0"),
-    ({"schema_version": 1, "torch": {"version": 5}}, "$.torch.version: expected str, got int"),
-    ({"schema_version": 1, "environment": {"distributions": {"a": 1}}}, "expected a list"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ([], "expected a JSON object"),
+        ({"torch": {}}, "no integer schema_version"),
+        ({"schema_version": 99}, "newer than this mpdoctor"),
+        ({"schema_version": 1.5}, "no integer schema_version"),
+        ({"schema_version": 1, "torch": {"device_count": 2.5}}, "$.torch.device_count: expected int, got float"),
+        ({"schema_version": 7, "findings": [], "snapshot": {"schema_version": 1}}, "report schema version 7 is newer"),
+        ({"findings": [], "snapshot": {"schema_version": 1}}, "not a report: no integer schema_version"),
+        ({"schema_version": 1, "findings": [], "snapshot": {"schema_version": 0}}, "unknown snapshot schema version 0"),
+        ({"schema_version": 1, "torch": {"version": 5}}, "$.torch.version: expected str, got int"),
+        ({"schema_version": 1, "environment": {"distributions": {"a": 1}}}, "expected a list"),
+    ],
+)
 def test_bad_snapshots_say_what_is_wrong(data, message):
     with pytest.raises(SnapshotError, match=None) as info:
         snapshot_from_data(data)

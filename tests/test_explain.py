@@ -56,8 +56,10 @@ def test_a_truncated_traceback_still_gives_its_context():
 
 
 def test_windows_paths_count_as_frames():
-    windows = APEX_TRACEBACK.replace("/opt/conda/lib/python3.10/site-packages/apex/normalization/",
-                                     "C:\\\\Python310\\\\lib\\\\site-packages\\\\apex\\\\normalization\\\\")
+    windows = APEX_TRACEBACK.replace(
+        "/opt/conda/lib/python3.10/site-packages/apex/normalization/",
+        "C:\\\\Python310\\\\lib\\\\site-packages\\\\apex\\\\normalization\\\\",
+    )
     windows = windows.replace("\\\\", "\\")
     assert ids(windows) == ["apex-fused-norm-dtype"]
 
@@ -72,12 +74,15 @@ def test_context_decides_the_explanation():
     assert ids(APEX_TRACEBACK) == ["apex-fused-norm-dtype"]
     (match,) = find(APEX_TRACEBACK, all_signatures())
     assert [frame.file for frame in match.frames] == [
-        "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py"]
+        "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py"
+    ]
 
 
 def test_a_later_traceback_has_its_own_context():
-    log = APEX_TRACEBACK + "retrying without apex\n" + "Traceback (most recent call last):\n" \
+    log = (
+        APEX_TRACEBACK + "retrying without apex\n" + "Traceback (most recent call last):\n"
         '  File "train.py", line 30, in <module>\n' + DTYPE + "\n"
+    )
     assert set(ids(log)) == {"apex-fused-norm-dtype", "dtype-expected-scalar-type"}
 
 
@@ -91,7 +96,7 @@ def test_adversarial_lines_are_cut_and_finish():
     """Lines made of the needles' pieces, megabytes long, with no real message in them."""
     needles = sorted({n for s in all_signatures() for n in s.needles})
     near = "".join(f"{needle} {needle[:-1]} " for needle in needles)  # every needle, then a cut-short copy
-    line = (near * (4 * MAX_LINE // max(1, len(near)) + 1))
+    line = near * (4 * MAX_LINE // max(1, len(near)) + 1)
     data = "\n".join([line] * 20)
     # Whatever the needles' lines happen to spell must be found once each, and the scan must end.
     first = ids(line[:MAX_LINE])
@@ -139,13 +144,16 @@ def test_nothing_recognised_says_so_and_exits_1():
     assert data["recognised"] == []
 
 
-@pytest.mark.parametrize("args,message", [
-    ((), "exactly one of them"),
-    (("text", "--file", "x.log"), "exactly one of them"),
-    (("--file", "/nonexistent/x.log"), "no such file"),
-    (("--file", "/"), "is a directory"),
-    (("text", "--python", "/usr/bin/python3"), "only applies with --check"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((), "exactly one of them"),
+        (("text", "--file", "x.log"), "exactly one of them"),
+        (("--file", "/nonexistent/x.log"), "no such file"),
+        (("--file", "/"), "is a directory"),
+        (("text", "--python", "/usr/bin/python3"), "only applies with --check"),
+    ],
+)
 def test_usage_errors_exit_2_without_a_traceback(args, message):
     result = run_cli("explain", *args)
     assert result.returncode == 2
@@ -159,8 +167,9 @@ def test_json_is_versioned_and_matches_the_shipped_schema():
     assert list(data)[:2] == ["schema_version", "mpdoctor_version"]
     (item,) = data["recognised"]
     assert item["lines"] == [{"line": 6, "text": DTYPE}]
-    assert item["frames"] == ["/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py:416 "
-                              "in forward"]
+    assert item["frames"] == [
+        "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py:416 in forward"
+    ]
     assert item["fixes"][0]["command"] == "pip uninstall -y apex"
     assert item["sources"] and item["checks"]
 
@@ -197,8 +206,9 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpdoctor", "explain", DTYPE],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mpdoctor", "explain", DTYPE], capture_output=True, text=True
+    )
     assert result.returncode == 0
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     # torch is what users debug; pydantic is what typer 0.29 would pull in (pyproject pins below it);
@@ -219,18 +229,37 @@ def test_the_report_counts_what_it_read():
 
 INCIDENTS = [  # ../shared/incidents.md: the message each one began with, the explanation, a confirming check
     (APEX_TRACEBACK, "apex-fused-norm-dtype", "APEX005"),
-    ("RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16", "oneflow-infer-dtype-mismatch",
-     "ONEFLOW005"),
-    ("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half", "dtype-matmul-mismatch",
-     "PREC007"),
-    ("RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same",
-     "dtype-conv-input-weight-type", "PREC007"),
-    ("RuntimeError: Input type (float) and bias type (c10::Half) should be the same", "dtype-conv-input-weight-type",
-     "PREC007"),
-    ("RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::Half != float",
-     "dtype-matmul-mismatch", "GPU002"),
-    ("RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: "
-     "c10::Half and value.dtype: c10::Half instead.", "dtype-sdpa-qkv-mismatch", "PREC007"),
+    (
+        "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16",
+        "oneflow-infer-dtype-mismatch",
+        "ONEFLOW005",
+    ),
+    (
+        "RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half",
+        "dtype-matmul-mismatch",
+        "PREC007",
+    ),
+    (
+        "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+        "dtype-conv-input-weight-type",
+        "PREC007",
+    ),
+    (
+        "RuntimeError: Input type (float) and bias type (c10::Half) should be the same",
+        "dtype-conv-input-weight-type",
+        "PREC007",
+    ),
+    (
+        "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::Half != float",
+        "dtype-matmul-mismatch",
+        "GPU002",
+    ),
+    (
+        "RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: "
+        "c10::Half and value.dtype: c10::Half instead.",
+        "dtype-sdpa-qkv-mismatch",
+        "PREC007",
+    ),
 ]
 
 

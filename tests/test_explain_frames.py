@@ -34,7 +34,8 @@ def test_a_real_runs_traceback_shows_the_users_frames(tmp_path):
         "        super().__init__()\n"
         "        self.proj = torch.nn.Linear(4, 4).half()\n"
         "    def forward(self, x):\n"
-        "        return self.proj(x)\n")
+        "        return self.proj(x)\n"
+    )
     (tmp_path / "train.py").write_text("import torch\nfrom model import Net\nNet()(torch.randn(2, 4))\n")
     run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "mat1 and mat2 must have the same dtype" in run.stderr
@@ -49,11 +50,13 @@ def test_a_real_runs_traceback_shows_the_users_frames(tmp_path):
 
 
 def test_the_library_that_changes_the_meaning_follows_the_users_frames():
-    frames = [F("/home/u/proj/train.py"),
-              F("/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py"),
-              F("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py"),
-              F("/opt/conda/lib/python3.10/site-packages/bitsandbytes/autograd/_functions.py"),
-              F("/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py")]
+    frames = [
+        F("/home/u/proj/train.py"),
+        F("/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py"),
+        F("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py"),
+        F("/opt/conda/lib/python3.10/site-packages/bitsandbytes/autograd/_functions.py"),
+        F("/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py"),
+    ]
     assert [f.file.split("/")[-1] for f in rank(frames)] == ["train.py", "engine.py", "_functions.py"]
 
 
@@ -61,10 +64,14 @@ def test_what_counts_as_the_users_code():
     assert is_user(F("train.py")) and is_user(F("<ipython-input-15-84f31a44eed6>"))
     assert is_user(F("/tmp/ipykernel_74829/2987933151.py")) and is_user(F("D:\\proj\\lib\\model.py"))
     assert is_user(F("/home/u/project/lib/model.py"))  # a project's own lib/ is still the user's code
-    for installed in ("C:\\Python310\\Lib\\site-packages\\torch\\nn\\modules\\module.py",
-                      "/usr/lib/python3.10/runpy.py", "C:\\Users\\u\\Python310\\Lib\\runpy.py",
-                      "<frozen importlib._bootstrap>", "/root/.local/lib/python3.9/site-packages/apex/__init__.py",
-                      "/src/pytorch/torch/nn/modules/module.py"):
+    for installed in (
+        "C:\\Python310\\Lib\\site-packages\\torch\\nn\\modules\\module.py",
+        "/usr/lib/python3.10/runpy.py",
+        "C:\\Users\\u\\Python310\\Lib\\runpy.py",
+        "<frozen importlib._bootstrap>",
+        "/root/.local/lib/python3.9/site-packages/apex/__init__.py",
+        "/src/pytorch/torch/nn/modules/module.py",
+    ):
         assert not is_user(F(installed)), installed
 
 

@@ -39,8 +39,18 @@ def test_the_set_is_held_out_and_well_formed():
         assert entry["expect"] in SIGNATURES, entry["expect"]
     # every family the issue names is represented
     families = {SIGNATURES[entry["expect"]].family for entry in MIXED}
-    assert {"framework", "mps", "numerics", "op-support", "compiler", "quantization", "apex", "overflow",
-            "dtype", "hardware"} <= families
+    assert {
+        "framework",
+        "mps",
+        "numerics",
+        "op-support",
+        "compiler",
+        "quantization",
+        "apex",
+        "overflow",
+        "dtype",
+        "hardware",
+    } <= families
 
 
 def test_mixed_precision_failures_are_explained_with_the_right_cause():

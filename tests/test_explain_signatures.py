@@ -136,9 +136,11 @@ def test_the_dtype_trace_fix_runs_as_written(tmp_path):
     step = next(step for step in BY_ID["dtype-matmul-mismatch"].fixes if "dtype_trace" in step.text)
     pasted = textwrap.dedent(step.text.split(":\n", 1)[1])
     script = tmp_path / "train.py"
-    script.write_text("import torch, mpdoctor\n"
-                      "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4).half())\n"
-                      "inputs = (torch.randn(2, 4),)\n" + pasted + "\n")
+    script.write_text(
+        "import torch, mpdoctor\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4).half())\n"
+        "inputs = (torch.randn(2, 4),)\n" + pasted + "\n"
+    )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "mat1 and mat2 must have the same dtype" in result.stderr
@@ -154,13 +156,20 @@ def test_the_readme_coverage_table_matches_the_signatures():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 4 and (cells[0].strip("`") in FAMILIES or cells[0] == "all"):
             rows[cells[0].strip("`")] = (int(cells[2]), int(cells[3]))
-    expected = {family: (len([s for s in SIGNATURES if s.family == family]),
-                         len({u for s in SIGNATURES if s.family == family for u in s.sources})) for family in FAMILIES}
+    expected = {
+        family: (
+            len([s for s in SIGNATURES if s.family == family]),
+            len({u for s in SIGNATURES if s.family == family for u in s.sources}),
+        )
+        for family in FAMILIES
+    }
     expected["all"] = (len(SIGNATURES), len({u for s in SIGNATURES for u in s.sources}))
     assert rows == expected  # families, signature counts and source counts, as the README states them
 
 
-@pytest.mark.parametrize("signature,text", [p for p in examples() if not (p.values[0].frames or p.values[0].not_frames)])
+@pytest.mark.parametrize(
+    "signature,text", [p for p in examples() if not (p.values[0].frames or p.values[0].not_frames)]
+)
 def test_each_example_is_recognised_in_any_case(signature, text):
     """People paste messages lower-cased or shouting (issue titles, `str.lower()`d logs)."""
     for variant in (text.lower(), text.upper()):

@@ -32,7 +32,8 @@ SIGNATURES = all_signatures()
 NEEDLES = list(dict.fromkeys(n for s in SIGNATURES for n in s.needles))
 HELD_OUT = json.loads((Path(__file__).parent / "explain_heldout" / "messages.json").read_text(encoding="utf-8"))
 MESSAGES = [t for s in SIGNATURES for t in s.examples + s.near_misses] + [
-    e["message"] for key in ("mixed_precision", "not_mixed_precision") for e in HELD_OUT[key]]
+    e["message"] for key in ("mixed_precision", "not_mixed_precision") for e in HELD_OUT[key]
+]
 ERROR = "RuntimeError: expected scalar type Float but found Half"
 
 
@@ -87,6 +88,7 @@ def mixed_log(seed: int, lines: int) -> str:
 
 # --- needles: one pass finds the lines one search per needle finds ---------------------------------------------
 
+
 def test_the_automaton_is_installed_and_is_what_runs():
     # a declared dependency: the suite must exercise it, not only the fallback
     assert needles.ahocorasick_rs is not None
@@ -107,9 +109,29 @@ def test_every_message_and_a_mixed_log_give_the_same_lines_both_ways(window):
             assert needles.hit_lines(folded, NEEDLES, len(text), "reference") == expected
 
 
-PIECES = st.sampled_from(NEEDLES + [n[:-1] for n in NEEDLES] + [n[1:] for n in NEEDLES] + [
-    "\n", "\r", "\r\n", " ", "\t", "\x1b[0m", "\x1b", "\x00", "\x7f", "\u0130", "\u00e9", "\u6570", "\U0001f525",
-    "EXPECTED SCALAR TYPE", "No Module Named 'oneflow._oneflow_internal'", "vs hf vs hf "])
+PIECES = st.sampled_from(
+    NEEDLES
+    + [n[:-1] for n in NEEDLES]
+    + [n[1:] for n in NEEDLES]
+    + [
+        "\n",
+        "\r",
+        "\r\n",
+        " ",
+        "\t",
+        "\x1b[0m",
+        "\x1b",
+        "\x00",
+        "\x7f",
+        "\u0130",
+        "\u00e9",
+        "\u6570",
+        "\U0001f525",
+        "EXPECTED SCALAR TYPE",
+        "No Module Named 'oneflow._oneflow_internal'",
+        "vs hf vs hf ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -127,9 +149,12 @@ def test_overlapping_needles_on_one_line_all_count():
     text = "ModuleNotFoundError: No module named 'oneflow._oneflow_internal'\nok\nno module named x"
     found = needles.hit_lines(cleaning.fold(text), NEEDLES, len(text), "automaton")
     assert found == definition_lines(text, NEEDLES)
-    assert {NEEDLES[i] for i in found[0]} >= {"no module named", "no module named 'oneflow._oneflow_internal'",
-                                              "no module named 'oneflow.", "no module named 'oneflow'"} - {
-        "no module named 'oneflow'"}
+    assert {NEEDLES[i] for i in found[0]} >= {
+        "no module named",
+        "no module named 'oneflow._oneflow_internal'",
+        "no module named 'oneflow.",
+        "no module named 'oneflow'",
+    } - {"no module named 'oneflow'"}
 
 
 def test_the_automaton_is_given_bounded_windows():
@@ -143,8 +168,9 @@ def test_the_automaton_is_given_bounded_windows():
             return automaton.find_matches_as_indexes(haystack, overlapping=overlapping)
 
     text = " ".join(NEEDLES) * 50
-    with mock.patch.object(needles, "WINDOW", 1000), \
-            mock.patch.object(needles, "_automaton", lambda _: (Recording(), longest)):
+    with mock.patch.object(needles, "WINDOW", 1000), mock.patch.object(
+        needles, "_automaton", lambda _: (Recording(), longest)
+    ):
         found = needles.hit_lines(cleaning.fold(text), NEEDLES, len(text), "automaton")
     assert found == definition_lines(text, NEEDLES)
     assert len(sizes) > 1 and max(sizes) <= 1000 + longest - 1
@@ -160,8 +186,9 @@ def test_lines_come_out_in_order_whatever_order_the_automaton_reports_in():
             return automaton.find_matches_as_indexes(haystack, overlapping=overlapping)[::-1]
 
     text = cleaning.clean(mixed_log(9, 3000).encode())
-    with mock.patch.object(needles, "WINDOW", 4096), \
-            mock.patch.object(needles, "_automaton", lambda _: (Backwards(), longest)):
+    with mock.patch.object(needles, "WINDOW", 4096), mock.patch.object(
+        needles, "_automaton", lambda _: (Backwards(), longest)
+    ):
         found = needles.hit_lines(cleaning.fold(text), NEEDLES, len(text), "automaton")
     assert list(found.items()) == list(definition_lines(text, NEEDLES).items())
 
@@ -180,24 +207,33 @@ def test_an_empty_needle_is_refused_not_matched_everywhere():
 
 # --- find: the same explanations, in the same order ----------------------------------------------------------
 
+
 def test_find_gives_the_same_explanations_both_ways():
     junk = random.Random(23).randbytes(300_000)
     piece = "".join(f"{n} {n[:-1]} " for n in NEEDLES)
-    inputs = [m.encode() for m in MESSAGES] + ["\n".join(MESSAGES).encode(), mixed_log(4, 5000).encode(),
-                                              mixed_log(5, 500).encode() + b"\xff\xc3\x01\xa9" + ERROR.encode(),
-                                              junk + b"\n" + ERROR.encode(), ((piece * 2 + "\n") * 50).encode(),
-                                              ("\u0130" * 70 + "\nx \u0130 " + ERROR + "\n").encode() * 20]
+    inputs = [m.encode() for m in MESSAGES] + [
+        "\n".join(MESSAGES).encode(),
+        mixed_log(4, 5000).encode(),
+        mixed_log(5, 500).encode() + b"\xff\xc3\x01\xa9" + ERROR.encode(),
+        junk + b"\n" + ERROR.encode(),
+        ((piece * 2 + "\n") * 50).encode(),
+        ("\u0130" * 70 + "\nx \u0130 " + ERROR + "\n").encode() * 20,
+    ]
     for data in inputs:
         assert outcome(data) == outcome(data, "reference")
         assert outcome(bytearray(data)) == outcome(data)  # a file is read into a bytearray
 
 
 def test_a_big_log_ending_in_a_traceback_is_explained_at_its_last_lines():
-    noise = "".join(f"[2026-11-21 10:00:00,000] INFO step {i} loss 0.25 dtype float16 half precision enabled\n"
-                    for i in range(40_000))
-    tail = ("Traceback (most recent call last):\n"
-            '  File "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py", line 416, '
-            "in forward\n    return fused_rms_norm_affine(input)\n" + ERROR + "\n")
+    noise = "".join(
+        f"[2026-11-21 10:00:00,000] INFO step {i} loss 0.25 dtype float16 half precision enabled\n"
+        for i in range(40_000)
+    )
+    tail = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py", line 416, '
+        "in forward\n    return fused_rms_norm_affine(input)\n" + ERROR + "\n"
+    )
     found = outcome((noise + tail).encode())
     assert found == outcome((noise + tail).encode(), "reference")
     assert [(item[0], item[1][0][0]) for item in found] == [("apex-fused-norm-dtype", 40_004)]
@@ -207,9 +243,30 @@ def test_a_big_log_ending_in_a_traceback_is_explained_at_its_last_lines():
 
 BYTE_PIECES = st.one_of(
     st.binary(max_size=8),
-    st.sampled_from([b"\r\n", b"\r", b"\n", b"\x1b[31m", b"\x1b[0;1m", b"\x1b", b"\x1bM", b"\x00\x00", b"\x7f",
-                     b"\xc3", b"\xa9", b"\xe2\x82", b"\xac", b"\xff", b"\xed\xa0\x80", "\u0130".encode(),
-                     "\u00e9".encode(), b"Expected Scalar Type", b"half"]))
+    st.sampled_from(
+        [
+            b"\r\n",
+            b"\r",
+            b"\n",
+            b"\x1b[31m",
+            b"\x1b[0;1m",
+            b"\x1b",
+            b"\x1bM",
+            b"\x00\x00",
+            b"\x7f",
+            b"\xc3",
+            b"\xa9",
+            b"\xe2\x82",
+            b"\xac",
+            b"\xff",
+            b"\xed\xa0\x80",
+            "\u0130".encode(),
+            "\u00e9".encode(),
+            b"Expected Scalar Type",
+            b"half",
+        ]
+    ),
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -239,6 +296,7 @@ def test_a_log_with_colours_crlf_and_control_bytes_is_cleaned_like_the_definitio
 
 # --- reading: whole, bounded, with progress -------------------------------------------------------------------
 
+
 class Recorder(ProgressBoard):
     """A real board that also keeps every post, to count them."""
 
@@ -259,8 +317,9 @@ def task(board: ProgressBoard):
 def test_reading_a_file_posts_bytes_read_of_its_size_every_few_megabytes(tmp_path):
     log = tmp_path / "run.log"
     size = 3 * explainer.PROGRESS_STEP + 12345
-    log.write_bytes(b"x\n" * ((size - len(ERROR) - 1) // 2) + b"x" * ((size - len(ERROR) - 1) % 2)
-                    + ERROR.encode() + b"\n")
+    log.write_bytes(
+        b"x\n" * ((size - len(ERROR) - 1) // 2) + b"x" * ((size - len(ERROR) - 1) % 2) + ERROR.encode() + b"\n"
+    )
     board = Recorder()
     data, cut = read_file(str(log), progress=board)
     assert data == log.read_bytes() and not cut
@@ -337,8 +396,21 @@ def fake_size(size: int):
 
     def fstat(fd):
         info = real(fd)
-        return os.stat_result((info.st_mode, info.st_ino, info.st_dev, info.st_nlink, info.st_uid, info.st_gid,
-                               size, info.st_atime, info.st_mtime, info.st_ctime))
+        return os.stat_result(
+            (
+                info.st_mode,
+                info.st_ino,
+                info.st_dev,
+                info.st_nlink,
+                info.st_uid,
+                info.st_gid,
+                size,
+                info.st_atime,
+                info.st_mtime,
+                info.st_ctime,
+            )
+        )
+
     return fstat
 
 
@@ -366,5 +438,6 @@ def test_the_cli_reads_a_mixed_log_as_the_reference_search_explains_it(tmp_path,
     expected = explain(log.read_bytes(), str(log))
     got = json.loads(result.stdout)
     assert [(r["id"], [(x["line"], x["text"]) for x in r["lines"]], r["frames"]) for r in got["recognised"]] == [
-        (e.id, [(x.line, x.text) for x in e.lines], e.frames) for e in expected.recognised]
+        (e.id, [(x.line, x.text) for x in e.lines], e.frames) for e in expected.recognised
+    ]
     assert (got["input_lines"], got["input_bytes"]) == (expected.input_lines, expected.input_bytes)

@@ -36,8 +36,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def cli(*args: str, timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the real ``mpdoctor`` CLI in a subprocess."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    return subprocess.run([sys.executable, "-m", "mpdoctor", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "mpdoctor", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+    )
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:
@@ -78,8 +79,7 @@ def dist_names(report: dict) -> set[str]:
 
 
 def check_python(python: Path | str, *extra: str, timeout_opt: str = "20", timeout: float = 60):
-    return cli("check", "--python", str(python), "--format", "json", "--timeout", timeout_opt, *extra,
-               timeout=timeout)
+    return cli("check", "--python", str(python), "--format", "json", "--timeout", timeout_opt, *extra, timeout=timeout)
 
 
 def torch_venv(fake_venv, name: str, init: str) -> Path:
@@ -121,8 +121,9 @@ def test_torch_import_error_is_reported_with_its_message(fake_venv):
     assert finding["severity"] == "error"
     assert "libcudnn.so.9: cannot open shared object file" in finding["title"]
     assert any("libcudnn.so.9" in line for line in finding["evidence"])
-    assert any("LD_LIBRARY_PATH" in step["text"] or "LD_LIBRARY_PATH" in (step["command"] or "")
-               for step in finding["fix"])
+    assert any(
+        "LD_LIBRARY_PATH" in step["text"] or "LD_LIBRARY_PATH" in (step["command"] or "") for step in finding["fix"]
+    )
     # The reinstall keeps the installed version, read from the fake distribution.
     assert any("torch==2.3.0" in (step["command"] or "") for step in finding["fix"])
     torch = report["snapshot"]["torch"]
@@ -149,8 +150,7 @@ def test_import_error_with_markup_renders_as_text(fake_venv):
 
 def test_torch_import_that_aborts_is_a_crash_finding_and_inventory_survives(fake_venv, tmp_path):
     venv = torch_venv(fake_venv, "torch-abort", "import os\nos.abort()\n")
-    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", "json", "--timeout", "20",
-               cwd=tmp_path)
+    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", "json", "--timeout", "20", cwd=tmp_path)
     report = json_report(proc)
     assert proc.returncode == 1
     finding = one(report, "TORCH003")
@@ -173,8 +173,7 @@ def test_torch_import_that_aborts_is_a_crash_finding_and_inventory_survives(fake
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_crash_renders_in_every_format(fake_venv, tmp_path, fmt):
     venv = torch_venv(fake_venv, "torch-abort", "import os\nos.abort()\n")
-    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", fmt, "--timeout", "20",
-               cwd=tmp_path)
+    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", fmt, "--timeout", "20", cwd=tmp_path)
     no_traceback(proc)
     assert proc.returncode == 1
     assert "TORCH003" in proc.stdout and "SIGABRT" in proc.stdout
@@ -202,8 +201,7 @@ def test_torch_import_that_hangs_is_abandoned_at_the_timeout(fake_venv):
     assert "torch" in dist_names(report)
 
 
-@pytest.mark.parametrize("at_exit", ["import time; time.sleep(600)", "import os; os.abort()"],
-                         ids=["hangs", "aborts"])
+@pytest.mark.parametrize("at_exit", ["import time; time.sleep(600)", "import os; os.abort()"], ids=["hangs", "aborts"])
 @pytest.mark.parametrize("kernels", [("--no-kernels",), ()], ids=["torch-part", "kernel-runner"])
 def test_a_torch_that_hangs_or_crashes_at_exit_costs_nothing(fake_venv, at_exit, kernels):
     """Every result is flushed to the step file before a probe child ends, and the child ends with os._exit:
@@ -226,8 +224,7 @@ def test_a_torch_that_hangs_or_crashes_at_exit_costs_nothing(fake_venv, at_exit,
 def test_interpreter_that_aborts_at_startup_is_env001(fake_venv, tmp_path):
     """A broken .pth file kills every process of that interpreter: both probe parts die."""
     venv = fake_venv("pth-abort", {"zz-broken.pth": "import os; os.abort()\n"})
-    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", "json", "--timeout", "20",
-               cwd=tmp_path)
+    proc = cli("check", "--python", str(fake_venv.python(venv)), "--format", "json", "--timeout", "20", cwd=tmp_path)
     report = json_report(proc)
     assert proc.returncode == 1
     finding = one(report, "ENV001")
@@ -276,14 +273,18 @@ def test_leftover_torch_directory_is_not_reported_as_healthy(fake_venv):
 
 
 def test_background_process_started_by_torch_is_not_a_hang(fake_venv):
-    venv = torch_venv(fake_venv, "torch-spawns-daemon", (
-        "import subprocess, types\n"
-        "subprocess.Popen(['sleep', '6'])  # a helper daemon that outlives the import\n"
-        "__version__ = '2.3.0'\n"
-        "version = types.SimpleNamespace(cuda=None, hip=None, git_version='0' * 40)\n"
-        "backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: None))\n"
-        "cuda = types.SimpleNamespace(get_arch_list=lambda: [], is_available=lambda: False, device_count=lambda: 0)\n"
-    ))
+    venv = torch_venv(
+        fake_venv,
+        "torch-spawns-daemon",
+        (
+            "import subprocess, types\n"
+            "subprocess.Popen(['sleep', '6'])  # a helper daemon that outlives the import\n"
+            "__version__ = '2.3.0'\n"
+            "version = types.SimpleNamespace(cuda=None, hip=None, git_version='0' * 40)\n"
+            "backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: None))\n"
+            "cuda = types.SimpleNamespace(get_arch_list=lambda: [], is_available=lambda: False, device_count=lambda: 0)\n"
+        ),
+    )
     start = time.monotonic()
     proc = check_python(fake_venv.python(venv), timeout_opt="3")
     elapsed = time.monotonic() - start
@@ -378,12 +379,15 @@ BROKEN_DISTS = {
 
 @pytest.fixture(scope="module")
 def broken_metadata_report(fake_venv) -> tuple[Path, subprocess.CompletedProcess]:
-    venv = fake_venv("broken-metadata", {
-        "noname-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nSummary: lost its name\n",
-        "dirmeta-1.0.dist-info/METADATA": None,  # a directory where the file should be
-        "badbytes-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: bad\xff\xfebytes\nVersion: 1\xc3(\n",
-        **dist_info("goodpkg", "1.0"),
-    })
+    venv = fake_venv(
+        "broken-metadata",
+        {
+            "noname-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nSummary: lost its name\n",
+            "dirmeta-1.0.dist-info/METADATA": None,  # a directory where the file should be
+            "badbytes-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: bad\xff\xfebytes\nVersion: 1\xc3(\n",
+            **dist_info("goodpkg", "1.0"),
+        },
+    )
     return venv, check_python(fake_venv.python(venv))
 
 
@@ -435,8 +439,10 @@ BAD_SNAPSHOTS = {
     "no-schema-version": (json.dumps({"torch": {}}), "no integer schema_version"),
     "bool-schema-version": (json.dumps(_with(("schema_version",), True)), "no integer schema_version"),
     "schema-version-0": (json.dumps(_with(("schema_version",), 0)), "unknown snapshot schema version 0"),
-    "nested-wrong-type": (json.dumps(_with(("environment", "distributions"), [{"name": ["x"]}])),
-                          "$.environment.distributions[0].name: expected str, got list"),
+    "nested-wrong-type": (
+        json.dumps(_with(("environment", "distributions"), [{"name": ["x"]}])),
+        "$.environment.distributions[0].name: expected str, got list",
+    ),
     "report-with-bad-snapshot": (json.dumps({"findings": [], "snapshot": "nope"}), "'snapshot' is not an object"),
     "not-utf8": (b"\xff\xfe{\x00", "not UTF-8"),
     "empty": ("", "invalid JSON"),
@@ -518,8 +524,9 @@ def test_unwritable_output_path_is_a_usage_error(tmp_path, option, where):
 
 def test_unwritable_output_path_does_not_traceback(tmp_path):
     """What holds today: a clean message and a non-zero exit, never a traceback."""
-    proc = cli("check", "--snapshot", str(FIXTURES / "cpu-laptop.json"), "--output",
-               str(tmp_path / "no-such-dir" / "out.md"))
+    proc = cli(
+        "check", "--snapshot", str(FIXTURES / "cpu-laptop.json"), "--output", str(tmp_path / "no-such-dir" / "out.md")
+    )
     no_traceback(proc)
     assert proc.returncode != 0
     assert proc.stderr.startswith("mpdoctor: ")
@@ -649,12 +656,19 @@ def test_nvml_that_crashes_is_an_error_fact_and_mpdoctor_survives(tmp_path, monk
 
 
 def test_check_survives_an_nvml_that_crashes(tmp_path):
-    (tmp_path / "pynvml.py").write_text("import os, signal\n\ndef nvmlInit():\n"
-                                        "    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    (tmp_path / "pynvml.py").write_text(
+        "import os, signal\n\ndef nvmlInit():\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHOME"}
     env["PYTHONPATH"] = str(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--no-kernels", "--format", "json",
-                           "--timeout", "20"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", "check", "--no-kernels", "--format", "json", "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     report = json_report(proc)
     assert report["snapshot"]["machine"]["nvml"]["reason"] == "Crashed"
     assert "NVML fails: Crashed" in one(report, "DRV001")["title"]
@@ -678,8 +692,9 @@ def _two_gpu_nvml():
         nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=gpus[h][2]),
         nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=24 * 2**30),
         # A GPU (or driver) that cannot say: the field is left empty, not a crash.
-        nvmlDeviceGetCudaComputeCapability=lambda h: gpus[h][3] if h == 0 else _raises(
-            pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED))(),
+        nvmlDeviceGetCudaComputeCapability=lambda h: (
+            gpus[h][3] if h == 0 else _raises(pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED))()
+        ),
     )
 
 
@@ -701,8 +716,9 @@ def test_nvml_facts_are_normalised():
 def test_nvml_gpu_that_cannot_be_opened_keeps_its_index():
     def no_permission():
         fake = _two_gpu_nvml()
-        fake.nvmlDeviceGetHandleByIndex = lambda i: i if i == 0 else _raises(
-            pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION))()
+        fake.nvmlDeviceGetHandleByIndex = lambda i: (
+            i if i == 0 else _raises(pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION))()
+        )
         return fake
 
     info = nvml_facts(no_permission)
@@ -726,7 +742,9 @@ def test_real_pynvml_without_a_driver_is_unavailable():
 def test_a_python_too_old_to_probe_says_so():
     import glob
 
-    old = sorted(glob.glob("/root/.pyenv/versions/2.7*/bin/python") + glob.glob("/root/.pyenv/versions/3.6*/bin/python"))
+    old = sorted(
+        glob.glob("/root/.pyenv/versions/2.7*/bin/python") + glob.glob("/root/.pyenv/versions/3.6*/bin/python")
+    )
     if not old:
         pytest.skip("no Python older than 3.8 on this machine")
     proc = cli("check", "--python", old[0], "--format", "json", "--timeout", "20")

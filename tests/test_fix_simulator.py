@@ -30,8 +30,7 @@ COVERAGE_FLOOR = 0.77
 
 
 def carries_command(finding: Finding) -> bool:
-    return any((s.command and s.role != "inspect") or fix_simulator.DRIVER_UPGRADE.match(s.text)
-               for s in finding.fix)
+    return any((s.command and s.role != "inspect") or fix_simulator.DRIVER_UPGRADE.match(s.text) for s in finding.fix)
 
 
 def first_fix(results):
@@ -50,8 +49,12 @@ def _outcomes() -> tuple:
 
 
 def test_no_simulated_fix_fails_on_any_fixture():
-    failed = [f"{name} {finding.code} way {r.way}: {r.why}" for name, finding, results in _outcomes()
-              for r in results if r.verdict == "failed"]
+    failed = [
+        f"{name} {finding.code} way {r.way}: {r.why}"
+        for name, finding, results in _outcomes()
+        for r in results
+        if r.verdict == "failed"
+    ]
     assert failed == []
 
 
@@ -61,8 +64,10 @@ def test_coverage_of_fixes_with_a_command(capsys):
     not_proven = [(name, f, first) for name, f, first in with_command if not first or first.verdict != "proven"]
     share = len(proven) / len(with_command)
     with capsys.disabled():
-        print(f"\nfix simulator: {len(proven)} of {len(with_command)} findings with a command have a proven first "
-              f"way ({share:.0%}); {len(not_proven)} could not be simulated:")
+        print(
+            f"\nfix simulator: {len(proven)} of {len(with_command)} findings with a command have a proven first "
+            f"way ({share:.0%}); {len(not_proven)} could not be simulated:"
+        )
         for name, f, first in not_proven:
             print(f"  {name:32} {f.code:10} {first.verdict if first else '-'}: {first.why if first else ''}")
     assert share >= COVERAGE_FLOOR
@@ -108,9 +113,15 @@ def test_a_wrong_fix_is_caught():
     """The proof is not vacuous: a fix that changes nothing that matters leaves the finding, and is reported."""
     snap = load_fixture("titan-1080ti-fastest-first")
     [finding] = [f for f in judge(snap) if f.code == "GPU001"]
-    wrong = Finding(finding.severity, finding.title, finding.evidence,
-                    [FixStep("Keep CUDA's default order", fixes.export("CUDA_DEVICE_ORDER", "FASTEST_FIRST"))],
-                    finding.code, finding.name, finding.family)
+    wrong = Finding(
+        finding.severity,
+        finding.title,
+        finding.evidence,
+        [FixStep("Keep CUDA's default order", fixes.export("CUDA_DEVICE_ORDER", "FASTEST_FIRST"))],
+        finding.code,
+        finding.name,
+        finding.family,
+    )
     [result] = prove(snap, wrong, judge)
     assert result.verdict == "failed" and "GPU001 is still there" in result.why
 
@@ -119,28 +130,44 @@ def test_a_fix_that_breaks_something_else_is_caught():
     """Uninstalling torch clears a torch finding but costs an error: not proven."""
     snap = load_fixture("v100-cu130")
     [finding] = [f for f in judge(snap) if f.code == "TORCH007"]
-    bad = Finding(finding.severity, finding.title, finding.evidence,
-                  [FixStep("Remove torch", fixes.pip(snap, "uninstall", "-y", "torch"))],
-                  finding.code, finding.name, finding.family)
+    bad = Finding(
+        finding.severity,
+        finding.title,
+        finding.evidence,
+        [FixStep("Remove torch", fixes.pip(snap, "uninstall", "-y", "torch"))],
+        finding.code,
+        finding.name,
+        finding.family,
+    )
     [result] = prove(snap, bad, judge)
     assert result.verdict == "failed" and "new error TORCH001" in result.why
 
 
 def test_ways_split_at_alternatives_and_inspect_steps_are_skipped():
-    steps = [fixes.inspect("look", "nvidia-smi"), FixStep("do", "unset X"), FixStep("then", "unset Y"),
-             fixes.alternative("Or this", "unset Z"), FixStep("and", "unset W")]
+    steps = [
+        fixes.inspect("look", "nvidia-smi"),
+        FixStep("do", "unset X"),
+        FixStep("then", "unset Y"),
+        fixes.alternative("Or this", "unset Z"),
+        FixStep("and", "unset W"),
+    ]
     assert [[s.command for s in way] for way in fixes.ways(steps)] == [
-        ["nvidia-smi", "unset X", "unset Y"], ["unset Z", "unset W"]]
+        ["nvidia-smi", "unset X", "unset Y"],
+        ["unset Z", "unset W"],
+    ]
     snap = load_fixture("cpu-laptop")
     assert apply(snap, [fixes.inspect("look", "sudo reboot")]).environment.env == snap.environment.env
 
 
-@pytest.mark.parametrize("command, why", [
-    ("git clone https://github.com/NVIDIA/apex && cd apex", "compound shell command"),
-    ("sudo reboot", "not a command the simulator knows"),
-    ("eval $(python -m oneflow.mock_torch disable)", "compound shell command"),
-    ("mpdoctor check --timeout 300", "not a command the simulator knows"),
-])
+@pytest.mark.parametrize(
+    "command, why",
+    [
+        ("git clone https://github.com/NVIDIA/apex && cd apex", "compound shell command"),
+        ("sudo reboot", "not a command the simulator knows"),
+        ("eval $(python -m oneflow.mock_torch disable)", "compound shell command"),
+        ("mpdoctor check --timeout 300", "not a command the simulator knows"),
+    ],
+)
 def test_what_cannot_be_simulated_says_why(command, why):
     with pytest.raises(CannotSimulate, match=why):
         apply(load_fixture("cpu-laptop"), [FixStep("x", command)])
@@ -179,7 +206,10 @@ def test_apex_built_from_source_loads_against_this_torch():
     after = apply(snap, steps)
     apex = after.environment.apex
     assert [(e.name, e.load_status) for e in apex.extensions] == [
-        ("apex_C", "ok"), ("amp_C", "ok"), ("fused_layer_norm_cuda", "ok")]
+        ("apex_C", "ok"),
+        ("amp_C", "ok"),
+        ("fused_layer_norm_cuda", "ok"),
+    ]
     assert "libcudart.so.12" in apex.extensions[1].needed and "libcudart.so.12" not in apex.extensions[0].needed
     assert "amp" not in apex.subpackages  # apex's main branch has had no apex.amp since May 2025
     # the variables are the build's: the shell the user goes on in does not keep them
@@ -195,10 +225,13 @@ def test_apex_without_the_cuda_flag_is_a_python_only_build_and_the_proof_says_so
     assert any(f.code == "APEX002" for f in judge(after))  # built without its CUDA extensions: APEX002 says so
 
 
-@pytest.mark.parametrize("change, why", [
-    (lambda s: with_torch(s, cuda=None, version="2.4.0+cpu"), "APEX_CUDA_EXT=1 with a torch that has no CUDA"),
-    (lambda s: with_torch(s, status="import-error"), "building apex imports torch"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (lambda s: with_torch(s, cuda=None, version="2.4.0+cpu"), "APEX_CUDA_EXT=1 with a torch that has no CUDA"),
+        (lambda s: with_torch(s, status="import-error"), "building apex imports torch"),
+    ],
+)
 def test_an_apex_build_that_would_stop_is_not_simulated(change, why):
     snap = change(load_fixture("apex-stale-torch"))
     with pytest.raises(CannotSimulate, match=why):
@@ -244,12 +277,17 @@ def test_torch_reinstalled_in_place_replaces_another_builds_files():
     assert (after.torch.status, after.torch.version, after.torch.cuda) == ("imported", "2.13.0+cpu", None)
 
 
-@pytest.mark.parametrize("change, why", [
-    (lambda s: with_env(s, LD_LIBRARY_PATH="/usr/local/cuda-11.8/lib64"), "LD_LIBRARY_PATH is set"),
-    (lambda s: with_torch(s, error_type="ImportError", error_message="undefined symbol: _ZN5torch3jit"),
-     "whether reinstalling torch 2.13.0\\+cpu without its dependencies removes the cause is not recorded"),
-    (lambda s: with_torch(s, status="import-crashed"), "whether a reinstall cures that"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (lambda s: with_env(s, LD_LIBRARY_PATH="/usr/local/cuda-11.8/lib64"), "LD_LIBRARY_PATH is set"),
+        (
+            lambda s: with_torch(s, error_type="ImportError", error_message="undefined symbol: _ZN5torch3jit"),
+            "whether reinstalling torch 2.13.0\\+cpu without its dependencies removes the cause is not recorded",
+        ),
+        (lambda s: with_torch(s, status="import-crashed"), "whether a reinstall cures that"),
+    ],
+)
 def test_a_reinstall_is_not_claimed_to_cure_what_the_snapshot_does_not_explain(change, why):
     snap = load_fixture("torch-import-error")
     with pytest.raises(CannotSimulate, match=why):
@@ -292,13 +330,22 @@ def test_mock_torch_disable_takes_its_directory_off_pythonpath():
 
 def test_mock_torch_kept_on_by_a_pth_line_stays_on_and_the_proof_fails():
     from mpdoctor.snapshot.apex import PthLine
+
     snap = load_fixture("oneflow-mock-torch")
     mock_dir = snap.environment.oneflow.build.directory + "/mock_torch"
-    snap.environment.oneflow.mock.pth_lines = [PthLine(file="/opt/conda/lib/python3.10/site-packages/of.pth",
-                                                       line=mock_dir)]
+    snap.environment.oneflow.mock.pth_lines = [
+        PthLine(file="/opt/conda/lib/python3.10/site-packages/of.pth", line=mock_dir)
+    ]
     finding = next(f for f in judge(snap) if f.code == "ONEFLOW004")
-    only_eval = Finding(finding.severity, finding.title, finding.evidence, _first_way(snap, "ONEFLOW004"),
-                        finding.code, finding.name, finding.family)
+    only_eval = Finding(
+        finding.severity,
+        finding.title,
+        finding.evidence,
+        _first_way(snap, "ONEFLOW004"),
+        finding.code,
+        finding.name,
+        finding.family,
+    )
     [result] = prove(snap, only_eval, judge)
     assert result.verdict == "failed" and "ONEFLOW004 is still there" in result.why
 

@@ -83,8 +83,11 @@ def test_torch006_names_the_least_driver_of_torchs_own_cuda_version():
     finding = _only(_driver_550_cu126(), "TORCH006")
     assert finding.fix[0].text.startswith("Upgrade the NVIDIA driver to 560.28.03 or newer")  # not 525.60.13
     assert "550.127.05" in finding.fix[0].text  # and says what is there now
-    assert _only(load_fixture("h100-driver-too-old"), "TORCH006").fix[0].text.startswith(
-        "Upgrade the NVIDIA driver to 580.65.06 or newer")
+    assert (
+        _only(load_fixture("h100-driver-too-old"), "TORCH006")
+        .fix[0]
+        .text.startswith("Upgrade the NVIDIA driver to 580.65.06 or newer")
+    )
 
 
 def test_torch006_says_when_no_build_of_this_torch_fits_the_driver():
@@ -131,15 +134,17 @@ def test_rerun_commands_keep_the_users_python_and_selection():
     [measure] = _commands(_only(snap, "PREC010"))
     assert measure == "mpdoctor check --python ../hf/bin/python --select PREC"  # measures: --no-kernels dropped
     snap = _invoked(load_fixture("torch-import-hang"), python="../hf/bin/python", no_kernels=True, timeout=200.0)
-    assert _commands(_only(snap, "TORCH004"))[-1] == \
-        "mpdoctor check --python ../hf/bin/python --timeout 600 --no-kernels"
+    assert (
+        _commands(_only(snap, "TORCH004"))[-1] == "mpdoctor check --python ../hf/bin/python --timeout 600 --no-kernels"
+    )
 
 
 def test_retaking_a_fact_keeps_the_interpreter_and_measures():
     snap = _invoked(load_fixture("kernels-skipped"), python="../hf/bin/python", no_kernels=True)
     [missing] = [f for f in judge(snap, ["PREC001"]) if f.code == "MPD002"]
-    assert _commands(missing) == ["mpdoctor check --python ../hf/bin/python --select PREC001 "
-                                  "--save-snapshot snapshot.json"]
+    assert _commands(missing) == [
+        "mpdoctor check --python ../hf/bin/python --select PREC001 --save-snapshot snapshot.json"
+    ]
 
 
 def test_a_crashed_check_asks_for_a_report_of_the_same_run():
@@ -154,17 +159,22 @@ def test_a_crashed_check_asks_for_a_report_of_the_same_run():
 
     registry.add("TST001", "test-explodes", "test", explodes)
     (crash,) = run_checks(_invoked(Snapshot(), python="../hf/bin/python", select=["TST"]), registry.select())
-    assert _commands(crash) == ["mpdoctor check --python ../hf/bin/python --select TST --format markdown "
-                                "--output mpdoctor-report.md"]
+    assert _commands(crash) == [
+        "mpdoctor check --python ../hf/bin/python --select TST --format markdown --output mpdoctor-report.md"
+    ]
 
 
 def test_rerun_commands_without_options_stay_plain():
     assert _commands(_only(load_fixture("kernels-skipped"), "PREC010")) == ["mpdoctor check"]
     assert fixes.mpdoctor_check(Snapshot(), timeout=300) == "mpdoctor check --timeout 300"
-    assert fixes.mpdoctor_check(_invoked(Snapshot(), python="/my env/python", timeout=1.5)) == \
-        "mpdoctor check --python '/my env/python' --timeout 1.5"
-    assert fixes.mpdoctor_check(_invoked(Snapshot(), kernels="quick"), select="PREC", extra=("--kernels", "full")) \
+    assert (
+        fixes.mpdoctor_check(_invoked(Snapshot(), python="/my env/python", timeout=1.5))
+        == "mpdoctor check --python '/my env/python' --timeout 1.5"
+    )
+    assert (
+        fixes.mpdoctor_check(_invoked(Snapshot(), kernels="quick"), select="PREC", extra=("--kernels", "full"))
         == "mpdoctor check --select PREC --kernels full"
+    )
 
 
 # ---------------------------------------------------------------- timeouts blamed on what was running
@@ -174,8 +184,12 @@ def _slow_cpu_torch(step: str) -> Snapshot:
     """torch 2.13.0+cpu imported, but the torch probe was killed (constructed from the CPU capture)."""
     snap = load_fixture("cpu-laptop")
     probe = snap.torch.probe
-    probe.status, probe.step, probe.detail, probe.exit_code = "timeout", step, "did not finish within 0.9 s and was " \
-        "killed", None
+    probe.status, probe.step, probe.detail, probe.exit_code = (
+        "timeout",
+        step,
+        "did not finish within 0.9 s and was killed",
+        None,
+    )
     return snap
 
 
@@ -195,10 +209,15 @@ def test_a_cuda_build_that_hangs_starting_cuda_still_gets_torch010():
     assert "during step 'cuda'" in finding.title
 
 
-@pytest.mark.parametrize("name, code, hangs", [("torch-import-hang", "TORCH004", "import torch"),
-                                               ("torch-import-crash", "TORCH003", "import torch"),
-                                               ("cuda-init-hangs", "TORCH010", "nvidia-smi"),
-                                               ("nvml-timeout", "DRV001", "nvidia-smi")])
+@pytest.mark.parametrize(
+    "name, code, hangs",
+    [
+        ("torch-import-hang", "TORCH004", "import torch"),
+        ("torch-import-crash", "TORCH003", "import torch"),
+        ("cuda-init-hangs", "TORCH010", "nvidia-smi"),
+        ("nvml-timeout", "DRV001", "nvidia-smi"),
+    ],
+)
 def test_commands_that_can_hang_are_wrapped_in_timeout(name, code, hangs):
     """What hung for mpdoctor hangs for the user too: the diagnostic command ends by itself."""
     hanging = [c for c in _commands(_only(load_fixture(name), code)) if hangs in c]
@@ -242,12 +261,28 @@ def test_the_cli_records_the_options_given_and_fixes_rebuild_them():
 
     from helpers import run_cli
 
-    result = run_cli("check", "--python", sys.executable, "--no-kernels", "--select", "PREC010", "--format", "json",
-                     "--fail-on", "never")
+    result = run_cli(
+        "check",
+        "--python",
+        sys.executable,
+        "--no-kernels",
+        "--select",
+        "PREC010",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["snapshot"]["invocation"] == {"python": sys.executable, "timeout": None, "kernels": "",
-                                                "no_kernels": True, "select": ["PREC010"], "ignore": []}
+    assert report["snapshot"]["invocation"] == {
+        "python": sys.executable,
+        "timeout": None,
+        "kernels": "",
+        "no_kernels": True,
+        "select": ["PREC010"],
+        "ignore": [],
+    }
     [finding] = [f for f in report["findings"] if f["code"] == "PREC010"]
     assert finding["fix"][0]["command"] == f"mpdoctor check --python {sys.executable} --select PREC010"
 
@@ -262,8 +297,13 @@ def _with_colons(name: str):
     return snap
 
 
-@pytest.mark.parametrize("name, shown", [("slurm-nodevfiles", "(0000:ab:00.0) not visible to CUDA"),
-                                         ("precision-stack-conflicts", "at /home/u/:thumbs_up:/lib")])
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("slurm-nodevfiles", "(0000:ab:00.0) not visible to CUDA"),
+        ("precision-stack-conflicts", "at /home/u/:thumbs_up:/lib"),
+    ],
+)
 def test_text_output_keeps_colons_in_user_data(tmp_path, name, shown):
     """rich turns `:ab:` into an emoji: the text report must print 0000:ab:00.0, not 0000🆎00.0
     (real CLI, constructed snapshot)."""
@@ -283,8 +323,10 @@ def test_text_output_keeps_colons_in_user_data(tmp_path, name, shown):
     Console(file=buffer, width=100, highlight=False).print(shown)
     assert any(e in buffer.getvalue() for e in emojis)
     buffer = io.StringIO()  # ...and the renderer prints facts as text, never as markup, even on such a console
-    render_text(Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap)),
-                Console(file=buffer, width=100, highlight=False))
+    render_text(
+        Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap)),
+        Console(file=buffer, width=100, highlight=False),
+    )
     assert shown in buffer.getvalue() and not any(e in buffer.getvalue() for e in emojis)
     path = tmp_path / "snap.json"
     path.write_text(catalogue.snapshot_text(snap), encoding="utf-8")
@@ -305,7 +347,7 @@ def test_explain_check_without_torch_says_unknown_not_fine(tmp_path):
     from helpers import run_cli
 
     python = tmp_path / "python-without-torch"
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n", encoding="utf-8")
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n', encoding="utf-8")
     python.chmod(0o755)
     message = "RuntimeError: expected scalar type Float but found Half"
     text = run_cli("explain", message, "--check", "--python", str(python))

@@ -45,8 +45,9 @@ def free_port() -> int:
 
 def test_fleet_check_after_init_process_group(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", SCRIPT % free_port()], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=240)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT % free_port()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     # fail_on="info": the rank's own findings (there is always one: PREC010, the kernels were off) stop the job,

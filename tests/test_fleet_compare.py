@@ -33,8 +33,13 @@ from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, Snapshot
 KERNELS = ("matmul/bfloat16", "matmul/float16", "conv2d/bfloat16", "softmax/bfloat16")
 
 
-def h100_node(gpus: int = 2, slow: dict[int, float] | None = None, driver: str = "550.54.14",
-              bf16_native: bool = True, torch: str = "2.13.0+cu130") -> Snapshot:
+def h100_node(
+    gpus: int = 2,
+    slow: dict[int, float] | None = None,
+    driver: str = "550.54.14",
+    bf16_native: bool = True,
+    torch: str = "2.13.0+cu130",
+) -> Snapshot:
     """Constructed: one node with ``gpus`` H100s, torch CUDA, and measured kernels (``slow``: device -> factor)."""
     snap = with_nvml(capture("cpu-laptop"), H100_NODE[:gpus], driver=driver, cuda="12.4")
     snap = cuda_torch(snap, version=torch)
@@ -45,11 +50,20 @@ def gpu_kernels(snap: Snapshot, slow: dict[int, float], bf16_native: bool = True
     devices = []
     for device in snap.torch.devices:
         factor = slow.get(device.ordinal, 1.0)
-        results = [KernelResult(op=key.split("/")[0], dtype=key.split("/")[1], status="ok",
-                                seconds=0.001 * (n + 1) * factor) for n, key in enumerate(KERNELS)]
-        devices.append(DeviceKernels(device=f"cuda:{device.ordinal}", name=device.name,
-                                     compute_capability=device.compute_capability, bf16_native=bf16_native,
-                                     status="ok", results=results))
+        results = [
+            KernelResult(op=key.split("/")[0], dtype=key.split("/")[1], status="ok", seconds=0.001 * (n + 1) * factor)
+            for n, key in enumerate(KERNELS)
+        ]
+        devices.append(
+            DeviceKernels(
+                device=f"cuda:{device.ordinal}",
+                name=device.name,
+                compute_capability=device.compute_capability,
+                bf16_native=bf16_native,
+                status="ok",
+                results=results,
+            )
+        )
     return KernelInfo(status="ok", mode="quick", devices=devices)
 
 
@@ -60,8 +74,7 @@ def fleet(snaps: list[Snapshot], per_node: int = 1, findings=None) -> list:
         for local in range(per_node):
             mine = snap if local == 0 else with_kernels(snap, KernelInfo(status="skipped"))
             rank = n * per_node + local
-            reports.append(rank_report(rank, f"node-{chr(97 + n)}", local, mine,
-                                       (findings or {}).get(rank, [])))
+            reports.append(rank_report(rank, f"node-{chr(97 + n)}", local, mine, (findings or {}).get(rank, [])))
     return reports
 
 
@@ -77,8 +90,17 @@ def test_identical_ranks_form_one_group_and_find_nothing():
 
 
 def test_a_rank_that_never_reported_is_named_with_its_last_step():
-    absent = [RankState(rank=3, host="node-b", local_rank=1, status="missing", last_step="importing torch",
-                        step_seconds=61.0, detail="still running at the deadline")]
+    absent = [
+        RankState(
+            rank=3,
+            host="node-b",
+            local_rank=1,
+            status="missing",
+            last_step="importing torch",
+            step_seconds=61.0,
+            detail="still running at the deadline",
+        )
+    ]
     report = compare(fleet([h100_node()] * 2, per_node=2)[:3], 4, "torchrun", absent)
     (finding,) = report.findings
     assert finding.code == "FLEET001" and finding.severity == "error"
@@ -87,8 +109,17 @@ def test_a_rank_that_never_reported_is_named_with_its_last_step():
 
 
 def test_a_crashed_rank_is_named_as_crashed():
-    absent = [RankState(rank=1, host="node-a", local_rank=1, status="crashed", last_step="starting CUDA",
-                        step_seconds=2.0, detail="mpdoctor's process on this rank ended before it finished")]
+    absent = [
+        RankState(
+            rank=1,
+            host="node-a",
+            local_rank=1,
+            status="crashed",
+            last_step="starting CUDA",
+            step_seconds=2.0,
+            detail="mpdoctor's process on this rank ended before it finished",
+        )
+    ]
     report = compare(fleet([h100_node()])[:1], 2, "slurm", absent)
     assert report.findings[0].title.startswith("rank 1 on node-a (local rank 1) crashed; last step: starting CUDA")
 
@@ -101,22 +132,28 @@ def test_one_node_with_another_nccl_is_an_error_naming_that_rank():
     (finding,) = [f for f in report.findings if f.code == "FLEET002"]
     assert finding.severity == "error"
     # These snapshots' torch said no NCCL version: the wheel's stands in, and the finding says so.
-    assert finding.title == ("NCCL differs: 2.20.5 (nvidia-nccl-cu12 wheel) on ranks 6-7 (2 ranks on 1 node), "
-                             "2.19.3 (nvidia-nccl-cu12 wheel) on the other 6")
-    assert group_lines(report)[1] == ("ranks 6-7 (2 ranks on 1 node) differ: NCCL 2.20.5 (nvidia-nccl-cu12 wheel) "
-                                      "(others: 2.19.3 (nvidia-nccl-cu12 wheel))")
+    assert finding.title == (
+        "NCCL differs: 2.20.5 (nvidia-nccl-cu12 wheel) on ranks 6-7 (2 ranks on 1 node), "
+        "2.19.3 (nvidia-nccl-cu12 wheel) on the other 6"
+    )
+    assert group_lines(report)[1] == (
+        "ranks 6-7 (2 ranks on 1 node) differ: NCCL 2.20.5 (nvidia-nccl-cu12 wheel) "
+        "(others: 2.19.3 (nvidia-nccl-cu12 wheel))"
+    )
 
 
 def test_nccl_as_torch_loads_it_is_compared_instead_of_the_wheel():
     """NVIDIA/nccl#1381: a system libnccl first on LD_LIBRARY_PATH on one node, the same wheels everywhere."""
+
     def node(loaded: str, wheel: str = "2.19.3"):
         snap = with_distributions(h100_node(), dist("nvidia-nccl-cu12", wheel))
         return replace(snap, torch=replace(snap.torch, nccl=loaded))
 
     report = compare(fleet([node("2.19.3"), node("2.19.3"), node("2.18.1")]), 3, "slurm")
     (finding,) = [f for f in report.findings if f.code == "FLEET002"]
-    assert finding.title == ("NCCL differs: 2.18.1 (as torch loads it) on rank 2 on node-c, "
-                             "2.19.3 (as torch loads it) on the other 2")
+    assert finding.title == (
+        "NCCL differs: 2.18.1 (as torch loads it) on rank 2 on node-c, 2.19.3 (as torch loads it) on the other 2"
+    )
     assert "torch.cuda.nccl.version()" in finding.fix[0].command
     # Torch loads the same NCCL everywhere: wheels that differ beside it are not what runs.
     quiet = compare(fleet([node("2.21.5", "2.21.5"), node("2.21.5", "2.20.5")]), 2, "slurm")
@@ -126,12 +163,16 @@ def test_nccl_as_torch_loads_it_is_compared_instead_of_the_wheel():
 
 def test_torch_versions_that_differ_are_an_error():
     report = compare(fleet([h100_node(), h100_node(torch="2.12.1+cu128")]), 2, "torchrun")
-    assert any(f.code == "FLEET002" and f.severity == "error" and f.title.startswith("torch differs")
-               for f in report.findings)
+    assert any(
+        f.code == "FLEET002" and f.severity == "error" and f.title.startswith("torch differs") for f in report.findings
+    )
 
 
 def test_a_minor_package_difference_is_one_info_finding():
-    nodes = [with_distributions(h100_node(), dist("rich", "13.0")), with_distributions(h100_node(), dist("rich", "14.0"))]
+    nodes = [
+        with_distributions(h100_node(), dist("rich", "13.0")),
+        with_distributions(h100_node(), dist("rich", "14.0")),
+    ]
     (finding,) = compare(fleet(nodes), 2, "torchrun").findings
     assert (finding.code, finding.severity) == ("FLEET002", "info")
     assert finding.title == "1 other installed package(s) differ across ranks"
@@ -159,8 +200,9 @@ def test_a_throttled_gpu_is_named_with_its_rank():
     nodes = [h100_node(), h100_node(slow={1: 2.0}), h100_node()]
     report = compare(fleet(nodes, per_node=2), 6, "torchrun")
     (finding,) = [f for f in report.findings if f.code == "FLEET005"]
-    assert finding.title == ("cuda:1 on node-b (rank 3) (NVIDIA H100 80GB HBM3) is 2.0x slower than the same "
-                             "model on 5 other device(s)")
+    assert finding.title == (
+        "cuda:1 on node-b (rank 3) (NVIDIA H100 80GB HBM3) is 2.0x slower than the same model on 5 other device(s)"
+    )
 
 
 def test_timing_noise_below_the_threshold_blames_no_gpu():
@@ -184,8 +226,14 @@ def test_an_environment_variable_set_on_one_rank_is_named():
 
 
 def test_variables_the_launcher_sets_per_rank_are_not_compared():
-    env = {"CUDA_VISIBLE_DEVICES": "3", "TORCHELASTIC_ERROR_FILE": "/tmp/x", "NCCL_DEBUG": "INFO", "PATH": "/bin",
-           "SLURM_PROCID": "3", "LD_LIBRARY_PATH": "/opt/nccl/lib"}
+    env = {
+        "CUDA_VISIBLE_DEVICES": "3",
+        "TORCHELASTIC_ERROR_FILE": "/tmp/x",
+        "NCCL_DEBUG": "INFO",
+        "PATH": "/bin",
+        "SLURM_PROCID": "3",
+        "LD_LIBRARY_PATH": "/opt/nccl/lib",
+    }
     assert env_that_matters(env) == {"LD_LIBRARY_PATH": "/opt/nccl/lib", "NCCL_DEBUG": "INFO"}
 
 
@@ -223,8 +271,7 @@ def test_rank_lists_are_compressed():
 @pytest.fixture(scope="module")
 def odd_fleet() -> FleetReport:
     nodes = [h100_node(), with_env(h100_node(slow={0: 2.5}), NCCL_ALGO="Ring"), h100_node()]
-    absent = [RankState(rank=6, host="node-d", local_rank=0, status="missing", last_step="checking",
-                        step_seconds=30.0)]
+    absent = [RankState(rank=6, host="node-d", local_rank=0, status="missing", last_step="checking", step_seconds=30.0)]
     return compare(fleet(nodes, per_node=2), 7, "torchrun", absent)
 
 
@@ -327,10 +374,13 @@ def test_fleet_compare_takes_json_reports_with_their_findings(tmp_path):
     assert result.exit_code in (0, 1) and "# mpdoctor fleet: 2 rank(s), launched by compare" in result.output
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{", "not a JSON snapshot or report"),
-    ('{"schema_version": 99}', "newer than this mpdoctor understands"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "not a JSON snapshot or report"),
+        ('{"schema_version": 99}', "newer than this mpdoctor understands"),
+    ],
+)
 def test_fleet_compare_refuses_bad_files_in_one_line(tmp_path, content, message):
     bad = tmp_path / "bad.json"
     bad.write_text(content)

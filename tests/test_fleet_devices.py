@@ -44,8 +44,9 @@ def test_cuda_visible_devices_by_uuid_is_followed():
 def test_fewer_visible_devices_than_local_ranks_is_a_problem_not_a_crash():
     snap = node("0,1", order=[0, 1])
     chosen = select_device(snap, 3)
-    assert chosen.problem == ("LOCAL_RANK=3 selects cuda:3, but only 2 devices are visible to this rank "
-                              "(CUDA_VISIBLE_DEVICES=0,1)")
+    assert chosen.problem == (
+        "LOCAL_RANK=3 selects cuda:3, but only 2 devices are visible to this rank (CUDA_VISIBLE_DEVICES=0,1)"
+    )
     assert chosen.device == "cuda:1" and chosen.narrowed == ""  # what LOCAL_RANK % 2 would use; never timed
 
 
@@ -64,8 +65,10 @@ def test_fleet_names_ranks_beyond_their_visible_gpus_and_ranks_sharing_one():
         "ranks 2-3 (2 ranks on 1 node): LOCAL_RANK selects no GPU of its own",
         f"ranks 4-5 on node-b select the same GPU ({H100_NODE[0].uuid})",
     ]
-    assert found[0].evidence[0] == ("rank 2 on node-a (local rank 2): LOCAL_RANK=2 selects cuda:2, but only 2 "
-                                    "devices are visible to this rank (CUDA_VISIBLE_DEVICES=0,1)")
+    assert found[0].evidence[0] == (
+        "rank 2 on node-a (local rank 2): LOCAL_RANK=2 selects cuda:2, but only 2 "
+        "devices are visible to this rank (CUDA_VISIBLE_DEVICES=0,1)"
+    )
     # The ranks that have a GPU of their own are not blamed.
     assert not [f for f in compare(reports[:2], 2, "slurm").findings if f.code == "FLEET008"]
 
@@ -74,8 +77,7 @@ def test_each_rank_kernels_show_on_its_own_device_in_the_fleet():
     snaps = []
     for local in range(2):
         snap = node()
-        run = DeviceKernels(device=f"cuda:{local}", name=snap.torch.devices[local].name, bf16_native=True,
-                            status="ok")
+        run = DeviceKernels(device=f"cuda:{local}", name=snap.torch.devices[local].name, bf16_native=True, status="ok")
         snaps.append(with_kernels(snap, KernelInfo(status="ok", devices=[run])))
     prints = [rank_report(local, "node-a", local, snap, []).fingerprint for local, snap in enumerate(snaps)]
     assert [(p.device, p.bf16_native) for p in prints] == [("cuda:0", True), ("cuda:1", True)]
@@ -86,7 +88,8 @@ def test_the_narrowed_environment_is_the_childs_only(monkeypatch):
     env = narrowed_env("GPU-1234 it's")
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-1234 it's" and os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"} == {
-        k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+        k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"
+    }
 
 
 def test_a_rank_times_its_own_gpu_under_the_jobs_name_for_it(fake_venv, monkeypatch):
@@ -114,11 +117,13 @@ def test_a_rank_times_its_own_gpu_under_the_jobs_name_for_it(fake_venv, monkeypa
     assert [t.name for t in board.tasks()] == ["torch", "kernels cuda:1"]  # no CPU run, no cuda:0
     assert "running kernels on cuda:1" in steps
     # A UUID this machine does not have: the probe saw no device, and says so rather than reporting nothing.
-    gone = own_gpu_kernels(cuda_standin.python(fake_venv), Budget.from_timeout(60), "quick",
-                           Selection("cuda:1", uuid="GPU-ffff"))
+    gone = own_gpu_kernels(
+        cuda_standin.python(fake_venv), Budget.from_timeout(60), "quick", Selection("cuda:1", uuid="GPU-ffff")
+    )
     assert gone.status == "error" and not gone.devices
-    assert gone.detail == ("the kernel probe, given only cuda:1's GPU (CUDA_VISIBLE_DEVICES=GPU-ffff), "
-                           "saw no CUDA device")
+    assert gone.detail == (
+        "the kernel probe, given only cuda:1's GPU (CUDA_VISIBLE_DEVICES=GPU-ffff), saw no CUDA device"
+    )
 
 
 def test_a_rank_kernel_probe_asked_for_no_cpu_times_no_cpu(this_machine):

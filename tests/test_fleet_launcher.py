@@ -12,13 +12,30 @@ import pytest
 
 from mpdoctor.fleet.launcher import LaunchError, detect, expand_hostlist
 
-TORCHRUN = {"RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "3", "GROUP_RANK": "0",
-            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "none",
-            "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_USE_AGENT_STORE": "True"}
+TORCHRUN = {
+    "RANK": "2",
+    "WORLD_SIZE": "3",
+    "LOCAL_RANK": "2",
+    "LOCAL_WORLD_SIZE": "3",
+    "GROUP_RANK": "0",
+    "MASTER_ADDR": "127.0.0.1",
+    "MASTER_PORT": "29400",
+    "TORCHELASTIC_RUN_ID": "none",
+    "TORCHELASTIC_RESTART_COUNT": "0",
+    "TORCHELASTIC_USE_AGENT_STORE": "True",
+}
 # Recorded: rank 1 of `srun -n 3 -O env` (job 4, step 0) on the host "vm".
-SLURM = {"SLURMD_NODENAME": "vm", "SLURM_JOB_ID": "4", "SLURM_JOB_NODELIST": "vm", "SLURM_LOCALID": "1",
-         "SLURM_NODEID": "0", "SLURM_NTASKS": "3", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0",
-         "SLURM_STEP_NODELIST": "vm"}
+SLURM = {
+    "SLURMD_NODENAME": "vm",
+    "SLURM_JOB_ID": "4",
+    "SLURM_JOB_NODELIST": "vm",
+    "SLURM_LOCALID": "1",
+    "SLURM_NODEID": "0",
+    "SLURM_NTASKS": "3",
+    "SLURM_PROCID": "1",
+    "SLURM_STEP_ID": "0",
+    "SLURM_STEP_NODELIST": "vm",
+}
 
 
 def test_torchrun():
@@ -54,8 +71,13 @@ def test_slurm_multi_node_takes_the_first_host_and_honours_master_addr():
 
 
 def test_open_mpi_documented_values():
-    env = {"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-           "MASTER_ADDR": "node1", "MASTER_PORT": "29500"}
+    env = {
+        "OMPI_COMM_WORLD_RANK": "5",
+        "OMPI_COMM_WORLD_SIZE": "8",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+        "MASTER_ADDR": "node1",
+        "MASTER_PORT": "29500",
+    }
     launch = detect(env, host="node3")
     assert (launch.launcher, launch.rank, launch.world_size, launch.local_rank) == ("openmpi", 5, 8, 1)
 
@@ -65,25 +87,31 @@ def test_pmi_documented_values():
     assert (detect(env).launcher, detect(env).rank, detect(env).local_rank) == ("pmi", 3, 3)
 
 
-@pytest.mark.parametrize("env, message", [
-    ({}, "not started by a launcher"),
-    ({"PMI_RANK": "0", "PMI_SIZE": "2", "MASTER_PORT": "1"}, "MASTER_ADDR is not set"),
-    ({**TORCHRUN, "RANK": "3"}, "RANK=3 is not below WORLD_SIZE=3"),
-    ({**TORCHRUN, "WORLD_SIZE": "three"}, "WORLD_SIZE='three' is not a non-negative integer"),
-    ({**TORCHRUN, "MASTER_PORT": "70000"}, "MASTER_PORT=70000 is not a TCP port"),
-    ({**SLURM, "SLURM_JOB_ID": ""}, "MASTER_PORT is not set"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({}, "not started by a launcher"),
+        ({"PMI_RANK": "0", "PMI_SIZE": "2", "MASTER_PORT": "1"}, "MASTER_ADDR is not set"),
+        ({**TORCHRUN, "RANK": "3"}, "RANK=3 is not below WORLD_SIZE=3"),
+        ({**TORCHRUN, "WORLD_SIZE": "three"}, "WORLD_SIZE='three' is not a non-negative integer"),
+        ({**TORCHRUN, "MASTER_PORT": "70000"}, "MASTER_PORT=70000 is not a TCP port"),
+        ({**SLURM, "SLURM_JOB_ID": ""}, "MASTER_PORT is not set"),
+    ],
+)
 def test_incomplete_launches_are_one_line_errors(env, message):
     with pytest.raises(LaunchError, match=message.replace("(", r"\(").replace(")", r"\)")):
         detect(env, host="h")
 
 
-@pytest.mark.parametrize("text, hosts", [
-    ("vm", ["vm"]),
-    ("node[01-03,07],gpu5", ["node01", "node02", "node03", "node07", "gpu5"]),
-    ("a[8-11]", ["a8", "a9", "a10", "a11"]),
-    ("rack1-n[1,3]-ib", ["rack1-n1-ib", "rack1-n3-ib"]),
-])
+@pytest.mark.parametrize(
+    "text, hosts",
+    [
+        ("vm", ["vm"]),
+        ("node[01-03,07],gpu5", ["node01", "node02", "node03", "node07", "gpu5"]),
+        ("a[8-11]", ["a8", "a9", "a10", "a11"]),
+        ("rack1-n[1,3]-ib", ["rack1-n1-ib", "rack1-n3-ib"]),
+    ],
+)
 def test_slurm_host_lists_expand_as_scontrol_does(text, hosts):
     assert expand_hostlist(text) == hosts
 

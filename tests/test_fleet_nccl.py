@@ -22,8 +22,8 @@ STAND_IN = {
     "torch/backends/__init__.py": "from . import cudnn\n",
     "torch/backends/cudnn.py": "def version():\n    return 91002\n",
     "torch/cuda/__init__.py": "def get_arch_list():\n    return ['sm_90']\n"
-                              "def is_available():\n    return False\n"
-                              "def device_count():\n    return 0\n",
+    "def is_available():\n    return False\n"
+    "def device_count():\n    return 0\n",
     "torch/cuda/nccl.py": "def version():\n    return (2, 21, 5)\n",
 }
 

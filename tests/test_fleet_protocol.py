@@ -28,8 +28,9 @@ def free_port() -> int:
 @pytest.fixture()
 def store():
     port = free_port()
-    server = torch_distributed.TCPStore("127.0.0.1", port, None, True, timedelta(seconds=10),
-                                        wait_for_workers=False, multi_tenant=True)
+    server = torch_distributed.TCPStore(
+        "127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False, multi_tenant=True
+    )
     client = torch_distributed.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
     yield client
     del client, server
@@ -47,14 +48,28 @@ def test_rank_zero_gathers_every_report(store):
 def test_a_silent_rank_is_given_up_at_the_deadline_with_its_last_heartbeat(store):
     channel = Channel(store, "run")
     channel.post_report(0, {"rank": 0})
-    channel.heartbeat(1, {"host": "node-b", "local_rank": 1, "step": "checking", "step_seconds": 12.0, "beat": 7,
-                          "state": "running", "detail": ""})
+    channel.heartbeat(
+        1,
+        {
+            "host": "node-b",
+            "local_rank": 1,
+            "step": "checking",
+            "step_seconds": 12.0,
+            "beat": 7,
+            "state": "running",
+            "detail": "",
+        },
+    )
     got = channel.gather(3, time.monotonic() + 1.0)
     assert list(got.reports) == [0]
     assert got.heartbeats[1]["step"] == "checking" and 2 not in got.heartbeats
     states = {s.rank: s for s in absent_states(got, 3)}
-    assert (states[1].host, states[1].local_rank, states[1].last_step, states[1].status) == \
-        ("node-b", 1, "checking", "missing")
+    assert (states[1].host, states[1].local_rank, states[1].last_step, states[1].status) == (
+        "node-b",
+        1,
+        "checking",
+        "missing",
+    )
     assert states[1].step_seconds >= 12.0
     assert states[2].host == "" and "never reached the store" in states[2].detail
 
@@ -62,8 +77,18 @@ def test_a_silent_rank_is_given_up_at_the_deadline_with_its_last_heartbeat(store
 def test_a_crashed_rank_ends_the_gathering_without_the_deadline(store):
     channel = Channel(store, "run")
     channel.post_report(0, {"rank": 0})
-    channel.heartbeat(1, {"host": "h", "local_rank": 1, "step": "checking", "step_seconds": 1.0, "beat": 3,
-                          "state": "crashed", "detail": "mpdoctor's process on this rank ended before it finished"})
+    channel.heartbeat(
+        1,
+        {
+            "host": "h",
+            "local_rank": 1,
+            "step": "checking",
+            "step_seconds": 1.0,
+            "beat": 3,
+            "state": "crashed",
+            "detail": "mpdoctor's process on this rank ended before it finished",
+        },
+    )
     got = channel.gather(2, time.monotonic() + 600)  # returns as soon as only crashed ranks are left
     (state,) = absent_states(got, 2)
     assert state.status == "crashed" and state.detail.startswith("mpdoctor's process")
@@ -107,11 +132,13 @@ def test_rank_zero_decodes_every_field_of_a_report():
     from mpdoctor.schema.serde import to_data
 
     reports = [rank_report(rank, "h", rank, capture("cpu-kernels"), [info("x")], 1.5) for rank in range(2)]
-    fleet = judge_gathered(Gathered({r.rank: to_data(r) for r in reports}),
-                           Launch("torchrun", 0, 2, 0, "h", "h", 1, "r"))
+    fleet = judge_gathered(
+        Gathered({r.rank: to_data(r) for r in reports}), Launch("torchrun", 0, 2, 0, "h", "h", 1, "r")
+    )
     assert reports[0].node_kernels and [s.status for s in fleet.ranks] == ["reported", "reported"]
-    broken = judge_gathered(Gathered({0: to_data(reports[0]), 1: {"rank": "one"}}),
-                            Launch("torchrun", 0, 2, 0, "h", "h", 1, "r"))
+    broken = judge_gathered(
+        Gathered({0: to_data(reports[0]), 1: {"rank": "one"}}), Launch("torchrun", 0, 2, 0, "h", "h", 1, "r")
+    )
     assert broken.ranks[1].status == "missing" and "could not be read" in broken.ranks[1].detail
 
 
@@ -134,8 +161,11 @@ def test_reports_are_found_without_the_arrivals_list(store):
 
 
 def report_of(rank: int, nccl: str, device: str) -> dict:
-    return {"rank": rank, "fingerprint": {"nccl": nccl, "device": device, "kernels": {device: {"matmul": rank}}},
-            "snapshot": {"rank": rank}}
+    return {
+        "rank": rank,
+        "fingerprint": {"nccl": nccl, "device": device, "kernels": {device: {"matmul": rank}}},
+        "snapshot": {"rank": rank},
+    }
 
 
 def test_one_whole_snapshot_per_group_goes_through_the_store(store):

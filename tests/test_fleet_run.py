@@ -120,11 +120,14 @@ class DyingRank:
 sys.meta_path.insert(0, DyingRank())
 '''
 
+
 def wrapper(tmp_path: Path, body: str, rank_var: str = "RANK") -> Path:
     """A per-rank job script: ``body`` sees $R (this rank); it ends by running mpdoctor fleet, recording its status."""
     script = tmp_path / "rank.sh"
-    script.write_text(f"#!/bin/sh\nR=${rank_var}\n{body}\n{sys.executable} -m mpdoctor fleet \"$@\"\n"
-                      "rc=$?\necho $rc > rc.$R\nexit $rc\n")
+    script.write_text(
+        f'#!/bin/sh\nR=${rank_var}\n{body}\n{sys.executable} -m mpdoctor fleet "$@"\n'
+        "rc=$?\necho $rc > rc.$R\nexit $rc\n"
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script
 
@@ -132,8 +135,18 @@ def wrapper(tmp_path: Path, body: str, rank_var: str = "RANK") -> Path:
 def torchrun(tmp_path: Path, script: Path, *args: str, ranks: int = 3) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MPDOCTOR_", "NVIDIA_TF32"))}
     env["PYTHONPATH"] = str(ROOT)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), "--no-python",
-            str(script), *FAST, *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(ranks),
+        "--no-python",
+        str(script),
+        *FAST,
+        *args,
+    ]
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
 
 
@@ -153,10 +166,13 @@ def test_torchrun_names_the_rank_that_differs_and_the_rank_that_crashed(tmp_path
     dies = tmp_path / "dies"
     dies.mkdir()
     (dies / "sitecustomize.py").write_text(DYING_RANK)
-    script = wrapper(tmp_path, 'if [ "$R" = 2 ]; then export NVIDIA_TF32_OVERRIDE=0; fi\n'
-                               'if [ "$R" = 1 ]; then\n'
-                               f'  PYTHONPATH={dies}:$PYTHONPATH {sys.executable} -m mpdoctor fleet "$@"\n'
-                               '  exit 0\nfi')  # as `mpdoctor fleet || true` in a job script: torchrun goes on
+    script = wrapper(
+        tmp_path,
+        'if [ "$R" = 2 ]; then export NVIDIA_TF32_OVERRIDE=0; fi\n'
+        'if [ "$R" = 1 ]; then\n'
+        f'  PYTHONPATH={dies}:$PYTHONPATH {sys.executable} -m mpdoctor fleet "$@"\n'
+        "  exit 0\nfi",
+    )  # as `mpdoctor fleet || true` in a job script: torchrun goes on
     result = torchrun(tmp_path, script, "--deadline", "120", "--fail-on", "never", "--save-snapshots", ".")
     data = report(tmp_path, result)
     assert [s["status"] for s in data["ranks"]] == ["reported", "crashed", "reported"]
@@ -173,8 +189,19 @@ def test_torchrun_names_the_rank_that_differs_and_the_rank_that_crashed(tmp_path
     assert "mpdoctor fleet: rank 2: 3 ranks; rank 0 on " in result.stderr
     # --save-snapshots: rank 0 saved the snapshots of the ranks that reported; compared offline, the same finding.
     assert sorted(p.name for p in tmp_path.glob("rank-*.json")) == ["rank-0.json", "rank-2.json"]
-    offline = CliRunner().invoke(app, ["fleet", "compare", str(tmp_path / "rank-0.json"),
-                                       str(tmp_path / "rank-2.json"), "-f", "json", "--fail-on", "never"])
+    offline = CliRunner().invoke(
+        app,
+        [
+            "fleet",
+            "compare",
+            str(tmp_path / "rank-0.json"),
+            str(tmp_path / "rank-2.json"),
+            "-f",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+    )
     assert [f["code"] for f in json.loads(offline.output)["findings"]] == ["FLEET006"]
 
 
@@ -208,15 +235,21 @@ def slurm_is_up() -> bool:
     return any(state.strip() in ("idle", "mix") for state in states.splitlines())
 
 
-@pytest.mark.skipif(not slurm_is_up(), reason="no Slurm cluster here (test_fleet_launcher.py checks recorded "
-                                                "Slurm variables instead)")
+@pytest.mark.skipif(
+    not slurm_is_up(), reason="no Slurm cluster here (test_fleet_launcher.py checks recorded Slurm variables instead)"
+)
 def test_srun_three_tasks_each_exit_with_the_verdict(tmp_path):
     script = wrapper(tmp_path, 'if [ "$R" = 0 ]; then export NCCL_ALGO=Tree; fi', rank_var="SLURM_PROCID")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MPDOCTOR_", "NCCL_"))}
     env["PYTHONPATH"] = str(ROOT)
-    result = subprocess.run(["srun", "-n", "3", "-O", str(script), *FAST, "--deadline", "120",
-                             "--fail-on", "warning"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=240)
+    result = subprocess.run(
+        ["srun", "-n", "3", "-O", str(script), *FAST, "--deadline", "120", "--fail-on", "warning"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     data = report(tmp_path, result)
     assert data["launcher"] == "slurm"
     (finding,) = by_code(data, "FLEET006")

@@ -40,8 +40,9 @@ def other_identity(data: dict, seed: int) -> tuple[dict, dict[str, str]]:
 
     def rename(match: re.Match) -> str:
         old = match.group(0)
-        new = names.setdefault(old.lower(), "-".join("".join(rng.choice("0123456789abcdef") for _ in range(n))
-                                                     for n in (8, 4, 4, 4, 12)))
+        new = names.setdefault(
+            old.lower(), "-".join("".join(rng.choice("0123456789abcdef") for _ in range(n)) for n in (8, 4, 4, 4, 12))
+        )
         return new.upper() if old != old.lower() else new
 
     out = json.loads(UUID.sub(rename, json.dumps(data)))
@@ -120,8 +121,9 @@ def test_compare_of_many_files_is_the_plain_compare_of_each(tmp_path):
     for n in range(4):
         base = node(n)
         for local in range(4):
-            snap = with_kernels(base, gpu_kernels(base, {3: 2.0} if n == 1 else {}) if local == 0
-                                else KernelInfo(status="skipped"))
+            snap = with_kernels(
+                base, gpu_kernels(base, {3: 2.0} if n == 1 else {}) if local == 0 else KernelInfo(status="skipped")
+            )
             snap = with_env(snap, SLURM_PROCID=str(4 * n + local), SLURM_LOCALID=str(local))  # as srun sets them
             path = tmp_path / f"node{n}-rank{local}.json"
             path.write_text(json.dumps(to_data(snap)))
@@ -158,8 +160,12 @@ def test_the_json_is_redacted_in_one_pass_as_it_was_in_two(tmp_path):
     from mpdoctor.fleet.model import redacted_fleet
     from mpdoctor.render.fleet import render_fleet_json, render_fleet_json_redacted
 
-    secret = with_env(node(0), NCCL_IB_HCA="mlx5", HF_TOKEN="hf_abcdefghijklmnopqrstuvwxyz123456",
-                      TORCH_URL="https://user:hunter2@example.com/x")
+    secret = with_env(
+        node(0),
+        NCCL_IB_HCA="mlx5",
+        HF_TOKEN="hf_abcdefghijklmnopqrstuvwxyz123456",
+        TORCH_URL="https://user:hunter2@example.com/x",
+    )
     report = compare([rank_report(0, "a", 0, secret, []), rank_report(1, "b", 0, node(1), [])], 2, "compare")
     assert render_fleet_json_redacted(report) == render_fleet_json(redacted_fleet(report))
     assert "hunter2" not in render_fleet_json_redacted(report)

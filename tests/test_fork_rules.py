@@ -90,8 +90,14 @@ def _environ(nvml):
 
 @pytest.mark.parametrize("call,nvml,ok", CELLS, ids=[cell_id(c, n) for c, n, _ in CELLS])
 def test_the_standin_keeps_the_measured_fork_rule(standin, tmp_path, call, nvml, ok):
-    out = subprocess.run([standin, "-c", FORK_ONCE, call or ""], capture_output=True, text=True, timeout=60,
-                         env=_environ(nvml), cwd=tmp_path)
+    out = subprocess.run(
+        [standin, "-c", FORK_ONCE, call or ""],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environ(nvml),
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     child = json.loads(out.stdout)
     assert child["error"] == ("" if ok else cuda_standin.FORK_ERROR)
@@ -134,8 +140,11 @@ def probes(standin, tmp_path_factory):
                 mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
                 mp.setenv("STANDIN_POISON_AT_START", call or "")
                 mp.setenv("STANDIN_TORCH_LOG", str(log))
-                result = (probe_kernels_and_torch(standin, Budget.from_timeout(60), "quick") if kind == "kernels"
-                          else probe_environment(standin, Budget.from_timeout(60)))
+                result = (
+                    probe_kernels_and_torch(standin, Budget.from_timeout(60), "quick")
+                    if kind == "kernels"
+                    else probe_environment(standin, Budget.from_timeout(60))
+                )
             events = defaultdict(list)
             for line in log.read_text().splitlines() if log.exists() else []:
                 pid, _, event = line.partition(" ")
@@ -151,7 +160,7 @@ def _forks_after_poisoning(events):
     late = {}
     for pid, seen in events.items():
         poisoned = [i for i, e in enumerate(seen) if e.startswith("poison")]
-        if poisoned and "fork" in seen[poisoned[0]:]:
+        if poisoned and "fork" in seen[poisoned[0] :]:
             late[pid] = seen
     return late
 
@@ -211,7 +220,9 @@ def test_the_real_runner_forks_cuda_workers_that_start_their_devices(probes):
 def test_the_environment_probes_torch_part_forks_for_apex_before_it_touches_cuda(probes):
     (_, torch), events = probes("environment")
     assert torch.probe.status == "ok" and [d.name for d in torch.devices] == [
-        "NVIDIA TITAN RTX", "NVIDIA GeForce GTX 1080 Ti"]
+        "NVIDIA TITAN RTX",
+        "NVIDIA GeForce GTX 1080 Ti",
+    ]
     (part,) = [pid for pid, seen in events.items() if "import" in seen]
     seen = events[part]
     assert "fork" in seen and any(e.startswith("poison") for e in seen), seen  # both happened, in that order

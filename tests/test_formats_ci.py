@@ -21,6 +21,7 @@ import typer.main
 import xmlschema
 
 from adversarial.running import mpdoctor
+
 # leaky_env and project are pytest fixtures (a venv whose torch leaks secrets, a project full of them), used by name
 from adversarial.test_secrets import assert_no_canary, leaky_env, planted_environment, project  # noqa: F401
 from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
@@ -50,8 +51,9 @@ SUMMARY = re.compile(r"^mpdoctor: \d+ errors?, \d+ warnings?, \d+ info; (fails|p
 
 def report_of(name: str, snap=None) -> Report:
     snap = snap or load_fixture(name)
-    return redacted(Report(created="2026-11-23T00:00:00+00:00", findings=judge(snap), snapshot=snap,
-                           gpus=device_table(snap)))
+    return redacted(
+        Report(created="2026-11-23T00:00:00+00:00", findings=judge(snap), snapshot=snap, gpus=device_table(snap))
+    )
 
 
 def unescape(text: str) -> str:
@@ -86,8 +88,14 @@ def test_every_github_line_is_a_workflow_command_or_the_summary(name):
 
 def test_escapes_round_trip_and_nothing_can_start_a_command():
     hostile = "50% done,\r\n::error::pwned: a, b %0A %25 ::stop-commands::x"
-    finding = Finding("error", hostile, [hostile, "C:\\path,with:colons"], [FixStep(hostile, "echo '%,:\n'")],
-                      code="TORCH005", name=hostile)
+    finding = Finding(
+        "error",
+        hostile,
+        [hostile, "C:\\path,with:colons"],
+        [FixStep(hostile, "echo '%,:\n'")],
+        code="TORCH005",
+        name=hostile,
+    )
     line = annotation(finding, [])
     assert "\n" not in line and "\r" not in line
     command, properties, text = parse(line)
@@ -112,8 +120,9 @@ def test_exit_status_is_as_for_the_other_formats(fmt, tmp_path):
     for fail_on in ("error", "never"):
         expected = run_cli("check", "--snapshot", snapshot, "-f", "json", "--fail-on", fail_on).returncode
         shown = run_cli("check", "--snapshot", snapshot, "-f", fmt, "--fail-on", fail_on)
-        written = run_cli("check", "--snapshot", snapshot, "-f", fmt, "--fail-on", fail_on,
-                          "-o", str(tmp_path / f"out.{fmt}"))
+        written = run_cli(
+            "check", "--snapshot", snapshot, "-f", fmt, "--fail-on", fail_on, "-o", str(tmp_path / f"out.{fmt}")
+        )
         assert shown.returncode == written.returncode == expected, shown.stderr
     assert expected == 0 and shown.stdout and written.stdout == ""
 
@@ -159,10 +168,15 @@ def test_a_check_that_could_not_judge_is_skipped_and_one_that_crashed_is_an_erro
     xml = render_junit(report, "error")
     SCHEMA.validate(xml)
     found = cases(xml)
-    needing = [c for c in builtin_registry().snapshot_checks() if "kernels" in c.needs
-               and not any(f.code == c.code for f in report.findings)]
-    assert needing and all("could not judge: this snapshot has no kernels" in
-                           found[f"{c.code} {c.name}"].find("skipped").get("message") for c in needing)
+    needing = [
+        c
+        for c in builtin_registry().snapshot_checks()
+        if "kernels" in c.needs and not any(f.code == c.code for f in report.findings)
+    ]
+    assert needing and all(
+        "could not judge: this snapshot has no kernels" in found[f"{c.code} {c.name}"].find("skipped").get("message")
+        for c in needing
+    )
     error = found["TORCH005 cpu-only-torch-with-gpus"].find("error")
     assert error is not None and "ZeroDivisionError" in error.get("message")
     assert ET.fromstring(xml.encode("utf-8")).find("testsuite").get("errors") == "1"
@@ -170,8 +184,15 @@ def test_a_check_that_could_not_judge_is_skipped_and_one_that_crashed_is_an_erro
 
 def test_junit_escapes_everything_and_strips_what_xml_forbids():
     nasty = "bad \x00\x1b[31m \ud800 \ufffe \x7f ]]> <&>\"' tab\there\nline two"
-    finding = Finding("error", nasty, [nasty, "]]>"], [FixStep(nasty, f"echo '{nasty}'")], code="TORCH005",
-                      name="cpu-only-torch-with-gpus", family="torch")
+    finding = Finding(
+        "error",
+        nasty,
+        [nasty, "]]>"],
+        [FixStep(nasty, f"echo '{nasty}'")],
+        code="TORCH005",
+        name="cpu-only-torch-with-gpus",
+        family="torch",
+    )
     report = Report(created="now <&>", findings=[finding], snapshot=load_fixture("cpu-laptop"))
     data = render_junit(report, "error").encode("utf-8")  # strict: no lone surrogate is left to encode
     SCHEMA.validate(data.decode("utf-8"))
@@ -187,8 +208,20 @@ def test_junit_escapes_everything_and_strips_what_xml_forbids():
 @pytest.mark.parametrize("fmt", ["github", "junit", "markdown"])
 def test_no_canary_in_the_ci_formats_or_the_snapshot_beside_the_ticket(fmt, leaky_env, project, tmp_path):  # noqa: F811
     out = tmp_path / f"report.{fmt}"
-    result = mpdoctor("check", "--python", str(leaky_env / "bin" / "python"), "--format", fmt, "--no-kernels",
-                      "--fail-on", "never", "--output", str(out), cwd=project, env=planted_environment())
+    result = mpdoctor(
+        "check",
+        "--python",
+        str(leaky_env / "bin" / "python"),
+        "--format",
+        fmt,
+        "--no-kernels",
+        "--fail-on",
+        "never",
+        "--output",
+        str(out),
+        cwd=project,
+        env=planted_environment(),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     written = {"report": out.read_text(encoding="utf-8"), "stdout": result.stdout, "stderr": result.stderr}
     if fmt == "markdown":  # no --save-snapshot: the snapshot goes beside the ticket
@@ -245,8 +278,12 @@ def test_action_declares_a_composite_action_with_its_inputs():
     inputs = re.findall(r"^  ([\w-]+):$", ACTION.split("\ninputs:\n")[1].split("\noutputs:\n")[0], re.M)
     assert inputs == ["python", "fail-on", "select", "ignore", "kernels", "args", "json", "artifact-name"]
     assert "\nruns:\n  using: composite\n" in ACTION
-    assert [s["name"] for s in steps()] == ["Install mpdoctor", "mpdoctor check", "Upload the JSON report",
-                                           "Set the exit status"]
+    assert [s["name"] for s in steps()] == [
+        "Install mpdoctor",
+        "mpdoctor check",
+        "Upload the JSON report",
+        "Set the exit status",
+    ]
     for used in re.findall(r"\$\{\{\s*inputs\.([\w-]+)", ACTION):
         assert used in inputs
     ids = {s.get("id") for s in steps()}
@@ -269,11 +306,23 @@ def test_action_calls_only_options_that_exist():
     command = typer.main.get_command(app).commands["check"]
     known = {opt for param in command.params for opt in param.opts}
     script = step("mpdoctor check")["run"].replace("\\\n", " ")
-    used = {opt for line in script.splitlines() if "-m mpdoctor check" in line
-            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line)}
+    used = {
+        opt
+        for line in script.splitlines()
+        if "-m mpdoctor check" in line
+        for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line)
+    }
     used |= set(re.findall(r"\((--[a-z][a-z-]*)", script))  # the options gathered in arrays
-    assert {"--format", "--output", "--snapshot", "--fail-on", "--select", "--ignore", "--kernels",
-            "--no-kernels"} <= used
+    assert {
+        "--format",
+        "--output",
+        "--snapshot",
+        "--fail-on",
+        "--select",
+        "--ignore",
+        "--kernels",
+        "--no-kernels",
+    } <= used
     assert used <= known, used - known
 
 
@@ -281,16 +330,30 @@ def run_step(name: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
     """A step's script as a runner runs it (`bash --noprofile --norc -eo pipefail`)."""
     script = cwd / f"{step(name)['id'] if 'id' in step(name) else 'step'}.sh"
     script.write_text(step(name)["run"])
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("kernels", ["off", "quick"])  # quick: `--kernels quick` given (it was an internal error)
 def test_action_check_step_runs_annotates_writes_json_and_sets_the_status(kernels, tmp_path):
     outputs = tmp_path / "github_output"
-    env = {**os.environ, "GITHUB_OUTPUT": str(outputs), "MPDOCTOR_PYTHON": sys.executable,
-           "MPDOCTOR_FAIL_ON": "info", "MPDOCTOR_SELECT": "ENV,STACK", "MPDOCTOR_IGNORE": "",
-           "MPDOCTOR_KERNELS": kernels, "MPDOCTOR_ARGS": "--timeout 30", "MPDOCTOR_JSON": "mpdoctor.json"}
+    env = {
+        **os.environ,
+        "GITHUB_OUTPUT": str(outputs),
+        "MPDOCTOR_PYTHON": sys.executable,
+        "MPDOCTOR_FAIL_ON": "info",
+        "MPDOCTOR_SELECT": "ENV,STACK",
+        "MPDOCTOR_IGNORE": "",
+        "MPDOCTOR_KERNELS": kernels,
+        "MPDOCTOR_ARGS": "--timeout 30",
+        "MPDOCTOR_JSON": "mpdoctor.json",
+    }
     env.pop("PYTHONPATH", None)
     result = run_step("mpdoctor check", env, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -308,9 +371,17 @@ def test_action_check_step_runs_annotates_writes_json_and_sets_the_status(kernel
 
 def test_action_check_step_reports_a_usage_error_as_an_annotation(tmp_path):
     outputs = tmp_path / "github_output"
-    env = {**os.environ, "GITHUB_OUTPUT": str(outputs), "MPDOCTOR_PYTHON": sys.executable,
-           "MPDOCTOR_FAIL_ON": "bogus", "MPDOCTOR_SELECT": "", "MPDOCTOR_IGNORE": "", "MPDOCTOR_KERNELS": "off",
-           "MPDOCTOR_ARGS": "", "MPDOCTOR_JSON": "mpdoctor.json"}
+    env = {
+        **os.environ,
+        "GITHUB_OUTPUT": str(outputs),
+        "MPDOCTOR_PYTHON": sys.executable,
+        "MPDOCTOR_FAIL_ON": "bogus",
+        "MPDOCTOR_SELECT": "",
+        "MPDOCTOR_IGNORE": "",
+        "MPDOCTOR_KERNELS": "off",
+        "MPDOCTOR_ARGS": "",
+        "MPDOCTOR_JSON": "mpdoctor.json",
+    }
     result = run_step("mpdoctor check", env, tmp_path)
     assert result.returncode == 0 and outputs.read_text() == "exit-code=2\n"
     assert parse(result.stdout.strip())[0] == "error"
@@ -321,6 +392,14 @@ def test_action_parses_as_yaml():
 
     data = yaml.safe_load(ACTION)
     assert data["runs"]["using"] == "composite" and list(data["inputs"]) == [
-        "python", "fail-on", "select", "ignore", "kernels", "args", "json", "artifact-name"]
+        "python",
+        "fail-on",
+        "select",
+        "ignore",
+        "kernels",
+        "args",
+        "json",
+        "artifact-name",
+    ]
     assert [s["name"] for s in data["runs"]["steps"]] == [s["name"] for s in steps()]
     assert all(s["run"] == t["run"] for s, t in zip(data["runs"]["steps"], steps()) if "run" in s)

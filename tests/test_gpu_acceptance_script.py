@@ -19,8 +19,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "gpu_acceptance.py"
-CAPTURES = [REPO.parent / "shared" / "captures" / "h200-torch2.11-cu130-snapshot.json",
-            REPO / "tests" / "fixtures" / "h200-fork-refused.json"]  # the same capture, copied
+CAPTURES = [
+    REPO.parent / "shared" / "captures" / "h200-torch2.11-cu130-snapshot.json",
+    REPO / "tests" / "fixtures" / "h200-fork-refused.json",
+]  # the same capture, copied
 H200_UUID = "GPU-8731a51e-f4a8-1ed8-dbb3-ea2c72f10b5f"
 
 
@@ -46,9 +48,25 @@ def rejudge(capture: dict, tmp_path_factory, *options: str) -> dict:
     """Today's `mpdoctor check --snapshot CAPTURE --format json OPTIONS`, for real."""
     path = tmp_path_factory.mktemp("capture") / "snap.json"
     path.write_text(json.dumps(capture), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--snapshot", str(path), "--format", "json",
-                             "--fail-on", "never", *options], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path_factory.mktemp("cwd"))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mpdoctor",
+            "check",
+            "--snapshot",
+            str(path),
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path_factory.mktemp("cwd"),
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -70,32 +88,52 @@ def healed(capture: dict, cc: str = "9.0", dtypes=("float16", "bfloat16", "tf32"
     snap = copy.deepcopy(capture)
     cpu = next(d for d in snap["kernels"]["devices"] if d["device"] == "cpu")
     gpu = next(d for d in snap["kernels"]["devices"] if d["device"] == "cuda:0")
-    results = [dict(r, status="ok", detail="") for r in cpu["results"]
-               if r["op"] != "matmul" and r["status"] == "ok"]
-    results += [{"op": "matmul", "dtype": dtype, "backend": "", "status": "ok", "detail": ""}
-                for dtype in ("float32", *dtypes)]
-    gpu.update(status="ok", detail="", name="NVIDIA H200", compute_capability=cc, seconds=1.9, init_seconds=0.4,
-               results=results)
-    snap["torch"]["devices"] = [{"ordinal": 0, "name": "NVIDIA H200", "compute_capability": cc,
-                                 "uuid": H200_UUID[4:]}]
+    results = [dict(r, status="ok", detail="") for r in cpu["results"] if r["op"] != "matmul" and r["status"] == "ok"]
+    results += [
+        {"op": "matmul", "dtype": dtype, "backend": "", "status": "ok", "detail": ""} for dtype in ("float32", *dtypes)
+    ]
+    gpu.update(
+        status="ok",
+        detail="",
+        name="NVIDIA H200",
+        compute_capability=cc,
+        seconds=1.9,
+        init_seconds=0.4,
+        results=results,
+    )
+    snap["torch"]["devices"] = [{"ordinal": 0, "name": "NVIDIA H200", "compute_capability": cc, "uuid": H200_UUID[4:]}]
     snap["torch"]["fact_errors"] = {}
     return {"findings": [], "snapshot": snap, "gpus": {"devices": []}}
 
 
 # --------------------------------------------------------------------------- the script, run here for real
 
+
 def test_without_a_cuda_device_it_skips_every_step_and_exits_2(tmp_path):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1")  # no CUDA device even where there is a GPU
     out = tmp_path / "acc"
-    result = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--skip-tests"],
-                            capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out), "--skip-tests"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stdout.splitlines()
     assert any(line.startswith("[") and "cuda device: SKIP" in line for line in lines)  # a progress line
-    table = lines[lines.index(next(line for line in lines if line.startswith("step "))):]
-    assert [line.split()[0] for line in table[1:]] == ["cuda", "check", "visible", "fleet", "fleet",
-                                                       "dtype_trace", "tests"]
+    table = lines[lines.index(next(line for line in lines if line.startswith("step "))) :]
+    assert [line.split()[0] for line in table[1:]] == [
+        "cuda",
+        "check",
+        "visible",
+        "fleet",
+        "fleet",
+        "dtype_trace",
+        "tests",
+    ]
     assert "SKIP" in table[1] and "no CUDA device:" in table[1]
     assert all(" SKIP " in line for line in table[1:])
     assert "GPU acceptance: SKIP" in result.stdout and "torch:" in result.stdout and "python:" in result.stdout
@@ -118,6 +156,7 @@ def test_usage_error_exits_2():
 
 
 # --------------------------------------------------------------------------- step 1: the kernel check
+
 
 def test_kernel_step_fails_on_the_real_h200_capture(capture):
     result = ga.judge_check_report(capture, expected_count=1)
@@ -144,20 +183,24 @@ def test_kernel_step_passes_on_a_healthy_h200(capture):
     assert result["data"]["devices"]["cuda:0"]["seconds"] == 1.9
 
 
-@pytest.mark.parametrize("cc, dtypes, missing", [
-    ("9.0", ("float16", "bfloat16", "tf32"), "float8_e4m3fn"),   # Hopper has fp8: it must be measured
-    ("8.9", ("float16", "bfloat16", "tf32"), "float8_e4m3fn"),   # so has Ada
-    ("8.6", ("float16", "tf32"), "bfloat16"),
-    ("8.0", ("float16", "bfloat16"), "tf32"),
-])
+@pytest.mark.parametrize(
+    "cc, dtypes, missing",
+    [
+        ("9.0", ("float16", "bfloat16", "tf32"), "float8_e4m3fn"),  # Hopper has fp8: it must be measured
+        ("8.9", ("float16", "bfloat16", "tf32"), "float8_e4m3fn"),  # so has Ada
+        ("8.6", ("float16", "tf32"), "bfloat16"),
+        ("8.0", ("float16", "bfloat16"), "tf32"),
+    ],
+)
 def test_kernel_step_wants_every_dtype_the_card_has(capture, cc, dtypes, missing):
     result = ga.judge_check_report(healed(capture, cc, dtypes), expected_count=1)
     assert result["status"] == "FAIL"
     assert result["problems"] == [f"cuda:0 (cc {cc}): no matmul {missing} result"]
 
 
-@pytest.mark.parametrize("cc, dtypes", [("8.6", ("float16", "bfloat16", "tf32")), ("7.5", ("float16",)),
-                                        ("7.0", ("float16",))])
+@pytest.mark.parametrize(
+    "cc, dtypes", [("8.6", ("float16", "bfloat16", "tf32")), ("7.5", ("float16",)), ("7.0", ("float16",))]
+)
 def test_kernel_step_asks_only_for_the_dtypes_the_card_has(capture, cc, dtypes):
     assert ga.judge_check_report(healed(capture, cc, dtypes), expected_count=1)["status"] == "PASS"
 
@@ -167,23 +210,32 @@ def test_kernel_step_fails_on_a_bad_result_a_prec009_or_an_mpd_finding(capture):
     gpu = report["snapshot"]["kernels"]["devices"][1]
     next(r for r in gpu["results"] if r["op"] == "matmul" and r["dtype"] == "tf32")["status"] = "skipped"
     gpu["results"].append({"op": "softmax", "dtype": "float16", "backend": "", "status": "wrong", "detail": "off"})
-    report["findings"] = [{"severity": "error", "title": "Could not start cuda:0", "code": "PREC009"},
-                          {"severity": "warning", "title": "a check crashed", "code": "MPD001"},
-                          {"severity": "info", "title": "busy", "code": "PREC011"}]
+    report["findings"] = [
+        {"severity": "error", "title": "Could not start cuda:0", "code": "PREC009"},
+        {"severity": "warning", "title": "a check crashed", "code": "MPD001"},
+        {"severity": "info", "title": "busy", "code": "PREC011"},
+    ]
     problems = ga.judge_check_report(report, expected_count=1)["problems"]
-    assert problems == ["error PREC009: Could not start cuda:0", "warning MPD001: a check crashed",
-                        "cuda:0 softmax/float16: wrong: off", "cuda:0 (cc 9.0): matmul tf32 skipped"]
+    assert problems == [
+        "error PREC009: Could not start cuda:0",
+        "warning MPD001: a check crashed",
+        "cuda:0 softmax/float16: wrong: off",
+        "cuda:0 (cc 9.0): matmul tf32 skipped",
+    ]
 
 
 def test_kernel_step_compares_torch_devices_with_cuda_and_nvml(capture):
     report = healed(capture)
     assert ga.judge_check_report(report, expected_count=2)["problems"] == [
-        "torch.devices lists 1 device(s), CUDA counts 2"]
+        "torch.devices lists 1 device(s), CUDA counts 2"
+    ]
     two = copy.deepcopy(report)
-    two["snapshot"]["machine"]["nvml"]["gpus"].append(dict(two["snapshot"]["machine"]["nvml"]["gpus"][0], index=1,
-                                                           uuid="GPU-11111111-2222-3333-4444-555555555555"))
+    two["snapshot"]["machine"]["nvml"]["gpus"].append(
+        dict(two["snapshot"]["machine"]["nvml"]["gpus"][0], index=1, uuid="GPU-11111111-2222-3333-4444-555555555555")
+    )
     assert ga.judge_check_report(two)["problems"] == [
-        "torch.devices lists 1 device(s), NVML's 2 GPU(s) under CUDA_VISIBLE_DEVICES=None promise 2"]
+        "torch.devices lists 1 device(s), NVML's 2 GPU(s) under CUDA_VISIBLE_DEVICES=None promise 2"
+    ]
     two["snapshot"]["environment"]["env"]["CUDA_VISIBLE_DEVICES"] = "1"
     assert ga.judge_check_report(two)["status"] == "PASS"
 
@@ -195,34 +247,42 @@ def test_nvml_expected_count_reads_cuda_visible_devices_as_cuda_does():
     assert count("", gpus) == 0
     assert count("-1", gpus) == 0
     assert count("2,0", gpus) == 2
-    assert count("0,3,1", gpus) == 1          # stops at the first invalid entry
+    assert count("0,3,1", gpus) == 1  # stops at the first invalid entry
     assert count("GPU-bbbb", gpus) == 1
-    assert count("GPU-aaaa", gpus) == 0       # ambiguous prefix
-    assert count("GPU-ffff", gpus) == 0       # unknown UUID
-    assert count("0,0", gpus) is None         # repeated: ask CUDA
+    assert count("GPU-aaaa", gpus) == 0  # ambiguous prefix
+    assert count("GPU-ffff", gpus) == 0  # unknown UUID
+    assert count("0,0", gpus) is None  # repeated: ask CUDA
     assert count("MIG-x", gpus) is None
     assert count(None, [{"uuid": "GPU-a", "mig_enabled": True}]) is None
 
 
 def test_saved_snapshot_judge_finds_a_planted_secret(capture):
-    text = json.dumps(dict(capture, environment=dict(capture["environment"],
-                                                     env={"HF_TOKEN": "<redacted>"})))
+    text = json.dumps(dict(capture, environment=dict(capture["environment"], env={"HF_TOKEN": "<redacted>"})))
     assert ga.judge_saved_snapshot(text, "{}", ["hf_canary"], ["HF_TOKEN"]) == []
     assert ga.judge_saved_snapshot(text.replace("<redacted>", "hf_canary"), "{}", ["hf_canary"], ["HF_TOKEN"]) == [
-        "the saved snapshot holds a planted secret unredacted"]
+        "the saved snapshot holds a planted secret unredacted"
+    ]
     assert ga.judge_saved_snapshot(text, "x hf_canary", ["hf_canary"]) == [
-        "the JSON report holds a planted secret unredacted"]
+        "the JSON report holds a planted secret unredacted"
+    ]
     assert ga.judge_saved_snapshot(json.dumps(capture), "{}", [], ["HF_TOKEN"]) == [
-        "the saved snapshot does not record HF_TOKEN (planted to test redaction)"]
+        "the saved snapshot does not record HF_TOKEN (planted to test redaction)"
+    ]
     assert ga.judge_saved_snapshot(None, "{}", []) == ["--save-snapshot wrote no file"]
 
 
 # --------------------------------------------------------------------------- step 2: CUDA_VISIBLE_DEVICES
 
+
 def fresh(count: int, uuid: str = H200_UUID[4:], name: str = "NVIDIA H200") -> dict:
     """What the script's VISIBILITY program prints under a value that selects ``count`` H200s."""
-    return {"available": bool(count), "torch_count": count, "runtime_count": count, "errors": {},
-            "devices": [{"ordinal": i, "name": name, "compute_capability": "9.0", "uuid": uuid} for i in range(count)]}
+    return {
+        "available": bool(count),
+        "torch_count": count,
+        "runtime_count": count,
+        "errors": {},
+        "devices": [{"ordinal": i, "name": name, "compute_capability": "9.0", "uuid": uuid} for i in range(count)],
+    }
 
 
 def test_visibility_judge_on_todays_judging_of_the_capture(capture_gpu_report):
@@ -231,18 +291,24 @@ def test_visibility_judge_on_todays_judging_of_the_capture(capture_gpu_report):
     assert result["status"] == "PASS", result["problems"]
     assert result["detail"].startswith("cuda:0=NVIDIA H200*")  # predicted: torch listed no device there
     assert ga.judge_visibility(0, stdout, "", fresh(1, name="NVIDIA H100"))["problems"] == [
-        "cuda:0 is 'NVIDIA H200', CUDA says 'NVIDIA H100'"]
+        "cuda:0 is 'NVIDIA H200', CUDA says 'NVIDIA H100'"
+    ]
     assert ga.judge_visibility(0, stdout, "", fresh(1, uuid="0000"))["problems"] == [
-        f"cuda:0 has UUID {H200_UUID}, CUDA says 0000"]
+        f"cuda:0 has UUID {H200_UUID}, CUDA says 0000"
+    ]
     assert ga.judge_visibility(0, stdout, "", fresh(0))["problems"] == [
-        "torch.runtime_device_count 1, a fresh process got 0", "torch.device_count 1, a fresh process got 0",
-        "the device table shows 1 CUDA device(s), CUDA counts 0"]
+        "torch.runtime_device_count 1, a fresh process got 0",
+        "torch.device_count 1, a fresh process got 0",
+        "the device table shows 1 CUDA device(s), CUDA counts 0",
+    ]
 
 
 def test_visibility_judge_wants_a_clean_exit_and_json(capture_gpu_report):
     stdout = json.dumps(capture_gpu_report)
     assert ga.judge_visibility(3, stdout, "Traceback (most recent call last):\n  ...", fresh(1))["problems"] == [
-        "exit 3", "a traceback on stderr"]
+        "exit 3",
+        "a traceback on stderr",
+    ]
     assert ga.judge_visibility(None, "", "", fresh(1))["problems"][0] == "timed out"
     assert ga.judge_visibility(0, "not json", "", fresh(1))["problems"][0].startswith("stdout is not JSON")
     mpd = dict(capture_gpu_report, findings=[{"severity": "error", "title": "crashed", "code": "MPD001"}])
@@ -251,11 +317,16 @@ def test_visibility_judge_wants_a_clean_exit_and_json(capture_gpu_report):
 
 # --------------------------------------------------------------------------- step 3: fleet
 
+
 def fleet_report(statuses, codes=()):
-    return {"launcher": "torchrun", "world_size": len(statuses),
-            "ranks": [{"rank": i, "status": s, "detail": "", "last_step": "importing torch"}
-                      for i, s in enumerate(statuses)],
-            "findings": [{"severity": "warning", "title": "t", "code": c} for c in codes]}
+    return {
+        "launcher": "torchrun",
+        "world_size": len(statuses),
+        "ranks": [
+            {"rank": i, "status": s, "detail": "", "last_step": "importing torch"} for i, s in enumerate(statuses)
+        ],
+        "findings": [{"severity": "warning", "title": "t", "code": c} for c in codes],
+    }
 
 
 def test_fleet_judge():
@@ -263,14 +334,18 @@ def test_fleet_judge():
     two = ga.judge_fleet(0, fleet_report(["reported", "reported"], ["FLEET008"]), 2, 1)
     assert two["status"] == "PASS" and "FLEET008 expected" in two["detail"]
     assert ga.judge_fleet(0, fleet_report(["reported", "reported"]), 2, 1)["problems"] == [
-        "no FLEET008 with 2 ranks on 1 visible GPU(s)"]
+        "no FLEET008 with 2 ranks on 1 visible GPU(s)"
+    ]
     assert ga.judge_fleet(0, fleet_report(["reported", "reported"]), 2, 2)["status"] == "PASS"
     assert ga.judge_fleet(1, fleet_report(["reported", "missing"], ["FLEET001", "FLEET008"]), 2, 1)["problems"] == [
-        "torchrun exit 1", "rank 1 missing: importing torch"]
+        "torchrun exit 1",
+        "rank 1 missing: importing torch",
+    ]
     assert ga.judge_fleet(0, None, 2, 1)["problems"] == ["rank 0 wrote no JSON report"]
 
 
 # --------------------------------------------------------------------------- step 4: dtype_trace
+
 
 @pytest.fixture(scope="module")
 def cpu_trace() -> dict:
@@ -298,25 +373,31 @@ def test_trace_judge_wants_autocast_and_its_dtype(cpu_trace):
         for output in call["outputs"]:
             output["dtype"] = "float32"
     assert ga.judge_trace(off, device="cpu")["problems"] == [
-        "float16: no cpu call with autocast float16 recorded", "float16: no Linear on cpu recorded a float16 output"]
+        "float16: no cpu call with autocast float16 recorded",
+        "float16: no Linear on cpu recorded a float16 output",
+    ]
     older = {"compute_capability": "7.5", "runs": {"float16": cpu_trace["runs"]["float16"]}}
     assert ga.judge_trace(older, device="cpu")["status"] == "FAIL"  # the CPU has bf16 autocast: asked for
-    assert ga.judge_trace({"runs": {"float16": {"error": "RuntimeError: x"}}})["problems"][0] == \
-        "float16: RuntimeError: x"
+    assert (
+        ga.judge_trace({"runs": {"float16": {"error": "RuntimeError: x"}}})["problems"][0] == "float16: RuntimeError: x"
+    )
     assert ga.judge_trace(None)["status"] == "FAIL"
 
 
 # --------------------------------------------------------------------------- step 5: the test suite
 
+
 def test_pytest_summary_parsing():
-    text = "\n".join([
-        "....F..s.E",
-        "=========================== short test summary info ============================",
-        "SKIPPED [1] tests/test_a.py:3: no GPU",
-        "FAILED tests/test_b.py::test_one[x-1] - AssertionError: no",
-        "ERROR tests/test_c.py::test_two - RuntimeError",
-        "2 failed, 120 passed, 4 skipped, 1 error, 3 warnings in 91.20s (0:01:31)",
-    ])
+    text = "\n".join(
+        [
+            "....F..s.E",
+            "=========================== short test summary info ============================",
+            "SKIPPED [1] tests/test_a.py:3: no GPU",
+            "FAILED tests/test_b.py::test_one[x-1] - AssertionError: no",
+            "ERROR tests/test_c.py::test_two - RuntimeError",
+            "2 failed, 120 passed, 4 skipped, 1 error, 3 warnings in 91.20s (0:01:31)",
+        ]
+    )
     parsed = ga.parse_pytest(text)
     assert parsed["counts"] == {"failed": 2, "passed": 120, "skipped": 4, "errors": 1, "warnings": 3}
     assert parsed["failing"] == ["tests/test_b.py::test_one[x-1]", "tests/test_c.py::test_two"]
@@ -333,10 +414,17 @@ def test_preflight_reasons():
     cpu = {"executable": "/py", "torch": "2.13.0+cpu", "torch_cuda": None, "nvml": {"error": "NVMLError"}}
     result = ga.judge_preflight(cpu)
     assert result["status"] == "SKIP" and result["detail"].startswith("no CUDA device: torch 2.13.0+cpu is a CPU")
-    hidden = {"executable": "/py", "torch": "2.11.0+cu130", "torch_cuda": "13.0", "cuda_visible_devices": "-1",
-              "nvml": {"gpus": [{"name": "NVIDIA H200"}]}, "visibility": fresh(0)}
+    hidden = {
+        "executable": "/py",
+        "torch": "2.11.0+cu130",
+        "torch_cuda": "13.0",
+        "cuda_visible_devices": "-1",
+        "nvml": {"gpus": [{"name": "NVIDIA H200"}]},
+        "visibility": fresh(0),
+    }
     assert ga.judge_preflight(hidden)["detail"].startswith(
-        "no CUDA device: torch 2.11.0+cu130 counts 0 CUDA devices (CUDA_VISIBLE_DEVICES='-1'); NVML sees 1 GPU")
+        "no CUDA device: torch 2.11.0+cu130 counts 0 CUDA devices (CUDA_VISIBLE_DEVICES='-1'); NVML sees 1 GPU"
+    )
     ready = dict(hidden, cuda_visible_devices=None, visibility=fresh(1), mpdoctor="0.1.0", missing=[])
     assert ga.judge_preflight(ready)["status"] == "PASS"
     assert ga.judge_preflight(dict(ready, missing=["typer"]))["status"] == "FAIL"

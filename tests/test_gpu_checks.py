@@ -24,8 +24,10 @@ def commands(found):
 def test_incident_4_as_reported_names_both_cards_and_the_uuid_fix():
     found = finding("titan-1080ti-visible-devices-1", "GPU001")
     assert found.severity == "warning"
-    assert found.title == ("CUDA_VISIBLE_DEVICES=1 made cuda:0 nvidia-smi GPU 0 (NVIDIA GeForce GTX 1080 Ti), "
-                           "not nvidia-smi GPU 1 (NVIDIA TITAN RTX)")
+    assert found.title == (
+        "CUDA_VISIBLE_DEVICES=1 made cuda:0 nvidia-smi GPU 0 (NVIDIA GeForce GTX 1080 Ti), "
+        "not nvidia-smi GPU 1 (NVIDIA TITAN RTX)"
+    )
     assert any("fp16 slow instead of tensor-cores" in line for line in found.evidence)
     assert commands(found) == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", f"export CUDA_VISIBLE_DEVICES={TITAN_UUID}"]
 
@@ -62,11 +64,14 @@ def test_cpu_torch_on_a_mixed_box_gets_an_info_about_order_only():
     assert "GPU001" not in {f.code for f in judge(snap)}  # a UUID means the same card to everyone
 
 
-@pytest.mark.parametrize("fixture, severity, words", [
-    ("cuda-hidden-by-env", "warning", "it is empty"),
-    ("slurm-nodevfiles", "error", "Slurm"),
-    ("visible-devices-unknown-uuid", "error", "no GPU has a UUID starting with"),
-])
+@pytest.mark.parametrize(
+    "fixture, severity, words",
+    [
+        ("cuda-hidden-by-env", "warning", "it is empty"),
+        ("slurm-nodevfiles", "error", "Slurm"),
+        ("visible-devices-unknown-uuid", "error", "no GPU has a UUID starting with"),
+    ],
+)
 def test_hiding_every_gpu(fixture, severity, words):
     found = finding(fixture, "GPU005")
     assert found.severity == severity and words in found.title
@@ -84,8 +89,9 @@ def test_slurm_fix_asks_for_gres_and_unknown_uuid_lists_the_real_ones():
 def test_dropped_entries_get_a_deduplicated_uuid_list():
     found = finding("visible-devices-duplicate", "GPU004")
     assert "repeats entry 0" in found.title
-    assert commands(found)[0] == ("export CUDA_VISIBLE_DEVICES=GPU-00c7e5a1-3b2d-4e8f-9a6c-5d1e7f0b2c30,"
-                                  "GPU-10c7e5a1-3b2d-4e8f-9a6c-5d1e7f0b2c31")
+    assert commands(found)[0] == (
+        "export CUDA_VISIBLE_DEVICES=GPU-00c7e5a1-3b2d-4e8f-9a6c-5d1e7f0b2c30,GPU-10c7e5a1-3b2d-4e8f-9a6c-5d1e7f0b2c31"
+    )
     out_of_range = finding("visible-devices-out-of-range", "GPU004")
     assert "index 1 is out of range: there are 1 GPUs" in out_of_range.title
 
@@ -128,8 +134,9 @@ def test_legacy_pynvml_names_who_pulls_it_in():
 def test_pynvml_shim_is_info_and_missing_nvidia_ml_py_is_installed():
     assert finding("pynvml-deprecated-shim", "GPU009").severity == "info"
     snap = load_fixture("pynvml-deprecated-shim")
-    snap.environment.distributions = [d for d in snap.environment.distributions
-                                      if d.name not in ("nvidia-ml-py", "pynvml")]
+    snap.environment.distributions = [
+        d for d in snap.environment.distributions if d.name not in ("nvidia-ml-py", "pynvml")
+    ]
     snap.environment.distributions.append(Distribution(name="pynvml", version="not-a-version"))
     found = finding("", "GPU009", snap)
     assert found.severity == "info"  # an unreadable version is not assumed to be the legacy one

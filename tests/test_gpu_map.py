@@ -83,7 +83,9 @@ def test_without_torch_uuid_selection_is_predicted_exactly():
     snap.environment.env["CUDA_VISIBLE_DEVICES"] = f"{TITAN_UUID[:12]},{GTX_UUID}"
     view = gpu_view(snap)
     assert [(r.cuda_ordinal, r.nvml_index, r.source, r.matched_by) for r in view.visible] == [
-        (0, 1, "predicted", "uuid"), (1, 0, "predicted", "uuid")]
+        (0, 1, "predicted", "uuid"),
+        (1, 0, "predicted", "uuid"),
+    ]
 
 
 def test_without_torch_pci_order_is_predicted_from_bus_ids_not_nvml_indices():
@@ -103,7 +105,8 @@ def test_repeated_entry_stops_the_prediction():
 
 def test_hidden_reasons_cover_each_cause():
     assert {r.not_visible_reason for r in gpu_view(load_fixture("cuda-hidden-by-env")).hidden} == {
-        "CUDA_VISIBLE_DEVICES hides every GPU"}
+        "CUDA_VISIBLE_DEVICES hides every GPU"
+    }
     missing = gpu_view(load_fixture("gpus-missing-from-cuda")).hidden
     assert [r.nvml_index for r in missing] == [4, 5, 6, 7]
     assert all("not mounted" in r.not_visible_reason for r in missing)
@@ -131,10 +134,18 @@ def test_no_gpus_anywhere_is_an_empty_view():
     assert view.devices == [] and view.notes == []
 
 
-@pytest.mark.parametrize("raw, order", [
-    (None, "FASTEST_FIRST"), ("", "FASTEST_FIRST"), ("PCI_BUS_ID", "PCI_BUS_ID"), (" PCI_BUS_ID ", "PCI_BUS_ID"),
-    ("FASTEST_FIRST", "FASTEST_FIRST"), ("pci_bus_id", "unknown"), ("PCI_BUS", "unknown"),
-])
+@pytest.mark.parametrize(
+    "raw, order",
+    [
+        (None, "FASTEST_FIRST"),
+        ("", "FASTEST_FIRST"),
+        ("PCI_BUS_ID", "PCI_BUS_ID"),
+        (" PCI_BUS_ID ", "PCI_BUS_ID"),
+        ("FASTEST_FIRST", "FASTEST_FIRST"),
+        ("pci_bus_id", "unknown"),
+        ("PCI_BUS", "unknown"),
+    ],
+)
 def test_effective_order(raw, order):
     assert effective_order(raw) == order
 
@@ -143,13 +154,16 @@ def test_uuid_prefixes_compare_case_insensitively_without_prefix():
     assert strip_prefix("GPU-ABcd") == strip_prefix("abcd") == strip_prefix("MIG-abcd")
 
 
-@pytest.mark.parametrize("raw, meant", [
-    ("1", TITAN_UUID),
-    ("1,0,1", f"{TITAN_UUID},{GTX_UUID}"),
-    ("0,7,1", f"{GTX_UUID},{TITAN_UUID}"),  # the invalid entry is dropped, the rest kept
-    ("GPU-b8c4,0", f"{TITAN_UUID},{GTX_UUID}"),
-    ("nonsense", ""),
-])
+@pytest.mark.parametrize(
+    "raw, meant",
+    [
+        ("1", TITAN_UUID),
+        ("1,0,1", f"{TITAN_UUID},{GTX_UUID}"),
+        ("0,7,1", f"{GTX_UUID},{TITAN_UUID}"),  # the invalid entry is dropped, the rest kept
+        ("GPU-b8c4,0", f"{TITAN_UUID},{GTX_UUID}"),
+        ("nonsense", ""),
+    ],
+)
 def test_visible_devices_as_meant_reads_integers_as_nvidia_smi_indices(raw, meant):
     snap = load_fixture("titan-1080ti-fastest-first")
     snap.environment.env["CUDA_VISIBLE_DEVICES"] = raw
@@ -163,13 +177,23 @@ def test_cuda_device_rows_without_nvml_gpus_keep_torch_facts():
     assert (row.cuda_ordinal, row.name, row.uuid, row.bf16) == (0, "Orin", "abc", "tensor-cores")
 
 
-TOPOLOGIES = ["titan-1080ti-fastest-first", "h100-mig-two-selected", "torch-missing", "a100-t4-pci-order",
-              "nvml-timeout", "titan-1080ti-visible-devices-1"]
+TOPOLOGIES = [
+    "titan-1080ti-fastest-first",
+    "h100-mig-two-selected",
+    "torch-missing",
+    "a100-t4-pci-order",
+    "nvml-timeout",
+    "titan-1080ti-visible-devices-1",
+]
 BASES = {name: load_fixture(name) for name in TOPOLOGIES}
-ENV_TEXT = st.one_of(st.none(), st.text(max_size=30),
-                     st.text(alphabet="0123456789,-+ GPUMIGabcdef", max_size=30),
-                     st.sampled_from(["PCI_BUS_ID", "FASTEST_FIRST", "NoDevFiles", "-1", "",
-                                      f"{TITAN_UUID},{GTX_UUID}", "MIG-6", "1,0,1"]))
+ENV_TEXT = st.one_of(
+    st.none(),
+    st.text(max_size=30),
+    st.text(alphabet="0123456789,-+ GPUMIGabcdef", max_size=30),
+    st.sampled_from(
+        ["PCI_BUS_ID", "FASTEST_FIRST", "NoDevFiles", "-1", "", f"{TITAN_UUID},{GTX_UUID}", "MIG-6", "1,0,1"]
+    ),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -184,7 +208,7 @@ def test_any_environment_gives_a_consistent_view_and_never_raises(name, cvd, ord
     view = gpu_view(snap)
     ordinals = [row.cuda_ordinal for row in view.visible]
     assert ordinals == list(range(len(ordinals)))  # cuda:0, cuda:1, ... with no gaps, first
-    assert view.devices[:len(ordinals)] == view.visible
+    assert view.devices[: len(ordinals)] == view.visible
     tied = [row.nvml_index for row in view.devices if row.nvml_index is not None and not row.mig]
     assert len(tied) == len(set(tied))  # no physical GPU appears twice
     assert all(row.not_visible_reason for row in view.hidden)

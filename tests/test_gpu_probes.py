@@ -85,8 +85,9 @@ def test_a_device_whose_properties_fail_is_recorded_and_the_others_kept(fake_ven
 
 
 def test_old_torch_properties_without_uuid_or_pci_give_empty_fields():
-    props = types.SimpleNamespace(name="Tesla V100-SXM2-16GB", major=7, minor=0, total_memory=16 * 2**30,
-                                  multi_processor_count=80)
+    props = types.SimpleNamespace(
+        name="Tesla V100-SXM2-16GB", major=7, minor=0, total_memory=16 * 2**30, multi_processor_count=80
+    )
     torch = types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: props))
     facts = device_facts(torch, 0)
     assert facts["uuid"] == "" and facts["pci_bus_id"] == "" and facts["is_integrated"] is None
@@ -95,10 +96,15 @@ def test_old_torch_properties_without_uuid_or_pci_give_empty_fields():
 
 def test_module_origin_shows_a_legacy_pynvml_package_shadowing_nvidia_ml_py(fake_venv):
     # pynvml 11.x ships a pynvml/ package; nvidia-ml-py ships pynvml.py: the package wins.
-    venv = fake_venv("pynvml-legacy", {
-        "pynvml/__init__.py": "", "pynvml.py": "", **dist_info("pynvml", "11.5.3"),
-        **dist_info("nvidia-ml-py", "12.575.51"),
-    })
+    venv = fake_venv(
+        "pynvml-legacy",
+        {
+            "pynvml/__init__.py": "",
+            "pynvml.py": "",
+            **dist_info("pynvml", "11.5.3"),
+            **dist_info("nvidia-ml-py", "12.575.51"),
+        },
+    )
     env, _ = probe_environment(str(fake_venv.python(venv)), Budget.from_timeout(60))
     assert env.module_origins["pynvml"].endswith("pynvml/__init__.py")
     snap = load_fixture("h100-node-healthy")
@@ -119,8 +125,10 @@ def _nvml_with_mig():
         return [1, 1] if h == 0 else (raise_(not_supported) if h == 1 else [0, 0])
 
     return types.SimpleNamespace(
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None,
-        nvmlSystemGetDriverVersion=lambda: "570.133.20", nvmlSystemGetNVMLVersion=lambda: "12.570.133.20",
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlSystemGetDriverVersion=lambda: "570.133.20",
+        nvmlSystemGetNVMLVersion=lambda: "12.570.133.20",
         nvmlSystemGetCudaDriverVersion=lambda: 12080,
         nvmlDeviceGetCount=lambda: 3,
         nvmlDeviceGetHandleByIndex=lambda i: i,
@@ -142,7 +150,9 @@ def test_nvml_records_mig_mode_and_each_mig_device():
     mig_gpu, old_gpu, off_gpu = info.gpus
     assert mig_gpu.mig_enabled is True
     assert [(m.index, m.uuid, m.memory_total) for m in mig_gpu.mig_devices] == [
-        (1, "MIG-aaaa", 20 * 2**30), (2, "MIG-bbbb", 20 * 2**30)]
+        (1, "MIG-aaaa", 20 * 2**30),
+        (2, "MIG-bbbb", 20 * 2**30),
+    ]
     assert mig_gpu.mig_devices[0].name.endswith("MIG 3g.20gb")
     assert old_gpu.mig_enabled is None and old_gpu.mig_devices == []  # NotSupported: a GPU without MIG
     assert off_gpu.mig_enabled is False

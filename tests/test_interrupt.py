@@ -81,8 +81,12 @@ def interrupt_check(python: Path, signum: int, ready, *extra: str) -> tuple[int,
     descendants recorded just before the signal, each checked dead by then.
     """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    proc = subprocess.Popen([sys.executable, "-m", "mpdoctor", "check", "--python", str(python), "--timeout", "60",
-                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpdoctor", "check", "--python", str(python), "--timeout", "60", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     recorded: list[int] = []
     try:
         give_up = time.monotonic() + 60
@@ -115,8 +119,7 @@ def interrupt_check(python: Path, signum: int, ready, *extra: str) -> tuple[int,
 
 
 def test_ctrl_c_while_torch_hangs_kills_every_probe_child_and_exits_130(fake_venv):
-    venv = fake_venv("torch-sleeps-with-grandchild", {"torch/__init__.py": SLEEPY_TORCH,
-                                                      **dist_info("torch", "2.3.0")})
+    venv = fake_venv("torch-sleeps-with-grandchild", {"torch/__init__.py": SLEEPY_TORCH, **dist_info("torch", "2.3.0")})
 
     def torch_is_importing(cmdlines):  # the kernel runner, and the grandchild its `import torch` started
         return any("kernel_runner" in c for c in cmdlines) and any(GRANDCHILD in c for c in cmdlines)
@@ -182,8 +185,13 @@ def test_every_host_child_goes_through_run_child():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             offenders += [f"{rel}: import {n}" for n in names if n.split(".")[0] in forbidden]
             if isinstance(node, ast.Attribute) and node.attr in ("fork", "system", "popen", "spawnv", "Thread"):
                 offenders.append(f"{rel}:{node.lineno}: .{node.attr}")

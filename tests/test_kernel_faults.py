@@ -75,12 +75,16 @@ SEGFAULT = lambda real, *args, **kwargs: os.kill(os.getpid(), signal.SIGSEGV)
 def plan_keys() -> list[str]:
     """The CPU plan's result keys in order, from the suite itself (a stub torch: no kernel runs)."""
     stub = types.SimpleNamespace(Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None))
-    return [key for key, _ in kernel_suite.plan(stub, "cpu", "quick")
-            if key not in ("device", "retime") and not key.startswith(kernel_suite.TIMING + "/")]
+    return [
+        key
+        for key, _ in kernel_suite.plan(stub, "cpu", "quick")
+        if key not in ("device", "retime") and not key.startswith(kernel_suite.TIMING + "/")
+    ]
 
 
-def run_with_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faults: str,
-                  timeout: float = GENEROUS) -> tuple[KernelInfo, float]:
+def run_with_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faults: str, timeout: float = GENEROUS
+) -> tuple[KernelInfo, float]:
     """``probe_kernels`` on this interpreter with a sitecustomize applying ``faults``; (info, wall s)."""
     site = tmp_path / "site"
     site.mkdir()
@@ -141,14 +145,25 @@ def strict_json(info: KernelInfo) -> str:
 
 
 def test_segfaulting_kernel_is_recorded_and_later_tests_still_run(tmp_path, monkeypatch):
-    info, _ = run_with_site(tmp_path, monkeypatch, """
+    info, _ = run_with_site(
+        tmp_path,
+        monkeypatch,
+        """
         _fault(torch, "matmul", "float16", SEGFAULT)
-    """)
+    """,
+    )
     device = cpu(info)
     results = assert_only_faulted(device, {"matmul/float16": "crashed"})
     assert "SIGSEGV" in results["matmul/float16"].detail
-    for later in ("matmul/bfloat16", "conv2d/float32", "conv2d/float16", "softmax/bfloat16",
-                  "sdpa/float16/math", "autocast/float16", "grad_scaler/float16"):
+    for later in (
+        "matmul/bfloat16",
+        "conv2d/float32",
+        "conv2d/float16",
+        "softmax/bfloat16",
+        "sdpa/float16/math",
+        "autocast/float16",
+        "grad_scaler/float16",
+    ):
         assert results[later].status == "ok", results[later]
     assert results["matmul/bfloat16"].max_rel_error is not None and results["matmul/bfloat16"].seconds
     assert device.restarts == 1  # exactly one fresh worker, for the one crash
@@ -171,9 +186,14 @@ def test_hanging_kernel_is_killed_at_the_stall_limit_and_later_tests_still_run(t
     timeout = 8.0  # stall limit max(2, 8/4) = 2 s; the device's deadline is 2 * timeout after the import
     budget = Budget.from_timeout(timeout)
     assert (budget.kernel_step, budget.device_run) == (2.0, 2 * timeout)
-    info, wall = run_with_site(tmp_path, monkeypatch, """
+    info, wall = run_with_site(
+        tmp_path,
+        monkeypatch,
+        """
         _fault(torch, "softmax", "bfloat16", lambda real, *a, **k: time.sleep(3600))
-    """, timeout=timeout)
+    """,
+        timeout=timeout,
+    )
     # Killed by the stall watch, not by the device deadline or the runner's whole limit.
     assert wall < budget.device_run < budget.runner, wall
     device = cpu(info)
@@ -191,11 +211,15 @@ def test_hanging_kernel_is_killed_at_the_stall_limit_and_later_tests_still_run(t
 
 
 def test_garbage_numbers_are_wrong_results_and_stay_out_of_json(tmp_path, monkeypatch):
-    info, _ = run_with_site(tmp_path, monkeypatch, """
+    info, _ = run_with_site(
+        tmp_path,
+        monkeypatch,
+        """
         _norm = torch.nn.functional
         _fault(_norm, "layer_norm", "float16", lambda real, *a, **k: torch.full_like(real(*a, **k), float("nan")))
         _fault(_norm, "layer_norm", "bfloat16", lambda real, *a, **k: torch.rand_like(real(*a, **k)))
-    """)
+    """,
+    )
     device = cpu(info)
     results = assert_only_faulted(device, {"layer_norm/float16": "wrong", "layer_norm/bfloat16": "wrong"})
     nan, noise = results["layer_norm/float16"], results["layer_norm/bfloat16"]
@@ -214,15 +238,19 @@ def test_garbage_numbers_are_wrong_results_and_stay_out_of_json(tmp_path, monkey
 
 def test_device_that_keeps_crashing_is_given_up_after_max_restarts(tmp_path, monkeypatch):
     # layer_norm in fp32, fp16 and bf16, then softmax in fp32: the fourth crash ends the device.
-    info, _ = run_with_site(tmp_path, monkeypatch, """
+    info, _ = run_with_site(
+        tmp_path,
+        monkeypatch,
+        """
         for _dtype in ("float32", "float16", "bfloat16"):
             _fault(torch.nn.functional, "layer_norm", _dtype, SEGFAULT)
         _fault(torch, "softmax", "float32", SEGFAULT)
-    """)
+    """,
+    )
     device = cpu(info)
     keys = plan_keys()
     results = by_key(device)
-    assert list(results) == keys[:keys.index("softmax/float32") + 1]  # nothing after the last crash ran
+    assert list(results) == keys[: keys.index("softmax/float32") + 1]  # nothing after the last crash ran
     crashed = [k for k, r in results.items() if r.status == "crashed"]
     assert crashed == ["layer_norm/float32", "layer_norm/float16", "layer_norm/bfloat16", "softmax/float32"]
     assert results["conv2d/bfloat16"].status == "ok"
@@ -262,45 +290,76 @@ def line(step: str, data: object) -> bytes:
 
 def test_junk_step_file_lines_become_error_entries_and_good_ones_survive(tmp_path):
     good = {"status": "ok", "detail": "", "max_rel_error": 1e-6, "tolerance": 1e-4, "seconds": 0.001}
-    (tmp_path / "runner.jsonl").write_bytes(b"".join([
-        b'{"step": "import", "begin": true}\n',
-        line("import", {"ok": True, "version": "2.13.0"}),
-        line("devices", ["cpu"]),
-        line("done", True),
-    ]))
-    (tmp_path / "device-0.jsonl").write_bytes(b"".join([
-        line("device", {"device": "cpu", "name": "AVX2", "threads": "two"}),  # threads of the wrong type
-        b'{"step": "matmul/float32", "begin": true}\n',
-        line("matmul/float32", good),
-        b"this is not JSON\n",
-        b"\x00\xff\xfe\x80binary junk\x1b[31m\n",
-        b"[1, 2, 3]\n",
-        b'"a string"\n',
-        b'{"no_step": 1}\n',
-        line("conv2d/float32", {"status": "ok", "seconds": "fast", "max_rel_error": [1]}),
-        line("layer_norm/float32", "garbage"),
-        b'{"step": "softmax/float32", "data": {"status": "ok", "max_rel_error": NaN, "seconds": 0.001}}\n',
-        b'{"step": "sdpa/float32", "data": {"status": "ok", "seconds": Infinity}}\n',
-        line("autocast/float16", {"status": "ok", "output_dtypes": {"linear": 16}}),
-        line("matmul/bfloat16", {**good, "op": "evil", "dtype": "float64"}),  # the step key wins
-        line("end", {"status": "ok", "detail": "", "restarts": "many", "seconds": 2.5}),
-        line("timing/matmul", {"timed": {
-            "matmul/float32": {"seconds": 0.0005, "seconds_median": 0.0006, "seconds_max": 0.002, "rounds": 5,
-                               "rounds_disturbed": 1},
-            "matmul/bfloat16": {"seconds": "x", "seconds_median": 0.001, "seconds_max": 0.001, "rounds": 5,
-                                "rounds_disturbed": 0}}}),
-        line("timing/conv2d", ["junk"]),
-        line("retime", {"load": {"others_cores": "busy", "runnable_others": 2, "rounds": 12}}),
-        b'{"step": "softmax/bfloat16", "data": {"status": "o',  # cut short by a crash
-    ]))
+    (tmp_path / "runner.jsonl").write_bytes(
+        b"".join(
+            [
+                b'{"step": "import", "begin": true}\n',
+                line("import", {"ok": True, "version": "2.13.0"}),
+                line("devices", ["cpu"]),
+                line("done", True),
+            ]
+        )
+    )
+    (tmp_path / "device-0.jsonl").write_bytes(
+        b"".join(
+            [
+                line("device", {"device": "cpu", "name": "AVX2", "threads": "two"}),  # threads of the wrong type
+                b'{"step": "matmul/float32", "begin": true}\n',
+                line("matmul/float32", good),
+                b"this is not JSON\n",
+                b"\x00\xff\xfe\x80binary junk\x1b[31m\n",
+                b"[1, 2, 3]\n",
+                b'"a string"\n',
+                b'{"no_step": 1}\n',
+                line("conv2d/float32", {"status": "ok", "seconds": "fast", "max_rel_error": [1]}),
+                line("layer_norm/float32", "garbage"),
+                b'{"step": "softmax/float32", "data": {"status": "ok", "max_rel_error": NaN, "seconds": 0.001}}\n',
+                b'{"step": "sdpa/float32", "data": {"status": "ok", "seconds": Infinity}}\n',
+                line("autocast/float16", {"status": "ok", "output_dtypes": {"linear": 16}}),
+                line("matmul/bfloat16", {**good, "op": "evil", "dtype": "float64"}),  # the step key wins
+                line("end", {"status": "ok", "detail": "", "restarts": "many", "seconds": 2.5}),
+                line(
+                    "timing/matmul",
+                    {
+                        "timed": {
+                            "matmul/float32": {
+                                "seconds": 0.0005,
+                                "seconds_median": 0.0006,
+                                "seconds_max": 0.002,
+                                "rounds": 5,
+                                "rounds_disturbed": 1,
+                            },
+                            "matmul/bfloat16": {
+                                "seconds": "x",
+                                "seconds_median": 0.001,
+                                "seconds_max": 0.001,
+                                "rounds": 5,
+                                "rounds_disturbed": 0,
+                            },
+                        }
+                    },
+                ),
+                line("timing/conv2d", ["junk"]),
+                line("retime", {"load": {"others_cores": "busy", "runnable_others": 2, "rounds": 12}}),
+                b'{"step": "softmax/bfloat16", "data": {"status": "o',  # cut short by a crash
+            ]
+        )
+    )
 
     info = kernel_facts(clean_exit(), str(tmp_path), "quick")
     device = cpu(info)
     assert (device.name, device.threads) == ("AVX2", None)
     assert (device.status, device.restarts, device.seconds) == ("ok", 0, 2.5)
     results = by_key(device)
-    assert list(results) == ["matmul/float32", "conv2d/float32", "layer_norm/float32", "softmax/float32",
-                             "sdpa/float32", "autocast/float16", "matmul/bfloat16"]
+    assert list(results) == [
+        "matmul/float32",
+        "conv2d/float32",
+        "layer_norm/float32",
+        "softmax/float32",
+        "sdpa/float32",
+        "autocast/float16",
+        "matmul/bfloat16",
+    ]
     for key in ("conv2d/float32", "layer_norm/float32", "softmax/float32", "sdpa/float32", "autocast/float16"):
         assert results[key].status == "error" and results[key].detail, (key, results[key])
         assert results[key].max_rel_error is None and results[key].seconds is None
@@ -317,12 +376,16 @@ def test_junk_step_file_lines_become_error_entries_and_good_ones_survive(tmp_pat
 
 
 def test_step_files_that_are_missing_or_empty(tmp_path):
-    (tmp_path / "runner.jsonl").write_bytes(line("import", {"ok": True}) + line("devices", ["cpu", "cuda:0"])
-                                            + line("done", True))
+    (tmp_path / "runner.jsonl").write_bytes(
+        line("import", {"ok": True}) + line("devices", ["cpu", "cuda:0"]) + line("done", True)
+    )
     (tmp_path / "device-0.jsonl").write_bytes(b"")  # cuda:0's file (device-1) does not exist
     info = kernel_facts(clean_exit(), str(tmp_path), "quick")
     assert info.status == "ok"
-    assert [(d.device, d.status, d.results) for d in info.devices] == [("cpu", "not-run", []), ("cuda:0", "not-run", [])]
+    assert [(d.device, d.status, d.results) for d in info.devices] == [
+        ("cpu", "not-run", []),
+        ("cuda:0", "not-run", []),
+    ]
     strict_json(info)
 
 
@@ -332,9 +395,11 @@ def test_nan_device_seconds_stays_out_of_json():
 
 
 def test_unknown_steps_are_ignored_and_crash_no_check():
-    steps = ('{"step": "matmul/float64", "data": {"status": "wrong", "detail": "x"}}\n'
-             '{"step": "7", "data": {"status": "ok"}}\n'
-             '{"step": "sdpa/float16/turbo", "data": {"status": "ok"}}\n')
+    steps = (
+        '{"step": "matmul/float64", "data": {"status": "wrong", "detail": "x"}}\n'
+        '{"step": "7", "data": {"status": "ok"}}\n'
+        '{"step": "sdpa/float16/turbo", "data": {"status": "ok"}}\n'
+    )
     device = device_facts("cpu", StepFile(steps))
     assert device.results == []
     findings = judge(Snapshot(kernels=KernelInfo(status="ok", devices=[device])), select=["PREC"])

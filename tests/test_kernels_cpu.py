@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from mpdoctor.probes.remote import kernel_measure, kernel_suite as ks  # noqa: E402
 from mpdoctor.probes.kernels import probe_kernels  # noqa: E402
-from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.budget import Budget  # noqa: E402
 from mpdoctor.schema.serde import to_data  # noqa: E402
 
 
@@ -32,8 +32,9 @@ def plan_results():
 
 
 def test_every_cpu_kernel_runs_and_is_accurate(plan_results):
-    numeric = {k: r for k, r in plan_results.items() if r.get("op") in ("matmul", "conv2d", "layer_norm", "softmax",
-                                                                           "sdpa")}
+    numeric = {
+        k: r for k, r in plan_results.items() if r.get("op") in ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
+    }
     ran = {k: r for k, r in numeric.items() if r["status"] != "skipped"}
     assert {"matmul/float32", "matmul/float16", "matmul/bfloat16", "conv2d/float16", "sdpa/bfloat16/math"} <= set(ran)
     for key, r in ran.items():
@@ -119,18 +120,23 @@ def test_wrong_numbers_are_caught(cpu):
 
 def test_a_kernel_that_raises_is_unsupported(cpu):
     def refuse():
-        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Half\'')
+        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
 
     r = ks.measure(cpu, "matmul", "float16", refuse, torch.zeros(1))
     assert r["status"] == "unsupported" and "addmm_impl_cpu_" in r["detail"] and "seconds" not in r
 
 
 def test_sdpa_reason_joins_the_warning_that_follows():
-    messages = ["Memory efficient kernel not used because:", "Expected query, key and value to all be of dtype: "
-                "{Half, Float}. Got Query dtype: c10::BFloat16 instead.", "unrelated"]
-    assert kernel_measure.sdpa_reason(messages) == (" (Memory efficient kernel not used because: Expected query, key and "
-                                         "value to all be of dtype: {Half, Float}. Got Query dtype: c10::BFloat16 "
-                                         "instead.)")
+    messages = [
+        "Memory efficient kernel not used because:",
+        "Expected query, key and value to all be of dtype: {Half, Float}. Got Query dtype: c10::BFloat16 instead.",
+        "unrelated",
+    ]
+    assert kernel_measure.sdpa_reason(messages) == (
+        " (Memory efficient kernel not used because: Expected query, key and "
+        "value to all be of dtype: {Half, Float}. Got Query dtype: c10::BFloat16 "
+        "instead.)"
+    )
     assert kernel_measure.sdpa_reason(["something else"]) == ""
 
 
@@ -180,8 +186,11 @@ def test_one_key_names_a_test_in_the_child_and_on_the_host(plan_results):
             assert {kernel_measure.parse_key(k)[0] for k in plan_results[key]["timed"]} == {dtype}, key
             assert set(plan_results[key]["timed"]) <= set(tests)
         else:
-            assert (plan_results[key]["op"], plan_results[key]["dtype"], plan_results[key]["backend"]) == \
-                (op, dtype, backend)
+            assert (plan_results[key]["op"], plan_results[key]["dtype"], plan_results[key]["backend"]) == (
+                op,
+                dtype,
+                backend,
+            )
     text = "".join(json.dumps({"step": key, "data": data}) + "\n" for key, data in plan_results.items())
     device = device_facts("cpu", StepFile(text))
     timed = {k for key in tests if key.startswith(ks.TIMING) for k in plan_results[key]["timed"]}

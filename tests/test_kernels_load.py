@@ -109,13 +109,18 @@ def test_nvml_reports_what_else_runs_on_each_gpu():
         raise RuntimeError("NVMLError_NotSupported")
 
     fake = types.SimpleNamespace(
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 2,
-        nvmlSystemGetDriverVersion=lambda: "550.54.14", nvmlSystemGetNVMLVersion=lambda: "12.550.54.14",
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlSystemGetDriverVersion=lambda: "550.54.14",
+        nvmlSystemGetNVMLVersion=lambda: "12.550.54.14",
         nvmlSystemGetCudaDriverVersion=lambda: 12040,
-        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: f"GPU {h}",
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: f"GPU {h}",
         nvmlDeviceGetUtilizationRates=lambda h: Rates() if h == 0 else refuse(),
-        nvmlDeviceGetComputeRunningProcesses=lambda h: [Proc(999999, 31 * 1024 ** 3), Proc(os.getpid(), None)]
-        if h == 0 else refuse(),
+        nvmlDeviceGetComputeRunningProcesses=lambda h: (
+            [Proc(999999, 31 * 1024**3), Proc(os.getpid(), None)] if h == 0 else refuse()
+        ),
         nvmlDeviceGetGraphicsRunningProcesses=lambda h: [],
         nvmlDeviceGetClockInfo=lambda h, kind: 1410 if h == 0 else refuse(),
         nvmlDeviceGetMaxClockInfo=lambda h, kind: 1980 if h == 0 else refuse(),
@@ -128,8 +133,7 @@ def test_nvml_reports_what_else_runs_on_each_gpu():
     assert (busy.utilization, busy.sm_clock, busy.sm_clock_max) == (97, 1410, 1980)
     assert busy.throttle_reasons == ["sw_power_cap", "sw_thermal_slowdown"]  # idle (0x1) is no load
     foreign, own = busy.processes
-    assert (foreign.pid, foreign.kind, foreign.memory_used, foreign.ours) == (999999, "compute", 31 * 1024 ** 3,
-                                                                              False)
+    assert (foreign.pid, foreign.kind, foreign.memory_used, foreign.ours) == (999999, "compute", 31 * 1024**3, False)
     assert own.pid == os.getpid() and own.name and own.ours  # a descendant of the process that asked
     assert (quiet.utilization, quiet.processes, quiet.throttle_reasons) == (None, [], [])
 
@@ -139,10 +143,26 @@ def test_load_window_arithmetic():
     from mpdoctor.probes.remote import load_sample
 
     ticks = load_sample._clock_ticks()
-    before = {"time": 10.0, "busy": 0, "total": 0, "steal": 0, "own": 0, "procs_running": 3, "own_running": 2,
-              "load1": 0.5}
-    after = {"time": 11.0, "busy": int(1.8 * ticks), "total": int(2 * ticks), "steal": int(0.2 * ticks),
-             "own": int(0.8 * ticks), "procs_running": 1, "own_running": 1, "load1": 1.2}
+    before = {
+        "time": 10.0,
+        "busy": 0,
+        "total": 0,
+        "steal": 0,
+        "own": 0,
+        "procs_running": 3,
+        "own_running": 2,
+        "load1": 0.5,
+    }
+    after = {
+        "time": 11.0,
+        "busy": int(1.8 * ticks),
+        "total": int(2 * ticks),
+        "steal": int(0.2 * ticks),
+        "own": int(0.8 * ticks),
+        "procs_running": 1,
+        "own_running": 1,
+        "load1": 1.2,
+    }
     window = load_sample.window(before, after)
     assert window["others_cores"] == pytest.approx(1.0, abs=0.02)
     assert window["steal"] == pytest.approx(0.1, abs=0.01)

@@ -10,7 +10,6 @@ import sys
 import pytest
 import torch
 
-from helpers import live_report_json  # noqa: F401
 
 from mpdoctor.probes.collect import take_snapshot
 from mpdoctor.probes.budget import Budget

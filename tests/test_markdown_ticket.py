@@ -24,8 +24,15 @@ SECTIONS = ("## mpdoctor report", "## Findings", "## Environment", "## Snapshot"
 
 def report_of(name: str) -> Report:
     snap = load_fixture(name)
-    return redacted(Report(created="2026-11-23T00:00:00+00:00", findings=judge(snap), snapshot=snap,
-                           gpus=device_table(snap), kernels=kernel_table(snap)))
+    return redacted(
+        Report(
+            created="2026-11-23T00:00:00+00:00",
+            findings=judge(snap),
+            snapshot=snap,
+            gpus=device_table(snap),
+            kernels=kernel_table(snap),
+        )
+    )
 
 
 def fences_closed(text: str) -> bool:
@@ -71,10 +78,12 @@ def worst_case(count: int = 400, width: int = 2_000, devices: int = 48) -> Repor
     for i in range(devices):
         bus = f"0000:{i + 1:02x}:00.0"
         name = f"NVIDIA Synthetic Accelerator {i:02d} " + "with a very long marketing name " * 3
-        gpus.append(dataclasses.replace(snap.machine.nvml.gpus[i % 2], index=i, name=name, pci_bus_id=bus,
-                                        uuid=f"GPU-{i:08d}"))
-        torch_devices.append(dataclasses.replace(snap.torch.devices[i % 2], ordinal=i, name=name, pci_bus_id=bus,
-                                                 uuid=f"{i:08d}"))
+        gpus.append(
+            dataclasses.replace(snap.machine.nvml.gpus[i % 2], index=i, name=name, pci_bus_id=bus, uuid=f"GPU-{i:08d}")
+        )
+        torch_devices.append(
+            dataclasses.replace(snap.torch.devices[i % 2], ordinal=i, name=name, pci_bus_id=bus, uuid=f"{i:08d}")
+        )
         cuda = snap.kernels.devices[1 + i % 2]
         measured.append(dataclasses.replace(cuda, device=f"cuda:{i}", name=name))
     snap.machine.nvml.gpus, snap.torch.devices = gpus, torch_devices
@@ -83,14 +92,25 @@ def worst_case(count: int = 400, width: int = 2_000, devices: int = 48) -> Repor
     findings = []
     for i in range(count):
         severity = ("error", "warning", "info")[i % 3]
-        findings.append(Finding(
-            severity, f"synthetic finding {i} " + "that goes on " * (width // 50),
-            [f"evidence line {j} " + "x" * width for j in range(30)] + ["```", "~~~ a fence inside"],
-            [FixStep(f"step {j} " + "do this " * 100, "echo " + "y" * (500 if j % 2 else 5_000)) for j in range(3)],
-            code=f"SYN{i:03d}", name=f"synthetic-{i}", family="torch"))
+        findings.append(
+            Finding(
+                severity,
+                f"synthetic finding {i} " + "that goes on " * (width // 50),
+                [f"evidence line {j} " + "x" * width for j in range(30)] + ["```", "~~~ a fence inside"],
+                [FixStep(f"step {j} " + "do this " * 100, "echo " + "y" * (500 if j % 2 else 5_000)) for j in range(3)],
+                code=f"SYN{i:03d}",
+                name=f"synthetic-{i}",
+                family="torch",
+            )
+        )
     findings.sort(key=lambda f: (-f.level.rank, f.code))
-    return Report(created="2026-11-23T00:00:00+00:00", findings=findings, snapshot=snap, gpus=device_table(snap),
-                  kernels=kernel_table(snap))
+    return Report(
+        created="2026-11-23T00:00:00+00:00",
+        findings=findings,
+        snapshot=snap,
+        gpus=device_table(snap),
+        kernels=kernel_table(snap),
+    )
 
 
 def test_the_worst_case_is_cut_with_counts_not_silently():
@@ -100,8 +120,11 @@ def test_the_worst_case_is_cut_with_counts_not_silently():
     assert fences_closed(text)
     full = text.count("\n### ")
     listed = len(re.findall(r"^- \*\*(ERROR|WARNING|INFO)\*\* `SYN", text, re.M))
-    more = re.search(r"\*\*\.\.\. (\d+) more findings \((.*?)\), see the snapshot: `mpdoctor check --snapshot "
-                     r"report\.snapshot\.json` lists them all\*\*", text)
+    more = re.search(
+        r"\*\*\.\.\. (\d+) more findings \((.*?)\), see the snapshot: `mpdoctor check --snapshot "
+        r"report\.snapshot\.json` lists them all\*\*",
+        text,
+    )
     assert full >= 1 and listed >= 1 and more, text[-3000:]
     assert full + listed + int(more.group(1)) == len(report.findings)  # every finding is shown, named or counted
     # errors first: while some error is left out, no warning or info takes room
@@ -116,8 +139,10 @@ def test_the_worst_case_is_cut_with_counts_not_silently():
         assert section in text
 
 
-@pytest.mark.parametrize("count, width, devices", [(1, 20_000, 1), (5, 300, 4), (12, 200, 2), (40, 100, 16),
-                                                    (400, 10, 48), (2_000, 2_000, 200)])
+@pytest.mark.parametrize(
+    "count, width, devices",
+    [(1, 20_000, 1), (5, 300, 4), (12, 200, 2), (40, 100, 16), (400, 10, 48), (2_000, 2_000, 200)],
+)
 def test_any_mix_fits_and_accounts_for_every_finding(count, width, devices):
     report = worst_case(count, width, devices)
     text = render_markdown(report)
@@ -138,8 +163,17 @@ def test_no_findings_and_no_snapshot_file():
 
 def test_output_writes_the_snapshot_beside_the_ticket_and_it_rejudges(tmp_path):
     out = tmp_path / "report.md"
-    result = run_cli("check", "--snapshot", str(fixture_path(LARGEST)), "--format", "markdown", "--output", str(out),
-                     "--fail-on", "never")
+    result = run_cli(
+        "check",
+        "--snapshot",
+        str(fixture_path(LARGEST)),
+        "--format",
+        "markdown",
+        "--output",
+        str(out),
+        "--fail-on",
+        "never",
+    )
     assert result.returncode == 0 and result.stdout == "", result.stderr
     sidecar = tmp_path / "report.snapshot.json"
     text = out.read_text(encoding="utf-8")
@@ -153,8 +187,19 @@ def test_output_writes_the_snapshot_beside_the_ticket_and_it_rejudges(tmp_path):
 
 def test_save_snapshot_names_that_file_and_writes_no_other(tmp_path):
     out, saved = tmp_path / "ticket.md", tmp_path / "mine.json"
-    result = run_cli("check", "--snapshot", str(fixture_path("v100-cu130")), "-f", "markdown", "-o", str(out),
-                     "--save-snapshot", str(saved), "--fail-on", "never")
+    result = run_cli(
+        "check",
+        "--snapshot",
+        str(fixture_path("v100-cu130")),
+        "-f",
+        "markdown",
+        "-o",
+        str(out),
+        "--save-snapshot",
+        str(saved),
+        "--fail-on",
+        "never",
+    )
     assert result.returncode == 0, result.stderr
     assert "mpdoctor check --snapshot mine.json" in out.read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "ticket.md"]
@@ -186,7 +231,8 @@ def test_a_snapshot_that_cannot_be_written_is_refused_before_anything_else(tmp_p
 def test_other_formats_write_no_snapshot_beside_their_output(tmp_path):
     for fmt in ("json", "text", "github", "junit"):
         out = tmp_path / f"report.{fmt}"
-        result = run_cli("check", "--snapshot", str(fixture_path("v100-cu130")), "-f", fmt, "-o", str(out),
-                         "--fail-on", "never")
+        result = run_cli(
+            "check", "--snapshot", str(fixture_path("v100-cu130")), "-f", fmt, "-o", str(out), "--fail-on", "never"
+        )
         assert result.returncode == 0, result.stderr
     assert not list(tmp_path.glob("*.snapshot.json"))

@@ -18,8 +18,15 @@ import pytest
 from apex_envs import compiler, make_env
 from helpers import run_cli
 from mpdoctor.snapshot import snapshot_from_data
-from oneflow_envs import (PYPI_ONEFLOW_SHA256, PYPI_ONEFLOW_WHEEL, STANDIN_VERSION, install_onediff, install_pypi_oneflow,
-                          install_standin_oneflow, mock_torch_environment)
+from oneflow_envs import (
+    PYPI_ONEFLOW_SHA256,
+    PYPI_ONEFLOW_WHEEL,
+    STANDIN_VERSION,
+    install_onediff,
+    install_pypi_oneflow,
+    install_standin_oneflow,
+    mock_torch_environment,
+)
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="needs a C compiler to build the stand-in's core module")
 
@@ -38,8 +45,20 @@ with torch.autocast("cuda"):
 def check(env, project, extra_env=None, timeout="30"):
     """`mpdoctor check --python ENV` from ``project``; (findings by code, snapshot, report)."""
     environ = {**os.environ, **(extra_env or {})}
-    result = run_cli("check", "--python", str(env.python), "--format", "json", "--fail-on", "never",
-                     "--timeout", timeout, "--no-kernels", cwd=str(project), env=environ)
+    result = run_cli(
+        "check",
+        "--python",
+        str(env.python),
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        "--timeout",
+        timeout,
+        "--no-kernels",
+        cwd=str(project),
+        env=environ,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     codes: dict[str, list[dict]] = {}
@@ -68,8 +87,9 @@ def stand_in_beside_this_torch(this_machine, codes) -> list[str]:
         return []
     (finding,) = codes["ONEFLOW003"]
     assert finding["severity"] == "warning"
-    assert finding["title"] == (f"oneflow is built for CUDA 11.8 and torch for CUDA {torch_cuda}: two CUDA majors "
-                                "in one process")
+    assert finding["title"] == (
+        f"oneflow is built for CUDA 11.8 and torch for CUDA {torch_cuda}: two CUDA majors in one process"
+    )
     return ["ONEFLOW003"]
 
 
@@ -167,7 +187,7 @@ def test_incident_2_torch_autocast_over_onediff(tmp_path, project, this_machine)
     assert "InferDataType Failed. Expected kFloat, but got kFloat16" in finding["title"]
     assert any('run.py:7: with torch.autocast("cuda"):' in line for line in finding["evidence"])
     steps = " ".join(step["text"] for step in finding["fix"])
-    assert "remove the `with torch.autocast(\"cuda\")`" in steps and "oneflow.autocast(\"cuda\")" in steps
+    assert 'remove the `with torch.autocast("cuda")`' in steps and 'oneflow.autocast("cuda")' in steps
 
 
 @needs_cc
@@ -224,8 +244,16 @@ def test_mock_torch_from_the_cli_exports(tmp_path, project):
     assert not [code for code in codes if code.startswith("TORCH")]
     assert "ONEFLOW005" not in codes
     # and the top line of the text report says it
-    text = run_cli("check", "--python", str(env.python), "--no-kernels", "--fail-on", "never", cwd=str(project),
-                   env={**os.environ, **exports})
+    text = run_cli(
+        "check",
+        "--python",
+        str(env.python),
+        "--no-kernels",
+        "--fail-on",
+        "never",
+        cwd=str(project),
+        env={**os.environ, **exports},
+    )
     assert "`import torch` gives oneflow (mock-torch is on" in text.stdout.splitlines()[0]
 
 
@@ -234,8 +262,19 @@ def test_mock_torch_keeps_the_kernels_off_oneflow(tmp_path, project):
     env = make_env(tmp_path / "env", torch=True)
     install_standin_oneflow(env)
     environ = {**os.environ, **mock_torch_environment(env)}
-    result = run_cli("check", "--python", str(env.python), "--format", "json", "--fail-on", "never",
-                     "--select", "PREC", cwd=str(project), env=environ)
+    result = run_cli(
+        "check",
+        "--python",
+        str(env.python),
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        "--select",
+        "PREC",
+        cwd=str(project),
+        env=environ,
+    )
     kernels = json.loads(result.stdout)["snapshot"]["kernels"]
     assert kernels["status"] == "not-run"
     assert kernels["detail"] == "`import torch` gives oneflow (mock-torch), not torch"
@@ -246,8 +285,10 @@ def test_mock_torch_in_a_pth_file(tmp_path, project):
     env = make_env(tmp_path / "env")
     mock_dir = env.site / "oneflow" / "mock_torch"
     env.write("oneflow/__init__.py", "__version__ = '0.9.1'\n")
-    env.write("oneflow/mock_torch/torch/__init__.py", "import oneflow\n\n\ndef __getattr__(name):\n"
-                                                      "    return getattr(oneflow, name)\n")
+    env.write(
+        "oneflow/mock_torch/torch/__init__.py",
+        "import oneflow\n\n\ndef __getattr__(name):\n    return getattr(oneflow, name)\n",
+    )
     env.write("zz_mock_torch.pth", f"{mock_dir}\n")
     codes, snap, _ = check(env, project)
     assert snap.environment.oneflow.mock.torch.kind == "oneflow-mock-torch"
@@ -257,11 +298,13 @@ def test_mock_torch_in_a_pth_file(tmp_path, project):
 
 def test_no_oneflow_no_findings_and_no_oneflow_process(tmp_path, project):
     env = make_env(tmp_path / "env")
-    (project / "train.py").write_text(textwrap.dedent("""\
+    (project / "train.py").write_text(
+        textwrap.dedent("""\
         import torch
         with torch.autocast("cuda"):
             pass
-    """))
+    """)
+    )
     codes, snap, _ = check(env, project)
     assert oneflow_codes(codes) == []
     runtime = snap.environment.oneflow.runtime

@@ -18,7 +18,6 @@ import types
 import zipfile
 from pathlib import Path
 
-import pytest
 
 from mpdoctor.probes.remote import apex as target_apex, oneflow as target_oneflow, scan as target_scan
 from mpdoctor.probes.child import ChildResult
@@ -28,8 +27,10 @@ from mpdoctor.snapshot.oneflow import CoexistCase, OneflowBuild
 
 REPO = Path(__file__).resolve().parent.parent
 PYPI_WHEEL = REPO / "tests" / "fixtures" / "pypi" / "oneflow-0.7.0-py3-none-any.whl"
-PLACEHOLDER_RAISE = ('raise RuntimeError("This package is a placeholder. Please install oneflow following the '
-                     'instructions in https://github.com/Oneflow-Inc/oneflow#install-oneflow")\n')
+PLACEHOLDER_RAISE = (
+    'raise RuntimeError("This package is a placeholder. Please install oneflow following the '
+    'instructions in https://github.com/Oneflow-Inc/oneflow#install-oneflow")\n'
+)
 MOCK_TORCH_INIT = "import oneflow\n\ndef __getattr__(name):\n    return getattr(oneflow, name)\n"
 CORE = "_oneflow_internal.cpython-311-x86_64-linux-gnu.so"
 
@@ -44,8 +45,10 @@ def placeholder_site(site: Path) -> Path:
     """A site directory holding PyPI's oneflow 0.7.0 as it installs: a placeholder, no native core."""
     write(site / "oneflow" / "__init__.py", PLACEHOLDER_RAISE)
     write(site / "oneflow" / "version.py", '__version__ = "0.7.0"\n__git_commit__ = "9c7d1a99c8"\n')
-    write(site / "oneflow-0.7.0.dist-info" / "WHEEL",
-          "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.37.1)\nRoot-Is-Purelib: true\nTag: py3-none-any\n\n")
+    write(
+        site / "oneflow-0.7.0.dist-info" / "WHEEL",
+        "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.37.1)\nRoot-Is-Purelib: true\nTag: py3-none-any\n\n",
+    )
     return site / "oneflow"
 
 
@@ -79,8 +82,10 @@ def test_build_facts_find_the_native_core_of_a_real_build(tmp_path):
     write(directory / CORE, b"\x7fELF not really")
     write(directory / "version.py", "__version__ = '0.9.1.dev20240802+cu118'\n")
     write(directory / "mock_torch" / "__init__.py")
-    write(tmp_path / "oneflow-0.9.1.dev20240802+cu118.dist-info" / "WHEEL",
-          "Root-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n")
+    write(
+        tmp_path / "oneflow-0.9.1.dev20240802+cu118.dist-info" / "WHEEL",
+        "Root-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n",
+    )
     facts = target_oneflow.build_facts(str(directory))
     assert facts["native_core"] == str(directory / CORE)
     assert facts["placeholder_message"] == ""
@@ -134,8 +139,9 @@ def child_facts(tmp_path: Path, pythonpath: list[Path], code: str = MOCK_FACTS, 
     """mock_torch_facts() in a fresh interpreter whose PYTHONPATH is ``pythonpath`` (then this repository)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), str(REPO)])
-    done = subprocess.run([sys.executable, *flags, "-c", code], env=env, cwd=str(tmp_path), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, *flags, "-c", code], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -198,8 +204,9 @@ def test_mock_torch_facts_in_process_read_entries_and_pth_files(tmp_path):
     site = tmp_path / "site"
     write(site / "hook.pth", "import oneflow.mock_torch as m; m.enable()\n")
     mock_dir = tmp_path / "src" / "oneflow" / "mock_torch"
-    facts = target_oneflow.mock_torch_facts([str(site), str(mock_dir) + os.sep, str(tmp_path / "mock_torch")],
-                                            target_apex.pth_lines)
+    facts = target_oneflow.mock_torch_facts(
+        [str(site), str(mock_dir) + os.sep, str(tmp_path / "mock_torch")], target_apex.pth_lines
+    )
     assert facts["path_entries"] == [str(mock_dir) + os.sep]  # a trailing separator is still that directory
     assert [line["line"] for line in facts["pth_lines"]] == ["import oneflow.mock_torch as m; m.enable()"]
 
@@ -298,24 +305,63 @@ def clean_exit() -> ChildResult:
 FOUND = {"step": "find", "data": {"found": True, "origin": "/x/oneflow/__init__.py"}}
 TORCH_OK = {"step": "torch_import", "data": {"ok": True, "warnings": [], "imported_as": "torch"}}
 ONEFLOW_OK = {"step": "oneflow_import", "data": {"ok": True, "warnings": ["CPU autocast is not supported"]}}
-BUILD = {"step": "oneflow_build", "data": {
-    "file": "/x/oneflow/__init__.py", "has_internal": True, "version": "0.9.1.dev20240802+cu118",
-    "git_commit": "abc1234", "with_cuda": True, "get_cuda_version": 11080, "cuda_available": False,
-    "errors": {"with_enterprise": "AttributeError: x"}}}
-COEXIST = {"step": "coexist", "data": {"device": "cpu", "cases": [
-    {"name": "fp16 input", "device": "cpu", "status": "ok", "oneflow_autocast": False, "output_dtype": "float16",
-     "warnings": []},
-    {"name": "torch.autocast", "device": "cpu", "status": "error",
-     "detail": "RuntimeError: InferDataType Failed. Expected kFloat16, but got kFloat", "oneflow_autocast": False,
-     "torch_output_dtype": "float16", "warnings": []}]}}
+BUILD = {
+    "step": "oneflow_build",
+    "data": {
+        "file": "/x/oneflow/__init__.py",
+        "has_internal": True,
+        "version": "0.9.1.dev20240802+cu118",
+        "git_commit": "abc1234",
+        "with_cuda": True,
+        "get_cuda_version": 11080,
+        "cuda_available": False,
+        "errors": {"with_enterprise": "AttributeError: x"},
+    },
+}
+COEXIST = {
+    "step": "coexist",
+    "data": {
+        "device": "cpu",
+        "cases": [
+            {
+                "name": "fp16 input",
+                "device": "cpu",
+                "status": "ok",
+                "oneflow_autocast": False,
+                "output_dtype": "float16",
+                "warnings": [],
+            },
+            {
+                "name": "torch.autocast",
+                "device": "cpu",
+                "status": "error",
+                "detail": "RuntimeError: InferDataType Failed. Expected kFloat16, but got kFloat",
+                "oneflow_autocast": False,
+                "torch_output_dtype": "float16",
+                "warnings": [],
+            },
+        ],
+    },
+}
 DONE = {"step": "done", "data": True}
 
 
 def test_a_full_run_fills_every_field():
-    runtime = oneflow_runtime(clean_exit(), steps(
-        FOUND, {"step": "torch_import", "begin": True}, TORCH_OK, {"step": "oneflow_import", "begin": True},
-        ONEFLOW_OK, {"step": "oneflow_build", "begin": True}, BUILD, {"step": "coexist", "begin": True}, COEXIST,
-        DONE))
+    runtime = oneflow_runtime(
+        clean_exit(),
+        steps(
+            FOUND,
+            {"step": "torch_import", "begin": True},
+            TORCH_OK,
+            {"step": "oneflow_import", "begin": True},
+            ONEFLOW_OK,
+            {"step": "oneflow_build", "begin": True},
+            BUILD,
+            {"step": "coexist", "begin": True},
+            COEXIST,
+            DONE,
+        ),
+    )
     assert runtime.probe.status == "ok" and runtime.status == "imported"
     assert (runtime.torch_status, runtime.torch_imported_as) == ("imported", "torch")
     assert runtime.import_warnings == ["CPU autocast is not supported"]
@@ -336,18 +382,38 @@ def test_a_full_run_fills_every_field():
 
 
 def test_junk_types_from_the_child_are_dropped_not_raised():
-    junk_build = {"step": "oneflow_build", "data": {
-        "version": None, "with_cuda": "yes", "with_enterprise": 1, "cuda_available": "no", "device_count": "two",
-        "get_cuda_version": None, "errors": ["not", "a", "dict"]}}
-    runtime = oneflow_runtime(clean_exit(), steps(
-        FOUND, {"step": "torch_import", "data": "not a dict"},
-        {"step": "oneflow_import", "data": {"ok": True, "warnings": "not a list"}}, junk_build,
-        {"step": "coexist", "data": {"device": None, "cases": [{"name": "x", "oneflow_autocast": "maybe"}]}},
-        "{truncated line", DONE))
+    junk_build = {
+        "step": "oneflow_build",
+        "data": {
+            "version": None,
+            "with_cuda": "yes",
+            "with_enterprise": 1,
+            "cuda_available": "no",
+            "device_count": "two",
+            "get_cuda_version": None,
+            "errors": ["not", "a", "dict"],
+        },
+    }
+    runtime = oneflow_runtime(
+        clean_exit(),
+        steps(
+            FOUND,
+            {"step": "torch_import", "data": "not a dict"},
+            {"step": "oneflow_import", "data": {"ok": True, "warnings": "not a list"}},
+            junk_build,
+            {"step": "coexist", "data": {"device": None, "cases": [{"name": "x", "oneflow_autocast": "maybe"}]}},
+            "{truncated line",
+            DONE,
+        ),
+    )
     assert runtime.status == "imported" and runtime.import_warnings == []
     assert runtime.torch_status == "not-tried"
     assert (runtime.with_cuda, runtime.with_enterprise, runtime.cuda_available, runtime.device_count) == (
-        None, None, None, None)
+        None,
+        None,
+        None,
+        None,
+    )
     assert runtime.version == "" and runtime.cuda_version == "" and runtime.fact_errors == {}
     assert runtime.coexist == [] and runtime.coexist_device == ""
 
@@ -360,8 +426,10 @@ def test_a_boolean_device_count_is_no_count():
 
 
 def test_a_failed_import_keeps_its_exception():
-    failed = {"step": "oneflow_import", "data": {"ok": False, "type": "ImportError",
-                                                  "message": "libcudart.so.11.0: cannot open shared object file"}}
+    failed = {
+        "step": "oneflow_import",
+        "data": {"ok": False, "type": "ImportError", "message": "libcudart.so.11.0: cannot open shared object file"},
+    }
     runtime = oneflow_runtime(clean_exit(), steps(FOUND, TORCH_OK, failed, DONE))
     assert (runtime.status, runtime.error_type) == ("import-error", "ImportError")
     assert runtime.error_message.startswith("libcudart.so.11.0")
@@ -369,8 +437,9 @@ def test_a_failed_import_keeps_its_exception():
 
 
 def test_nothing_found_means_not_run_whatever_else_is_there():
-    runtime = oneflow_runtime(clean_exit(), steps({"step": "find", "data": {"found": False, "error": "x"}},
-                                                  ONEFLOW_OK, BUILD, DONE))
+    runtime = oneflow_runtime(
+        clean_exit(), steps({"step": "find", "data": {"found": False, "error": "x"}}, ONEFLOW_OK, BUILD, DONE)
+    )
     assert runtime.status == "not-run" and runtime.version == "" and runtime.torch_status == "not-tried"
     assert oneflow_runtime(clean_exit(), steps(DONE)).status == "not-run"
 
@@ -386,8 +455,9 @@ def test_a_coexist_step_cut_short_by_the_timeout_says_so():
 
 def test_a_coexist_step_that_raised_records_the_error():
     error = {"step": "coexist_error", "data": {"type": "RuntimeError", "message": "no kernel"}}
-    runtime = oneflow_runtime(clean_exit(), steps(FOUND, TORCH_OK, ONEFLOW_OK, BUILD,
-                                                  {"step": "coexist", "begin": True}, error, DONE))
+    runtime = oneflow_runtime(
+        clean_exit(), steps(FOUND, TORCH_OK, ONEFLOW_OK, BUILD, {"step": "coexist", "begin": True}, error, DONE)
+    )
     assert runtime.coexist_error == "RuntimeError: no kernel" and runtime.coexist == []
     assert oneflow_runtime(clean_exit(), steps(FOUND, ONEFLOW_OK, DONE)).coexist_error == ""
 
@@ -447,12 +517,16 @@ def test_oneflow_uses_name_each_real_use_once_in_line_order():
         ('compile(backend="oneflow")', 17),
     ]
     assert [u["text"] for u in uses] == [
-        "import oneflow as flow", "from onediff.infer_compiler import oneflow_compile",
-        'with flow.autocast("cuda"):', "unet = oneflow_compile(unet)", 'return compile(m, backend="oneflow"), y']
+        "import oneflow as flow",
+        "from onediff.infer_compiler import oneflow_compile",
+        'with flow.autocast("cuda"):',
+        "unet = oneflow_compile(unet)",
+        'return compile(m, backend="oneflow"), y',
+    ]
 
 
 def test_oneflow_uses_other_spellings():
-    source = textwrap.dedent('''\
+    source = textwrap.dedent("""\
         import oneflow
         import onediffx.deep_cache, numpy
         from oneflow import nn
@@ -461,10 +535,14 @@ def test_oneflow_uses_other_spellings():
         unet = onediff.infer_compiler.oneflow_compile(unet)
         with oneflow.autocast("cuda"):
             pass
-        ''')
+        """)
     assert [(u["what"], u["line"]) for u in uses_in(source)] == [
-        ("import oneflow", 1), ("import onediffx.deep_cache", 2), ("from oneflow import nn", 3),
-        ("oneflow.autocast", 4), ("oneflow_compile", 6)]
+        ("import oneflow", 1),
+        ("import onediffx.deep_cache", 2),
+        ("from oneflow import nn", 3),
+        ("oneflow.autocast", 4),
+        ("oneflow_compile", 6),
+    ]
 
 
 def test_a_relative_import_of_a_local_oneflow_module_is_not_oneflow():

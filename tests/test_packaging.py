@@ -23,10 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
 # A module is test support when its path or its code says so: the tests' fix simulator and its models, a hook
 # that makes the product misbehave on purpose, a tests package, pytest's own files.
-TEST_SUPPORT_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$"
-                               r"|fix_simulator|(^|/)_?simulated_")
-TEST_SUPPORT_CODE = re.compile(r"\bTEST_HOOK\b|MPDOCTOR_\w*TEST\w*|fix_simulator|\b_?simulated_\w+"
-                               r"|\bfor tests\b|\btest[- ]only\b|\btest hook\b", re.I)
+TEST_SUPPORT_PATH = re.compile(
+    r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$"
+    r"|fix_simulator|(^|/)_?simulated_"
+)
+TEST_SUPPORT_CODE = re.compile(
+    r"\bTEST_HOOK\b|MPDOCTOR_\w*TEST\w*|fix_simulator|\b_?simulated_\w+"
+    r"|\bfor tests\b|\btest[- ]only\b|\btest hook\b",
+    re.I,
+)
 # Imported only by the tests (the test extra): a shipped module that imports one is test support.
 TEST_PACKAGES = ("pytest", "_pytest", "hypothesis", "jsonschema", "xmlschema", "yaml", "setuptools")
 
@@ -37,9 +42,22 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "-w", str(out), str(source)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (path,) = out.glob("mpdoctor-*.whl")
     return zipfile.ZipFile(path)
@@ -84,8 +102,9 @@ def test_entry_point(wheel):
 def test_no_test_support_ships(wheel):
     names = wheel.namelist()
     assert not [n for n in names if TEST_SUPPORT_PATH.search(n)]
-    marked = {n: sorted({m.group(0) for m in TEST_SUPPORT_CODE.finditer(wheel.read(n).decode())})
-              for n in modules(wheel)}
+    marked = {
+        n: sorted({m.group(0) for m in TEST_SUPPORT_CODE.finditer(wheel.read(n).decode())}) for n in modules(wheel)
+    }
     assert {n: found for n, found in marked.items() if found} == {}
     assert not [n for n in names if not n.startswith(("mpdoctor/", "mpdoctor-"))], "only the mpdoctor package ships"
 
@@ -107,17 +126,25 @@ def test_no_shipped_module_imports_test_packages(wheel):
 def test_every_shipped_module_imports_from_the_wheel_alone(wheel, tmp_path):
     """Each module of the wheel, unpacked, imports in a fresh interpreter that sees no checkout and no tests."""
     wheel.extractall(tmp_path / "site")
-    names = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in modules(wheel)
-             if not n.endswith("__main__.py")]  # __main__ runs the CLI: the entry point test covers it
+    names = [
+        n[:-3].replace("/", ".").removesuffix(".__init__") for n in modules(wheel) if not n.endswith("__main__.py")
+    ]  # __main__ runs the CLI: the entry point test covers it
     # probes/remote and portable run in the interpreter under diagnosis, loaded by path as _mpdoctor_remote and
     # _mpdoctor_portable (probes.child's BOOTSTRAP): imported here as part of mpdoctor they must load too, without
     # touching torch.
-    code = ("import importlib, json, sys\n"
-            "loaded = {n: importlib.import_module(n).__file__ for n in json.loads(sys.argv[1])}\n"
-            "print(json.dumps({'files': loaded, 'modules': sorted(sys.modules)}))\n")
-    result = subprocess.run([sys.executable, "-c", code, json.dumps(names)], cwd=tmp_path / "site",
-                            env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
-                            capture_output=True, text=True, timeout=120)
+    code = (
+        "import importlib, json, sys\n"
+        "loaded = {n: importlib.import_module(n).__file__ for n in json.loads(sys.argv[1])}\n"
+        "print(json.dumps({'files': loaded, 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(names)],
+        cwd=tmp_path / "site",
+        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout)
     site = str(tmp_path / "site")

@@ -25,15 +25,26 @@ ESC = b"\x1b"
 STYLED_ENV = {"TERM": "xterm-256color"}
 
 
-def run_on_pty(args: list[str], env_extra: dict[str, str], columns: int = 100, timeout: float = 120) -> tuple[int, bytes]:
+def run_on_pty(
+    args: list[str], env_extra: dict[str, str], columns: int = 100, timeout: float = 120
+) -> tuple[int, bytes]:
     """``python -m mpdoctor ARGS`` with stdout and stderr on one pty of ``columns`` columns: (exit status, bytes)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NO_COLOR", "TERM", "FORCE_COLOR", "PY_COLORS", "COLUMNS", "LINES", "GITHUB_ACTIONS", "CI")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NO_COLOR", "TERM", "FORCE_COLOR", "PY_COLORS", "COLUMNS", "LINES", "GITHUB_ACTIONS", "CI")
+    }
     env.update(env_extra)
-    process = subprocess.Popen([sys.executable, "-m", "mpdoctor", *args], stdin=subprocess.DEVNULL, stdout=slave,
-                               stderr=slave, env=env, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mpdoctor", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
     try:
@@ -56,9 +67,11 @@ def run_on_pty(args: list[str], env_extra: dict[str, str], columns: int = 100, t
 
 def _safetensors(path) -> str:
     """A real .safetensors file (header and zero bytes) with an fp16 module beside fp32 weights: audit finds things."""
-    header = {"block.weight": {"dtype": "F16", "shape": [4], "data_offsets": [0, 8]},
-              "block.bias": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]},
-              "head.weight": {"dtype": "F32", "shape": [4], "data_offsets": [24, 40]}}
+    header = {
+        "block.weight": {"dtype": "F16", "shape": [4], "data_offsets": [0, 8]},
+        "block.bias": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]},
+        "head.weight": {"dtype": "F32", "shape": [4], "data_offsets": [24, 40]},
+    }
     raw = json.dumps(header).encode()
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(40))
     return str(path)
@@ -87,14 +100,15 @@ NAMES = ["check", "checks", "rule", "explain", "audit", "fleet compare", "help",
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("plain", [{"NO_COLOR": "1", "TERM": "xterm-256color"}, {"TERM": "dumb"}],
-                         ids=["NO_COLOR", "TERM=dumb"])
+@pytest.mark.parametrize(
+    "plain", [{"NO_COLOR": "1", "TERM": "xterm-256color"}, {"TERM": "dumb"}], ids=["NO_COLOR", "TERM=dumb"]
+)
 def test_no_escape_code_when_plain_is_asked_for(invocations, name, plain):
     argv, _ = invocations[name]
     code, out = run_on_pty(argv, plain)
     assert code in (0, 1), out.decode(errors="replace")
     assert out.strip(), "the command printed nothing"
-    assert ESC not in out, out[max(0, out.find(ESC) - 60):out.find(ESC) + 20]
+    assert ESC not in out, out[max(0, out.find(ESC) - 60) : out.find(ESC) + 20]
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("checks", "rule")])
@@ -159,5 +173,6 @@ def test_resolve_python_keeps_a_path_whose_dotdot_crosses_a_symlink(tmp_path, ba
     given = str(tmp_path / "deep" / "er" / "link" / ".." / "bin" / "python")
     assert os.path.exists(given)
     assert normalised(given) == given  # string normalisation would give deep/er/bin/python, which does not exist
-    assert normalised(str(bare_venv / "project" / ".." / "bare" / "bin" / "python")) == \
-        str(bare_venv / "bare" / "bin" / "python")
+    assert normalised(str(bare_venv / "project" / ".." / "bare" / "bin" / "python")) == str(
+        bare_venv / "bare" / "bin" / "python"
+    )

@@ -92,8 +92,14 @@ def test_old_snapshots_without_kernels_say_nothing():
 
 
 def test_speed_text():
-    assert [speed(r) for r in (11.0, 3.14, 1.0, 0.97, 0.55, 0.0089)] == ["11x", "3.1x", "1x", "1/1.03", "1/1.82",
-                                                                         "1/112"]
+    assert [speed(r) for r in (11.0, 3.14, 1.0, 0.97, 0.55, 0.0089)] == [
+        "11x",
+        "3.1x",
+        "1x",
+        "1/1.03",
+        "1/1.82",
+        "1/112",
+    ]
 
 
 def test_matrix_of_a_t4():
@@ -117,8 +123,10 @@ def test_identical_gpus_share_one_table():
             r.seconds = r.seconds * 1.07 if r.seconds else r.seconds
         snap.kernels.devices.append(twin)
     view = kernel_table(snap)
-    assert [(d.device, alike) for d, alike in view.shown] == [("cpu", []),
-                                                              ("cuda:0", [f"cuda:{i}" for i in range(1, 8)])]
+    assert [(d.device, alike) for d, alike in view.shown] == [
+        ("cpu", []),
+        ("cuda:0", [f"cuda:{i}" for i in range(1, 8)]),
+    ]
     assert [d.same_as for d in view.devices] == ["", ""] + ["cuda:0"] * 7
     assert all(len(d.verdicts) == len(gpu.results) for d in view.devices[1:])  # every twin's verdicts, in the JSON
     twin = copy.deepcopy(gpu)
@@ -134,7 +142,8 @@ def test_markdown_has_the_matrix_and_the_reason_a_device_is_missing():
     assert "## Precision, measured" in text and "| matmul | 334 us |" in text
     assert "cuda:0: error: AcceleratorError: CUDA error: no kernel image" in text
     assert kernel_notes(load_fixture("kernels-skipped")) == [
-        "Precision microkernels: skipped (--no-kernels, or no precision check selected)"]
+        "Precision microkernels: skipped (--no-kernels, or no precision check selected)"
+    ]
 
 
 def test_cli_no_kernels_and_unselected_precision_skip_the_kernels(tmp_path):
@@ -174,10 +183,13 @@ def test_a_busy_cpu_repeats_no_verdict_of_the_quiet_run():
     assert "PREC004" in quiet and "PREC004" not in {f.code for f in busy}
     (finding,) = [f for f in busy if f.code == "PREC011"]
     assert "the CPU" in finding.title and "busy" in finding.title
-    assert finding.evidence[0] == ("while timed: 16 other runnable processes; others used 1.8 of 2 cores; "
-                                   "load average 10.59")
-    assert finding.evidence[1] == ("matmul fp16, matmul bf16: inconclusive: other processes crowded the cores in 9 of 9 "
-                                   "timing rounds; fp32 matmul varied 1106x between repeats")
+    assert finding.evidence[0] == (
+        "while timed: 16 other runnable processes; others used 1.8 of 2 cores; load average 10.59"
+    )
+    assert finding.evidence[1] == (
+        "matmul fp16, matmul bf16: inconclusive: other processes crowded the cores in 9 of 9 "
+        "timing rounds; fp32 matmul varied 1106x between repeats"
+    )
     assert finding.evidence[-1] == "29 of 29 timing rounds disturbed; extra rounds stopped at their budget after 0.62 s"
     assert finding.fix[0].command.startswith("top")
     snap = load_fixture("kernels-cpu-busy")
@@ -236,8 +248,12 @@ def test_the_json_report_carries_each_kernel_verdict():
     devices = {d["device"]: d for d in json.loads(result.stdout)["kernels"]["devices"]}
     t4 = devices["cuda:0"]
     assert t4["label"] == "cuda:0 (Tesla T4, cc 7.5)" and t4["dtypes"] == ["float32", "tf32", "float16", "bfloat16"]
-    assert t4["rows"][0] == {"op": "matmul", "backend": "", "name": "matmul",
-                             "cells": ["477 us", "1x", "5.6x", "slow 1/1.25"]}
+    assert t4["rows"][0] == {
+        "op": "matmul",
+        "backend": "",
+        "name": "matmul",
+        "cells": ["477 us", "1x", "5.6x", "slow 1/1.25"],
+    }
     verdicts = {v["test"]: v for v in t4["verdicts"]}
     bf16 = verdicts["matmul/bfloat16"]
     assert (bf16["speed"], bf16["conclusive"], bf16["why"], bf16["cell"]) == ("slow", True, "", "slow 1/1.25")
@@ -246,8 +262,12 @@ def test_the_json_report_carries_each_kernel_verdict():
     assert verdicts["matmul/float16"]["speed"] == "fast" and verdicts["matmul/float16"]["line"] == 0.67
     assert verdicts["matmul/float32"]["speed"] == "baseline" and verdicts["matmul/float32"]["conclusive"] is True
     flash = verdicts["sdpa/float16/flash"]
-    assert (flash["status"], flash["accuracy"], flash["speed"], flash["cell"]) == ("unsupported", "unchecked", "",
-                                                                                  "fails")
+    assert (flash["status"], flash["accuracy"], flash["speed"], flash["cell"]) == (
+        "unsupported",
+        "unchecked",
+        "",
+        "fails",
+    )
     assert verdicts["autocast/bfloat16"]["speed"] == "" and verdicts["autocast/bfloat16"]["conclusive"] is None
 
 
@@ -277,8 +297,12 @@ def test_the_renderers_draw_the_reports_verdicts_and_judge_nothing():
 
     for module in (text, markdown):  # from the kernel view only a dtype's short name; no verdict, no threshold
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-        taken = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                 and node.module == "mpdoctor.analysis.kernel_view" for alias in node.names}
+        taken = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "mpdoctor.analysis.kernel_view"
+            for alias in node.names
+        }
         assert taken <= {"short"}, (module.__name__, taken)
     snap = load_fixture("kernels-t4")
     report = Report(created="now", findings=[], snapshot=snap, kernels=kernel_table(snap))

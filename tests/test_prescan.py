@@ -39,14 +39,34 @@ def marking_python(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def mpdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mpdoctor", *args], cwd=cwd, env=ENV, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mpdoctor", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_a_plain_check_is_recognised_with_its_options(tmp_path):
     assert check_request(["check"]) == early.Request(sys.executable, Budget.default(), "quick", True)
-    request = check_request(["check", "-f", "json", "--fail-on=never", "--timeout", "7.5", "--kernels", "full",
-                             "-o", str(tmp_path / "report.json"), "-q"])
+    request = check_request(
+        [
+            "check",
+            "-f",
+            "json",
+            "--fail-on=never",
+            "--timeout",
+            "7.5",
+            "--kernels",
+            "full",
+            "-o",
+            str(tmp_path / "report.json"),
+            "-q",
+        ]
+    )
     assert request == early.Request(sys.executable, Budget.from_timeout(7.5), "full", True)
     assert check_request(["check", "--no-kernels", "--timeout=3", "--timeout", "4"]).kernels == "off"
     assert check_request(["check", "--timeout=3", "--timeout", "4"]).budget.timeout == 4.0  # the last one counts
@@ -76,15 +96,36 @@ def test_the_early_start_resolves_python_as_the_cli_does(tmp_path):
     assert check_request(["check", "--python", given]).python == resolve_python(given) == str(python)
 
 
-@pytest.mark.parametrize("argv", [
-    [], ["checks"], ["explain", "check"], ["--version", "check"], ["check", "--help"], ["check", "-h"],
-    ["check", "--fail-on", "bogus"], ["check", "--format", "yaml"], ["check", "--kernels"],
-    ["check", "--timeout", "nan"], ["check", "--timeout", "inf"], ["check", "--timeout", "0"],
-    ["check", "--timeout", "soon"], ["check", "--select", "TORCH"], ["check", "--ignore=PREC"],
-    ["check", "--snapshot", "s.json"], ["check", "--python", ""], ["check", "--python", "/no/such/python"],
-    ["check", "--output", "/no/such/directory/report.json"], ["check", "--no-kernels=yes"], ["check", "extra"],
-    ["check", "-fjson"], ["check", "--", "--no-kernels"], ["check", "--output", os.devnull],
-], ids=lambda argv: " ".join(argv) or "nothing")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["checks"],
+        ["explain", "check"],
+        ["--version", "check"],
+        ["check", "--help"],
+        ["check", "-h"],
+        ["check", "--fail-on", "bogus"],
+        ["check", "--format", "yaml"],
+        ["check", "--kernels"],
+        ["check", "--timeout", "nan"],
+        ["check", "--timeout", "inf"],
+        ["check", "--timeout", "0"],
+        ["check", "--timeout", "soon"],
+        ["check", "--select", "TORCH"],
+        ["check", "--ignore=PREC"],
+        ["check", "--snapshot", "s.json"],
+        ["check", "--python", ""],
+        ["check", "--python", "/no/such/python"],
+        ["check", "--output", "/no/such/directory/report.json"],
+        ["check", "--no-kernels=yes"],
+        ["check", "extra"],
+        ["check", "-fjson"],
+        ["check", "--", "--no-kernels"],
+        ["check", "--output", os.devnull],
+    ],
+    ids=lambda argv: " ".join(argv) or "nothing",
+)
 def test_anything_unusual_starts_nothing_early(argv):
     assert check_request(argv) is None
 
@@ -96,8 +137,11 @@ def test_every_value_the_prescan_accepts_the_cli_accepts_too():
     assert KERNEL_MODES <= {k.value for k in KernelMode}
 
 
-@pytest.mark.parametrize("args", [["--fail-on", "bogus"], ["--help"], ["--timeout", "nan"],
-                                  ["--output", "/no/such/directory/r.json"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [["--fail-on", "bogus"], ["--help"], ["--timeout", "nan"], ["--output", "/no/such/directory/r.json"]],
+    ids=" ".join,
+)
 def test_help_and_bad_options_start_no_probe_child(tmp_path, args):
     python, mark = marking_python(tmp_path)
     proc = mpdoctor("check", "--python", str(python), "--no-kernels", *args, cwd=tmp_path)
@@ -110,8 +154,9 @@ def test_help_and_bad_options_start_no_probe_child(tmp_path, args):
 def test_a_plain_check_probes_the_interpreter_it_names(tmp_path):
     """The positive control for the test above: the same fake interpreter, a valid command, a mark."""
     python, mark = marking_python(tmp_path)
-    proc = mpdoctor("check", "--python", str(python), "--no-kernels", "--format", "json", "--fail-on", "never",
-                    cwd=tmp_path)
+    proc = mpdoctor(
+        "check", "--python", str(python), "--no-kernels", "--format", "json", "--fail-on", "never", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert mark.exists()
     assert '"torch"' in proc.stdout

@@ -20,7 +20,6 @@ import sys
 import termios
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -36,6 +35,7 @@ WAIT = 120  # seconds a test waits for something that must happen; a failure, no
 
 
 # --- the rule: when a display is shown ---------------------------------------------------------------------
+
 
 @pytest.fixture()
 def tty():
@@ -77,10 +77,18 @@ def test_never_with_quiet_or_stderr_not_a_terminal(tty, pipe):
     assert not progress_wanted(False, "text", stderr=io.StringIO(), stdout=pipe, environ=PLAIN_ENV)
 
 
-@pytest.mark.parametrize("env, shown", [
-    ({"CI": "1"}, False), ({"CI": "true"}, False), ({"CI": "false"}, True), ({"CI": ""}, True),
-    ({"TERM": "dumb"}, False), ({"NO_COLOR": "1"}, False), ({"NO_COLOR": ""}, True),  # no-color.org: non-empty
-])
+@pytest.mark.parametrize(
+    "env, shown",
+    [
+        ({"CI": "1"}, False),
+        ({"CI": "true"}, False),
+        ({"CI": "false"}, True),
+        ({"CI": ""}, True),
+        ({"TERM": "dumb"}, False),
+        ({"NO_COLOR": "1"}, False),
+        ({"NO_COLOR": ""}, True),  # no-color.org: non-empty
+    ],
+)
 def test_ci_dumb_terminals_and_no_color_turn_it_off(tty, pipe, env, shown):
     assert progress_wanted(False, "text", stderr=tty(), stdout=pipe, environ={**PLAIN_ENV, **env}) is shown
 
@@ -109,6 +117,7 @@ def test_not_while_the_user_types_the_input_on_that_terminal(tty, pipe):
 
 # --- drawing: lines that fit ----------------------------------------------------------------------------------
 
+
 class Clock:
     def __init__(self) -> None:
         self.now = time.monotonic()
@@ -124,12 +133,13 @@ def drawn(view: ProgressView, width: int) -> list[str]:
 
 
 def test_a_long_task_at_40_columns_is_cut_at_a_word_with_an_ellipsis_never_wrapped():
-    long = ("importing torch from a very long site-packages directory that a conda environment put "
-            "somewhere deep under the home directory of a user")
+    long = (
+        "importing torch from a very long site-packages directory that a conda environment put "
+        "somewhere deep under the home directory of a user"
+    )
     board, clock = ProgressBoard(), Clock()
     board.start("torch", long)
-    board.start("kernels cpu", "float16 matmul accumulating in float32 over a long reduction", total=40,
-                unit="tests")
+    board.start("kernels cpu", "float16 matmul accumulating in float32 over a long reduction", total=40, unit="tests")
     board.update("kernels cpu", completed=12)
     view = ProgressView(board, "check", clock=clock)
     clock.now += 5
@@ -150,8 +160,7 @@ def test_a_long_task_at_40_columns_is_cut_at_a_word_with_an_ellipsis_never_wrapp
 @pytest.mark.parametrize("width", [80, 40, 20, 12, 3, 1])
 def test_no_line_is_ever_wider_than_the_terminal(width):
     board, clock = ProgressBoard(), Clock()
-    board.start("explain", "reading /var/log/a/really/long/path/to/the/training/run.log", total=10**8,
-                unit="bytes")
+    board.start("explain", "reading /var/log/a/really/long/path/to/the/training/run.log", total=10**8, unit="bytes")
     board.update("explain", completed=48 * 10**6)
     board.start("project scan", "")
     clock.now += 3
@@ -169,7 +178,10 @@ def test_counts_bytes_and_the_time_a_step_has_taken():
     view = ProgressView(board, "check", clock=clock)
     clock.now += 0.5  # before ELAPSED_FROM: no time shown yet
     assert [line[2:] for line in view.lines(80)] == [
-        "torch        importing torch", "kernels cpu  12/40 tests", "explain      48.0 of 100.0 MB"]
+        "torch        importing torch",
+        "kernels cpu  12/40 tests",
+        "explain      48.0 of 100.0 MB",
+    ]
     clock.now += 3.7
     assert view.lines(80)[0][2:] == "torch        importing torch (4.2 s)"
 
@@ -210,6 +222,7 @@ def test_a_display_that_is_not_wanted_writes_nothing():
 
 
 # --- the real command on a real terminal -----------------------------------------------------------------------
+
 
 class Terminal:
     """A pseudo-terminal of ``columns`` columns whose output a thread collects."""
@@ -260,8 +273,13 @@ def terminal_env(**extra: str) -> dict[str, str]:
 
 def start(args: list[str], term: Terminal, stdout=subprocess.PIPE, env=None, stdin=subprocess.DEVNULL):
     """``mpdoctor ARGS`` with its stderr on ``term`` (and stdout too when ``stdout`` is the terminal's fd)."""
-    return subprocess.Popen([sys.executable, "-m", "mpdoctor", *args], stdin=stdin, stdout=stdout,
-                            stderr=term.slave, env=env or terminal_env())
+    return subprocess.Popen(
+        [sys.executable, "-m", "mpdoctor", *args],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=term.slave,
+        env=env or terminal_env(),
+    )
 
 
 def run(args: list[str], stdout_on_terminal: bool = False, **env: str) -> tuple[int, bytes, bytes]:
@@ -301,10 +319,17 @@ def test_check_shows_the_probe_steps_on_the_terminal_and_erases_them_leaving_std
     assert term.output.rstrip(b"\r\n").endswith(b"\x1b[2K") and b"\x1b[?25h" in term.output
 
 
-@pytest.mark.parametrize("how", [
-    {"args": ["--quiet"]}, {"args": ["-q"]}, {"env": {"CI": "1"}}, {"env": {"NO_COLOR": "1"}},
-    {"env": {"TERM": "dumb"}},
-], ids=["quiet", "q", "CI", "NO_COLOR", "TERM-dumb"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"args": ["--quiet"]},
+        {"args": ["-q"]},
+        {"env": {"CI": "1"}},
+        {"env": {"NO_COLOR": "1"}},
+        {"env": {"TERM": "dumb"}},
+    ],
+    ids=["quiet", "q", "CI", "NO_COLOR", "TERM-dumb"],
+)
 def test_nothing_on_the_terminal_and_no_escape_byte_when_progress_is_off(how):
     rc, out, terminal = run(["check", "--no-kernels", *how.get("args", [])], **how.get("env", {}))
     assert rc in (0, 1) and out
@@ -314,8 +339,9 @@ def test_nothing_on_the_terminal_and_no_escape_byte_when_progress_is_off(how):
 
 def test_stderr_piped_gets_nothing():
     env = terminal_env()
-    result = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--no-kernels"], capture_output=True,
-                            env=env, timeout=WAIT * 2)
+    result = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", "check", "--no-kernels"], capture_output=True, env=env, timeout=WAIT * 2
+    )
     assert result.returncode in (0, 1)
     assert result.stderr == b"" and ESC not in result.stdout
 
@@ -328,8 +354,12 @@ def _without_creation_time(text: bytes) -> bytes:
 def test_json_on_stdout_is_the_same_bytes_with_and_without_a_terminal():
     snapshot = str(fixture_path("cpu-laptop"))
     rc_term, with_term, _ = run(["check", "--snapshot", snapshot, "--format", "json"])
-    piped = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--snapshot", snapshot, "--format", "json"],
-                           capture_output=True, env=terminal_env(), timeout=WAIT)
+    piped = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", "check", "--snapshot", snapshot, "--format", "json"],
+        capture_output=True,
+        env=terminal_env(),
+        timeout=WAIT,
+    )
     assert rc_term == piped.returncode
     assert _without_creation_time(with_term) == _without_creation_time(piped.stdout)
     json.loads(with_term)
@@ -404,7 +434,7 @@ def test_ctrl_c_erases_the_display_and_gives_the_cursor_back(gated_python):
     proc.communicate(timeout=WAIT)
     term.finish()
     assert proc.returncode == 130
-    assert b"\x1b[?25h" in term.output[term.output.rfind(b"\x1b[?25l"):]  # the cursor, hidden while drawing, is back
+    assert b"\x1b[?25h" in term.output[term.output.rfind(b"\x1b[?25l") :]  # the cursor, hidden while drawing, is back
     assert term.output.rstrip(b"\r\n").endswith(b"\x1b[2K")  # and the last thing done was erasing a line
 
 

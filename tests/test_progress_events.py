@@ -68,8 +68,10 @@ def test_the_cpu_kernels_count_their_tests_up_to_the_plan(cpu_check):
     totals = {total for _, _, _, _, total in posts if total is not None}
     assert len(totals) == 1 and totals.pop() > 10
     done = [completed for what, _, _, completed, _ in posts if what == "update" and completed is not None]
-    assert done == sorted(done) and done[-1] == cpu_check.tasks()[[t.name for t in cpu_check.tasks()]
-                                                                   .index("kernels cpu")].total
+    assert (
+        done == sorted(done)
+        and done[-1] == cpu_check.tasks()[[t.name for t in cpu_check.tasks()].index("kernels cpu")].total
+    )
     texts = cpu_check.texts("kernels cpu")
     assert texts.index("starting the device") < texts.index("running tests") < texts.index("summarising the timings")
     assert cpu_check.ending("kernels cpu") == "done"
@@ -96,7 +98,9 @@ def test_the_torch_part_posts_the_same_steps_without_kernels():
 def test_a_torch_that_hangs_ends_its_task_timed_out(fake_venv, kernels):
     venv = fake_venv("progress-torch-hangs", {"torch/__init__.py": "import time\ntime.sleep(600)\n"})
     board = RecordingBoard()
-    snapshot = take_snapshot(str(fake_venv.python(venv)), Budget.from_timeout(2), kernels, project=False, progress=board)
+    snapshot = take_snapshot(
+        str(fake_venv.python(venv)), Budget.from_timeout(2), kernels, project=False, progress=board
+    )
     assert snapshot.torch.status == "import-timeout"
     assert board.texts("torch")[-2:] == ["importing torch", "timed out after 2 s"]
 

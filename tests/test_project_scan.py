@@ -24,8 +24,26 @@ from mpdoctor.snapshot.project import NOT_ASKED as PROJECT_NOT_ASKED
 
 def check(python: Path, cwd: Path, *args: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    proc = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--python", str(python), "--format", "json",
-                           "--timeout", "20", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mpdoctor",
+            "check",
+            "--python",
+            str(python),
+            "--format",
+            "json",
+            "--timeout",
+            "20",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout)
 
@@ -65,9 +83,25 @@ def test_a_snapshot_without_the_scan_judged_with_apex_checks_says_they_could_not
     all-clear."""
     saved = tmp_path / "narrow.json"
     check(python, project, "--select", "TORCH", "--save-snapshot", str(saved))
-    result = subprocess.run([sys.executable, "-m", "mpdoctor", "check", "--snapshot", str(saved), "--select",
-                             "APEX,ONEFLOW005", "--format", "json", "--fail-on", "never"], capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mpdoctor",
+            "check",
+            "--snapshot",
+            str(saved),
+            "--select",
+            "APEX,ONEFLOW005",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(result.stdout)
     not_taken = [f for f in report["findings"] if f["code"] == "MPD002"]
     assert len(not_taken) == 1 and "no project" in not_taken[0]["title"]
@@ -79,6 +113,7 @@ def test_a_snapshot_without_the_scan_judged_with_apex_checks_says_they_could_not
 
 
 # ---------------------------------------------------------------- the scan's time budget (issue 23)
+
 
 def test_a_scan_out_of_time_names_the_files_it_did_not_read(tmp_path):
     from mpdoctor.probes.remote import scan

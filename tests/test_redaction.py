@@ -19,8 +19,14 @@ CANARIES = {
     "CUDA_SECRET_THING": "canary-0006",
     "NCCL_SOCKET_IFNAME": "eth0?token=canary-0007",
 }
-SECRETS = ["CanaryCanary", "canary-wandb-0002", "canary/aws+secret0003", "canary-pip-0004", "canary-0006",
-           "canary-0007"]
+SECRETS = [
+    "CanaryCanary",
+    "canary-wandb-0002",
+    "canary/aws+secret0003",
+    "canary-pip-0004",
+    "canary-0006",
+    "canary-0007",
+]
 
 
 def assert_clean(text: str) -> None:
@@ -37,8 +43,18 @@ def canary_env():
 def test_live_probe_redacts_canaries_in_every_format(fmt, canary_env, tmp_path):
     saved = tmp_path / "snap.json"
     out = tmp_path / f"report.{fmt}"
-    result = run_cli("check", "--format", fmt, "--output", str(out), "--save-snapshot", str(saved),
-                     "--fail-on", "never", env=canary_env)
+    result = run_cli(
+        "check",
+        "--format",
+        fmt,
+        "--output",
+        str(out),
+        "--save-snapshot",
+        str(saved),
+        "--fail-on",
+        "never",
+        env=canary_env,
+    )
     assert result.returncode == 0, result.stderr
     report, snapshot = out.read_text(), saved.read_text()
     assert_clean(report + result.stdout + result.stderr)
@@ -55,7 +71,8 @@ def test_a_snapshot_with_secrets_from_elsewhere_is_redacted_on_output(tmp_path):
     data = json.loads(fixture_path("precision-stack-conflicts").read_text())
     data["environment"]["env"]["HF_TOKEN"] = CANARIES["HF_TOKEN"]
     data["environment"]["distributions"][0]["direct_url"] = (
-        '{"url": "git+https://bob:canary-pip-0004@github.com/x/y.git"}')
+        '{"url": "git+https://bob:canary-pip-0004@github.com/x/y.git"}'
+    )
     data["torch"]["error_message"] = "failed to fetch https://x.example/?api_key=canary-0006"
     path = tmp_path / "leaky.json"
     path.write_text(json.dumps(data))
@@ -65,11 +82,22 @@ def test_a_snapshot_with_secrets_from_elsewhere_is_redacted_on_output(tmp_path):
         assert_clean(result.stdout)
 
 
-@pytest.mark.parametrize("name, secret", [
-    ("HF_TOKEN", True), ("HUGGING_FACE_HUB_TOKEN", True), ("WANDB_API_KEY", True), ("OPENAI_APIKEY", True),
-    ("DB_PASSWORD", True), ("AWS_SECRET_ACCESS_KEY", True), ("GOOGLE_APPLICATION_CREDENTIALS", True),
-    ("CUDA_VISIBLE_DEVICES", False), ("PYTORCH_CUDA_ALLOC_CONF", False), ("PWD", False), ("PATH", False),
-])
+@pytest.mark.parametrize(
+    "name, secret",
+    [
+        ("HF_TOKEN", True),
+        ("HUGGING_FACE_HUB_TOKEN", True),
+        ("WANDB_API_KEY", True),
+        ("OPENAI_APIKEY", True),
+        ("DB_PASSWORD", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("CUDA_VISIBLE_DEVICES", False),
+        ("PYTORCH_CUDA_ALLOC_CONF", False),
+        ("PWD", False),
+        ("PATH", False),
+    ],
+)
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret
 
@@ -98,10 +126,16 @@ def test_redact_tree_masks_secret_keys_and_walks_lists():
 
 # Every shape of issue 22, each with the secret it hides and what must survive around it.
 SHAPES = [
-    ("PIP_EXTRA_INDEX_URL='https://ghp_Sec1aaaaaaaaaaaaaaaaaaaaaa:x-oauth-basic@github.com/x'", "Sec1",
-     "https://<redacted>@github.com/x"),
-    ("apex @ git+https://Sec2tokentokentokentoken:x-oauth-basic@github.com/NVIDIA/apex", "Sec2",
-     "git+https://<redacted>@github.com/NVIDIA/apex"),
+    (
+        "PIP_EXTRA_INDEX_URL='https://ghp_Sec1aaaaaaaaaaaaaaaaaaaaaa:x-oauth-basic@github.com/x'",
+        "Sec1",
+        "https://<redacted>@github.com/x",
+    ),
+    (
+        "apex @ git+https://Sec2tokentokentokentoken:x-oauth-basic@github.com/NVIDIA/apex",
+        "Sec2",
+        "git+https://<redacted>@github.com/NVIDIA/apex",
+    ),
     ("https://user:pa@Sec3@host/simple", "Sec3", "https://user:<redacted>@host/simple"),
     ("https://Sec4aaaaaaaaaaaaaaaaaaaaaaaa@git.example.com/x", "Sec4", "https://<redacted>@git.example.com"),
     ("curl -H 'Authorization: Bearer Sec5.abc-def' x", "Sec5", "Authorization: Bearer <redacted>' x"),
@@ -129,8 +163,11 @@ SHAPES = [
     ("rk_test_Sec27aaaaaaaaaaa", "Sec27", "<redacted>"),
     ("pypi-AgEIcHlwaS5vcmcSec28aaaaaaaaaaaaaaaaaaaaaaaaaa", "Sec28", "<redacted>"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJTec29aaaaaa.sig-sig", "Tec29", "<redacted>"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpSec30\nabc\n-----END RSA PRIVATE KEY-----\nnext", "Sec30",
-     "<redacted>\nnext"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpSec30\nabc\n-----END RSA PRIVATE KEY-----\nnext",
+        "Sec30",
+        "<redacted>\nnext",
+    ),
     ("https://host/x?access_token=Sec31&page=2", "Sec31", "access_token=<redacted>&page=2"),
     ("accessToken=Sec32 clientSecret: Sec32", "Sec32", "accessToken=<redacted> clientSecret: <redacted>"),
 ]
@@ -144,12 +181,21 @@ def test_every_shape_of_issue_22(text, secret, kept):
     assert redact_text(masked) == masked  # redaction is applied more than once on the way out: it must be stable
 
 
-@pytest.mark.parametrize("text", [
-    "max_new_tokens=20 pad_token_id=0 eos_token: </s> num_tokens: 512",  # token counts, not credentials
-    "KeyError: 'weight'", "TOKENIZERS_PARALLELISM=false", "ssh://git@github.com/x/y",
-    "https://alice@pypi.example.com/simple", "RuntimeError: expected scalar type Float but found Half",
-    "std::token::next", "if key == other:", "http://host:8080/path", "lr=1e-4 steps=10",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_new_tokens=20 pad_token_id=0 eos_token: </s> num_tokens: 512",  # token counts, not credentials
+        "KeyError: 'weight'",
+        "TOKENIZERS_PARALLELISM=false",
+        "ssh://git@github.com/x/y",
+        "https://alice@pypi.example.com/simple",
+        "RuntimeError: expected scalar type Float but found Half",
+        "std::token::next",
+        "if key == other:",
+        "http://host:8080/path",
+        "lr=1e-4 steps=10",
+    ],
+)
 def test_ordinary_text_is_left_alone(text):
     assert redact_text(text) == text
 

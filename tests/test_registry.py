@@ -15,8 +15,20 @@ from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
 from mpdoctor.checkpoint_audit.report import audit_files
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile
-from mpdoctor.checks.registry import (CHECK_CRASHED, CHECKPOINT, DOC_SECTIONS, FAMILIES, INTERNAL, RANKS, SNAPSHOT,
-                                      SUBJECTS, Registry, builtin_registry, check, rule)
+from mpdoctor.checks.registry import (
+    CHECK_CRASHED,
+    CHECKPOINT,
+    DOC_SECTIONS,
+    FAMILIES,
+    INTERNAL,
+    RANKS,
+    SNAPSHOT,
+    SUBJECTS,
+    Registry,
+    builtin_registry,
+    check,
+    rule,
+)
 from mpdoctor.cli import app
 from mpdoctor.doctor.judge import judge, run_checks
 from mpdoctor.snapshot import Snapshot
@@ -24,20 +36,36 @@ from mpdoctor.snapshot import Snapshot
 runner = CliRunner()
 
 DECLARED_PREFIXES = {
-    "environment": "ENV", "torch": "TORCH", "driver": "DRV", "gpu": "GPU", "stack": "STACK",
-    "precision": "PREC", "apex": "APEX", "oneflow": "ONEFLOW", "audit": "AUDIT", "fleet": "FLEET", "mpdoctor": "MPD",
+    "environment": "ENV",
+    "torch": "TORCH",
+    "driver": "DRV",
+    "gpu": "GPU",
+    "stack": "STACK",
+    "precision": "PREC",
+    "apex": "APEX",
+    "oneflow": "ONEFLOW",
+    "audit": "AUDIT",
+    "fleet": "FLEET",
+    "mpdoctor": "MPD",
 }
-OUTSIDE_CHECK = {"AUDIT001": ("unreadable-weights", CHECKPOINT), "AUDIT002": ("module-mixes-dtypes", CHECKPOINT),
-                 "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT),
-                 "AUDIT004": ("module-in-another-dtype", CHECKPOINT), "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
-                 "MPD001": ("check-crashed", INTERNAL),
-                 "MPD002": ("fact-not-taken", INTERNAL), "MPD003": ("device-not-measured", INTERNAL),
-                 "FLEET001": ("rank-never-reported", RANKS), "FLEET002": ("versions-differ-across-ranks", RANKS),
-                 "FLEET003": ("driver-differs-across-ranks", RANKS), "FLEET004": ("gpu-differs-across-ranks", RANKS),
-                 "FLEET005": ("gpu-slower-than-its-peers", RANKS),
-                 "FLEET006": ("environment-differs-across-ranks", RANKS),
-                 "FLEET007": ("finding-on-some-ranks-only", RANKS),
-                 "FLEET008": ("rank-without-a-gpu-of-its-own", RANKS)}
+OUTSIDE_CHECK = {
+    "AUDIT001": ("unreadable-weights", CHECKPOINT),
+    "AUDIT002": ("module-mixes-dtypes", CHECKPOINT),
+    "AUDIT003": ("checkpoint-mixes-dtypes", CHECKPOINT),
+    "AUDIT004": ("module-in-another-dtype", CHECKPOINT),
+    "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
+    "MPD001": ("check-crashed", INTERNAL),
+    "MPD002": ("fact-not-taken", INTERNAL),
+    "MPD003": ("device-not-measured", INTERNAL),
+    "FLEET001": ("rank-never-reported", RANKS),
+    "FLEET002": ("versions-differ-across-ranks", RANKS),
+    "FLEET003": ("driver-differs-across-ranks", RANKS),
+    "FLEET004": ("gpu-differs-across-ranks", RANKS),
+    "FLEET005": ("gpu-slower-than-its-peers", RANKS),
+    "FLEET006": ("environment-differs-across-ranks", RANKS),
+    "FLEET007": ("finding-on-some-ranks-only", RANKS),
+    "FLEET008": ("rank-without-a-gpu-of-its-own", RANKS),
+}
 
 
 def _nothing(snap):
@@ -64,12 +92,15 @@ def test_every_code_carries_its_familys_prefix_and_is_documented():
             assert section in entry.doc, f"{entry.code} lacks {section}"
 
 
-@pytest.mark.parametrize("code, family, message", [
-    ("GPU010", "torch", "family torch has the prefix TORCH, not GPU"),
-    ("TORCH099", "gpu", "family gpu has the prefix GPU, not TORCH"),
-    ("PRECISION001", "precision", "family precision has the prefix PREC, not PRECISION"),
-    ("TST001", "testing", "unknown family 'testing'"),
-])
+@pytest.mark.parametrize(
+    "code, family, message",
+    [
+        ("GPU010", "torch", "family torch has the prefix TORCH, not GPU"),
+        ("TORCH099", "gpu", "family gpu has the prefix GPU, not TORCH"),
+        ("PRECISION001", "precision", "family precision has the prefix PREC, not PRECISION"),
+        ("TST001", "testing", "unknown family 'testing'"),
+    ],
+)
 def test_a_code_outside_its_familys_prefix_is_refused(code, family, message):
     registry = Registry({**FAMILIES, "test": "TST"})
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -102,10 +133,15 @@ def _tensor(name: str, dtype: str, nbytes: int = 8) -> TensorEntry:
 
 
 def test_audit_findings_are_stamped_with_the_registered_rules():
-    mixed = WeightFile("m.safetensors", format="safetensors",
-                       tensors=[_tensor("down.conv.weight", "float16"), _tensor("down.conv.bias", "float32", 4)])
-    parts = [WeightFile("unet.safetensors", "unet", "safetensors", [_tensor("conv.weight", "float16")]),
-             WeightFile("te.safetensors", "text_encoder", "safetensors", [_tensor("embed.weight", "float32")])]
+    mixed = WeightFile(
+        "m.safetensors",
+        format="safetensors",
+        tensors=[_tensor("down.conv.weight", "float16"), _tensor("down.conv.bias", "float32", 4)],
+    )
+    parts = [
+        WeightFile("unet.safetensors", "unet", "safetensors", [_tensor("conv.weight", "float16")]),
+        WeightFile("te.safetensors", "text_encoder", "safetensors", [_tensor("embed.weight", "float32")]),
+    ]
     broken = WeightFile("bad.safetensors", format="safetensors", error="bad.safetensors: truncated")
     found = {f.code: f for files in ([mixed], parts, [broken]) for f in audit_files("x", files).findings}
     assert set(found) == {"AUDIT001", "AUDIT002", "AUDIT003"}
@@ -144,20 +180,22 @@ def test_one_way_to_declare_for_every_subject():
         builtin_registry().judging("weights")
 
 
-@pytest.mark.parametrize("severities, message", [
-    ("warning", "severities takes a tuple of severities, not the string 'warning'"),
-    (("error", "fatal"), "severities names 'fatal', which is no severity"),
-    (("warning", "error"), "must be distinct and worst first"),
-    (("warning", "warning"), "must be distinct and worst first"),
-])
+@pytest.mark.parametrize(
+    "severities, message",
+    [
+        ("warning", "severities takes a tuple of severities, not the string 'warning'"),
+        (("error", "fatal"), "severities names 'fatal', which is no severity"),
+        (("warning", "error"), "must be distinct and worst first"),
+        (("warning", "warning"), "must be distinct and worst first"),
+    ],
+)
 def test_malformed_severities_are_refused(severities, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         Registry().add("FLEET099", "fleet-thing", "fleet", subject=RANKS, doc="x", severities=severities)
 
 
 def test_a_rule_declares_the_severities_of_its_findings():
-    entry = Registry().add("FLEET099", "fleet-thing", "fleet", subject=RANKS, doc="x",
-                           severities=["error", "info"])
+    entry = Registry().add("FLEET099", "fleet-thing", "fleet", subject=RANKS, doc="x", severities=["error", "info"])
     assert entry.severities == ("error", "info")
     assert Registry().add("GPU099", "gpu-thing", "gpu", _nothing).severities == ()
 
@@ -209,11 +247,14 @@ def test_a_check_superseded_by_itself_is_refused():
         _two(superseded_by=["TST001"])
 
 
-@pytest.mark.parametrize("links", [
-    {"TST001": ["TST002"], "TST002": ["TST001"]},
-    {"TST001": ["TST002"], "TST002": ["TST003"], "TST003": ["TST001"]},
-    {"TST001": ["TST003"], "TST002": ["TST003"], "TST003": ["TST004"], "TST004": ["TST002"]},
-])
+@pytest.mark.parametrize(
+    "links",
+    [
+        {"TST001": ["TST002"], "TST002": ["TST001"]},
+        {"TST001": ["TST002"], "TST002": ["TST003"], "TST003": ["TST001"]},
+        {"TST001": ["TST003"], "TST002": ["TST003"], "TST003": ["TST004"], "TST004": ["TST002"]},
+    ],
+)
 def test_a_cycle_of_supersessions_is_refused(links):
     registry = Registry({"test": "TST"})
     for n in range(1, 5):
@@ -256,15 +297,20 @@ def test_every_builtin_check_declares_names_not_snapshots():
         assert all(isinstance(name, str) for name in entry.fires_on + entry.quiet_on), entry.code
 
 
-@pytest.mark.parametrize("fixtures, message", [
-    ({"fires_on": "cpu-laptop"}, "fires_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
-    ({"quiet_on": "cpu-laptop"}, "quiet_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
-    ({"fires_on": ["cpu-laptop.json"]}, "fires_on names 'cpu-laptop.json', which is no fixture name"),
-    ({"quiet_on": [Snapshot()]}, "quiet_on names Snapshot("),
-    ({"fires_on": ["cpu-laptop", "cpu-laptop"]}, "fires_on names cpu-laptop more than once"),
-    ({"fires_on": ["cpu-laptop", "cpu-kernels"], "quiet_on": ["cpu-kernels"]},
-     "TST001 both fires_on and is quiet_on cpu-kernels"),
-])
+@pytest.mark.parametrize(
+    "fixtures, message",
+    [
+        ({"fires_on": "cpu-laptop"}, "fires_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
+        ({"quiet_on": "cpu-laptop"}, "quiet_on takes a tuple of fixture names, not the string 'cpu-laptop'"),
+        ({"fires_on": ["cpu-laptop.json"]}, "fires_on names 'cpu-laptop.json', which is no fixture name"),
+        ({"quiet_on": [Snapshot()]}, "quiet_on names Snapshot("),
+        ({"fires_on": ["cpu-laptop", "cpu-laptop"]}, "fires_on names cpu-laptop more than once"),
+        (
+            {"fires_on": ["cpu-laptop", "cpu-kernels"], "quiet_on": ["cpu-kernels"]},
+            "TST001 both fires_on and is quiet_on cpu-kernels",
+        ),
+    ],
+)
 def test_malformed_fixture_declarations_are_refused(fixtures, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _two(**fixtures)
@@ -298,15 +344,18 @@ def test_checks_lists_every_code_in_columns_under_a_header():
     assert columns[1] > columns[0] + len(longest.name)
 
 
-@pytest.mark.parametrize("code, words", [
-    ("AUDIT002", ["AUDIT002 module-mixes-dtypes (audit", "mpdoctor audit PATH", "## Why it matters", "## Fix"]),
-    ("unreadable-weights", ["AUDIT001 unreadable-weights", "## Fix"]),
-    ("audit003", ["AUDIT003 checkpoint-mixes-dtypes", "## Why it matters"]),
-    ("MPD001", ["MPD001 check-crashed (mpdoctor", "## Why it matters", "## Fix"]),
-    ("TORCH005", ["TORCH005 cpu-only-torch-with-gpus (torch)", "## Fix"]),
-    ("FLEET001", ["FLEET001 rank-never-reported (fleet", "`mpdoctor fleet`", "## Why it matters", "## Fix"]),
-    ("gpu-slower-than-its-peers", ["FLEET005 gpu-slower-than-its-peers (fleet", "## Fix"]),
-])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        ("AUDIT002", ["AUDIT002 module-mixes-dtypes (audit", "mpdoctor audit PATH", "## Why it matters", "## Fix"]),
+        ("unreadable-weights", ["AUDIT001 unreadable-weights", "## Fix"]),
+        ("audit003", ["AUDIT003 checkpoint-mixes-dtypes", "## Why it matters"]),
+        ("MPD001", ["MPD001 check-crashed (mpdoctor", "## Why it matters", "## Fix"]),
+        ("TORCH005", ["TORCH005 cpu-only-torch-with-gpus (torch)", "## Fix"]),
+        ("FLEET001", ["FLEET001 rank-never-reported (fleet", "`mpdoctor fleet`", "## Why it matters", "## Fix"]),
+        ("gpu-slower-than-its-peers", ["FLEET005 gpu-slower-than-its-peers (fleet", "## Fix"]),
+    ],
+)
 def test_rule_documents_every_code(code, words):
     result = runner.invoke(app, ["rule", code])
     assert result.exit_code == 0, result.output
@@ -314,17 +363,20 @@ def test_rule_documents_every_code(code, words):
         assert text in result.output
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--select", "AUDIT", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
-    ("--ignore", "AUDIT002", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
-    ("--select", "TORCH005,AUDIT001", "`mpdoctor audit PATH`"),
-    ("--ignore", "MPD001", "mpdoctor's own codes (a check that crashed, facts a snapshot lacked)"),
-    ("--select", "MPD", "--ignore the check concerned instead"),
-    ("--ignore", "MPD002", "cannot be selected or ignored"),
-    ("--select", "FLEET", "names fleet codes, which compare the ranks of one job, not this environment"),
-    ("--ignore", "FLEET002", "`mpdoctor fleet` reports them"),
-    ("--select", "NOPE", "no check code starts with 'NOPE'"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--select", "AUDIT", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
+        ("--ignore", "AUDIT002", "judge a checkpoint, not this environment: `mpdoctor audit PATH`"),
+        ("--select", "TORCH005,AUDIT001", "`mpdoctor audit PATH`"),
+        ("--ignore", "MPD001", "mpdoctor's own codes (a check that crashed, facts a snapshot lacked)"),
+        ("--select", "MPD", "--ignore the check concerned instead"),
+        ("--ignore", "MPD002", "cannot be selected or ignored"),
+        ("--select", "FLEET", "names fleet codes, which compare the ranks of one job, not this environment"),
+        ("--ignore", "FLEET002", "`mpdoctor fleet` reports them"),
+        ("--select", "NOPE", "no check code starts with 'NOPE'"),
+    ],
+)
 def test_select_and_ignore_take_only_codes_that_check_runs(option, value, message):
     result = run_cli("check", "--snapshot", str(fixture_path("cpu-laptop")), option, value)
     assert result.returncode == 2
@@ -333,6 +385,7 @@ def test_select_and_ignore_take_only_codes_that_check_runs(option, value, messag
 
 
 def test_a_prefix_that_also_starts_an_audit_code_is_fine():
-    result = runner.invoke(app, ["check", "--snapshot", str(fixture_path("apex-pypi-impostor")), "--select", "A",
-                                 "--fail-on", "never"])
+    result = runner.invoke(
+        app, ["check", "--snapshot", str(fixture_path("apex-pypi-impostor")), "--select", "A", "--fail-on", "never"]
+    )
     assert result.exit_code == 0 and "APEX001" in result.output

@@ -78,14 +78,18 @@ def test_a_minor_version_warning_does_not_hide_cuda_being_unavailable():
     assert "driver supports" not in found["TORCH009"].title
 
 
-@pytest.mark.parametrize("fixture, ignore, code, words", [
-    ("h100-driver-too-old", "TORCH006", "TORCH009", "needs CUDA 13.0"),
-    ("cuda-hidden-by-env", "GPU005", "TORCH009", "hides every GPU"),
-    ("kernels-missing-arch", "PREC", "TORCH007", "no kernel image"),
-])
+@pytest.mark.parametrize(
+    "fixture, ignore, code, words",
+    [
+        ("h100-driver-too-old", "TORCH006", "TORCH009", "needs CUDA 13.0"),
+        ("cuda-hidden-by-env", "GPU005", "TORCH009", "hides every GPU"),
+        ("kernels-missing-arch", "PREC", "TORCH007", "no kernel image"),
+    ],
+)
 def test_the_cli_reports_the_error_and_exits_1(fixture, ignore, code, words):
-    result = runner.invoke(app, ["check", "--snapshot", str(fixture_path(fixture)), "--ignore", ignore],
-                           env={"COLUMNS": "300"})
+    result = runner.invoke(
+        app, ["check", "--snapshot", str(fixture_path(fixture)), "--ignore", ignore], env={"COLUMNS": "300"}
+    )
     assert result.exit_code == 1, result.output
     assert code in result.output and words in result.output
     assert "No problems found" not in result.output
@@ -131,10 +135,12 @@ RELATIONS = [
 ]
 
 
-@pytest.mark.parametrize("fixture, change, superseded, ignore, superseding", RELATIONS,
-                         ids=[f"{r[2]}-by-{r[4]}-{r[0]}" for r in RELATIONS])
+@pytest.mark.parametrize(
+    "fixture, change, superseded, ignore, superseding", RELATIONS, ids=[f"{r[2]}-by-{r[4]}-{r[0]}" for r in RELATIONS]
+)
 def test_a_superseded_finding_stands_down_and_speaks_when_its_superseder_is_ignored(
-        fixture, change, superseded, ignore, superseding):
+    fixture, change, superseded, ignore, superseding
+):
     snap = load_fixture(fixture)
     if change:
         change(snap)
@@ -148,8 +154,9 @@ def test_a_superseded_finding_stands_down_and_speaks_when_its_superseder_is_igno
         assert set(ignore) & set(entry.superseded_by + entry.defers_to), finding.code
         assert finding.evidence and finding.fix and finding.title
     # Selecting both gives the same answer as selecting everything; selecting the superseded alone, it speaks.
-    assert [f for f in judge(snap, select=[superseded, superseding]) if f.code == superseded] == \
-        [f for f in everything if f.code == superseded]
+    assert [f for f in judge(snap, select=[superseded, superseding]) if f.code == superseded] == [
+        f for f in everything if f.code == superseded
+    ]
     assert [f for f in judge(snap, select=[superseded]) if f not in everything]
 
 
@@ -163,8 +170,9 @@ def test_a_superseded_finding_is_not_a_duplicate_of_the_finding_it_gives_way_to(
 
 def test_every_declared_relation_is_exercised_by_a_fixture():
     exercised = {(r[2], r[4]) for r in RELATIONS}
-    declared = {(c.code, other) for c in builtin_registry().snapshot_checks()
-                for other in c.superseded_by + c.defers_to}
+    declared = {
+        (c.code, other) for c in builtin_registry().snapshot_checks() for other in c.superseded_by + c.defers_to
+    }
     # PREC009's start failure gives way to TORCH007 as well (kernels-missing-arch, ignoring PREC002 only).
     assert judge(load_fixture("kernels-missing-arch"), select=["PREC009", "TORCH007"])[0].code == "TORCH007"
     exercised.add(("PREC009", "TORCH007"))
@@ -221,6 +229,7 @@ def _says(title):
     def func(snap):
         """Finds something."""
         yield warning(title, ["fact"])
+
     return func
 
 
@@ -247,8 +256,9 @@ def test_superseded_only_by_a_selected_check_that_fired():
 
 
 def test_the_order_checks_run_in_does_not_matter():
-    registry = _registry(("TST001", _says("the effect"), {"superseded_by": ["TST002"]}),
-                         ("TST002", _says("the cause"), {}))
+    registry = _registry(
+        ("TST001", _says("the effect"), {"superseded_by": ["TST002"]}), ("TST002", _says("the cause"), {})
+    )
     assert codes(run_checks(Snapshot(), registry.select())) == ["TST002"]
     assert codes(run_checks(Snapshot(), list(reversed(registry.select())))) == ["TST002"]
 
@@ -299,37 +309,43 @@ class TakenCalls(list):
         self.project: list[bool] = []
 
 
-@pytest.mark.parametrize("select, ignore, mode, expected", [
-    ([], [], "quick", "quick"),
-    ([], [], "full", "full"),
-    ([], [], "off", "off"),  # --no-kernels
-    (["TORCH"], [], "quick", "off"),
-    (["TORCH007"], [], "quick", "off"),  # predicts from the arch list; PREC002 is not selected to supersede it
-    (["GPU", "APEX", "ONEFLOW"], [], "quick", "off"),
-    ([], ["PREC"], "quick", "off"),
-    (["PREC002"], [], "quick", "quick"),
-    (["TORCH", "PREC010"], [], "full", "full"),
-    (["PREC"], ["PREC00"], "quick", "quick"),  # PREC010 is left, and needs them
-    (["PREC"], ["PREC00", "PREC01"], "quick", "off"),
-])
+@pytest.mark.parametrize(
+    "select, ignore, mode, expected",
+    [
+        ([], [], "quick", "quick"),
+        ([], [], "full", "full"),
+        ([], [], "off", "off"),  # --no-kernels
+        (["TORCH"], [], "quick", "off"),
+        (["TORCH007"], [], "quick", "off"),  # predicts from the arch list; PREC002 is not selected to supersede it
+        (["GPU", "APEX", "ONEFLOW"], [], "quick", "off"),
+        ([], ["PREC"], "quick", "off"),
+        (["PREC002"], [], "quick", "quick"),
+        (["TORCH", "PREC010"], [], "full", "full"),
+        (["PREC"], ["PREC00"], "quick", "quick"),  # PREC010 is left, and needs them
+        (["PREC"], ["PREC00", "PREC01"], "quick", "off"),
+    ],
+)
 def test_gather_takes_the_kernels_only_when_a_selected_check_needs_them(taken, select, ignore, mode, expected):
     gather(Options(python=sys.executable, kernels=mode, select=select, ignore=ignore))
     assert taken == [expected]
 
 
-@pytest.mark.parametrize("select, ignore, expected", [
-    ([], [], True),
-    (["TORCH"], [], False),
-    (["GPU", "PREC", "STACK"], [], False),
-    (["APEX"], [], True),
-    (["APEX002"], [], False),  # reads installed code's apex imports, not the project's
-    (["APEX006"], [], True),
-    (["ONEFLOW005"], [], True),
-    (["ONEFLOW003"], [], False),
-    ([], ["APEX", "ONEFLOW"], True),  # ENV003 reports on the scan itself
-    ([], ["APEX", "ONEFLOW", "ENV003"], False),
-    (["TORCH", "ONEFLOW001"], [], True),
-])
+@pytest.mark.parametrize(
+    "select, ignore, expected",
+    [
+        ([], [], True),
+        (["TORCH"], [], False),
+        (["GPU", "PREC", "STACK"], [], False),
+        (["APEX"], [], True),
+        (["APEX002"], [], False),  # reads installed code's apex imports, not the project's
+        (["APEX006"], [], True),
+        (["ONEFLOW005"], [], True),
+        (["ONEFLOW003"], [], False),
+        ([], ["APEX", "ONEFLOW"], True),  # ENV003 reports on the scan itself
+        ([], ["APEX", "ONEFLOW", "ENV003"], False),
+        (["TORCH", "ONEFLOW001"], [], True),
+    ],
+)
 def test_gather_scans_the_project_only_when_a_selected_check_needs_it(taken, select, ignore, expected):
     gather(Options(python=sys.executable, select=select, ignore=ignore))
     assert taken.project == [expected]
@@ -376,7 +392,9 @@ def test_every_check_that_needs_the_kernels_reads_them():
         snap = load_fixture(name)
         unread -= {c.code for c in needing if c.code in unread and c.run(snap) != c.run(_without(snap, "kernels"))}
     assert unread == set()
-    assert {c.code for c in needing} == {c.code for c in builtin_registry().snapshot_checks() if c.family == "precision"}
+    assert {c.code for c in needing} == {
+        c.code for c in builtin_registry().snapshot_checks() if c.family == "precision"
+    }
 
 
 # ---------------------------------------------------------------- a fact the snapshot never took

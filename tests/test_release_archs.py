@@ -27,8 +27,10 @@ def test_the_installed_torchs_own_table_is_read():
 
 def test_a_table_of_one_set_per_cuda_version_is_read_for_every_host():
     flat = {"12.6": {50, 60, 70, 75, 80, 86, 90}, "13.0": {75, 80, 86, 90, 100, 120}}
-    assert release_archs(flat) == {"12.6": {"any": [50, 60, 70, 75, 80, 86, 90]},
-                                   "13.0": {"any": [75, 80, 86, 90, 100, 120]}}
+    assert release_archs(flat) == {
+        "12.6": {"any": [50, 60, 70, 75, 80, 86, 90]},
+        "13.0": {"any": [75, 80, 86, 90, 100, 120]},
+    }
     snap = load_fixture("cpu-laptop")
     snap.torch.release_archs = release_archs(flat)
     assert fixes.torch_variants(snap)["13.0"] == {75, 80, 86, 90, 100, 120}
@@ -41,8 +43,11 @@ def test_a_per_host_table_keeps_its_hosts():
 
 @pytest.mark.parametrize("table", [[1, 2], {"12.6": "sm_80"}, {"12.6": {"x86_64": 80}}])
 def test_an_unknown_shape_is_a_fact_error_not_a_crash(table):
-    torch = types.SimpleNamespace(__version__="9.9", version=types.SimpleNamespace(cuda="12.6"),
-                                  cuda=types.SimpleNamespace(PYTORCH_RELEASES_CODE_CC=table))
+    torch = types.SimpleNamespace(
+        __version__="9.9",
+        version=types.SimpleNamespace(cuda="12.6"),
+        cuda=types.SimpleNamespace(PYTORCH_RELEASES_CODE_CC=table),
+    )
     facts = torch_build_facts(torch)
     assert "release_archs" not in facts and facts["errors"]["release_archs"].startswith("TypeError: ")
     assert facts["version"] == "9.9"  # the other build facts stand

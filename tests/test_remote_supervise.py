@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 
 from mpdoctor.probes import environment, kernels
-from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import LOAD_PACKAGES, package_inits, seconds_text as host_seconds_text
 from mpdoctor.probes.remote import kernel_runner, kernel_suite, loads, steps, supervise
 
@@ -56,8 +55,7 @@ def run_job(path: Path, plan, step_limit=10.0, budget=30.0, **options) -> tuple[
 def test_a_step_that_kills_its_worker_costs_only_itself(tmp_path):
     job, data = run_job(tmp_path / "job.jsonl", [("a", ok()), ("b", die), ("c", ok("c"))], max_restarts=3)
     assert data["a"]["status"] == "ok" and data["c"] == {"status": "ok", "value": "c"}
-    assert data["b"] == {"status": "crashed", "detail": "the process was killed by SIGKILL",
-                         steps.BY: steps.SUPERVISOR}
+    assert data["b"] == {"status": "crashed", "detail": "the process was killed by SIGKILL", steps.BY: steps.SUPERVISOR}
     assert data[steps.END]["status"] == "ok" and data[steps.END]["restarts"] == 1
     assert (job.status, job.detail, job.restarts) == ("ok", "", 1)
 
@@ -66,8 +64,11 @@ def test_a_step_that_hangs_is_killed_at_its_limit_and_the_next_step_runs(tmp_pat
     began = time.monotonic()
     job, data = run_job(tmp_path / "job.jsonl", [("a", ok()), ("b", hang), ("c", ok())], step_limit=1.0)
     assert time.monotonic() - began < 10
-    assert data["b"] == {"status": "timeout", "detail": "did not finish within 1 s and was killed",
-                         steps.BY: steps.SUPERVISOR}
+    assert data["b"] == {
+        "status": "timeout",
+        "detail": "did not finish within 1 s and was killed",
+        steps.BY: steps.SUPERVISOR,
+    }
     assert data["c"]["status"] == "ok" and job.status == "ok" and job.restarts == 1
 
 
@@ -90,8 +91,9 @@ def test_the_first_step_ends_the_job_when_it_fails(tmp_path):
     assert "b" not in data and data[steps.DONE] is True
     assert (job.status, job.detail) == ("error", "no such device")
 
-    job, data = run_job(tmp_path / "slow.jsonl", [("start", hang), ("b", ok())], step_limit=0.5, first="start",
-                        first_limit=1.0)
+    job, data = run_job(
+        tmp_path / "slow.jsonl", [("start", hang), ("b", ok())], step_limit=0.5, first="start", first_limit=1.0
+    )
     assert data["start"]["detail"] == "did not finish within 1 s and was killed"  # the first step's own limit
     assert job.status == "timeout" and "b" not in data
 
@@ -104,8 +106,13 @@ def test_a_job_that_keeps_crashing_is_given_up_after_max_restarts(tmp_path):
 
 
 def test_the_deadline_ends_a_job_and_its_words_can_be_the_callers(tmp_path):
-    job, data = run_job(tmp_path / "job.jsonl", [("a", hang), ("b", ok())], step_limit=30, budget=0.5,
-                        wording={"deadline": "the device's time ran out"})
+    job, data = run_job(
+        tmp_path / "job.jsonl",
+        [("a", hang), ("b", ok())],
+        step_limit=30,
+        budget=0.5,
+        wording={"deadline": "the device's time ran out"},
+    )
     assert data["a"]["detail"] == "the device's time ran out" and "b" not in data
     assert job.status == "timeout" and job.detail.startswith("stopped at a (timeout)")
 
@@ -127,8 +134,9 @@ def test_jobs_wait_until_ready_and_finished_jobs_can_add_jobs(tmp_path):
     def stamp(name):
         return lambda: order.append(name) or {"status": "ok", "at": time.monotonic()}
 
-    waiting = supervise.Job(str(tmp_path / "waiting.jsonl"), lambda: [("w", stamp("w"))], 5,
-                            time.monotonic() + 30, ready=gate.exists)
+    waiting = supervise.Job(
+        str(tmp_path / "waiting.jsonl"), lambda: [("w", stamp("w"))], 5, time.monotonic() + 30, ready=gate.exists
+    )
     first = supervise.Job(str(tmp_path / "first.jsonl"), lambda: [("f", stamp("f"))], 5, time.monotonic() + 30)
     added = supervise.Job(str(tmp_path / "added.jsonl"), lambda: [("x", stamp("x"))], 5, time.monotonic() + 30)
 
@@ -158,7 +166,13 @@ def test_the_step_file_is_not_parsed_while_the_worker_makes_progress(tmp_path, m
 
 def test_limits_are_written_as_people_write_them():
     assert [supervise.seconds_text(s) for s in (0.5, 2.0, 6.6667, 15.0, 185.2, 0.05)] == [
-        "0.5", "2", "6.7", "15", "185", "0.05"]
+        "0.5",
+        "2",
+        "6.7",
+        "15",
+        "185",
+        "0.05",
+    ]
 
 
 def test_the_host_writes_limits_with_the_targets_function():
@@ -174,8 +188,10 @@ def test_a_stall_under_a_second_says_its_limit_not_zero(tmp_path, monkeypatch):
     (tmp_path / "mpd_stalls.py").write_text("import time\ntime.sleep(60)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     results = loads.load_each(["mpd_stalls"], 0.3, 5.0)
-    assert results["mpd_stalls"] == {"status": "timeout",
-                                     "detail": "the import did not finish within 0.3 s and was killed"}
+    assert results["mpd_stalls"] == {
+        "status": "timeout",
+        "detail": "the import did not finish within 0.3 s and was killed",
+    }
 
 
 def test_a_supervisor_record_after_a_line_cut_short_stays_readable(tmp_path):
@@ -197,7 +213,9 @@ def _python38() -> str | None:
 
 # Loads portable/ and probes/remote/ as the private packages the bootstrap makes of them (child.LOAD_PACKAGES),
 # then runs a job with a crash, a hang and a raise, and apex-style extension loads.
-UNDER_38 = LOAD_PACKAGES + """\
+UNDER_38 = (
+    LOAD_PACKAGES
+    + """\
 import json, signal, time
 supervise = importlib.import_module("_mpdoctor_remote.supervise")
 loads = importlib.import_module("_mpdoctor_remote.loads")
@@ -213,6 +231,7 @@ supervise.run([job])
 print(json.dumps({"job": supervise.read_steps(path)[0],
                   "loads": loads.load_each(["mpd_ok", "mpd_abort", "mpd_missing"], 2.0, 6.0)}))
 """
+)
 
 
 def test_the_supervisor_runs_under_python_3_8(tmp_path):
@@ -222,13 +241,24 @@ def test_the_supervisor_runs_under_python_3_8(tmp_path):
     (tmp_path / "mpd_ok.py").write_text("")
     (tmp_path / "mpd_abort.py").write_text("import os\nos.abort()\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([python, "-c", UNDER_38, *package_inits(), str(tmp_path)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [python, "-c", UNDER_38, *package_inits(), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     job = result["job"]
     assert [job[k]["status"] for k in ("a", "crash", "hang", "raise", "b")] == [
-        "ok", "crashed", "timeout", "error", "ok"]
+        "ok",
+        "crashed",
+        "timeout",
+        "error",
+        "ok",
+    ]
     assert job[steps.END]["restarts"] == 2
     loads = result["loads"]
     assert loads["mpd_ok"] == {"status": "ok", "detail": ""}
@@ -251,9 +281,11 @@ def test_the_kernel_plan_starts_and_ends_with_the_shared_step_names():
 
 # How a step or step-file name spelt out in the host's readers looks: steps.data.get("cuda"), run.step == "import",
 # "import" in steps.data, _step_error(steps, "apex"), run_part(python, "env", ...), os.path.join(tmp, "runner.jsonl").
-SPELT_OUT = re.compile(r"""\.data\.get\(\s*f?["']|\.data\[\s*f?["']|\b(?:step|running|begun) == f?["']"""
-                       r"""|["']\w+["'] (?:not )?in (?:\w+\.data|_read_steps)|_step_error\(\w+, f?["']"""
-                       r"""|run_part(?:\(|, )python, ["']|["'][\w{}-]*\.jsonl["']|\.get\(["']by["']\) ==""")
+SPELT_OUT = re.compile(
+    r"""\.data\.get\(\s*f?["']|\.data\[\s*f?["']|\b(?:step|running|begun) == f?["']"""
+    r"""|["']\w+["'] (?:not )?in (?:\w+\.data|_read_steps)|_step_error\(\w+, f?["']"""
+    r"""|run_part(?:\(|, )python, ["']|["'][\w{}-]*\.jsonl["']|\.get\(["']by["']\) =="""
+)
 
 
 def spelt_out(source: str) -> list[str]:
@@ -266,9 +298,16 @@ def test_the_host_reads_every_step_by_the_shared_names():
 
 
 def test_the_spelt_out_rule_can_fail():
-    for line in ('x = steps.data.get("cuda")', 'if run.step == "import":', '"import" not in _read_steps(f).data',
-                 'e = _step_error(steps, "apex")', 'run_part(python, "env", timeout)', 'os.path.join(tmp, "count.jsonl")',
-                 'p = f"device-{i}.jsonl"', 'data.get("by") == "runner"'):
+    for line in (
+        'x = steps.data.get("cuda")',
+        'if run.step == "import":',
+        '"import" not in _read_steps(f).data',
+        'e = _step_error(steps, "apex")',
+        'run_part(python, "env", timeout)',
+        'os.path.join(tmp, "count.jsonl")',
+        'p = f"device-{i}.jsonl"',
+        'data.get("by") == "runner"',
+    ):
         assert spelt_out(line) == [line], line
     assert spelt_out('facts.get("status") == "error"\nsteps.data.get(step_names.CUDA)') == []
 

@@ -18,7 +18,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,8 +42,15 @@ def reference_files(top: str, max_files: int):
 
 def reference_uses(top: str, max_files: int = 3000) -> dict:
     """The scan before issue 23: regex gates, then ``ast.parse`` of each flagged file, whole."""
-    facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": [],
-             "oneflow_uses": [], "skipped_files": []}
+    facts = {
+        "root": top,
+        "files_scanned": 0,
+        "truncated": False,
+        "apex_uses": [],
+        "torch_amp_uses": [],
+        "oneflow_uses": [],
+        "skipped_files": [],
+    }
     paths, stopped = reference_files(top, max_files)
     for path in paths:
         relative = os.path.relpath(path, top)
@@ -77,8 +83,8 @@ def assert_same(top: Path, max_files: int = 3000) -> dict:
     fast = scan.project_uses(str(top), 600.0, max_files=max_files)
     slow = reference_uses(str(top), max_files=max_files)
     for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
-        slow[key] = slow[key][:scan.MAX_USES]
-    slow["skipped_files"] = slow["skipped_files"][:scan.MAX_SKIPPED]
+        slow[key] = slow[key][: scan.MAX_USES]
+    slow["skipped_files"] = slow["skipped_files"][: scan.MAX_SKIPPED]
     for key in slow:
         assert fast[key] == slow[key], key
     return fast
@@ -87,42 +93,42 @@ def assert_same(top: Path, max_files: int = 3000) -> dict:
 ODD = {
     # decorators, on functions, methods and classes
     "decorated.py": "import torch\n\n@torch.autocast('cuda')\ndef f():\n    pass\n\n\nclass A:\n    @staticmethod\n"
-                    "    @torch.cuda.amp.custom_fwd\n    def g(x):\n        return torch.cuda.amp.GradScaler()\n\n\n"
-                    "@torch.autocast(\n    'cpu',\n)\nclass B:\n    x = 1\n",
+    "    @torch.cuda.amp.custom_fwd\n    def g(x):\n        return torch.cuda.amp.GradScaler()\n\n\n"
+    "@torch.autocast(\n    'cpu',\n)\nclass B:\n    x = 1\n",
     # multi-line calls and imports, backslash continuations, a use on a line of its own inside brackets
     "multiline.py": "from apex import (\n    amp,\n    optimizers,\n)\nimport torch, \\\n    apex.amp\n"
-                    "x = dict(\ntorch.autocast,\n)\ny = (torch\n     .cuda\n     .amp\n     .GradScaler)()\n"
-                    "from torch.cuda.amp import (\n    autocast as ac,  # comment\n)\n",
+    "x = dict(\ntorch.autocast,\n)\ny = (torch\n     .cuda\n     .amp\n     .GradScaler)()\n"
+    "from torch.cuda.amp import (\n    autocast as ac,  # comment\n)\n",
     # strings and comments that only look like uses, next to one real use
     "lookalike.py": '"""Module doc.\n\nfrom apex import amp\nimport oneflow\ntorch.autocast\n"""\n'
-                    "# from apex import amp\n# torch.cuda.amp.GradScaler()\n"
-                    "s = 'torch.autocast(\"cuda\")'\nt = '''\nfrom apex import amp\n'''\n"
-                    "def h():\n    '''torch.autocast'''\n    return 'oneflow_compile(x)'\n"
-                    "r = rb'\\autocast'\nmaybe_autocast = 1\nautocast_enabled = torch.is_autocast_enabled()\n",
+    "# from apex import amp\n# torch.cuda.amp.GradScaler()\n"
+    "s = 'torch.autocast(\"cuda\")'\nt = '''\nfrom apex import amp\n'''\n"
+    "def h():\n    '''torch.autocast'''\n    return 'oneflow_compile(x)'\n"
+    "r = rb'\\autocast'\nmaybe_autocast = 1\nautocast_enabled = torch.is_autocast_enabled()\n",
     "only_strings.py": "'''We do not use torch.autocast here, nor from apex import amp.'''\n# autocast\n",
     # an f-string holds code: its braces are parsed, and the reference reports them
     "fstring.py": "import torch\nmsg = f'{torch.autocast} and {x!r}'\nother = f\"plain autocast text\"\n",
     # the blocks around an apex import: try, def, if, else, except, finally, with, class bodies
     "contexts.py": "try:\n    import apex\nexcept ImportError:\n    from apex import amp\nelse:\n    pass\n"
-                   "finally:\n    import apex.normalization\n\nif x:\n    pass\nelif y:\n    import apex.fp16_utils\n"
-                   "else:\n    import apex.parallel\n\n\ndef lazy():\n    from apex import amp\n    return amp\n\n\n"
-                   "class C:\n    import apex\n\n    def m(self):\n        if self:\n            from apex import amp\n"
-                   "\n    class Inner:\n        from apex.amp import scale_loss\n\nwith ctx:\n    import apex\n"
-                   "for i in range(3):\n    pass\nelse:\n    import apex.optimizers\n",
+    "finally:\n    import apex.normalization\n\nif x:\n    pass\nelif y:\n    import apex.fp16_utils\n"
+    "else:\n    import apex.parallel\n\n\ndef lazy():\n    from apex import amp\n    return amp\n\n\n"
+    "class C:\n    import apex\n\n    def m(self):\n        if self:\n            from apex import amp\n"
+    "\n    class Inner:\n        from apex.amp import scale_loss\n\nwith ctx:\n    import apex\n"
+    "for i in range(3):\n    pass\nelse:\n    import apex.optimizers\n",
     # one spelling twice: the reference reports the first in breadth-first order (the shallower one)
     "depth.py": "import torch\n\ndef deep():\n    if True:\n        with torch.autocast('cuda'):\n            pass\n\n"
-                "class K:\n    def m(self):\n        return torch.autocast('cpu')\n\n"
-                "ctx = torch.autocast('cpu')\nscaler = torch.cuda.amp.GradScaler()\n",
+    "class K:\n    def m(self):\n        return torch.autocast('cpu')\n\n"
+    "ctx = torch.autocast('cpu')\nscaler = torch.cuda.amp.GradScaler()\n",
     # OneFlow: an alias used far from its import, a compile backend spelt in two pieces
     "flow.py": "import oneflow as flow\nfrom onediff.infer_compiler import oneflow_compile\n\n\n"
-               "class P:\n    def run(self, m):\n        with flow.autocast('cuda'):\n            pass\n"
-               "        m = torch.compile(m, backend='one' 'flow')\n        return oneflow_compile(m)\n",
+    "class P:\n    def run(self, m):\n        with flow.autocast('cuda'):\n            pass\n"
+    "        m = torch.compile(m, backend='one' 'flow')\n        return oneflow_compile(m)\n",
     "crlf.py": "import torch\r\nclass A:\r\n    def f(self):\r\n        return torch.autocast('cuda')\r\n",
     "tabs.py": "import torch\nclass A:\n\tdef f(self):\n\t\treturn torch.autocast('cuda')\n\tdef g(self):\n\t\tpass\n",
     "formfeed.py": "import torch\n\x0c\ndef f():\n    return torch.autocast('cuda')\n",
     "semicolons.py": "import os; import apex; x = torch.autocast\n",
     "async_match.py": "import torch\nasync def f():\n    async with torch.autocast('cuda'):\n        pass\n"
-                      "match x:\n    case 1:\n        from apex import amp\n",
+    "match x:\n    case 1:\n        from apex import amp\n",
     "empty.py": "",
     "bom.py": "\ufefffrom apex import amp\nimport apex\n",
     "cookie_utf8.py": "# -*- coding: utf-8 -*-\nfrom apex import amp  # caf\u00e9\n",
@@ -139,7 +145,7 @@ ODD_BYTES = {
     "latin1_comment.py": b"# caf\xe9\nfrom apex import amp\n",  # the parser forgives a bad byte in a comment
     "latin1_string.py": b"from apex import amp\nx = 'caf\xe9'\n",  # but not in a string
     "latin1_cookie.py": b"# -*- coding: latin-1 -*-\nfrom apex import amp\nx = 'caf\xe9'\n"
-                        b"with torch.autocast('c'):\n pass\n",
+    b"with torch.autocast('c'):\n pass\n",
     "bad_cookie.py": b"# coding: no-such-codec\nfrom apex import amp\n",
 }
 
@@ -165,11 +171,33 @@ def test_odd_places_give_the_same_uses_as_parsing_every_file(tmp_path):
     assert "fifo.py: a FIFO (named pipe), not a regular file" in fast["skipped_files"]
     # the cases are live: each kind of use is found, and in the files meant to have them
     files = {use["file"] for key in ("apex_uses", "torch_amp_uses", "oneflow_uses") for use in fast[key]}
-    assert {"decorated.py", "multiline.py", "fstring.py", "contexts.py", "depth.py", "flow.py", "crlf.py",
-            "tabs.py", "latin1_comment.py", "latin1_cookie.py", "async_match.py", "bom.py", "link.py",
-            "sub/a.py", "sub/deeper/inner.py"} <= files
-    assert not files & {"only_strings.py", "broken.py", "py2.py", "nul.py", "latin1_string.py", "bad_cookie.py",
-                        "unterminated.py", "open_strings.py"}
+    assert {
+        "decorated.py",
+        "multiline.py",
+        "fstring.py",
+        "contexts.py",
+        "depth.py",
+        "flow.py",
+        "crlf.py",
+        "tabs.py",
+        "latin1_comment.py",
+        "latin1_cookie.py",
+        "async_match.py",
+        "bom.py",
+        "link.py",
+        "sub/a.py",
+        "sub/deeper/inner.py",
+    } <= files
+    assert not files & {
+        "only_strings.py",
+        "broken.py",
+        "py2.py",
+        "nul.py",
+        "latin1_string.py",
+        "bad_cookie.py",
+        "unterminated.py",
+        "open_strings.py",
+    }
     assert ("depth.py", 12) in {(u["file"], u["line"]) for u in fast["torch_amp_uses"] if u["what"] == "torch.autocast"}
 
 
@@ -180,22 +208,35 @@ def test_huge_files_the_same_as_parsing_every_file(tmp_path):
     methods = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(1500))
     (tmp_path / "big_class.py").write_text(
         "import torch\n\n\nclass Big:\n" + methods + "    def use(self):\n        from apex import amp\n"
-        "        return torch.cuda.amp.GradScaler()\n" + methods.replace("def m", "def n"))
+        "        return torch.cuda.amp.GradScaler()\n" + methods.replace("def m", "def n")
+    )
     fast = assert_same(tmp_path)
     assert sorted(u["file"] for u in fast["apex_uses"]) == ["big_class.py", "cut.py"]
     assert fast["skipped_files"] == ["long_line.py: a line longer than 20000 characters, not parsed"]
 
 
 SNIPPETS = [
-    "from apex import amp\n", "import apex.normalization as n\n", "import torch\n",
-    "scaler = torch.cuda.amp.GradScaler()\n", "with torch.autocast('cuda', dtype=torch.float16):\n    y = f(x)\n",
-    "from torch.cuda.amp import autocast, GradScaler\n", "from torch import autocast\n",
-    "import oneflow as flow\n", "m = oneflow_compile(m)\n", "with flow.autocast('cuda'):\n    pass\n",
-    "m = torch.compile(m, backend='oneflow')\n", "z = maybe_autocast(x)  # autocast in a comment\n",
-    "doc = '''\nfrom apex import amp\ntorch.autocast\n'''\n", "s = 'torch.autocast'\n",
-    "x = call(\n    torch.autocast,\n    'apex',\n)\n", "@torch.autocast('cpu')\ndef deco():\n    pass\n",
-    "y = (torch.cuda\n     .amp.GradScaler)\n", "from apex.amp import \\\n    scale_loss\n", "value = 1\n",
-    "k = f'{torch.autocast}'\n", "amp = None\n",
+    "from apex import amp\n",
+    "import apex.normalization as n\n",
+    "import torch\n",
+    "scaler = torch.cuda.amp.GradScaler()\n",
+    "with torch.autocast('cuda', dtype=torch.float16):\n    y = f(x)\n",
+    "from torch.cuda.amp import autocast, GradScaler\n",
+    "from torch import autocast\n",
+    "import oneflow as flow\n",
+    "m = oneflow_compile(m)\n",
+    "with flow.autocast('cuda'):\n    pass\n",
+    "m = torch.compile(m, backend='oneflow')\n",
+    "z = maybe_autocast(x)  # autocast in a comment\n",
+    "doc = '''\nfrom apex import amp\ntorch.autocast\n'''\n",
+    "s = 'torch.autocast'\n",
+    "x = call(\n    torch.autocast,\n    'apex',\n)\n",
+    "@torch.autocast('cpu')\ndef deco():\n    pass\n",
+    "y = (torch.cuda\n     .amp.GradScaler)\n",
+    "from apex.amp import \\\n    scale_loss\n",
+    "value = 1\n",
+    "k = f'{torch.autocast}'\n",
+    "amp = None\n",
 ]
 
 
@@ -203,8 +244,16 @@ def _block(rng: random.Random, depth: int) -> str:
     """A random statement or block: snippets at top level and inside class, def, if, try and with bodies."""
     if depth > 2 or rng.random() < 0.5:
         return rng.choice(SNIPPETS)
-    head = rng.choice(["class C%d:\n" % rng.randrange(99), "def f%d():\n" % rng.randrange(99), "if flag:\n",
-                       "try:\n", "with ctx:\n", "async def a%d():\n" % rng.randrange(99)])
+    head = rng.choice(
+        [
+            "class C%d:\n" % rng.randrange(99),
+            "def f%d():\n" % rng.randrange(99),
+            "if flag:\n",
+            "try:\n",
+            "with ctx:\n",
+            "async def a%d():\n" % rng.randrange(99),
+        ]
+    )
     body = "".join(_block(rng, depth + 1) for _ in range(rng.randint(1, 4)))
     text = head + "".join("    " + line + "\n" if line else "\n" for line in body.split("\n")[:-1])
     if head == "try:\n":
@@ -245,15 +294,19 @@ def test_a_file_with_no_key_word_in_code_is_not_parsed(tmp_path, monkeypatch):
 
 
 def test_only_the_statements_around_a_use_are_parsed():
-    source = ("import torch\n\n\nclass Big:\n    def a(self):\n        '''autocast'''\n        return 1\n\n"
-              "    @property\n    def b(self):\n        return torch.autocast('cuda')\n\n    def c(self):\n"
-              "        return 3\n\n\ndef other():\n    return 4\n").encode()
+    source = (
+        "import torch\n\n\nclass Big:\n    def a(self):\n        '''autocast'''\n        return 1\n\n"
+        "    @property\n    def b(self):\n        return torch.autocast('cuda')\n\n    def c(self):\n"
+        "        return 3\n\n\ndef other():\n    return 4\n"
+    ).encode()
     masked, starts, ends = windows.lex(source)
     hits = windows.code_hits(windows.key_offsets(source, [b"autocast"]), starts, ends)
     window = windows.window_source(source, masked, hits)
     # method b alone, at its own lines 9-11, under a stand-in class line; a's docstring mention is no hit
-    assert window.decode() == "\n" * 7 + "class _:\n    @property\n    def b(self):\n" \
-                              "        return torch.autocast('cuda')\n\n"
+    assert (
+        window.decode() == "\n" * 7 + "class _:\n    @property\n    def b(self):\n"
+        "        return torch.autocast('cuda')\n\n"
+    )
 
 
 def test_the_windows_run_under_the_oldest_python(tmp_path):
@@ -262,15 +315,20 @@ def test_the_windows_run_under_the_oldest_python(tmp_path):
         pytest.skip(f"no {PYTHON38} on this machine")
     for name, text in ODD.items():
         (tmp_path / name).write_text(text, newline="")
-    code = (LOAD_PACKAGES + "import time, json\n"
-            "scan = importlib.import_module('_mpdoctor_remote.scan')\n"
-            "listing = importlib.import_module('_mpdoctor_remote.listing')\n"
-            + "".join(inspect.getsource(f).replace("-> dict", "").replace(": str", "").replace(": int", "")
-                      for f in (reference_files, reference_uses)) +
-            "fast = scan.project_uses(sys.argv[3], 600.0)\n"
-            "print(json.dumps([fast, reference_uses(sys.argv[3])]))\n")
-    result = subprocess.run([str(PYTHON38), "-c", code, *package_inits(), str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
+    code = (
+        LOAD_PACKAGES + "import time, json\n"
+        "scan = importlib.import_module('_mpdoctor_remote.scan')\n"
+        "listing = importlib.import_module('_mpdoctor_remote.listing')\n"
+        + "".join(
+            inspect.getsource(f).replace("-> dict", "").replace(": str", "").replace(": int", "")
+            for f in (reference_files, reference_uses)
+        )
+        + "fast = scan.project_uses(sys.argv[3], 600.0)\n"
+        "print(json.dumps([fast, reference_uses(sys.argv[3])]))\n"
+    )
+    result = subprocess.run(
+        [str(PYTHON38), "-c", code, *package_inits(), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     fast, slow = json.loads(result.stdout)
     assert fast["apex_uses"] and fast["torch_amp_uses"] and fast["oneflow_uses"]

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from declared import undeclared_values
-from helpers import live_report_json, run_cli  # noqa: F401
+from helpers import run_cli
 from mpdoctor.analysis import capability
 from mpdoctor.analysis.gpu_table import ORDERS
 from mpdoctor.checkpoint_audit import report as audit
@@ -58,8 +58,17 @@ def report(live_report_json) -> dict:
     """A real v1 report of this machine, with at least one finding (one is added when the machine has none)."""
     data = json.loads(live_report_json)
     if not data["findings"]:
-        data["findings"].append({"severity": "info", "title": "a finding", "evidence": [], "fix": [],
-                                 "code": "TEST001", "name": "a-finding", "family": "test"})
+        data["findings"].append(
+            {
+                "severity": "info",
+                "title": "a finding",
+                "evidence": [],
+                "fix": [],
+                "code": "TEST001",
+                "name": "a-finding",
+                "family": "test",
+            }
+        )
     return data
 
 
@@ -89,8 +98,12 @@ def _literal(hint: Any) -> Any:
 
 
 def _literal_fields(root: type) -> list[tuple[type, dataclasses.Field, Any]]:
-    return [(cls, f, lit) for cls in _dataclasses(root) for f in dataclasses.fields(cls)
-            if (lit := _literal(typing.get_type_hints(cls)[f.name])) is not None]
+    return [
+        (cls, f, lit)
+        for cls in _dataclasses(root)
+        for f in dataclasses.fields(cls)
+        if (lit := _literal(typing.get_type_hints(cls)[f.name])) is not None
+    ]
 
 
 ALL_LITERAL_FIELDS = [(path, cls, f, lit) for path, root in SHIPPED.items() for cls, f, lit in _literal_fields(root)]
@@ -128,8 +141,12 @@ def test_a_report_with_added_keys_still_loads(report, tmp_path):
 
 
 def test_explain_and_audit_reports_with_added_keys_validate():
-    data = explain.explain_data(explain.ExplainReport(source="argument", recognised=[explain.Explanation(
-        id="x", family="dtype", title="t", cause="c", findings=[])]))
+    data = explain.explain_data(
+        explain.ExplainReport(
+            source="argument",
+            recognised=[explain.Explanation(id="x", family="dtype", title="t", cause="c", findings=[])],
+        )
+    )
     data[UNKNOWN] = 1
     data["recognised"][0][UNKNOWN] = 1
     _validator(explain.SCHEMA_PATH).validate(data)
@@ -139,8 +156,17 @@ def test_explain_and_audit_reports_with_added_keys_validate():
     _validator(audit.SCHEMA_PATH).validate(data)
 
 
-@pytest.mark.parametrize("where", ["torch.status", "machine.nvml.status", "kernels.status", "torch.probe.status",
-                                   "environment.oneflow.runtime.status", "environment.apex.resolution"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "torch.status",
+        "machine.nvml.status",
+        "kernels.status",
+        "torch.probe.status",
+        "environment.oneflow.runtime.status",
+        "environment.apex.resolution",
+    ],
+)
 def test_a_vocabulary_value_from_a_newer_mpdoctor_validates_and_loads(report, validator, where, tmp_path):
     data = copy.deepcopy(report)
     node = data["snapshot"]
@@ -165,13 +191,16 @@ def test_a_vocabulary_value_from_a_newer_mpdoctor_validates_and_loads(report, va
 # ---------------------------------------------------------------- missing fields
 
 
-@pytest.mark.parametrize("path, default", [
-    (("snapshot", "torch", "status"), "unknown"),
-    (("snapshot", "machine", "nvml", "status"), "not-run"),
-    (("snapshot", "kernels"), None),
-    (("snapshot", "environment", "apex"), None),
-    (("snapshot", "created"), ""),
-])
+@pytest.mark.parametrize(
+    "path, default",
+    [
+        (("snapshot", "torch", "status"), "unknown"),
+        (("snapshot", "machine", "nvml", "status"), "not-run"),
+        (("snapshot", "kernels"), None),
+        (("snapshot", "environment", "apex"), None),
+        (("snapshot", "created"), ""),
+    ],
+)
 def test_a_report_missing_a_defaulted_field_validates_and_loads_with_the_default(report, validator, path, default):
     data = copy.deepcopy(report)
     node = data
@@ -212,14 +241,17 @@ def test_a_report_missing_a_required_field_fails_both(report, validator, path):
 # ---------------------------------------------------------------- wrong types
 
 
-@pytest.mark.parametrize("where, value, message", [
-    (("snapshot", "torch", "status"), 5, "$.torch.status: expected str, got int"),
-    (("snapshot", "torch", "status"), None, "$.torch.status: expected str, got null"),
-    (("snapshot", "torch", "version"), 5, "$.torch.version: expected str, got int"),
-    (("snapshot", "machine", "nvml", "gpus"), {"a": 1}, "$.machine.nvml.gpus: expected a list"),
-    (("snapshot", "kernels", "status"), ["ok"], "$.kernels.status: expected str, got list"),
-    (("snapshot", "torch"), "imported", "$.torch: expected an object"),
-])
+@pytest.mark.parametrize(
+    "where, value, message",
+    [
+        (("snapshot", "torch", "status"), 5, "$.torch.status: expected str, got int"),
+        (("snapshot", "torch", "status"), None, "$.torch.status: expected str, got null"),
+        (("snapshot", "torch", "version"), 5, "$.torch.version: expected str, got int"),
+        (("snapshot", "machine", "nvml", "gpus"), {"a": 1}, "$.machine.nvml.gpus: expected a list"),
+        (("snapshot", "kernels", "status"), ["ok"], "$.kernels.status: expected str, got list"),
+        (("snapshot", "torch"), "imported", "$.torch: expected an object"),
+    ],
+)
 def test_a_wrong_type_fails_the_schema_and_the_loader(report, validator, where, value, message, tmp_path):
     data = copy.deepcopy(report)
     node = data
@@ -311,17 +343,25 @@ def test_an_integral_float_loads_as_an_int(report):
     assert snap.schema_version == 1 and type(snap.schema_version) is int
 
 
-@pytest.mark.parametrize("path, value, message", [
-    (("schema_version",), 7, "report schema version 7 is newer than this mpdoctor understands (1); upgrade mpdoctor"),
-    (("schema_version",), 0, "unknown report schema version 0"),
-    (("schema_version",), _DELETE, "not a report: no integer schema_version"),
-    (("snapshot", "schema_version"), 2, "snapshot schema version 2 is newer than this mpdoctor understands"),
-    (("snapshot", "schema_version"), 0, "unknown snapshot schema version 0"),
-    (("snapshot", "schema_version"), _DELETE, "not a snapshot: no integer schema_version"),
-    (("snapshot", "torch", "device_count"), 2.5, "$.torch.device_count: expected int, got float"),
-])
-def test_check_snapshot_refuses_a_report_whose_version_or_type_the_schema_refuses(report, path, value, message,
-                                                                                 tmp_path):
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (
+            ("schema_version",),
+            7,
+            "report schema version 7 is newer than this mpdoctor understands (1); upgrade mpdoctor",
+        ),
+        (("schema_version",), 0, "unknown report schema version 0"),
+        (("schema_version",), _DELETE, "not a report: no integer schema_version"),
+        (("snapshot", "schema_version"), 2, "snapshot schema version 2 is newer than this mpdoctor understands"),
+        (("snapshot", "schema_version"), 0, "unknown snapshot schema version 0"),
+        (("snapshot", "schema_version"), _DELETE, "not a snapshot: no integer schema_version"),
+        (("snapshot", "torch", "device_count"), 2.5, "$.torch.device_count: expected int, got float"),
+    ],
+)
+def test_check_snapshot_refuses_a_report_whose_version_or_type_the_schema_refuses(
+    report, path, value, message, tmp_path
+):
     data = _set(report, path, value)
     file = tmp_path / "report.json"
     file.write_text(json.dumps(data), encoding="utf-8")
@@ -330,11 +370,18 @@ def test_check_snapshot_refuses_a_report_whose_version_or_type_the_schema_refuse
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("path, make, cls", [
-    (explain.SCHEMA_PATH, lambda: explain.explain_data(explain.ExplainReport(source="argument")),
-     explain.ExplainReport),
-    (audit.SCHEMA_PATH, lambda: audit.audit_data(audit.AuditReport(path="m.safetensors")), audit.AuditReport),
-], ids=["explain", "audit"])
+@pytest.mark.parametrize(
+    "path, make, cls",
+    [
+        (
+            explain.SCHEMA_PATH,
+            lambda: explain.explain_data(explain.ExplainReport(source="argument")),
+            explain.ExplainReport,
+        ),
+        (audit.SCHEMA_PATH, lambda: audit.audit_data(audit.AuditReport(path="m.safetensors")), audit.AuditReport),
+    ],
+    ids=["explain", "audit"],
+)
 def test_explain_and_audit_schemas_and_from_data_agree_on_schema_version(path, make, cls):
     validator = _validator(path)
     for value, accepted in ((1, True), (1.0, True), (2, False), (0, False), (True, False), (_DELETE, False)):
@@ -369,9 +416,12 @@ def test_no_shipped_object_forbids_added_properties(path):
 def test_required_lists_exactly_the_fields_without_a_default_and_schema_version(path, root):
     defs = json.loads(path.read_text())["$defs"]
     for cls in _dataclasses(root):
-        wanted = [f.name for f in dataclasses.fields(cls)
-                  if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-                  or f.name == "schema_version"]
+        wanted = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            or f.name == "schema_version"
+        ]
         assert defs[cls.__name__]["required"] == wanted, cls.__name__
 
 
@@ -426,16 +476,22 @@ def test_the_shipped_schemas_have_vocabulary_fields():
     assert len(ALL_LITERAL_FIELDS) >= 25
 
 
-@pytest.mark.parametrize("path, cls, field, literal", ALL_LITERAL_FIELDS,
-                         ids=[f"{p.stem}:{c.__name__}.{f.name}" for p, c, f, _ in ALL_LITERAL_FIELDS])
+@pytest.mark.parametrize(
+    "path, cls, field, literal",
+    ALL_LITERAL_FIELDS,
+    ids=[f"{p.stem}:{c.__name__}.{f.name}" for p, c, f, _ in ALL_LITERAL_FIELDS],
+)
 def test_each_enum_lists_its_literal_type(path, cls, field, literal):
     prop = _property(path, cls, field.name)
     assert _enum(prop) == list(typing.get_args(literal))
     assert prop["description"].endswith(OPEN_VOCABULARY)
 
 
-@pytest.mark.parametrize("path, cls, field, literal", ALL_LITERAL_FIELDS,
-                         ids=[f"{p.stem}:{c.__name__}.{f.name}" for p, c, f, _ in ALL_LITERAL_FIELDS])
+@pytest.mark.parametrize(
+    "path, cls, field, literal",
+    ALL_LITERAL_FIELDS,
+    ids=[f"{p.stem}:{c.__name__}.{f.name}" for p, c, f, _ in ALL_LITERAL_FIELDS],
+)
 def test_each_vocabulary_field_defaults_to_one_of_its_values(path, cls, field, literal):
     if field.default is not dataclasses.MISSING:
         assert field.default in typing.get_args(literal)
@@ -446,22 +502,29 @@ def test_each_vocabulary_field_defaults_to_one_of_its_values(path, cls, field, l
 def test_every_vocabulary_is_used_and_declared_in_vocab():
     # ExplainFamily is declared in mpdoctor.explain.report (explain does not load the snapshot package), a rank's
     # status in the fleet model beside the report it belongs to
-    declared = {**{name: getattr(vocab, name) for name in vocab.__all__}, "ExplainFamily": explain.ExplainFamily,
-                "RankStatus": fleet.RankStatus}
+    declared = {
+        **{name: getattr(vocab, name) for name in vocab.__all__},
+        "ExplainFamily": explain.ExplainFamily,
+        "RankStatus": fleet.RankStatus,
+    }
     assert all(typing.get_origin(lit) is Literal for lit in declared.values())
     used = {lit for *_, lit in ALL_LITERAL_FIELDS}
     assert used <= set(declared.values())
     assert set(declared.values()) <= used
 
 
-@pytest.mark.parametrize("literal, table", [
-    (vocab.KernelOp, OPS + ("",)),
-    (vocab.KernelDtype, tuple(TOLERANCE) + ("",)),
-    (vocab.SdpaBackend, tuple(name for name, _, _ in SDPA_BACKENDS) + ("",)),
-    (explain.ExplainFamily, FAMILIES),
-    (vocab.CudaOrder, ORDERS + ("unknown",)),
-    (vocab.SeverityName, tuple(s.value for s in Severity)),
-], ids=["KernelOp", "KernelDtype", "SdpaBackend", "ExplainFamily", "CudaOrder", "SeverityName"])
+@pytest.mark.parametrize(
+    "literal, table",
+    [
+        (vocab.KernelOp, OPS + ("",)),
+        (vocab.KernelDtype, tuple(TOLERANCE) + ("",)),
+        (vocab.SdpaBackend, tuple(name for name, _, _ in SDPA_BACKENDS) + ("",)),
+        (explain.ExplainFamily, FAMILIES),
+        (vocab.CudaOrder, ORDERS + ("unknown",)),
+        (vocab.SeverityName, tuple(s.value for s in Severity)),
+    ],
+    ids=["KernelOp", "KernelDtype", "SdpaBackend", "ExplainFamily", "CudaOrder", "SeverityName"],
+)
 def test_vocabularies_with_a_table_in_code_match_it(literal, table):
     assert set(typing.get_args(literal)) == set(table)
 
@@ -501,7 +564,10 @@ def test_from_data_takes_declared_and_unknown_strings_and_refuses_other_types():
 
 def test_undeclared_values_names_where_they_are():
     assert undeclared_values(_Holder, {"mode": "turbo", "modes": ["full", "x"], "maybe": "y"}) == [
-        "$.mode: 'turbo'", "$.modes[1]: 'x'", "$.maybe: 'y'"]
+        "$.mode: 'turbo'",
+        "$.modes[1]: 'x'",
+        "$.maybe: 'y'",
+    ]
     assert undeclared_values(_Holder, {"mode": "quick", "maybe": None}) == []
 
 

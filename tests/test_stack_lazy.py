@@ -37,8 +37,9 @@ def eager_conflicts(snap) -> list[str]:
                 req = Requirement(line)
             except InvalidRequirement:
                 continue
-            if not (stack_versions.in_scope(requirer.name) or stack_versions.in_scope(req.name)) \
-                    or not requirement_applies(req, snap.environment.markers):
+            if not (
+                stack_versions.in_scope(requirer.name) or stack_versions.in_scope(req.name)
+            ) or not requirement_applies(req, snap.environment.markers):
                 continue
             have = installed.get(canonical_name(req.name))
             if have is None:
@@ -49,8 +50,9 @@ def eager_conflicts(snap) -> list[str]:
             except InvalidVersion:
                 continue
             if not ok:
-                out.append(f"{requirer.name} {requirer.version} requires {req}, "
-                           f"but {have.name} {have.version} is installed")
+                out.append(
+                    f"{requirer.name} {requirer.version} requires {req}, but {have.name} {have.version} is installed"
+                )
     return out
 
 
@@ -61,19 +63,53 @@ def lazy_conflicts(snap) -> list[str]:
 # Lines a real METADATA holds, and some it should not: names spelt every legal way, extras, markers,
 # parenthesised versions, leading blanks, names packaging refuses, and stack packages among the rest.
 LINES = [
-    "requests>=2.0", "numpy>=1.99", "NumPy<1", "numpy (>=1.20) ; python_version >= '3.8'", "  torch>=99",
-    "torch==2.13.0", "Torch_Vision>=0.1", "flash_attn>=9; extra == 'gpu'", "safetensors", "triton>=2.0",
-    "nvidia-cudnn-cu12==9.9.9", "nvidia-ml-py>=12", "tqdm[notebook]>=4", "-not-a-name>=1", "", "pkg7 @ https://x/y",
-    "foo.bar_baz>=1", "accelerate>=0.20; sys_platform == 'win32'", "xformers==0.0.1", "peft; extra == 'x'",
-    "transformers[torch]>=4.0,<5", "apex", "\tnumpy>1", "numpy>=1 ; python_version < '3'", "1numpy>=0",
-    "datasets>=2", "Pillow", "typing-extensions>=4", "bitsandbytes>=9", "a", "_private>=1", "numpy.>=1",
+    "requests>=2.0",
+    "numpy>=1.99",
+    "NumPy<1",
+    "numpy (>=1.20) ; python_version >= '3.8'",
+    "  torch>=99",
+    "torch==2.13.0",
+    "Torch_Vision>=0.1",
+    "flash_attn>=9; extra == 'gpu'",
+    "safetensors",
+    "triton>=2.0",
+    "nvidia-cudnn-cu12==9.9.9",
+    "nvidia-ml-py>=12",
+    "tqdm[notebook]>=4",
+    "-not-a-name>=1",
+    "",
+    "pkg7 @ https://x/y",
+    "foo.bar_baz>=1",
+    "accelerate>=0.20; sys_platform == 'win32'",
+    "xformers==0.0.1",
+    "peft; extra == 'x'",
+    "transformers[torch]>=4.0,<5",
+    "apex",
+    "\tnumpy>1",
+    "numpy>=1 ; python_version < '3'",
+    "1numpy>=0",
+    "datasets>=2",
+    "Pillow",
+    "typing-extensions>=4",
+    "bitsandbytes>=9",
+    "a",
+    "_private>=1",
+    "numpy.>=1",
 ]
 
 
 def environment(seed: int, packages: int):
     rng = random.Random(seed)
-    names = [f"pkg{i}" for i in range(packages)] + ["torchvision", "transformers", "accelerate", "numpy",
-                                                       "safetensors", "nvidia-ml-py", "tqdm", "foo.bar_baz"]
+    names = [f"pkg{i}" for i in range(packages)] + [
+        "torchvision",
+        "transformers",
+        "accelerate",
+        "numpy",
+        "safetensors",
+        "nvidia-ml-py",
+        "tqdm",
+        "foo.bar_baz",
+    ]
     dists = [dist("torch", "2.13.0")]
     for name in names:
         lines = [rng.choice(LINES) for _ in range(rng.randint(0, 6))]
@@ -100,13 +136,20 @@ def test_a_line_outside_the_stack_is_not_parsed(monkeypatch):
     parsed = []
     real = stack_versions.Requirement
     monkeypatch.setattr(stack_versions, "Requirement", lambda line: parsed.append(line) or real(line))
-    snap = with_environment(laptop(), distributions=[
-        dist("torch", "2.13.0"), dist("webapp", "1.0", requires=["flask>=2", "  Jinja2<4", "torch>=99"]),
-        dist("torchvision", "0.1", requires=["pillow", "torch==2.0"])])
+    snap = with_environment(
+        laptop(),
+        distributions=[
+            dist("torch", "2.13.0"),
+            dist("webapp", "1.0", requires=["flask>=2", "  Jinja2<4", "torch>=99"]),
+            dist("torchvision", "0.1", requires=["pillow", "torch==2.0"]),
+        ],
+    )
     conflicts = lazy_conflicts(snap)
     assert conflicts == eager_conflicts(snap)
     # torchvision is in the stack: all its lines count (pillow is missing); webapp's count only when they name it
-    assert [line.split(", but")[0] for line in conflicts] == ["webapp 1.0 requires torch>=99",
-                                                              "torchvision 0.1 requires pillow",
-                                                              "torchvision 0.1 requires torch==2.0"]
+    assert [line.split(", but")[0] for line in conflicts] == [
+        "webapp 1.0 requires torch>=99",
+        "torchvision 0.1 requires pillow",
+        "torchvision 0.1 requires torch==2.0",
+    ]
     assert sorted(parsed) == ["pillow", "torch==2.0", "torch>=99"]

@@ -31,8 +31,10 @@ import pytest
 from mpdoctor.render.progress import SPINNER
 
 MPDOCTOR = Path(sys.executable).parent / "mpdoctor"  # the venv's console script, as a user runs it
-pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
-              pytest.mark.skipif(not MPDOCTOR.exists(), reason=f"no console script {MPDOCTOR}: pip install -e .")]
+pytestmark = [
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
+    pytest.mark.skipif(not MPDOCTOR.exists(), reason=f"no console script {MPDOCTOR}: pip install -e ."),
+]
 WAIT = 120  # seconds; running out is a failure, never a pass
 SPINNER_LINE = re.compile("^[" + SPINNER + r"] +\S", re.M)
 ROWS = 60
@@ -53,8 +55,14 @@ class Tmux:
         self.tmux("set-option", "-t", "t", "remain-on-exit", "on")  # keep the screen after the command ends
 
     def tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              text=True, check=True, env=clean_env(), timeout=30).stdout
+        return subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=clean_env(),
+            timeout=30,
+        ).stdout
 
     def screen(self, history: bool = False) -> list[str]:
         lines = self.tmux("capture-pane", "-p", "-t", "t", *(["-S", "-"] if history else [])).splitlines()
@@ -77,8 +85,14 @@ def splits(lines: list[str], whole: set[str]) -> list[tuple[str, str]]:
 
 def wide_report(wrapper: Path, cwd: Path) -> set[str]:
     env = {**clean_env(), "COLUMNS": "400"}
-    result = subprocess.run([str(MPDOCTOR), "check", "--no-kernels", "--python", str(wrapper), "--format", "text"],
-                            capture_output=True, text=True, env=env, cwd=cwd, timeout=WAIT * 2)
+    result = subprocess.run(
+        [str(MPDOCTOR), "check", "--no-kernels", "--python", str(wrapper), "--format", "text"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=WAIT * 2,
+    )
     assert result.returncode in (0, 1), result.stderr
     return set(result.stdout.split())
 
@@ -99,8 +113,10 @@ def test_check_in_tmux_shows_progress_and_splits_no_word(short_tmp, columns):
     wrapper.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexec "{sys.executable}" "$@"\n')
     wrapper.chmod(0o755)
     script = tmp_path / "run.sh"
-    script.write_text(f'cd "{tmp_path}"\n"{MPDOCTOR}" check --no-kernels --python "{wrapper}"\n'
-                      f'echo $? > "{done}.part" && mv "{done}.part" "{done}"\n')
+    script.write_text(
+        f'cd "{tmp_path}"\n"{MPDOCTOR}" check --no-kernels --python "{wrapper}"\n'
+        f'echo $? > "{done}.part" && mv "{done}.part" "{done}"\n'
+    )
     term = Tmux(columns, script)
     try:
         captures = []

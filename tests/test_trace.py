@@ -41,8 +41,13 @@ def hooks_left(model):
     """Every forward hook table of every module, with whatever is still in it."""
     left = {}
     for name, module in model.named_modules():
-        for table in ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs",
-                      "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called"):
+        for table in (
+            "_forward_hooks",
+            "_forward_pre_hooks",
+            "_forward_hooks_with_kwargs",
+            "_forward_pre_hooks_with_kwargs",
+            "_forward_hooks_always_called",
+        ):
             if getattr(module, table, None):
                 left[f"{name or '(root)'}.{table}"] = dict(getattr(module, table))
     return left
@@ -90,20 +95,26 @@ def test_incident_3_an_fp32_mask_concatenated_with_fp16_latents_is_named_at_the_
     assert {(t.name, t.dtype) for t in failure.params} == {("weight", "float16"), ("bias", "float16")}
     assert failure.produced == ()
     assert failure.dtypes == ("float32", "float16")
-    assert ("mpdoctor dtype_trace: raised inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]; "
-            "parameters float16 (weight, bias); autocast off.") in text
+    assert (
+        "mpdoctor dtype_trace: raised inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]; "
+        "parameters float16 (weight, bias); autocast off."
+    ) in text
     assert "float32 and float16 meet here." in text
 
     # The records show where the fp32 came from: the model itself was given fp16 and fp32.
     root = trace.calls[0]
-    assert root.name == "" and [(t.name, t.dtype) for t in root.inputs] == [("args[0]", "float16"),
-                                                                           ("args[1]", "float32")]
+    assert root.name == "" and [(t.name, t.dtype) for t in root.inputs] == [
+        ("args[0]", "float16"),
+        ("args[1]", "float32"),
+    ]
     assert [c.name for c in trace.calls] == ["", "down.0", "down.0.conv_in"]
     assert [c.raised for c in trace.calls] == [True, True, True]
     # Where they meet: the model takes fp16 latents and an fp32 mask (its forward concatenates them), and the
     # conv then gets the fp32 result with fp16 weights.
-    assert [str(m) for m in trace.mismatches] == ["(root) (InpaintUNet): float16 from args[0]; float32 from args[1]",
-                                                  "down.0.conv_in (Conv2d): inputs float32, parameters float16"]
+    assert [str(m) for m in trace.mismatches] == [
+        "(root) (InpaintUNet): float16 from args[0]; float32 from args[1]",
+        "down.0.conv_in (Conv2d): inputs float32, parameters float16",
+    ]
 
 
 def test_incident_3_with_the_mask_in_fp16_there_is_nothing_to_report():
@@ -176,23 +187,34 @@ def test_incident_5_an_fp32_query_with_fp16_key_and_value_is_named_at_the_attent
     trace, exc, text = raised(model, text_in, audio)
 
     assert type(exc) is RuntimeError
-    assert ("Expected query, key, and value to have the same dtype, but got query.dtype: float "
-            "key.dtype: c10::Half and value.dtype: c10::Half instead.") in str(exc)
+    assert (
+        "Expected query, key, and value to have the same dtype, but got query.dtype: float "
+        "key.dtype: c10::Half and value.dtype: c10::Half instead."
+    ) in str(exc)
     failure = trace.failure
     assert (failure.module, failure.cls) == ("decoder.attn", "CrossAttention")
     assert [(t.name, t.dtype, t.shape) for t in failure.inputs] == [
-        ("args[0]", "float32", (2, 8, 32)), ("encoder_out", "float16", (2, 12, 32))]  # a keyword input too
+        ("args[0]", "float32", (2, 8, 32)),
+        ("encoder_out", "float16", (2, 12, 32)),
+    ]  # a keyword input too
     assert [(p.module, p.cls, p.outputs[0].dtype) for p in failure.produced] == [
-        ("q_proj", "Linear", "float32"), ("k_proj", "Linear", "float16"), ("v_proj", "Linear", "float16")]
+        ("q_proj", "Linear", "float32"),
+        ("k_proj", "Linear", "float16"),
+        ("v_proj", "Linear", "float16"),
+    ]
     params = {t.name: t.dtype for t in failure.params}
     assert params["q_proj.weight"] == params["o_proj.weight"] == "float32"
     assert params["k_proj.weight"] == params["v_proj.bias"] == "float16"
-    assert ("mpdoctor dtype_trace: raised inside decoder.attn (CrossAttention): "
-            "inputs float32 [2, 8, 32], float16 [2, 12, 32] (encoder_out); "
-            "parameters float32 (q_proj.weight, q_proj.bias, o_proj.weight, o_proj.bias), "
-            "float16 (k_proj.weight, k_proj.bias, v_proj.weight, v_proj.bias); autocast off.") in text
-    assert ("before the error, its submodules produced: q_proj (Linear) float32 [2, 8, 32]; "
-            "k_proj (Linear) float16 [2, 12, 32]; v_proj (Linear) float16 [2, 12, 32].") in text
+    assert (
+        "mpdoctor dtype_trace: raised inside decoder.attn (CrossAttention): "
+        "inputs float32 [2, 8, 32], float16 [2, 12, 32] (encoder_out); "
+        "parameters float32 (q_proj.weight, q_proj.bias, o_proj.weight, o_proj.bias), "
+        "float16 (k_proj.weight, k_proj.bias, v_proj.weight, v_proj.bias); autocast off."
+    ) in text
+    assert (
+        "before the error, its submodules produced: q_proj (Linear) float32 [2, 8, 32]; "
+        "k_proj (Linear) float16 [2, 12, 32]; v_proj (Linear) float16 [2, 12, 32]."
+    ) in text
     # o_proj never ran: the error came first.
     assert "decoder.attn.o_proj" not in [c.name for c in trace.calls]
     # Each projection got what its weights expect; the dtypes meet in the attention module, which has no
@@ -201,23 +223,32 @@ def test_incident_5_an_fp32_query_with_fp16_key_and_value_is_named_at_the_attent
     assert (attn.cls, attn.param_dtypes) == ("CrossAttention", ())
     assert attn.combined == (("q_proj", "float32"), ("k_proj", "float16"), ("v_proj", "float16"))
     # An input that a sibling returned is named with it: the fp32 args[0] is decoder.norm's output.
-    assert attn.producers == {"float32": ("args[0] (decoder.norm)", "q_proj"),
-                              "float16": ("encoder_out", "k_proj", "v_proj")}
-    assert str(attn) == ("decoder.attn (CrossAttention): float32 from args[0] (decoder.norm), q_proj; "
-                         "float16 from encoder_out, k_proj, v_proj")
+    assert attn.producers == {
+        "float32": ("args[0] (decoder.norm)", "q_proj"),
+        "float16": ("encoder_out", "k_proj", "v_proj"),
+    }
+    assert str(attn) == (
+        "decoder.attn (CrossAttention): float32 from args[0] (decoder.norm), q_proj; "
+        "float16 from encoder_out, k_proj, v_proj"
+    )
     # The model and the decoder are handed both dtypes too (audio fp32, the encoder's output fp16);
     # no projection is a mismatch.
-    assert [str(m) for m in trace.mismatches[:2]] == ["(root) (TTS): float16 from args[0]; float32 from args[1]",
-                                                      "decoder (Decoder): float32 from args[0]; "
-                                                      "float16 from args[1] (encoder)"]
+    assert [str(m) for m in trace.mismatches[:2]] == [
+        "(root) (TTS): float16 from args[0]; float32 from args[1]",
+        "decoder (Decoder): float32 from args[0]; float16 from args[1] (encoder)",
+    ]
     assert len(trace.mismatches) == 3
     data = json.loads(json.dumps(trace.to_data()))
-    assert data["mismatches"][2]["producers"] == {"float32": ["args[0] (decoder.norm)", "q_proj"],
-                                                  "float16": ["encoder_out", "k_proj", "v_proj"]}
+    assert data["mismatches"][2]["producers"] == {
+        "float32": ["args[0] (decoder.norm)", "q_proj"],
+        "float16": ["encoder_out", "k_proj", "v_proj"],
+    }
     assert data["calls"][2]["sources"] == [{"input": "args[1]", "module": "encoder"}]
-    assert data["calls"][4]["combined"] == [{"module": "q_proj", "dtype": "float32"},
-                                            {"module": "k_proj", "dtype": "float16"},
-                                            {"module": "v_proj", "dtype": "float16"}]
+    assert data["calls"][4]["combined"] == [
+        {"module": "q_proj", "dtype": "float32"},
+        {"module": "k_proj", "dtype": "float16"},
+        {"module": "v_proj", "dtype": "float16"},
+    ]
 
 
 def test_incident_5_fixed_by_casting_the_query_path_runs_clean():
@@ -253,11 +284,14 @@ def test_a_linear_with_fp16_weights_given_fp32_input_is_the_failure():
     assert [str(t) for t in failure.inputs] == ["float32 [3, 16]"]
     assert [(t.name, str(t)) for t in failure.params] == [("weight", "float16 [4, 16]"), ("bias", "float16 [4]")]
     assert failure.error.startswith("RuntimeError: mat1 and mat2 must have the same dtype")
-    note = ("mpdoctor dtype_trace: raised inside head (Linear): inputs float32 [3, 16]; "
-            "parameters float16 (weight, bias); autocast off.\n  float32 and float16 meet here.")
+    note = (
+        "mpdoctor dtype_trace: raised inside head (Linear): inputs float32 [3, 16]; "
+        "parameters float16 (weight, bias); autocast off.\n  float32 and float16 meet here."
+    )
     assert failure.note == note and exc.__notes__ == [note] and note in text
     assert [(m.module, m.input_dtypes, m.param_dtypes) for m in trace.mismatches] == [
-        ("head", ("float32",), ("float16",))]
+        ("head", ("float32",), ("float16",))
+    ]
     # The exception is torch's own, raised where torch raised it: the trace left no frame in it.
     frames = traceback.extract_tb(exc.__traceback__)
     assert frames[-1].filename.replace("\\", "/").endswith("torch/nn/modules/linear.py")
@@ -277,10 +311,20 @@ def test_the_table_marks_only_the_failing_and_mismatched_rows():
     assert trace.failure.note in str(trace)
     data = json.loads(json.dumps(trace.to_data()))
     assert data["failure"]["module"] == "head" and data["failure"]["dtypes"] == ["float32", "float16"]
-    assert data["mismatches"] == [{"index": 4, "module": "head", "class": "Linear",
-                                   "input_dtypes": ["float32"], "param_dtypes": ["float16"], "producers": {}}]
-    assert data["calls"][4]["params"] == [{"name": "weight", "dtype": "float16", "shape": [4, 16]},
-                                          {"name": "bias", "dtype": "float16", "shape": [4]}]
+    assert data["mismatches"] == [
+        {
+            "index": 4,
+            "module": "head",
+            "class": "Linear",
+            "input_dtypes": ["float32"],
+            "param_dtypes": ["float16"],
+            "producers": {},
+        }
+    ]
+    assert data["calls"][4]["params"] == [
+        {"name": "weight", "dtype": "float16", "shape": [4, 16]},
+        {"name": "bias", "dtype": "float16", "shape": [4]},
+    ]
 
 
 # ---------------------------------------------------------------- mismatches that do not raise; autocast
@@ -323,7 +367,9 @@ def test_mismatches_list_modules_that_ran_with_inputs_and_weights_in_different_d
     assert out.dtype == HALF  # torch 2.13's CPU LayerNorm takes fp16 input with fp32 weights
     assert trace.failure is None
     assert [(m.module, m.cls, m.input_dtypes, m.param_dtypes) for m in trace.mismatches] == [
-        ("norm", "LayerNorm", ("float16",), ("float32",)), ("scale", "Upcast", ("float16",), ("float32",))]
+        ("norm", "LayerNorm", ("float16",), ("float32",)),
+        ("scale", "Upcast", ("float16",), ("float32",)),
+    ]
     assert all(c.autocast is False and c.autocast_dtype is None for c in trace.calls)
     assert sum("<- mismatch" in row for row in trace.table().splitlines()) == 2
 
@@ -563,10 +609,13 @@ def test_max_calls_bounds_the_records():
 # ---------------------------------------------------------------- older torch: fewer hook options, older autocast API
 
 
-@pytest.mark.parametrize("pre, post", [
-    (({"with_kwargs": True},), ({"with_kwargs": True},)),  # torch 2.0: no always_call
-    (({},), ({},)),  # torch 1.x: no keyword arguments either
-])
+@pytest.mark.parametrize(
+    "pre, post",
+    [
+        (({"with_kwargs": True},), ({"with_kwargs": True},)),  # torch 2.0: no always_call
+        (({},), ({},)),  # torch 1.x: no keyword arguments either
+    ],
+)
 def test_without_always_call_the_last_open_call_is_the_failure(monkeypatch, pre, post):
     monkeypatch.setattr(trace_module, "_PRE_HOOK_OPTIONS", pre)
     monkeypatch.setattr(trace_module, "_POST_HOOK_OPTIONS", post)

@@ -8,7 +8,6 @@ that never started, and on kernels cut short partway through.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from helpers import load_fixture
 from mpdoctor.doctor.judge import judge

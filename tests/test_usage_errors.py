@@ -50,7 +50,11 @@ BAD = [
     (["fleet", "nosuch"], "No such command 'nosuch'", "mpdoctor fleet --help"),
     (["fleet", "compare"], "Missing argument 'files'", "mpdoctor fleet compare --help"),
     (["fleet", "compare", "one.json"], "at least two files", ""),
-    (["fleet", "compare", "--format", "xml", "a", "b"], "Invalid value for '--format'", "mpdoctor fleet compare --help"),
+    (
+        ["fleet", "compare", "--format", "xml", "a", "b"],
+        "Invalid value for '--format'",
+        "mpdoctor fleet compare --help",
+    ),
     (["fleet", "rules", "extra"], "unexpected extra argument", "mpdoctor fleet rules --help"),
     (["fleet", "rule"], "Missing argument 'CODE'", "mpdoctor fleet rule --help"),
     (["fleet", "rule", "NOPE"], "no fleet code 'NOPE'", ""),
@@ -77,15 +81,18 @@ def test_a_usage_error_redacts_what_it_quotes():
     assert result.returncode == 2 and "hunter2" not in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("argv, code, stream, text", [
-    (["--help"], 0, "stdout", "Usage: mpdoctor"),
-    (["check", "--help"], 0, "stdout", "--fail-on"),
-    (["fleet", "compare", "--help"], 0, "stdout", "Usage: mpdoctor fleet compare"),
-    (["--version"], 0, "stdout", "mpdoctor "),
-    ([], 2, "stdout", "Usage: mpdoctor"),  # no command: the help, exit 2 (click's convention, kept)
-    (["checks"], 0, "stdout", "CODE"),
-    (["explain", "nothing that mpdoctor knows"], 1, "stdout", "No known mixed-precision failure"),
-])
+@pytest.mark.parametrize(
+    "argv, code, stream, text",
+    [
+        (["--help"], 0, "stdout", "Usage: mpdoctor"),
+        (["check", "--help"], 0, "stdout", "--fail-on"),
+        (["fleet", "compare", "--help"], 0, "stdout", "Usage: mpdoctor fleet compare"),
+        (["--version"], 0, "stdout", "mpdoctor "),
+        ([], 2, "stdout", "Usage: mpdoctor"),  # no command: the help, exit 2 (click's convention, kept)
+        (["checks"], 0, "stdout", "CODE"),
+        (["explain", "nothing that mpdoctor knows"], 1, "stdout", "No known mixed-precision failure"),
+    ],
+)
 def test_other_exits_are_unchanged(argv, code, stream, text):
     result = run_cli(*argv)
     assert result.returncode == code, result.stderr

@@ -21,23 +21,26 @@ def selected(raw, **kw):
     return [e.device.index if e.device else None for e in sel.valid], sel
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("2,1", [2, 1]),  # enumerated in the order given
-    ("0,2,-1,1", [0, 2]),  # the documented truncation example
-    ("1gpu2,2ampere", [1, 2]),  # strtoul-style integers
-    (" 1, 2", [1, 2]),
-    ("0,,1", [0]),  # an empty entry is invalid
-    ("3,foo,1", []),  # 3 is out of range on 3 GPUs: nothing after it counts
-    ("GPU-1234", [2]),  # unique prefix
-    ("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", [0]),
-    ("GPU-8932", []),  # ambiguous prefix is invalid
-    ("GPU-ffff", []),  # no such UUID
-    ("gpu-8932f937", []),  # case-sensitive
-    ("-1", []),
-    ("NoDevFiles", []),
-    ("MIG-a65a", [0]),
-    ("0,GPU-1234", [0, 2]),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("2,1", [2, 1]),  # enumerated in the order given
+        ("0,2,-1,1", [0, 2]),  # the documented truncation example
+        ("1gpu2,2ampere", [1, 2]),  # strtoul-style integers
+        (" 1, 2", [1, 2]),
+        ("0,,1", [0]),  # an empty entry is invalid
+        ("3,foo,1", []),  # 3 is out of range on 3 GPUs: nothing after it counts
+        ("GPU-1234", [2]),  # unique prefix
+        ("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", [0]),
+        ("GPU-8932", []),  # ambiguous prefix is invalid
+        ("GPU-ffff", []),  # no such UUID
+        ("gpu-8932f937", []),  # case-sensitive
+        ("-1", []),
+        ("NoDevFiles", []),
+        ("MIG-a65a", [0]),
+        ("0,GPU-1234", [0, 2]),
+    ],
+)
 def test_selection_table(raw, expected):
     assert selected(raw)[0] == expected
 
@@ -49,10 +52,13 @@ def test_unset_selects_everything_and_empty_hides_all():
     assert empty.hides_all and "empty" in empty.problems[0]
 
 
-@pytest.mark.parametrize("raw, words", [
-    ("0,2,-1,1", "ignored: 1"),
-    ("0,GPU-1234", "mixes integer indices and UUIDs"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        ("0,2,-1,1", "ignored: 1"),
+        ("0,GPU-1234", "mixes integer indices and UUIDs"),
+    ],
+)
 def test_problems_are_named(raw, words):
     assert any(words in p for p in selected(raw)[1].problems)
 

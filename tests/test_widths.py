@@ -29,14 +29,15 @@ RULE_CHARACTERS = set("─━")
 
 def _report(name: str) -> Report:
     snap = load_fixture(name)
-    return Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap),
-                  kernels=kernel_table(snap))
+    return Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap), kernels=kernel_table(snap))
 
 
 def render(report: Report, width: int, terminal: bool = True) -> str:
     buffer = io.StringIO()
-    render_text(report, Console(file=buffer, width=width, force_terminal=terminal, color_system=None,
-                                highlight=False, emoji=False))
+    render_text(
+        report,
+        Console(file=buffer, width=width, force_terminal=terminal, color_system=None, highlight=False, emoji=False),
+    )
     return buffer.getvalue()
 
 
@@ -94,10 +95,12 @@ def test_the_header_breaks_only_between_its_parts():
 def test_join_parts_wraps_a_part_too_long_for_any_line_at_its_spaces():
     lines = join_parts(["short", "a part " * 20, "tail"], 40)
     assert all(len(line) <= 40 for line in lines)
-    assert " ".join(" ".join(lines).replace(" | ", " ").split()) == " ".join(["short", *("a part " * 20).split(),
-                                                                              "tail"])
-    assert fill("one-very-long-token-that-no-line-can-hold", 10, "  - ") == \
-        ["  - one-very-long-token-that-no-line-can-hold"]
+    assert " ".join(" ".join(lines).replace(" | ", " ").split()) == " ".join(
+        ["short", *("a part " * 20).split(), "tail"]
+    )
+    assert fill("one-very-long-token-that-no-line-can-hold", 10, "  - ") == [
+        "  - one-very-long-token-that-no-line-can-hold"
+    ]
 
 
 def test_a_device_name_is_never_cut_in_a_narrow_table():

@@ -36,7 +36,7 @@ def strip_prefix(uuid: str) -> str:
     """NVML says GPU-xxxx / MIG-xxxx, torch says xxxx: compare the hex part."""
     for prefix in ("GPU-", "MIG-"):
         if uuid.startswith(prefix):
-            return uuid[len(prefix):].lower()
+            return uuid[len(prefix) :].lower()
     return uuid.lower()
 
 
@@ -55,19 +55,22 @@ class _Mapper:
         env = snap.environment.env
         nvml = snap.machine.nvml
         self.gpus = nvml.usable_gpus
-        self.view = GpuView(cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
-                            cuda_device_order=env.get("CUDA_DEVICE_ORDER"))
+        self.view = GpuView(
+            cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"), cuda_device_order=env.get("CUDA_DEVICE_ORDER")
+        )
         self.view.order = effective_order(self.view.cuda_device_order)
         self.order_assumed = False
         self.cuda_order = self._cuda_order()
         self.selection = read_visible_devices(
-            self.view.cuda_visible_devices, *_named_devices(self.gpus),
+            self.view.cuda_visible_devices,
+            *_named_devices(self.gpus),
             [Device(g.uuid, g.index) for g in self.cuda_order] if self.cuda_order is not None else None,
         )
         self.claimed: set[int] = set()  # NVML indices already tied to a CUDA ordinal
         if nvml.status not in ("ok", "not-run") and (snap.torch.devices or nvml.status != "unavailable"):
-            self.view.notes.append(f"NVML is unusable ({nvml.reason or nvml.status}): CUDA devices cannot be "
-                                   "tied to physical GPUs")
+            self.view.notes.append(
+                f"NVML is unusable ({nvml.reason or nvml.status}): CUDA devices cannot be tied to physical GPUs"
+            )
 
     # ------------------------------------------------------------ CUDA's order
 
@@ -87,7 +90,8 @@ class _Mapper:
             self.order_assumed = False  # say it once
             self.view.notes.append(
                 "The GPUs are identical, so CUDA's FASTEST_FIRST order is taken to be PCI order, as CUDA does "
-                "in practice (NVIDIA leaves the order of equally fast GPUs unspecified)")
+                "in practice (NVIDIA leaves the order of equally fast GPUs unspecified)"
+            )
 
     # ------------------------------------------------------------ matching
 
@@ -133,8 +137,9 @@ class _Mapper:
             hit = self._unique([g for g in self.gpus if g.pci_bus_id == dev.pci_bus_id and not g.mig_enabled])
             if hit:
                 return hit, "pci-bus-id"
-        hit = self._unique([g for g in self.gpus if g.name == dev.name
-                            and g.compute_capability == dev.compute_capability])
+        hit = self._unique(
+            [g for g in self.gpus if g.name == dev.name and g.compute_capability == dev.compute_capability]
+        )
         if hit:
             return hit, "properties"
         target = self._expected_target(dev.ordinal)
@@ -155,8 +160,14 @@ class _Mapper:
 
     # ------------------------------------------------------------ rows
 
-    def _row(self, ordinal: Optional[int], target: Optional[Target], source: str, how: str = "",
-             dev: Optional[CudaDevice] = None) -> DeviceRow:
+    def _row(
+        self,
+        ordinal: Optional[int],
+        target: Optional[Target],
+        source: str,
+        how: str = "",
+        dev: Optional[CudaDevice] = None,
+    ) -> DeviceRow:
         row = DeviceRow(cuda_ordinal=ordinal, source=source, matched_by=how)
         if target is not None:
             gpu = _gpu_of(target)
@@ -187,8 +198,9 @@ class _Mapper:
 
     def predicted_rows(self, why: str) -> None:
         """What CUDA would number each GPU, when torch could not tell."""
-        self.view.notes.append(f"torch did not list CUDA devices ({why}); cuda ordinals marked * are predicted "
-                               "from NVML and CUDA's rules")
+        self.view.notes.append(
+            f"torch did not list CUDA devices ({why}); cuda ordinals marked * are predicted from NVML and CUDA's rules"
+        )
         if self.selection.is_set:
             targets: list[Optional[Target]] = []
             for entry in self.selection.valid:
@@ -202,19 +214,25 @@ class _Mapper:
             targets, how = list(self.cuda_order), "order-rules"
             self._note_assumed_order()
         else:
-            self.view.notes.append(f"CUDA_DEVICE_ORDER is {self.view.order} and the GPUs differ, so which GPU "
-                                   "CUDA numbers first cannot be predicted without torch")
+            self.view.notes.append(
+                f"CUDA_DEVICE_ORDER is {self.view.order} and the GPUs differ, so which GPU "
+                "CUDA numbers first cannot be predicted without torch"
+            )
             return
         seen: set[str] = set()
         for ordinal, target in enumerate(targets):
             if target is None:
-                self.view.notes.append(f"cuda:{ordinal} onwards cannot be predicted: CUDA numbers integer "
-                                       f"entries in its {self.view.order} order, which is not known here")
+                self.view.notes.append(
+                    f"cuda:{ordinal} onwards cannot be predicted: CUDA numbers integer "
+                    f"entries in its {self.view.order} order, which is not known here"
+                )
                 return
             key = target[1].uuid if isinstance(target, tuple) else target.uuid
             if key in seen:
-                self.view.notes.append("CUDA_VISIBLE_DEVICES repeats a GPU; what CUDA does then is undocumented, "
-                                       "so the prediction stops there")
+                self.view.notes.append(
+                    "CUDA_VISIBLE_DEVICES repeats a GPU; what CUDA does then is undocumented, "
+                    "so the prediction stops there"
+                )
                 return
             seen.add(key)
             self.view.devices.append(self._row(ordinal, target, "predicted", how))
@@ -243,8 +261,10 @@ class _Mapper:
 
 def _named_devices(gpus: list[NvmlGpu]) -> tuple[list[Device], list[Device]]:
     """The GPUs and MIG devices that have a UUID, as CUDA_VISIBLE_DEVICES can name them."""
-    return ([Device(g.uuid, g.index) for g in gpus if g.uuid],
-            [Device(m.uuid, g.index) for g in gpus for m in g.mig_devices if m.uuid])
+    return (
+        [Device(g.uuid, g.index) for g in gpus if g.uuid],
+        [Device(m.uuid, g.index) for g in gpus for m in g.mig_devices if m.uuid],
+    )
 
 
 def _gpu_of(target: Target) -> NvmlGpu:
@@ -286,8 +306,9 @@ def gpu_view(snap: Snapshot) -> GpuView:
     """The device table and everything it rests on, for one snapshot."""
     mapper = _Mapper(snap)
     view, selection = mapper.view, mapper.selection
-    view.visible_entries = [VisibleEntry(e.text, e.kind, e.device.uuid if e.device else "", e.problem)
-                            for e in selection.entries]
+    view.visible_entries = [
+        VisibleEntry(e.text, e.kind, e.device.uuid if e.device else "", e.problem) for e in selection.entries
+    ]
     view.ignored_entries = list(selection.ignored)
     view.visible_problems = list(selection.problems)
     blind = torch_blind_reason(snap)
@@ -297,7 +318,6 @@ def gpu_view(snap: Snapshot) -> GpuView:
         mapper.predicted_rows(blind or "it reported none")
     mapper.hidden_rows(blind)
     return view
-
 
 
 def visible_devices_as_meant(snap: Snapshot) -> str:

@@ -15,8 +15,10 @@ from mpdoctor.analysis.visible_devices import before_invalid
 from mpdoctor.snapshot.vocab import CudaOrder, DeviceSource, MatchedBy, PrecisionLevel, VisibleEntryKind
 
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
-PRECISION_DOC = ("Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no; "
-                 "empty when the compute capability is unknown")
+PRECISION_DOC = (
+    "Expected hardware support from the compute capability: tensor-cores, native, slow, emulated or no; "
+    "empty when the compute capability is unknown"
+)
 
 
 @dataclass
@@ -31,13 +33,19 @@ class DeviceRow:
     compute_capability: str = fact("e.g. 8.6", "")
     memory_total: Optional[int] = fact("Total memory in bytes", None)
     mig: bool = fact("A MIG device rather than a whole GPU", False)
-    source: DeviceSource = fact("cuda (torch reported it), predicted (from NVML and CUDA's rules) or nvml (NVML "
-                                "only)", "")
-    matched_by: MatchedBy = fact("How cuda:N was tied to the NVML GPU: uuid, pci-bus-id, properties or order-rules; "
-                                 "empty when no NVML GPU matched", "")
+    source: DeviceSource = fact(
+        "cuda (torch reported it), predicted (from NVML and CUDA's rules) or nvml (NVML only)", ""
+    )
+    matched_by: MatchedBy = fact(
+        "How cuda:N was tied to the NVML GPU: uuid, pci-bus-id, properties or order-rules; "
+        "empty when no NVML GPU matched",
+        "",
+    )
     expected_nvml_index: Optional[int] = fact(
         "The nvidia-smi index a user would take cuda:N to be, reading CUDA_VISIBLE_DEVICES as nvidia-smi indices "
-        "(N itself when it is unset)", None)
+        "(N itself when it is unset)",
+        None,
+    )
     not_visible_reason: str = fact("Why CUDA does not see this GPU, when it does not", "")
     fp16: PrecisionLevel = fact(PRECISION_DOC, "")
     bf16: PrecisionLevel = fact(PRECISION_DOC, "")

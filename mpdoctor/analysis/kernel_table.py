@@ -12,15 +12,24 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.schema.serde import fact
-from mpdoctor.snapshot.vocab import (KernelAccuracy, KernelDtype, KernelOp, KernelResultStatus, KernelSpeed,
-                                     PrecisionLevel, SdpaBackend)
+from mpdoctor.snapshot.vocab import (
+    KernelAccuracy,
+    KernelDtype,
+    KernelOp,
+    KernelResultStatus,
+    KernelSpeed,
+    PrecisionLevel,
+    SdpaBackend,
+)
 
 # What the matrix's words mean, under every matrix drawn. The device table's precision columns are the
 # compute capability's prediction and use other words (render/devices.LEGEND): "slow" here is measured.
-MATRIX_LEGEND = ("fp32: time per call (busy: every timing round shared the CPU with another process); others: "
-                 "speed vs fp32 on the same device (2x: twice as fast, 1/8: eight times slower); slow: measured far "
-                 "slower than fp32, or no real gain where the hardware emulates the dtype; inconclusive: the "
-                 "timings were disturbed or too close to call; fails: raised; WRONG: outside tolerance")
+MATRIX_LEGEND = (
+    "fp32: time per call (busy: every timing round shared the CPU with another process); others: "
+    "speed vs fp32 on the same device (2x: twice as fast, 1/8: eight times slower); slow: measured far "
+    "slower than fp32, or no real gain where the hardware emulates the dtype; inconclusive: the "
+    "timings were disturbed or too close to call; fails: raised; WRONG: outside tolerance"
+)
 
 
 @dataclass
@@ -30,17 +39,22 @@ class KernelVerdict:
     op: KernelOp = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
     dtype: KernelDtype = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
     backend: SdpaBackend = fact("The SDPA backend it was restricted to; empty otherwise", "")
-    test: str = fact("The test's name, op/dtype[/backend] (e.g. sdpa/float16/flash), as the kernel runner wrote "
-                     "it", "")
-    status: KernelResultStatus = fact("How the test ended, as in snapshot.kernels (ok, unsupported, wrong, error, "
-                                      "crashed, timeout, skipped)", "")
-    cell: str = fact("The matrix cell as drawn: fp32's time per call (\"busy 105 us\" when every round was "
-                     "disturbed), a speed against fp32 (\"5.6x\", \"1/49\"), \"slow 1/49\", \"inconclusive\", \"ok\" "
-                     "(ran, not timed), \"fails\", \"WRONG\", \"crash\", \"hang\" or \"-\" (skipped)", "")
+    test: str = fact("The test's name, op/dtype[/backend] (e.g. sdpa/float16/flash), as the kernel runner wrote it", "")
+    status: KernelResultStatus = fact(
+        "How the test ended, as in snapshot.kernels (ok, unsupported, wrong, error, crashed, timeout, skipped)", ""
+    )
+    cell: str = fact(
+        'The matrix cell as drawn: fp32\'s time per call ("busy 105 us" when every round was '
+        'disturbed), a speed against fp32 ("5.6x", "1/49"), "slow 1/49", "inconclusive", "ok" '
+        '(ran, not timed), "fails", "WRONG", "crash", "hang" or "-" (skipped)',
+        "",
+    )
     accuracy: KernelAccuracy = fact(
         "ok: the output was within the dtype's tolerance of float64 (autocast: the promised dtypes; GradScaler: "
         "a finite step); wrong: it was not; unchecked: the test raised, crashed, hung or was skipped, so there "
-        "was no output to check", "")
+        "was no output to check",
+        "",
+    )
     max_rel_error: Optional[float] = fact("As measured (snapshot.kernels)", None)
     tolerance: Optional[float] = fact("The largest max_rel_error accepted for this dtype", None)
     speed: KernelSpeed = fact(
@@ -48,22 +62,41 @@ class KernelVerdict:
         "what the others are measured against); fast (faster than fp32 beyond doubt: the whole spread above 1x); "
         "fine (not slow, beyond doubt); slow (below the line beyond doubt: far slower than fp32, or no real gain "
         "where the hardware only emulates the dtype); inconclusive (disturbed timings, or a spread across the "
-        "line); empty: no speed to judge (not timed, failed, or no fp32 of the same op to compare with)", "")
-    ratio: Optional[float] = fact("fp32's best time per call over this test's (2.0: twice as fast as fp32); null "
-                                  "without a speed", None)
-    ratio_low: Optional[float] = fact("The low end of the ratio's spread (best fp32 over this test's median round); "
-                                      "the ratio itself when timed once", None)
-    ratio_high: Optional[float] = fact("The high end of the ratio's spread (median fp32 over this test's best "
-                                       "round); the ratio itself when timed once", None)
-    rounds: Optional[int] = fact("Undisturbed timing rounds the ratio rests on (the fewer of the two kernels'); "
-                                 "null: timed once, or not beside fp32", None)
-    line: Optional[float] = fact("The ratio under which the test counts as slow: 0.67, or 1.5 where the compute "
-                                 "capability predicts emulated or slow units for the dtype; null without a ratio",
-                                 None)
-    hardware: PrecisionLevel = fact("What the compute capability predicts for the dtype (the device table's "
-                                    "level, not a measurement); empty on the CPU or when unknown", "")
-    conclusive: Optional[bool] = fact("Whether the speed class is beyond doubt (the baseline: whether its time "
-                                      "is the kernel's, not a busy machine's); null without a speed", None)
+        "line); empty: no speed to judge (not timed, failed, or no fp32 of the same op to compare with)",
+        "",
+    )
+    ratio: Optional[float] = fact(
+        "fp32's best time per call over this test's (2.0: twice as fast as fp32); null without a speed", None
+    )
+    ratio_low: Optional[float] = fact(
+        "The low end of the ratio's spread (best fp32 over this test's median round); the ratio itself when timed once",
+        None,
+    )
+    ratio_high: Optional[float] = fact(
+        "The high end of the ratio's spread (median fp32 over this test's best "
+        "round); the ratio itself when timed once",
+        None,
+    )
+    rounds: Optional[int] = fact(
+        "Undisturbed timing rounds the ratio rests on (the fewer of the two kernels'); "
+        "null: timed once, or not beside fp32",
+        None,
+    )
+    line: Optional[float] = fact(
+        "The ratio under which the test counts as slow: 0.67, or 1.5 where the compute "
+        "capability predicts emulated or slow units for the dtype; null without a ratio",
+        None,
+    )
+    hardware: PrecisionLevel = fact(
+        "What the compute capability predicts for the dtype (the device table's "
+        "level, not a measurement); empty on the CPU or when unknown",
+        "",
+    )
+    conclusive: Optional[bool] = fact(
+        "Whether the speed class is beyond doubt (the baseline: whether its time "
+        "is the kernel's, not a busy machine's); null without a speed",
+        None,
+    )
     why: str = fact("Why it is not conclusive, when it is not", "")
 
 
@@ -73,9 +106,10 @@ class KernelRow:
 
     op: KernelOp = fact("The op", "")
     backend: SdpaBackend = fact("The SDPA backend; empty for torch's own choice and for other ops", "")
-    name: str = fact("The row as drawn: \"matmul\", \"layer norm\", \"sdpa flash\"", "")
-    cells: list[str] = fact("One cell per entry of the device's dtypes (the verdict's cell; empty where the test "
-                            "did not run)", factory=list)
+    name: str = fact('The row as drawn: "matmul", "layer norm", "sdpa flash"', "")
+    cells: list[str] = fact(
+        "One cell per entry of the device's dtypes (the verdict's cell; empty where the test did not run)", factory=list
+    )
 
 
 @dataclass
@@ -84,12 +118,17 @@ class KernelDevice:
 
     device: str = fact("cpu or cuda:N", "")
     label: str = fact("How the report names it: cuda:0 (Tesla T4, cc 7.5), the CPU (AVX2, 2 threads)", "")
-    same_as: str = fact("The device whose matrix this one's repeats in every verdict (an identical GPU): drawn "
-                        "once, naming both; empty otherwise", "")
-    dtypes: list[str] = fact("The matrix's columns: the dtypes (float32, tf32, ...) with something to say",
-                             factory=list)
-    rows: list[KernelRow] = fact("The matrix's rows: the ops with something to say; empty when nothing ran (a "
-                                 "note says why)", factory=list)
+    same_as: str = fact(
+        "The device whose matrix this one's repeats in every verdict (an identical GPU): drawn "
+        "once, naming both; empty otherwise",
+        "",
+    )
+    dtypes: list[str] = fact(
+        "The matrix's columns: the dtypes (float32, tf32, ...) with something to say", factory=list
+    )
+    rows: list[KernelRow] = fact(
+        "The matrix's rows: the ops with something to say; empty when nothing ran (a note says why)", factory=list
+    )
     verdicts: list[KernelVerdict] = fact("Every test of the device, in the order run", factory=list)
 
 
@@ -98,11 +137,15 @@ class KernelView:
     """The microkernels' verdicts, per device, and why any are missing or in doubt."""
 
     devices: list[KernelDevice] = fact("Each device whose microkernels ran, wholly or in part", factory=list)
-    notes: list[str] = fact("Why the matrix is missing or incomplete, and which ratios are inconclusive and why, "
-                            "a line each", factory=list)
+    notes: list[str] = fact(
+        "Why the matrix is missing or incomplete, and which ratios are inconclusive and why, a line each", factory=list
+    )
 
     @property
     def shown(self) -> list[tuple[KernelDevice, list[str]]]:
         """The matrices to draw: each device not drawn with another, and the devices just like it."""
-        return [(d, [o.device for o in self.devices if o.same_as == d.device])
-                for d in self.devices if d.rows and not d.same_as]
+        return [
+            (d, [o.device for o in self.devices if o.same_as == d.device])
+            for d in self.devices
+            if d.rows and not d.same_as
+        ]

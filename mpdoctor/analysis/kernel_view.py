@@ -94,8 +94,13 @@ def speed_of(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional
     if r.rounds is None or base.rounds is None or not r.seconds_median or not base.seconds_median:
         if any(other.rounds is not None for other in device.results):
             # This mpdoctor times in rounds: these two were not timed together (a worker restarted in between).
-            return Speed(ratio, ratio, ratio, None, "not timed beside fp32 in the same rounds (a kernel worker "
-                                                    "restarted in between)")
+            return Speed(
+                ratio,
+                ratio,
+                ratio,
+                None,
+                "not timed beside fp32 in the same rounds (a kernel worker restarted in between)",
+            )
         return Speed(ratio, ratio, ratio, None, disturbance(snap, device))  # an older snapshot: one timing each
     low = base.seconds / r.seconds_median
     high = base.seconds_median / r.seconds
@@ -109,12 +114,18 @@ def speed_of(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional
 def busy_cpu(device: DeviceKernels, base: KernelResult, machine: bool = True) -> str:
     """Why the CPU's timings of ``base``'s op were disturbed; ``machine``: with the device's load (load_text)."""
     busy = base.rounds_disturbed or 0
-    parts = [f"other processes crowded the cores in {busy} of {busy + (base.rounds or 0)} timing rounds" if busy
-             else "too few timing rounds"]
+    parts = [
+        f"other processes crowded the cores in {busy} of {busy + (base.rounds or 0)} timing rounds"
+        if busy
+        else "too few timing rounds"
+    ]
     if base.seconds and base.seconds_max and base.seconds_max > 1.5 * base.seconds:
         times = base.seconds_max / base.seconds
-        parts.append(f"fp32 {base.op.replace('_', ' ')} varied {times:.0f}x between repeats" if times >= 10 else
-                     f"fp32 {base.op.replace('_', ' ')} varied {times:.1f}x between repeats")
+        parts.append(
+            f"fp32 {base.op.replace('_', ' ')} varied {times:.0f}x between repeats"
+            if times >= 10
+            else f"fp32 {base.op.replace('_', ' ')} varied {times:.1f}x between repeats"
+        )
     if machine and load_text(device):
         parts.append(load_text(device))
     return "; ".join(parts)
@@ -144,8 +155,9 @@ def gpu_of(snap: Snapshot, device: DeviceKernels) -> Optional[NvmlGpu]:
         if str(known.ordinal) != ordinal:
             continue
         for gpu in snap.machine.nvml.usable_gpus:
-            if (known.uuid and gpu.uuid and gpu.uuid.endswith(known.uuid.replace("GPU-", ""))) or \
-                    (known.pci_bus_id and gpu.pci_bus_id == known.pci_bus_id):
+            if (known.uuid and gpu.uuid and gpu.uuid.endswith(known.uuid.replace("GPU-", ""))) or (
+                known.pci_bus_id and gpu.pci_bus_id == known.pci_bus_id
+            ):
                 return gpu
     return None
 
@@ -165,7 +177,7 @@ def gpu_sharers(snap: Snapshot, device: DeviceKernels) -> list[str]:
         others.remove(unseen[0])
     out = []
     for p in others:
-        memory = f", {p.memory_used / 1024 ** 3:.1f} GiB" if p.memory_used else ""
+        memory = f", {p.memory_used / 1024**3:.1f} GiB" if p.memory_used else ""
         out.append(f"pid {p.pid} ({p.name or p.kind or 'unknown'}{memory})")
     return out
 
@@ -200,8 +212,7 @@ def _verdict(snap: Snapshot, device: DeviceKernels, r: KernelResult, s: Optional
         return "slow", ""
     if s.low >= limit:
         return "fine", ""
-    return "inconclusive", (f"{kernel_name(r)} ran {spread_text(s)}, across the {limit:g}x line between fine "
-                            f"and slow")
+    return "inconclusive", (f"{kernel_name(r)} ran {spread_text(s)}, across the {limit:g}x line between fine and slow")
 
 
 def conclusive_speed(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional[Speed]:
@@ -217,7 +228,7 @@ def faster(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> Optional[f
 
 
 def spread_text(s: Speed) -> str:
-    """"2.4x faster than fp32 (2.1x-2.6x over 5 rounds)", or the bare ratio for a single timing."""
+    """ "2.4x faster than fp32 (2.1x-2.6x over 5 rounds)", or the bare ratio for a single timing."""
     text = ratio_text(s.ratio)
     if s.rounds is None:
         return f"{text} (timed once, no spread)"
@@ -268,10 +279,27 @@ def inconclusive(snap: Snapshot, device: DeviceKernels) -> list[tuple[KernelResu
 # ---------------------------------------------------------------- the verdicts and the capability matrix
 
 COLUMNS = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn")
-ROWS = (("matmul", ""), ("conv2d", ""), ("layer_norm", ""), ("softmax", ""), ("sdpa", ""), ("sdpa", "flash"),
-        ("sdpa", "efficient"), ("sdpa", "cudnn"), ("sdpa", "math"), ("autocast", ""), ("grad_scaler", ""))
-WORDS = {"unsupported": "fails", "error": "fails", "wrong": "WRONG", "crashed": "crash", "timeout": "hang",
-         "skipped": "-"}
+ROWS = (
+    ("matmul", ""),
+    ("conv2d", ""),
+    ("layer_norm", ""),
+    ("softmax", ""),
+    ("sdpa", ""),
+    ("sdpa", "flash"),
+    ("sdpa", "efficient"),
+    ("sdpa", "cudnn"),
+    ("sdpa", "math"),
+    ("autocast", ""),
+    ("grad_scaler", ""),
+)
+WORDS = {
+    "unsupported": "fails",
+    "error": "fails",
+    "wrong": "WRONG",
+    "crashed": "crash",
+    "timeout": "hang",
+    "skipped": "-",
+}
 ACCURACY = {"ok": "ok", "wrong": "wrong", "": ""}  # a test's status as its accuracy; any other: "unchecked"
 UNTIMED = ("autocast", "grad_scaler")  # tests of what torch does, not of a kernel's speed
 EMPTY = ("", "-")  # cells with nothing to say: a row or column of only these is left out
@@ -295,9 +323,17 @@ def _finite(value: Optional[float]) -> Optional[float]:
 
 def judge_kernel(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> KernelVerdict:
     """What one test came to: its accuracy, its speed class against fp32 with the spread, and its matrix cell."""
-    v = KernelVerdict(op=r.op, dtype=r.dtype, backend=r.backend, test=kernel_key(r.op, r.dtype, r.backend),
-                      status=r.status, accuracy=ACCURACY.get(r.status, "unchecked"), max_rel_error=r.max_rel_error,
-                      tolerance=r.tolerance, hardware=hardware_level(snap, device, r.dtype))
+    v = KernelVerdict(
+        op=r.op,
+        dtype=r.dtype,
+        backend=r.backend,
+        test=kernel_key(r.op, r.dtype, r.backend),
+        status=r.status,
+        accuracy=ACCURACY.get(r.status, "unchecked"),
+        max_rel_error=r.max_rel_error,
+        tolerance=r.tolerance,
+        hardware=hardware_level(snap, device, r.dtype),
+    )
     if r.status != "ok":
         v.cell = WORDS.get(r.status, r.status)
         return v
@@ -337,8 +373,7 @@ def _matrix(verdicts: list[KernelVerdict]) -> tuple[list[str], list[KernelRow]]:
     for op, backend in ROWS:
         row = [cells.get((op, dtype, backend), "") for dtype in COLUMNS]
         if any(c not in EMPTY for c in row):
-            rows.append(KernelRow(op=op, backend=backend, name=f"{op} {backend}".strip().replace("_", " "),
-                                  cells=row))
+            rows.append(KernelRow(op=op, backend=backend, name=f"{op} {backend}".strip().replace("_", " "), cells=row))
     keep = [i for i in range(len(COLUMNS)) if any(row.cells[i] not in EMPTY for row in rows)]
     for row in rows:
         row.cells = [row.cells[i] for i in keep]
@@ -382,8 +417,11 @@ def kernel_table(snap: Snapshot) -> KernelView:
         if not rows:
             continue  # nothing ran: a note says why
         for shown, known in drawn:
-            if (shown.name, shown.compute_capability) == (device.name, device.compute_capability) \
-                    and known.dtypes == dtypes and _words(known) == _words(d):
+            if (
+                (shown.name, shown.compute_capability) == (device.name, device.compute_capability)
+                and known.dtypes == dtypes
+                and _words(known) == _words(d)
+            ):
                 d.same_as = known.device
                 break
         else:
@@ -409,10 +447,13 @@ def kernel_notes(snap: Snapshot, verdicts: Optional[dict[str, list[KernelVerdict
         unsure = [v for v in judged if v.speed == "inconclusive"]
         if unsure:
             reasons = list(dict.fromkeys(v.why for v in unsure))
-            notes.append(f"{device.device}: {len(unsure)} speed ratio{'s' if len(unsure) > 1 else ''} "
-                         f"inconclusive: {reasons[0]}" + (f" (and {len(reasons) - 1} more reasons)"
-                                                          if len(reasons) > 1 else ""))
+            notes.append(
+                f"{device.device}: {len(unsure)} speed ratio{'s' if len(unsure) > 1 else ''} "
+                f"inconclusive: {reasons[0]}" + (f" (and {len(reasons) - 1} more reasons)" if len(reasons) > 1 else "")
+            )
         if device.load.budget_exhausted:
-            notes.append(f"{device.device}: the timings did not settle; extra rounds stopped at their budget "
-                         f"({device.load.extra_seconds:.2g} s)")
+            notes.append(
+                f"{device.device}: the timings did not settle; extra rounds stopped at their budget "
+                f"({device.load.extra_seconds:.2g} s)"
+            )
     return notes

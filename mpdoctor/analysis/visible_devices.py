@@ -132,14 +132,16 @@ def read_visible_devices(
         seen.setdefault(key, position)
     if selection.ignored:
         selection.problems.append(
-            f"entries after the invalid {selection.entries[-1].text!r} are ignored: {', '.join(selection.ignored)}")
+            f"entries after the invalid {selection.entries[-1].text!r} are ignored: {', '.join(selection.ignored)}"
+        )
     if len(kinds) > 1:
         selection.problems.append("mixes integer indices and UUIDs; PyTorch's device count stops at the switch")
     return selection
 
 
-def _read_entry(text: str, gpus: Sequence[Device], migs: Sequence[Device],
-                cuda_order: Optional[Sequence[Device]], count: int) -> Entry:
+def _read_entry(
+    text: str, gpus: Sequence[Device], migs: Sequence[Device], cuda_order: Optional[Sequence[Device]], count: int
+) -> Entry:
     if text in HIDING_WORDS:
         return Entry(text, "invalid", problem=HIDING_WORDS[text])
     if not gpus and text.startswith(("GPU-", "MIG-")):
@@ -157,8 +159,7 @@ def _read_entry(text: str, gpus: Sequence[Device], migs: Sequence[Device],
     if number < 0:
         return Entry(text, "invalid", problem=f"{number} is negative: CUDA stops reading here", number=number)
     if gpus and number >= count:
-        return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs",
-                     number=number)
+        return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs", number=number)
     device = cuda_order[number] if cuda_order and number < len(cuda_order) else None
     entry = Entry(text, "index", device, number=number)
     if match.group() != text:

@@ -28,15 +28,30 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = AUDIT_TIME
     live = callable(getattr(obj, "named_parameters", None)) and callable(getattr(obj, "named_buffers", None))
     # A live module: its non-persistent buffers too (a state dict leaves them out), its classes, its own
     # _keep_in_fp32_modules; the same analysis as its saved file, knowing more.
-    state = {**dict(obj.named_parameters()), **dict(obj.named_buffers())} if live else \
-        obj.state_dict() if callable(getattr(obj, "state_dict", None)) else obj
+    state = (
+        {**dict(obj.named_parameters()), **dict(obj.named_buffers())}
+        if live
+        else obj.state_dict()
+        if callable(getattr(obj, "state_dict", None))
+        else obj
+    )
     if not isinstance(state, Mapping):
         raise TypeError(f"mpdoctor.audit takes a module, a state dict or a path, not {type(obj).__name__}")
-    entries = [TensorEntry(str(name), str(tensor.dtype).replace("torch.", ""), tuple(tensor.shape),
-                           int(tensor.numel()) * int(tensor.element_size()), IN_MEMORY)
-               for name, tensor in state.items() if hasattr(tensor, "dtype") and hasattr(tensor, "numel")]
+    entries = [
+        TensorEntry(
+            str(name),
+            str(tensor.dtype).replace("torch.", ""),
+            tuple(tensor.shape),
+            int(tensor.numel()) * int(tensor.element_size()),
+            IN_MEMORY,
+        )
+        for name, tensor in state.items()
+        if hasattr(tensor, "dtype") and hasattr(tensor, "numel")
+    ]
     label = type(obj).__name__
     keep = keep_names(obj) if live else []
-    facts = ModelFacts({name: type(module).__name__ for name, module in obj.named_modules()} if live else {},
-                       {"": (keep, f"{label}._keep_in_fp32_modules")} if keep else {})
+    facts = ModelFacts(
+        {name: type(module).__name__ for name, module in obj.named_modules()} if live else {},
+        {"": (keep, f"{label}._keep_in_fp32_modules")} if keep else {},
+    )
     return audit_files(label, [WeightFile(IN_MEMORY, format="memory", tensors=entries)], facts)

@@ -41,8 +41,10 @@ def _pattern(dtypes: list[str]) -> re.Pattern:
     dtype = "|".join(sorted(dtypes, key=len, reverse=True))
     # The dtype and the shape as one group (``F16","shape":[4096,4096``): a checkpoint has a few dozen of these
     # at most, each read once, and one string a tensor fewer is made.
-    tensor = (rf'{_STRING}: ?\{{"dtype": ?"((?:{dtype})", ?"shape": ?\[(?:{_INT}(?:, ?{_INT})*)?)\], ?'
-              rf'"data_offsets": ?\[({_INT}), ?({_INT})\]\}}')
+    tensor = (
+        rf'{_STRING}: ?\{{"dtype": ?"((?:{dtype})", ?"shape": ?\[(?:{_INT}(?:, ?{_INT})*)?)\], ?'
+        rf'"data_offsets": ?\[({_INT}), ?({_INT})\]\}}'
+    )
     metadata = rf'"__metadata__": ?(\{{(?:{_PLAIN}: ?{_PLAIN}(?:, ?{_PLAIN}: ?{_PLAIN})*)?\}})'
     # A member ends with a comma only where another member (a string) follows; the last is followed by the brace.
     # Where no member starts, the last group takes the rest of the text: one match, however much junk follows.
@@ -71,15 +73,14 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
     # Writers pad the header with spaces to align the data: the members end before them. Found in the last few
     # characters, not by a copy of the whole text without them (rstrip), unless the padding is that long.
     tail = text[-64:]
-    end = len(text) - len(tail) + len(tail.rstrip(" \t\n\r")) if tail.strip(" \t\n\r") else \
-        len(text.rstrip(" \t\n\r"))
+    end = len(text) - len(tail) + len(tail.rstrip(" \t\n\r")) if tail.strip(" \t\n\r") else len(text.rstrip(" \t\n\r"))
     if not (text.startswith("{") and end and text[end - 1] == "}"):
         return None
     key = tuple(item_size)
     matcher = _MATCHERS.get(key) or _MATCHERS.setdefault(key, _pattern(list(item_size)))
     found = matcher.findall(text, 1, end)
     if found[-1][-1] != "}" or len(found) < 2:  # the closing brace must be all that follows the members
-        return (((), (), (), ()), {}) if text[1:end - 1].strip(" \t\n\r") == "" else None
+        return (((), (), (), ()), {}) if text[1 : end - 1].strip(" \t\n\r") == "" else None
     found.pop()
     names, kinds, starts, ends, metadata, _ = zip(*found)
     meta: dict = {}
@@ -91,15 +92,15 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
             meta = files.json_value(metadata[at])
         except ValueError:
             return None
-        names, kinds, starts, ends = (c[:at] + c[at + 1:] for c in (names, kinds, starts, ends))
+        names, kinds, starts, ends = (c[:at] + c[at + 1 :] for c in (names, kinds, starts, ends))
     if "\\" in text:  # escapes in a name: decoded as json.loads decodes them
         names = tuple(json.loads(f'"{name}"') if "\\" in name else name for name in names)
     if len(set(names)) != len(names) or "__metadata__" in names:  # json.loads would keep the last of each
         return None
     dtype_of, shape_of, size_of = {}, {}, {}
     for kind in set(kinds):  # 'F16","shape":[4096,4096' -> F16, (4096, 4096), bytes
-        dims = kind[kind.index("[") + 1:]
-        dtype_of[kind] = kind[:kind.index('"')]
+        dims = kind[kind.index("[") + 1 :]
+        dtype_of[kind] = kind[: kind.index('"')]
         shape_of[kind] = tuple(int(d) for d in dims.split(",")) if dims else ()
         size_of[kind] = math.prod(shape_of[kind]) * item_size[dtype_of[kind]]
     nbytes = list(map(size_of.__getitem__, kinds))
@@ -111,8 +112,10 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
             return None  # a size or an offset that lies: the entry-by-entry reader names it
     elif not _spans_hold(list(map(int, starts)), list(map(int, ends)), nbytes, data_size):
         return None
-    return ((names, list(map(dtype_of.__getitem__, kinds)), list(map(shape_of.__getitem__, kinds)), nbytes),
-            {str(k): str(v) for k, v in meta.items()})
+    return (
+        (names, list(map(dtype_of.__getitem__, kinds)), list(map(shape_of.__getitem__, kinds)), nbytes),
+        {str(k): str(v) for k, v in meta.items()},
+    )
 
 
 def _spans_hold(starts: list[int], ends: list[int], nbytes: list[int], data_size: int) -> bool:

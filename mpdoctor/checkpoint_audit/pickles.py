@@ -159,8 +159,14 @@ class _Attempt:
                 self.running.append(int(tail.running))
 
 
-def read_pickles(files: list, python: str, budget: Budget, progress: ProgressBoard = SILENT,
-                 done_before: int = 0, total: Optional[int] = None) -> None:
+def read_pickles(
+    files: list,
+    python: str,
+    budget: Budget,
+    progress: ProgressBoard = SILENT,
+    done_before: int = 0,
+    total: Optional[int] = None,
+) -> None:
     """Fill in each pickled ``WeightFile``'s tensors, or its error; never raises for a bad file.
 
     ``progress``'s "audit" task counts files: ``done_before`` were read before these, of ``total``.
@@ -171,8 +177,13 @@ def read_pickles(files: list, python: str, budget: Budget, progress: ProgressBoa
         scratch = tempfile.TemporaryDirectory(prefix="mpdoctor-audit-")
     except OSError as exc:
         for file in pending:
-            file.error, file.cause = (f"{file.path}: not read: no writable temporary directory "
-                                      f"({exc.strerror or exc}); set TMPDIR to a directory you can write to"), NO_TEMP
+            file.error, file.cause = (
+                (
+                    f"{file.path}: not read: no writable temporary directory "
+                    f"({exc.strerror or exc}); set TMPDIR to a directory you can write to"
+                ),
+                NO_TEMP,
+            )
         return
     suspects: list = []  # files being read when a child died: read first, and one at a time, by the next
     with scratch as tmp:
@@ -220,17 +231,25 @@ def _child_failure(run: _Attempt, python: str) -> Optional[tuple[str, str]]:
     if isinstance(imported, dict) and imported.get("ok"):
         return None
     if isinstance(imported, dict):
-        return (f"not read: {python} cannot import torch ({imported.get('type')}: {imported.get('message')}), and only "
-                "torch reads a pickled checkpoint (give --python an environment that has it)", NO_TORCH)
+        return (
+            f"not read: {python} cannot import torch ({imported.get('type')}: {imported.get('message')}), and only "
+            "torch reads a pickled checkpoint (give --python an environment that has it)",
+            NO_TORCH,
+        )
     ended = run.ended
     if ended is not None and ended.start_error:
         return f"torch.load {ended.describe()}", ""
     if ended is not None and ended.timed_out:
-        return (f"not read: importing torch in {python} {ended.describe()}; only torch reads a pickled checkpoint",
-                NO_TORCH)
+        return (
+            f"not read: importing torch in {python} {ended.describe()}; only torch reads a pickled checkpoint",
+            NO_TORCH,
+        )
     tail = ended.stderr_last_line if ended is not None else ""
-    return (f"not read: the loading process {ended.describe() if ended else 'ended'} before importing torch"
-            + (f" ({tail})" if tail else ""), "")
+    return (
+        f"not read: the loading process {ended.describe() if ended else 'ended'} before importing torch"
+        + (f" ({tail})" if tail else ""),
+        "",
+    )
 
 
 def _tensors(path: str, data: object) -> list[TensorEntry]:
@@ -244,7 +263,11 @@ def _tensors(path: str, data: object) -> list[TensorEntry]:
     if not data.get("ok") and data.get("stage") == "list":
         raise AuditError(f"{path}: read, but not listed: {data.get('message')}")
     if not data.get("ok"):
-        raise AuditError(f"{path}: torch.load(weights_only=True) refused it: {data.get('type')}: "
-                         f"{data.get('message')}", REFUSED if data.get("type") == "UnpicklingError" else "")
-    return [TensorEntry(str(name), str(dtype), tuple(shape), int(nbytes), path)
-            for name, dtype, shape, nbytes in data.get("tensors", [])]
+        raise AuditError(
+            f"{path}: torch.load(weights_only=True) refused it: {data.get('type')}: {data.get('message')}",
+            REFUSED if data.get("type") == "UnpicklingError" else "",
+        )
+    return [
+        TensorEntry(str(name), str(dtype), tuple(shape), int(nbytes), path)
+        for name, dtype, shape, nbytes in data.get("tensors", [])
+    ]

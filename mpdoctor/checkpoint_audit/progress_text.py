@@ -10,4 +10,4 @@ def short(name: str, width: int = WIDTH) -> str:
     if len(name) <= width:
         return name
     keep = (width - 1) // 2
-    return f"{name[:keep]}…{name[-(width - 1 - keep):]}"
+    return f"{name[:keep]}…{name[-(width - 1 - keep) :]}"

@@ -37,8 +37,11 @@ MAX_LISTED = 20
 class FileSummary:
     path: str = fact("The weight file")
     component: str = fact("Its diffusers component (unet, text_encoder, ...); empty otherwise", "")
-    format: WeightFormat = fact("safetensors (header read), pickle (torch.load weights_only in a child), memory (a "
-                                "state dict audited in memory); empty when the file is missing or not a weight file", "")
+    format: WeightFormat = fact(
+        "safetensors (header read), pickle (torch.load weights_only in a child), memory (a "
+        "state dict audited in memory); empty when the file is missing or not a weight file",
+        "",
+    )
     tensors: int = fact("Tensors in it", 0)
     error: str = fact("Why it could not be read, when it could not", "")
 
@@ -74,16 +77,22 @@ class AuditReport:
     path: str = fact("What was audited")
     files: list[FileSummary] = fact("Every weight file read", factory=list)
     dtypes: list[DtypeTotal] = fact("Tensors and bytes per dtype, largest first", factory=list)
-    components: dict[str, dict[str, int]] = fact("Component -> floating dtype -> bytes (diffusers folders)",
-                                                 factory=dict)
+    components: dict[str, dict[str, int]] = fact(
+        "Component -> floating dtype -> bytes (diffusers folders)", factory=dict
+    )
     modules: int = fact("Modules (tensor name prefixes) seen", 0)
-    groups: dict[str, dict[str, int]] = fact("Top-level module prefix (with its component) -> dtype -> tensors",
-                                             factory=dict)
+    groups: dict[str, dict[str, int]] = fact(
+        "Top-level module prefix (with its component) -> dtype -> tensors", factory=dict
+    )
     mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
-    odd_modules: list[OddModule] = fact("Submodules whose tensors are all in another floating dtype than the "
-                                        "subtree around them (the odd modules out), at every level", factory=list)
-    subtrees: list[Subtree] = fact("Module subtrees holding more than one floating dtype, with the dominant one",
-                                   factory=list)
+    odd_modules: list[OddModule] = fact(
+        "Submodules whose tensors are all in another floating dtype than the "
+        "subtree around them (the odd modules out), at every level",
+        factory=list,
+    )
+    subtrees: list[Subtree] = fact(
+        "Module subtrees holding more than one floating dtype, with the dominant one", factory=list
+    )
     findings: list[Finding] = fact("What is wrong, errors first", factory=list)
     schema_version: int = version_fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
@@ -134,14 +143,16 @@ def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> Audi
     per_component: dict[str, dict[str, int]] = {}  # the report lists named components only (diffusers folders)
     pairs = list(zip(float_components, float_dtypes)) if any(float_components) else []
     for component, dtype in dict.fromkeys(pairs):  # the (component, dtype) pairs, in the order they first come
-        per_component.setdefault(component, {})[dtype] = sum(compress(float_sizes, map(eq, pairs,
-                                                                                        repeat((component, dtype)))))
+        per_component.setdefault(component, {})[dtype] = sum(
+            compress(float_sizes, map(eq, pairs, repeat((component, dtype))))
+        )
     groups: dict[str, dict[str, int]] = {}
     tops = _joined(components, list(map(itemgetter(0), map(str.partition, names, repeat(".")))))
     for (prefix, dtype), count in Counter(zip(tops, dtypes)).items():
         groups.setdefault(prefix, {})[dtype] = count
-    modules = _joined(float_components, list(map(itemgetter(0), map(str.rpartition, compress(names, floating),
-                                                                    repeat(".")))))
+    modules = _joined(
+        float_components, list(map(itemgetter(0), map(str.rpartition, compress(names, floating), repeat("."))))
+    )
     report = AuditReport(
         path=path,
         files=[FileSummary(f.path, f.component, f.format, len(f.tensors), f.error) for f in files],
@@ -157,8 +168,10 @@ def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> Audi
     by_module: dict[str, list] = {}
     if mixed:
         tensors = map(TensorEntry, names, dtypes, shapes, sizes, repeat(""))
-        for module, tensor in zip(compress(modules, map(mixed.__contains__, modules)),
-                                  compress(compress(tensors, floating), map(mixed.__contains__, modules))):
+        for module, tensor in zip(
+            compress(modules, map(mixed.__contains__, modules)),
+            compress(compress(tensors, floating), map(mixed.__contains__, modules)),
+        ):
             by_module.setdefault(module, []).append(tensor)
     for module, own in sorted(by_module.items()):
         kinds = Counter(t.dtype for t in own)
@@ -180,26 +193,52 @@ def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -
     found = []
     broken = [f for f in files if f.error]
     if broken:
-        found.append(UNREADABLE_WEIGHTS.stamp(error(
-            f"{len(broken)} weight file(s) could not be read", [f.error for f in broken[:MAX_LISTED]],
-            unread_steps(broken, report.path))))
+        found.append(
+            UNREADABLE_WEIGHTS.stamp(
+                error(
+                    f"{len(broken)} weight file(s) could not be read",
+                    [f.error for f in broken[:MAX_LISTED]],
+                    unread_steps(broken, report.path),
+                )
+            )
+        )
     if report.mixed:
-        lines = [f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}"
-                                                               for o in m.odd[:6]) for m in report.mixed[:MAX_LISTED]]
-        found.append(MODULE_MIXES_DTYPES.stamp(warning(
-            f"{len(report.mixed)} module(s) hold tensors in more than one floating dtype: under a `.half()` model "
-            "their inputs and weights disagree", lines,
-            [FixStep("Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
-                  "parameter), and run it under torch.autocast, which casts per op"),
-             FixStep("Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
-                  "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`")])))
+        lines = [
+            f"{m.module}: mostly {m.majority}; "
+            + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}" for o in m.odd[:6])
+            for m in report.mixed[:MAX_LISTED]
+        ]
+        found.append(
+            MODULE_MIXES_DTYPES.stamp(
+                warning(
+                    f"{len(report.mixed)} module(s) hold tensors in more than one floating dtype: under a `.half()` model "
+                    "their inputs and weights disagree",
+                    lines,
+                    [
+                        FixStep(
+                            "Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
+                            "parameter), and run it under torch.autocast, which casts per op"
+                        ),
+                        FixStep(
+                            "Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "
+                            "`x.to(self.weight.dtype)`, or wrap it in `torch.autocast(..., enabled=False)` with `x.float()`"
+                        ),
+                    ],
+                )
+            )
+        )
     floating = [d.dtype for d in report.dtypes if d.dtype in FLOATING]
     if unnamed:  # parts in different dtypes that no AUDIT004/AUDIT005 module names (AUDIT002 or not)
         per_component = [f"{c}: " + ", ".join(sorted(dtypes)) for c, dtypes in sorted(report.components.items())]
-        found.append(CHECKPOINT_MIXES_DTYPES.stamp(info(
-            f"The checkpoint mixes {', '.join(floating)} across its parts",
-            per_component + [line for line in unnamed if not line.startswith("components: ")],
-            [FixStep("Fine under torch.autocast; a model converted by hand must cast between these parts")])))
+        found.append(
+            CHECKPOINT_MIXES_DTYPES.stamp(
+                info(
+                    f"The checkpoint mixes {', '.join(floating)} across its parts",
+                    per_component + [line for line in unnamed if not line.startswith("components: ")],
+                    [FixStep("Fine under torch.autocast; a model converted by hand must cast between these parts")],
+                )
+            )
+        )
     return found
 
 
@@ -222,16 +261,22 @@ MAX_GROUPS = 16  # top-level module prefixes listed in the overview; a bigger mo
 
 def overview(report: AuditReport, show_all: bool = False) -> list[str]:
     tensors = sum(d.tensors for d in report.dtypes)
-    where = "a state dict in memory" if [f.format for f in report.files] == ["memory"] else \
-        f"{len(report.files)} weight file(s)"
+    where = (
+        "a state dict in memory"
+        if [f.format for f in report.files] == ["memory"]
+        else f"{len(report.files)} weight file(s)"
+    )
     lines = [f"{where}, {tensors} tensors in {report.modules} modules"]
-    lines += [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}"
-              for d in report.dtypes]
-    lines += [f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
-              for c, dtypes in sorted(report.components.items())]
+    lines += [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}" for d in report.dtypes]
+    lines += [
+        f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
+        for c, dtypes in sorted(report.components.items())
+    ]
     if 1 < len(report.groups) and (show_all or len(report.groups) <= MAX_GROUPS):
-        lines += [f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
-                  for prefix, dtypes in report.groups.items()]
+        lines += [
+            f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
+            for prefix, dtypes in report.groups.items()
+        ]
     return lines
 
 
@@ -239,8 +284,10 @@ def plain_text(report: AuditReport) -> str:
     """The report as plain lines (what `print(mpdoctor.audit(model))` shows)."""
     lines = [f"mpdoctor audit: {report.path}", *(f"  {line}" for line in overview(report))]
     for mixed in report.mixed:
-        lines.append(f"  mixed: {mixed.module}: mostly {mixed.majority}; "
-                     + ", ".join(f"{o.name} {o.dtype} {list(o.shape)}" for o in mixed.odd))
+        lines.append(
+            f"  mixed: {mixed.module}: mostly {mixed.majority}; "
+            + ", ".join(f"{o.name} {o.dtype} {list(o.shape)}" for o in mixed.odd)
+        )
     lines += [f"  odd module out: {line}" for line in describe(report.odd_modules)]
     lines += [f"  {f.severity} {f.code}: {f.title}" for f in report.findings]
     return "\n".join(lines)

@@ -24,14 +24,41 @@ MAX_HEADER = 100 << 20  # the format's own limit is 100 MB of JSON
 MAX_DEPTH = 8  # the header is {name: {dtype, shape: [...], data_offsets: [...]}}, plus __metadata__ {str: str}
 # Bytes per element of each dtype name the format defines.
 ITEM_SIZE = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
 }
 # The names torch uses, so every format reads the same in a report.
 TORCH_NAME = {
-    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn",
-    "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu", "I64": "int64", "I32": "int32", "I16": "int16",
-    "I8": "int8", "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8", "BOOL": "bool",
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U64": "uint64",
+    "U32": "uint32",
+    "U16": "uint16",
+    "U8": "uint8",
+    "BOOL": "bool",
 }
 
 
@@ -72,8 +99,9 @@ class TensorTable(Sequence):
     entries need never be made one by one.
     """
 
-    def __init__(self, names: Sequence[str], dtypes: Sequence[str], shapes: Sequence[tuple], nbytes: Sequence[int],
-                 file: str) -> None:
+    def __init__(
+        self, names: Sequence[str], dtypes: Sequence[str], shapes: Sequence[tuple], nbytes: Sequence[int], file: str
+    ) -> None:
         self.names, self.dtypes, self.shapes, self.nbytes, self.file = names, dtypes, shapes, nbytes, file
 
     def __len__(self) -> int:
@@ -109,8 +137,10 @@ def read_header(path: str) -> tuple[Sequence[TensorEntry], dict[str, str]]:
                 raise AuditError(f"{path}: {size} bytes, too short for a safetensors header")
             (length,) = struct.unpack("<Q", head)
             if length > min(MAX_HEADER, size - 8):
-                raise AuditError(f"{path}: the header claims {length} bytes but the file has {size - 8} after "
-                                 "its length field: truncated, or not a safetensors file")
+                raise AuditError(
+                    f"{path}: the header claims {length} bytes but the file has {size - 8} after "
+                    "its length field: truncated, or not a safetensors file"
+                )
             raw = handle.read(length)
             if len(raw) < length:  # the file shrank since its size was taken
                 raise AuditError(f"{path}: the header claims {length} bytes but only {len(raw)} could be read")
@@ -152,8 +182,10 @@ def _no_overlap(path: str, header: dict) -> None:
     end, owner = 0, ""
     for start, stop, name in spans:
         if start < end:
-            raise AuditError(f"{path}: tensors {owner!r} and {name!r} overlap in the data (bytes {start} to "
-                             f"{min(stop, end)}): a corrupt or crafted file, which safetensors refuses to load")
+            raise AuditError(
+                f"{path}: tensors {owner!r} and {name!r} overlap in the data (bytes {start} to "
+                f"{min(stop, end)}): a corrupt or crafted file, which safetensors refuses to load"
+            )
         if stop >= end:
             end, owner = stop, name
 
@@ -165,14 +197,18 @@ def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:
     dtype, shape, offsets = spec.get("dtype"), spec.get("shape"), spec.get("data_offsets")
     if dtype not in ITEM_SIZE:
         raise AuditError(f"{where}: unknown dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                              for d in shape):
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise AuditError(f"{where}: shape {shape!r} is not a list of sizes")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-            and 0 <= offsets[0] <= offsets[1] <= data_size):
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(o, int) for o in offsets)
+        and 0 <= offsets[0] <= offsets[1] <= data_size
+    ):
         raise AuditError(f"{where}: data offsets {offsets!r} fall outside the {data_size} data bytes")
     nbytes = math.prod(shape) * ITEM_SIZE[dtype]
     if offsets[1] - offsets[0] != nbytes:
-        raise AuditError(f"{where}: {dtype} {shape} needs {nbytes} bytes, the header gives it "
-                         f"{offsets[1] - offsets[0]}")
+        raise AuditError(
+            f"{where}: {dtype} {shape} needs {nbytes} bytes, the header gives it {offsets[1] - offsets[0]}"
+        )
     return TensorEntry(name, TORCH_NAME[dtype], tuple(shape), nbytes, path)

@@ -46,16 +46,28 @@ def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
     causes = {file.cause for file in broken}
     steps = []
     if NO_TORCH in causes:
-        steps.append(FixStep("Read pickled checkpoints with an environment that has torch",
-                          command=f"mpdoctor audit {shlex.quote(path)} --python /path/to/env/bin/python"))
+        steps.append(
+            FixStep(
+                "Read pickled checkpoints with an environment that has torch",
+                command=f"mpdoctor audit {shlex.quote(path)} --python /path/to/env/bin/python",
+            )
+        )
     if REFUSED in causes:
-        steps.append(FixStep("torch.load(weights_only=True) refused objects that are not tensors (the message names "
-                          "them; a GLOBAL such as posix.system runs code when unpickled): the file is not truncated. "
-                          "Load it with weights_only=False only if you trust its source; better, get a safetensors "
-                          "copy"))
+        steps.append(
+            FixStep(
+                "torch.load(weights_only=True) refused objects that are not tensors (the message names "
+                "them; a GLOBAL such as posix.system runs code when unpickled): the file is not truncated. "
+                "Load it with weights_only=False only if you trust its source; better, get a safetensors "
+                "copy"
+            )
+        )
     if NO_TEMP in causes:
-        steps.append(FixStep("Give mpdoctor a writable temporary directory, then rerun",
-                          command=f"TMPDIR=$HOME/tmp mpdoctor audit {shlex.quote(path)}"))
+        steps.append(
+            FixStep(
+                "Give mpdoctor a writable temporary directory, then rerun",
+                command=f"TMPDIR=$HOME/tmp mpdoctor audit {shlex.quote(path)}",
+            )
+        )
     if "" in causes:
         steps.append(FixStep("Re-download or re-save the file; a truncated download is the usual cause"))
     return steps
@@ -123,8 +135,9 @@ def read(file: WeightFile, python: str, budget: Budget) -> WeightFile:
     return read_all([file], python, budget)[0]
 
 
-def read_all(files: list[WeightFile], python: str, budget: Budget,
-             progress: ProgressBoard = SILENT) -> list[WeightFile]:
+def read_all(
+    files: list[WeightFile], python: str, budget: Budget, progress: ProgressBoard = SILENT
+) -> list[WeightFile]:
     """Fill in every file's tensors, or its error, and return them; never raises for a bad file.
 
     Safetensors headers are read here, one after the other (milliseconds each);

@@ -32,8 +32,15 @@ from mpdoctor.schema.serde import fact
 
 # Floating dtypes and their bytes per element. Dominance counts elements, not bytes: by bytes an fp32 norm
 # would weigh twice its size, and a small model with fp32 norms would look like an fp32 model.
-ITEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-             "float8_e8m0fnu": 1}
+ITEM_SIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e8m0fnu": 1,
+}
 FLOATING = tuple(ITEM_SIZE)
 LOW_PRECISION = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
 MAX_CONFIG = 4 << 20  # a config.json bigger than this is not a model config: leave it unread
@@ -52,8 +59,9 @@ class OddModule:
     bytes: int = fact("Their size in bytes", 0)
     within: str = fact("The module around it (a component's name for its whole tree); empty for the whole model", "")
     within_dtype: str = fact("The dominant floating dtype of that module's subtree", "")
-    intended: str = fact("Why it is in this dtype on purpose (a norm; a _keep_in_fp32_modules name); empty when "
-                         "nothing says it is", "")
+    intended: str = fact(
+        "Why it is in this dtype on purpose (a norm; a _keep_in_fp32_modules name); empty when nothing says it is", ""
+    )
 
 
 @dataclass
@@ -153,24 +161,28 @@ def _walk(node: _Node, component: str, path: str, tree: Tree, facts: ModelFacts,
     tree.subtrees.append(Subtree(here, dom, {d: counts[0] for d, counts in sorted(node.totals.items())}))
 
     def odd(name: str, dtype: str, count: int, nbytes: int) -> None:
-        tree.odd.append(OddModule(_label(component, name), dtype, count, nbytes, here, dom,
-                                  _intended(component, name, dtype, dom, facts)))
+        tree.odd.append(
+            OddModule(
+                _label(component, name), dtype, count, nbytes, here, dom, _intended(component, name, dtype, dom, facts)
+            )
+        )
 
     if node.children and len(node.own) == 1 and dom not in node.own:
         # The module's own tensors (a pos_embed beside its blocks) are uniform and odd: name each.
-        (dtype, own), = node.own.items()
+        ((dtype, own),) = node.own.items()
         for leaf, nbytes in own:
             odd(_join(path, leaf), dtype, 1, nbytes)
     for name, child in node.children.items():
         child_path = _join(path, name)
         if len(child.totals) == 1:
-            (dtype, (count, nbytes, _)), = child.totals.items()
+            ((dtype, (count, nbytes, _)),) = child.totals.items()
             if dtype != dom:
                 odd(child_path, dtype, count, nbytes)
             continue
         if dominant(child.totals, dom) != dom:
-            tree.unnamed.append(f"{_label(component, child_path)}: mostly {dominant(child.totals, dom)} "
-                                f"in a {dom} {here or 'model'}")
+            tree.unnamed.append(
+                f"{_label(component, child_path)}: mostly {dominant(child.totals, dom)} in a {dom} {here or 'model'}"
+            )
         _walk(child, component, child_path, tree, facts, dom)
 
 
@@ -225,6 +237,7 @@ def keep_names(holder: object) -> list[str]:
 
 # ---------------------------------------------------------------- reading them: grouped by pattern
 
+
 def size_text(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -242,8 +255,11 @@ def describe(odd: list[OddModule], *, grouped: bool = True) -> list[str]:
     """One line per odd module, or per pattern of them (32 layers' norms as one line)."""
     groups: dict[tuple, list[OddModule]] = {}
     for item in odd:
-        key = (pattern(item.module), item.dtype, pattern(item.within), item.within_dtype, item.intended) \
-            if grouped else (item.module, item.dtype, item.within, item.within_dtype, item.intended)
+        key = (
+            (pattern(item.module), item.dtype, pattern(item.within), item.within_dtype, item.intended)
+            if grouped
+            else (item.module, item.dtype, item.within, item.within_dtype, item.intended)
+        )
         groups.setdefault(key, []).append(item)
     lines = []
     for (module, dtype, within, within_dtype, intended), items in groups.items():
@@ -253,8 +269,10 @@ def describe(odd: list[OddModule], *, grouped: bool = True) -> list[str]:
         count = f"{len(items)} modules, " if len(items) > 1 else ""
         plural = "" if tensors == 1 else "s"
         each = ", each" if len(items) > 1 else ""
-        line = (f"{module}: {dtype} ({count}{tensors} tensor{plural}, {size_text(nbytes)}){each} in a "
-                f"{within_dtype} {within or 'model'}")
+        line = (
+            f"{module}: {dtype} ({count}{tensors} tensor{plural}, {size_text(nbytes)}){each} in a "
+            f"{within_dtype} {within or 'model'}"
+        )
         lines.append(f"{line}; {intended}" if intended else line)
     return lines
 
@@ -272,20 +290,41 @@ def findings(tree: Tree) -> list[Finding]:
     if accidental:
         lines = describe(accidental)
         dtypes = ", ".join(dict.fromkeys(o.dtype for o in accidental))
-        found.append(MODULE_IN_ANOTHER_DTYPE.stamp(warning(
-            f"{len(accidental)} module(s) are wholly in another dtype ({dtypes}) than the model around them: "
-            "loaded as saved, their inputs arrive in the model's dtype", _capped(lines),
-            [FixStep("Cast on load: load the model in one dtype (`torch_dtype=torch.float16`, or "
-                  "`model.to(torch.float16)`), or run it under torch.autocast, which casts per op"),
-             alternative("Or keep the module in its dtype and cast the input in its forward: "
-                         "`x = x.to(self.weight.dtype)`, then the output back to the model's dtype")])))
+        found.append(
+            MODULE_IN_ANOTHER_DTYPE.stamp(
+                warning(
+                    f"{len(accidental)} module(s) are wholly in another dtype ({dtypes}) than the model around them: "
+                    "loaded as saved, their inputs arrive in the model's dtype",
+                    _capped(lines),
+                    [
+                        FixStep(
+                            "Cast on load: load the model in one dtype (`torch_dtype=torch.float16`, or "
+                            "`model.to(torch.float16)`), or run it under torch.autocast, which casts per op"
+                        ),
+                        alternative(
+                            "Or keep the module in its dtype and cast the input in its forward: "
+                            "`x = x.to(self.weight.dtype)`, then the output back to the model's dtype"
+                        ),
+                    ],
+                )
+            )
+        )
     if intended:
-        found.append(MODULE_KEPT_IN_FLOAT32.stamp(info(
-            f"{len(intended)} module(s) are kept in float32 on purpose inside a lower-precision model",
-            _capped(describe(intended)),
-            [FixStep("Nothing to do under the library's loader (`torch_dtype=...`) or torch.autocast; code that "
-                  "casts the model by hand (`.half()`) undoes it, and must cast these modules' inputs in their "
-                  "forward")])))
+        found.append(
+            MODULE_KEPT_IN_FLOAT32.stamp(
+                info(
+                    f"{len(intended)} module(s) are kept in float32 on purpose inside a lower-precision model",
+                    _capped(describe(intended)),
+                    [
+                        FixStep(
+                            "Nothing to do under the library's loader (`torch_dtype=...`) or torch.autocast; code that "
+                            "casts the model by hand (`.half()`) undoes it, and must cast these modules' inputs in their "
+                            "forward"
+                        )
+                    ],
+                )
+            )
+        )
     return found
 
 

@@ -26,8 +26,18 @@ from typing import Iterable, Optional
 
 from mpdoctor.checkpoint_audit import gc_pause
 from mpdoctor.checkpoint_audit import tree as reference
-from mpdoctor.checkpoint_audit.tree import (FLOATING, ITEM_SIZE, ModelFacts, OddModule, Subtree, Tree, _intended, _join,
-                                            _label, dominant)
+from mpdoctor.checkpoint_audit.tree import (
+    FLOATING,
+    ITEM_SIZE,
+    ModelFacts,
+    OddModule,
+    Subtree,
+    Tree,
+    _intended,
+    _join,
+    _label,
+    dominant,
+)
 
 
 class _Sorted:
@@ -62,8 +72,11 @@ class _Sorted:
         for dtype, at in self.positions.items():
             a, b = bisect_left(at, lo), bisect_left(at, hi)
             if b > a:
-                found[dtype] = [b - a, self.bytes[dtype][b] - self.bytes[dtype][a],
-                                self.elements[dtype][b] - self.elements[dtype][a]]
+                found[dtype] = [
+                    b - a,
+                    self.bytes[dtype][b] - self.bytes[dtype][a],
+                    self.elements[dtype][b] - self.elements[dtype][a],
+                ]
         return found
 
     def own(self, path: str, lo: int, hi: int) -> list[int]:
@@ -73,10 +86,10 @@ class _Sorted:
             by_dots = sorted(range(len(dots)), key=dots.__getitem__)  # stable: positions ascending within a count
             start = 0
             for count, many in sorted(Counter(dots).items()):
-                self._by_dots[count] = by_dots[start:start + many]
+                self._by_dots[count] = by_dots[start : start + many]
                 start += many
         at = self._by_dots.get(path.count(".") + 1 if path else 0, [])
-        return sorted(at[bisect_left(at, lo):bisect_left(at, hi)], key=self.order.__getitem__)
+        return sorted(at[bisect_left(at, lo) : bisect_left(at, hi)], key=self.order.__getitem__)
 
     def first(self, lo: int, hi: int) -> int:
         """Where the first of these tensors is in the file: submodules are visited in that order, as tree.py does."""
@@ -100,12 +113,14 @@ def analyse(tensors: Iterable[tuple[str, str, str, int]], facts: Optional[ModelF
         return Tree()
     components, names, dtypes, sizes = zip(*rows)
     floating = list(map(FLOATING.__contains__, dtypes))
-    return analyse_columns(*(list(compress(column, floating)) for column in (components, names, dtypes, sizes)),
-                           facts=facts)
+    return analyse_columns(
+        *(list(compress(column, floating)) for column in (components, names, dtypes, sizes)), facts=facts
+    )
 
 
-def analyse_columns(components: list[str], names: list[str], dtypes: list[str], sizes: list[int],
-                    facts: Optional[ModelFacts] = None) -> Tree:
+def analyse_columns(
+    components: list[str], names: list[str], dtypes: list[str], sizes: list[int], facts: Optional[ModelFacts] = None
+) -> Tree:
     """:func:`analyse` of floating tensors given as columns, one list per field, a tensor per index."""
     if not _plain(names):
         return reference.analyse(zip(components, names, dtypes, sizes), facts)
@@ -129,8 +144,9 @@ def _analyse(components: list[str], names: list[str], dtypes: list[str], sizes: 
     return tree
 
 
-def _walk(tensors: _Sorted, component: str, path: str, lo: int, hi: int, tree: Tree, facts: ModelFacts,
-          around: str = "") -> None:
+def _walk(
+    tensors: _Sorted, component: str, path: str, lo: int, hi: int, tree: Tree, facts: ModelFacts, around: str = ""
+) -> None:
     """tree._walk, for the module ``path`` whose tensors are the sorted positions lo to hi."""
     totals = tensors.totals(lo, hi)
     if len(totals) < 2:
@@ -140,27 +156,31 @@ def _walk(tensors: _Sorted, component: str, path: str, lo: int, hi: int, tree: T
     tree.subtrees.append(Subtree(here, dom, {d: counts[0] for d, counts in sorted(totals.items())}))
 
     def odd(name: str, dtype: str, count: int, nbytes: int) -> None:
-        tree.odd.append(OddModule(_label(component, name), dtype, count, nbytes, here, dom,
-                                  _intended(component, name, dtype, dom, facts)))
+        tree.odd.append(
+            OddModule(
+                _label(component, name), dtype, count, nbytes, here, dom, _intended(component, name, dtype, dom, facts)
+            )
+        )
 
     own = tensors.own(path, lo, hi)
     own_dtypes = {tensors.dtypes[i] for i in own}
     if len(own) < hi - lo and len(own_dtypes) == 1 and dom not in own_dtypes:
         # The module's own tensors (a pos_embed beside its blocks) are uniform and odd: name each.
         for i in own:
-            leaf = tensors.names[i][len(path) + 1 if path else 0:]
+            leaf = tensors.names[i][len(path) + 1 if path else 0 :]
             odd(_join(path, leaf), tensors.dtypes[i], 1, _size(tensors, i))
     for name, (child_lo, child_hi) in _children(tensors, path, lo, hi, dom):
         child_path = _join(path, name)
         child = tensors.totals(child_lo, child_hi)
         if len(child) == 1:
-            (dtype, (count, nbytes, _)), = child.items()
+            ((dtype, (count, nbytes, _)),) = child.items()
             if dtype != dom:
                 odd(child_path, dtype, count, nbytes)
             continue
         if dominant(child, dom) != dom:
-            tree.unnamed.append(f"{_label(component, child_path)}: mostly {dominant(child, dom)} "
-                                f"in a {dom} {here or 'model'}")
+            tree.unnamed.append(
+                f"{_label(component, child_path)}: mostly {dominant(child, dom)} in a {dom} {here or 'model'}"
+            )
         _walk(tensors, component, child_path, child_lo, child_hi, tree, facts, dom)
 
 

@@ -75,8 +75,11 @@ def main() -> None:
             sys.exit(EXIT_USAGE)
         from mpdoctor.portable.redact import redact_clip
 
-        typer.echo(f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
-                   "Please report it at https://github.com/mpdoctor/mpdoctor/issues", err=True)
+        typer.echo(
+            f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
+            "Please report it at https://github.com/mpdoctor/mpdoctor/issues",
+            err=True,
+        )
         sys.exit(EXIT_INTERNAL)
     finally:
         started = sys.modules.get("mpdoctor.probes.early")

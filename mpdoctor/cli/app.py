@@ -26,8 +26,9 @@ def version_callback(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Environment doctor for mixed-precision (fp16 / bf16 / AMP) PyTorch setups."""
 

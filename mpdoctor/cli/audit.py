@@ -7,24 +7,41 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import (FailOn, Format, Timeout, check_writable, emit, emit_text, resolve_python,
-                                  usage_error)
+from mpdoctor.cli.options import FailOn, Format, Timeout, check_writable, emit, emit_text, resolve_python, usage_error
 from mpdoctor.probes.budget import AUDIT_TIMEOUT
 
 
 @app.command()
 def audit(
-    path: Annotated[str, typer.Argument(help="A .safetensors/.pt/.bin/.ckpt file, a sharded checkpoint's "
-                                             "index.json, or a transformers/diffusers model folder.")],
+    path: Annotated[
+        str,
+        typer.Argument(
+            help="A .safetensors/.pt/.bin/.ckpt file, a sharded checkpoint's "
+            "index.json, or a transformers/diffusers model folder."
+        ),
+    ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
-    python: Annotated[Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")] = None,
+    python: Annotated[
+        Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")
+    ] = None,
     budget: Timeout = AUDIT_TIMEOUT,
-    show_all: Annotated[bool, typer.Option("--all", help="List every odd module, mixed subtree and odd tensor "
-                                                         "(text and Markdown; JSON always has them all).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
-                                                              "same; progress shows only on a terminal).")] = False,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="List every odd module, mixed subtree and odd tensor (text and Markdown; JSON always has them all).",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
+        ),
+    ] = False,
 ) -> None:
     """Which dtypes a checkpoint or model folder holds, and the modules in another dtype than the model around them.
 
@@ -59,4 +76,3 @@ def audit(
     else:
         emit_text(output, lambda console: view.render_text(report, console, show_all))
     raise typer.Exit(exit_code(report.findings, fail_on.value))
-

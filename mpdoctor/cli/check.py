@@ -7,32 +7,72 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import (CheckFormat, FailOn, KernelMode, Timeout, check_selection, check_temp,
-                                  check_writable, codes, emit, emit_text, resolve_python, usage_error,
-                                  write_output)
+from mpdoctor.cli.options import (
+    CheckFormat,
+    FailOn,
+    KernelMode,
+    Timeout,
+    check_selection,
+    check_temp,
+    check_writable,
+    codes,
+    emit,
+    emit_text,
+    resolve_python,
+    usage_error,
+    write_output,
+)
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
 @app.command()
 def check(
     ctx: typer.Context,
-    format: Annotated[CheckFormat, typer.Option(
-        "--format", "-f", help="Output format: text, json, markdown (a ticket; its snapshot goes beside --output), "
-                               "github (Actions annotations) or junit (one test case per check).")] = CheckFormat.text,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE (atomically) instead of stdout.")] = None,
+    format: Annotated[
+        CheckFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output format: text, json, markdown (a ticket; its snapshot goes beside --output), "
+            "github (Actions annotations) or junit (one test case per check).",
+        ),
+    ] = CheckFormat.text,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Write the report to FILE (atomically) instead of stdout.")
+    ] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
-    select: Annotated[Optional[list[str]], typer.Option(help="Only run checks whose code starts with one of these (comma-separated, repeatable).")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option(help="Skip checks whose code starts with one of these.")] = None,
-    python: Annotated[Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")] = None,
-    snapshot: Annotated[Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")] = None,
+    select: Annotated[
+        Optional[list[str]],
+        typer.Option(help="Only run checks whose code starts with one of these (comma-separated, repeatable)."),
+    ] = None,
+    ignore: Annotated[
+        Optional[list[str]], typer.Option(help="Skip checks whose code starts with one of these.")
+    ] = None,
+    python: Annotated[
+        Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")
+    ] = None,
+    snapshot: Annotated[
+        Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")
+    ] = None,
     save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
-    kernels: Annotated[KernelMode, typer.Option(help="Microkernel problem sizes: quick (about a second per device) "
-                                                     "or full (larger, steadier timings).")] = KernelMode.quick,
-    no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the live precision microkernels "
-                                                                  "(the precision family).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
-                                                              "same; progress shows only on a terminal).")] = False,
+    kernels: Annotated[
+        KernelMode,
+        typer.Option(
+            help="Microkernel problem sizes: quick (about a second per device) or full (larger, steadier timings)."
+        ),
+    ] = KernelMode.quick,
+    no_kernels: Annotated[
+        bool, typer.Option("--no-kernels", help="Skip the live precision microkernels (the precision family).")
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
+        ),
+    ] = False,
 ) -> None:
     """Diagnose the environment and print a triaged fix list."""
     from mpdoctor.checks.registry import builtin_registry
@@ -50,9 +90,16 @@ def check(
     sidecar = _sidecar(format, output, save_snapshot)
     if not snapshot:
         check_temp()
-    options = Options(python=resolve_python(python), budget=budget, snapshot=snapshot,
-                             select=chosen, ignore=dropped, kernels="off" if no_kernels else kernels.value,
-                             invocation=_invocation(ctx, python, chosen, dropped), progress=_probe_board())
+    options = Options(
+        python=resolve_python(python),
+        budget=budget,
+        snapshot=snapshot,
+        select=chosen,
+        ignore=dropped,
+        kernels="off" if no_kernels else kernels.value,
+        invocation=_invocation(ctx, python, chosen, dropped),
+        progress=_probe_board(),
+    )
     from mpdoctor.render.progress import live_progress, progress_wanted
 
     shown = progress_wanted(quiet, format.value if output is None else "")  # JSON to a file: stdout is not used
@@ -88,10 +135,15 @@ def _invocation(ctx: typer.Context, python: Optional[str], select: list[str], ig
         return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
     params = ctx.params
-    return Invocation(python=python or "", timeout=params["budget"].timeout if given("budget") else None,
-                      # ctx.params holds the option as click parsed it (a str), not typer's enum
-                      kernels=KernelMode(params["kernels"]).value if given("kernels") else "",
-                      no_kernels=bool(params["no_kernels"]), select=list(select), ignore=list(ignore))
+    return Invocation(
+        python=python or "",
+        timeout=params["budget"].timeout if given("budget") else None,
+        # ctx.params holds the option as click parsed it (a str), not typer's enum
+        kernels=KernelMode(params["kernels"]).value if given("kernels") else "",
+        no_kernels=bool(params["no_kernels"]),
+        select=list(select),
+        ignore=list(ignore),
+    )
 
 
 def _sidecar(format: CheckFormat, output: Optional[str], save_snapshot: Optional[str]) -> str:
@@ -121,8 +173,15 @@ def _write_sidecar(output: str, sidecar: str, report) -> None:
         usage_error(f"--output {output}: cannot write: {exc.strerror or exc} (its snapshot {sidecar})")
 
 
-def _emit(report, format: CheckFormat, output: Optional[str], snapshot_file: Optional[str] = None,
-          fail_on: str = "error", select: list[str] = (), ignore: list[str] = ()) -> None:
+def _emit(
+    report,
+    format: CheckFormat,
+    output: Optional[str],
+    snapshot_file: Optional[str] = None,
+    fail_on: str = "error",
+    select: list[str] = (),
+    ignore: list[str] = (),
+) -> None:
     if format is CheckFormat.json:
         from mpdoctor.render.json_out import render_json
 
@@ -169,14 +228,17 @@ def _cut(text: str, room: int | None) -> str:
         return text
     if room < 2:
         return "…"
-    cut = text[:room - 1]
+    cut = text[: room - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > room // 2 else cut).rstrip(" ,;:") + "…"
 
 
 @app.command()
-def rule(code: Annotated[str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001, FLEET001) or name "
-                                                  "(cpu-only-torch-with-gpus).")]) -> None:
+def rule(
+    code: Annotated[
+        str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001, FLEET001) or name (cpu-only-torch-with-gpus).")
+    ],
+) -> None:
     """Print the documentation of one check or rule."""
     from mpdoctor.checks.registry import SNAPSHOT, SUBJECTS, builtin_registry
 

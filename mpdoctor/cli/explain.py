@@ -27,8 +27,14 @@ def explain(
     python: Annotated[Optional[str], typer.Option(help="With --check: diagnose this interpreter.")] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     list_known: Annotated[bool, typer.Option("--list", help="List the failures mpdoctor knows, and exit.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on stderr (the report is the "
-                                                              "same; progress shows only on a terminal).")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
+        ),
+    ] = False,
 ) -> None:
     """Recognise known mixed-precision failures in an error message or a log; say why and what to do.
 
@@ -54,8 +60,9 @@ def explain(
     if python and not check:
         usage_error("--python only applies with --check")
     if text == "-" and _is_terminal(sys.stdin):
-        typer.echo("mpdoctor: reading the error text from stdin; end it with Ctrl-D (Ctrl-Z then Enter on Windows)",
-                   err=True)
+        typer.echo(
+            "mpdoctor: reading the error text from stdin; end it with Ctrl-D (Ctrl-Z then Enter on Windows)", err=True
+        )
     board = ProgressBoard()
     shown = progress_wanted(quiet, format.value, stdin=sys.stdin if text == "-" else None)
     # Usage errors are printed outside the display: a line written under a live display is erased with it.

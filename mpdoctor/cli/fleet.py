@@ -8,8 +8,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from mpdoctor.cli.options import (FailOn, Format, KernelMode, Timeout, check_selection, check_writable, codes,
-                                  emit, emit_text, usage_error, write_output)
+from mpdoctor.cli.options import (
+    FailOn,
+    Format,
+    KernelMode,
+    Timeout,
+    check_selection,
+    check_writable,
+    codes,
+    emit,
+    emit_text,
+    usage_error,
+    write_output,
+)
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 DEADLINE_SLACK = 60.0  # s: --deadline's default is the check's whole budget plus this
@@ -27,8 +38,9 @@ def _fleet_deadline(value: Optional[float]) -> Optional[float]:
     return value
 
 
-fleet_app = typer.Typer(help="Check every rank of a distributed job and name the odd one out (see README "
-                             "\"Fleet\").", no_args_is_help=False)
+fleet_app = typer.Typer(
+    help='Check every rank of a distributed job and name the odd one out (see README "Fleet").', no_args_is_help=False
+)
 
 
 @fleet_app.callback(invoke_without_command=True)
@@ -36,24 +48,45 @@ def fleet(
     ctx: typer.Context,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format (rank 0's report).")] = Format.text,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Rank 0 writes the report to FILE.")] = None,
-    fail_on: Annotated[FailOn, typer.Option(help="Every rank exits 1 when a finding is at least this severe.")] = FailOn.error,
-    select: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: only these codes (as in check).")] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Every rank exits 1 when a finding is at least this severe.")
+    ] = FailOn.error,
+    select: Annotated[
+        Optional[list[str]], typer.Option(help="Each rank's check: only these codes (as in check).")
+    ] = None,
     ignore: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: skip these codes.")] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
-    deadline: Annotated[Optional[float], typer.Option(help="Seconds from start for every rank's report (0.1 to 86400); "
-                                                           "rank 0 then reports the missing ones. Default: the "
-                                                           f"check's whole budget + {DEADLINE_SLACK:g}.",
-                                                      callback=_fleet_deadline)] = None,
-    kernels: Annotated[KernelMode, typer.Option(help="Microkernel sizes: each rank times the GPU its LOCAL_RANK "
-                                                     "selects (local rank 0 the CPU of a node without GPUs).")] = KernelMode.quick,
+    deadline: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Seconds from start for every rank's report (0.1 to 86400); "
+            "rank 0 then reports the missing ones. Default: the "
+            f"check's whole budget + {DEADLINE_SLACK:g}.",
+            callback=_fleet_deadline,
+        ),
+    ] = None,
+    kernels: Annotated[
+        KernelMode,
+        typer.Option(
+            help="Microkernel sizes: each rank times the GPU its LOCAL_RANK "
+            "selects (local rank 0 the CPU of a node without GPUs)."
+        ),
+    ] = KernelMode.quick,
     no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Skip the microkernels.")] = False,
-    save_snapshots: Annotated[Optional[str], typer.Option(
-        help="Rank 0 saves whole snapshots (redacted, about 35 KB each) in this directory as rank-N.json, for "
-             "`fleet compare`: one per group of identical ranks (the first to report), or all with "
-             "--full-snapshots.")] = None,
-    full_snapshots: Annotated[bool, typer.Option(
-        "--full-snapshots", help="With --save-snapshots: every rank sends its whole snapshot, not one per "
-                                 "group.")] = False,
+    save_snapshots: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Rank 0 saves whole snapshots (redacted, about 35 KB each) in this directory as rank-N.json, for "
+            "`fleet compare`: one per group of identical ranks (the first to report), or all with "
+            "--full-snapshots."
+        ),
+    ] = None,
+    full_snapshots: Annotated[
+        bool,
+        typer.Option(
+            "--full-snapshots", help="With --save-snapshots: every rank sends its whole snapshot, not one per group."
+        ),
+    ] = False,
 ) -> None:
     """Run under the job's launcher (torchrun, srun, mpirun): each rank checks itself, rank 0 compares.
 
@@ -79,10 +112,16 @@ def fleet(
         check_writable("--output", output)
         if save_snapshots:
             check_writable("--save-snapshots", os.path.join(save_snapshots, "rank-0.json"))
-    options = RankOptions(python=sys.executable, budget=budget, select=chosen, ignore=dropped,
-                          deadline=deadline or budget.whole + DEADLINE_SLACK,
-                          kernels="off" if no_kernels else kernels.value, snapshots=bool(save_snapshots),
-                          full_snapshots=full_snapshots)
+    options = RankOptions(
+        python=sys.executable,
+        budget=budget,
+        select=chosen,
+        ignore=dropped,
+        deadline=deadline or budget.whole + DEADLINE_SLACK,
+        kernels="off" if no_kernels else kernels.value,
+        snapshots=bool(save_snapshots),
+        full_snapshots=full_snapshots,
+    )
     outcome = run_rank(launch, options)
     if outcome.report is not None:
         _emit_fleet(outcome.report, format, output)
@@ -90,16 +129,20 @@ def fleet(
         import json
 
         for rank, data in sorted(outcome.snapshots.items()):
-            write_output("--save-snapshots", os.path.join(save_snapshots, f"rank-{rank}.json"),
-                   json.dumps(data, indent=2) + "\n")
+            write_output(
+                "--save-snapshots", os.path.join(save_snapshots, f"rank-{rank}.json"), json.dumps(data, indent=2) + "\n"
+            )
     if outcome.problem:
         typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.problem}", err=True)
         code = 0 if fail_on is FailOn.never else 1
     else:
         if launch.rank != 0:
             typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.summary} (report on rank 0)", err=True)
-        failed = fail_on is not FailOn.never and outcome.worst is not None and \
-            Severity(outcome.worst).rank >= Severity(fail_on.value).rank
+        failed = (
+            fail_on is not FailOn.never
+            and outcome.worst is not None
+            and Severity(outcome.worst).rank >= Severity(fail_on.value).rank
+        )
         code = 1 if failed else 0
     outcome.done()  # printed: rank 0 may exit now (torchrun stops every worker once one fails)
     if outcome.abandoned:  # this rank's own check still hangs in a thread: end without waiting for it

@@ -108,12 +108,18 @@ def _timeout_budget(value: Union[str, float, Budget]) -> Budget:
 # typer reads it into the run's Budget, built here once and handed down (commands declare `budget: Timeout =
 # DEFAULT_TIMEOUT`, or AUDIT_TIMEOUT, both from probes/budget.py). The pre-scan of a plain check reads it with
 # the same budget.parse_timeout (see probes/prescan.py for why it parses at all).
-Timeout = Annotated[Budget, typer.Option(
-    "--timeout", metavar="SECONDS", parser=_timeout_budget,
-    help=f"Seconds each probe may take before it is abandoned ({MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}): each part of "
-         "the environment probe (explain --check and each fleet rank: as in check), one pickled file's listing "
-         "(audit); a device's microkernels get twice that, a single kernel a quarter. Every time limit derives "
-         "from it, in mpdoctor/probes/budget.py.")]
+Timeout = Annotated[
+    Budget,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        parser=_timeout_budget,
+        help=f"Seconds each probe may take before it is abandoned ({MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}): each part of "
+        "the environment probe (explain --check and each fleet rank: as in check), one pickled file's listing "
+        "(audit); a device's microkernels get twice that, a single kernel a quarter. Every time limit derives "
+        "from it, in mpdoctor/probes/budget.py.",
+    ),
+]
 
 
 def check_selection(registry, prefixes: list[str]) -> None:
@@ -125,14 +131,20 @@ def check_selection(registry, prefixes: list[str]) -> None:
             continue
         subjects = {entry.subject for entry in registry.matching(prefix)}
         if CHECKPOINT in subjects:
-            usage_error(f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
-                        "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)")
+            usage_error(
+                f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
+                "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)"
+            )
         if RANKS in subjects:
-            usage_error(f"{prefix!r} names fleet codes, which compare the ranks of one job, not this environment: "
-                        "`mpdoctor fleet` reports them (see `mpdoctor checks`)")
+            usage_error(
+                f"{prefix!r} names fleet codes, which compare the ranks of one job, not this environment: "
+                "`mpdoctor fleet` reports them (see `mpdoctor checks`)"
+            )
         if INTERNAL in subjects:
-            usage_error(f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
-                        "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)")
+            usage_error(
+                f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
+                "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)"
+            )
         usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
 
 

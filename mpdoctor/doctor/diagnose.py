@@ -17,5 +17,10 @@ def diagnose(options: Options) -> Report:
 def report_of(snapshot: Snapshot, select: list[str] = (), ignore: list[str] = ()) -> Report:
     """The report of ``snapshot``: the selected checks' findings, and its device table. The one report builder:
     ``mpdoctor check`` and each rank of ``mpdoctor fleet`` (``fleet.rank``) build theirs here."""
-    return Report(created=utc_timestamp(), findings=judge(snapshot, select, ignore), snapshot=snapshot,
-                  gpus=device_table(snapshot), kernels=kernel_table(snapshot))
+    return Report(
+        created=utc_timestamp(),
+        findings=judge(snapshot, select, ignore),
+        snapshot=snapshot,
+        gpus=device_table(snapshot),
+        kernels=kernel_table(snapshot),
+    )

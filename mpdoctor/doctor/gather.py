@@ -53,7 +53,8 @@ def gather(options: Options) -> Snapshot:
     else:
         from mpdoctor.probes.collect import take_snapshot
 
-        snapshot = take_snapshot(request.python, request.budget, request.kernels, request.project,
-                                 progress=options.progress)
+        snapshot = take_snapshot(
+            request.python, request.budget, request.kernels, request.project, progress=options.progress
+        )
     snapshot.invocation = options.invocation
     return snapshot

@@ -54,10 +54,23 @@ def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
         if not why or not needing or fact.reported_by in selected:
             continue
         codes = ",".join(needing)
-        out.append(FACT_NOT_TAKEN.stamp(info(
-            f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
-            [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
-            [FixStep("Take it again with these checks selected, on the machine and in the directory it describes",
-                  fixes.mpdoctor_check(snap, select=codes, kernels=name == "kernels",
-                                       extra=("--save-snapshot", "snapshot.json")))])))
+        out.append(
+            FACT_NOT_TAKEN.stamp(
+                info(
+                    f"{len(needing)} selected check(s) could not judge: this snapshot has no {name} ({why})",
+                    [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
+                    [
+                        FixStep(
+                            "Take it again with these checks selected, on the machine and in the directory it describes",
+                            fixes.mpdoctor_check(
+                                snap,
+                                select=codes,
+                                kernels=name == "kernels",
+                                extra=("--save-snapshot", "snapshot.json"),
+                            ),
+                        )
+                    ],
+                )
+            )
+        )
     return out

@@ -29,11 +29,15 @@ class Report:
     created: str = fact("When the checks ran (ISO 8601, UTC)")
     findings: list[Finding] = fact("Findings, errors first", factory=list)
     snapshot: Snapshot = fact("The facts the checks judged", factory=Snapshot)
-    gpus: GpuView = fact("The device table: every GPU as NVML and CUDA see it, derived from the snapshot",
-                         factory=GpuView)
-    kernels: KernelView = fact("The microkernels' verdicts: per device, each test's accuracy and speed class "
-                               "against fp32 (conclusive or not, and why) and the capability matrix, judged once "
-                               "from snapshot.kernels", factory=KernelView)
+    gpus: GpuView = fact(
+        "The device table: every GPU as NVML and CUDA see it, derived from the snapshot", factory=GpuView
+    )
+    kernels: KernelView = fact(
+        "The microkernels' verdicts: per device, each test's accuracy and speed class "
+        "against fp32 (conclusive or not, and why) and the capability matrix, judged once "
+        "from snapshot.kernels",
+        factory=KernelView,
+    )
     schema_version: int = version_fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 

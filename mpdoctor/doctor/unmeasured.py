@@ -27,19 +27,32 @@ def devices_not_measured(snap: Snapshot, checks: Iterable[Check]) -> list[Findin
         if unstarted:
             what, evidence = label(device), [f"{device.device}: {device.status}: {device.detail}"]
         else:
-            what, evidence = f"{len(lost)} kernel(s) on {label(device)}", [
-                f"{kernel_name(r)}: {r.status}: {r.detail}" for r in lost]
+            what, evidence = (
+                f"{len(lost)} kernel(s) on {label(device)}",
+                [f"{kernel_name(r)}: {r.status}: {r.detail}" for r in lost],
+            )
         steps = []
         if "time" in causes:
             given = snap.invocation.timeout
-            evidence.append(f"the device's share of --timeout ({given:g} s) ran out" if given else
-                            "the device's share of the default --timeout ran out")
-            steps.append(FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180))))
+            evidence.append(
+                f"the device's share of --timeout ({given:g} s) ran out"
+                if given
+                else "the device's share of the default --timeout ran out"
+            )
+            steps.append(
+                FixStep("Run again with more time", fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 180)))
+            )
         if "process" in causes:
-            evidence.append("torch refuses CUDA in a process forked after its parent touched CUDA: that is "
-                            "mpdoctor's process model, not the GPU")
-            steps.append(fixes.inspect("Report this mpdoctor bug with the report attached",
-                                       "mpdoctor check --format markdown --output mpdoctor-report.md"))
+            evidence.append(
+                "torch refuses CUDA in a process forked after its parent touched CUDA: that is "
+                "mpdoctor's process model, not the GPU"
+            )
+            steps.append(
+                fixes.inspect(
+                    "Report this mpdoctor bug with the report attached",
+                    "mpdoctor check --format markdown --output mpdoctor-report.md",
+                )
+            )
         why = "its time limit ran out" if causes == {"time"} else "mpdoctor's own process model failed"
         out.append(DEVICE_NOT_MEASURED.stamp(warning(f"mpdoctor could not measure {what}: {why}", evidence, steps)))
     return out

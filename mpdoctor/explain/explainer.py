@@ -68,8 +68,9 @@ def read_file(path: str, limit: int = MAX_INPUT, progress: ProgressBoard = SILEN
         os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise InputError(f"{path}: is a directory")
-        raise InputError(f"{path}: not a regular file or a pipe (a device or socket); "
-                         f"pipe it in instead: ... | mpdoctor explain -")
+        raise InputError(
+            f"{path}: not a regular file or a pipe (a device or socket); pipe it in instead: ... | mpdoctor explain -"
+        )
     # unbuffered: the bytes go from the file straight into the buffer they are scanned in
     with open(fd, "rb", buffering=0) as handle:
         expected = min(info.st_size, limit)
@@ -84,8 +85,9 @@ def read_file(path: str, limit: int = MAX_INPUT, progress: ProgressBoard = SILEN
             raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def read_stream(stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM,
-                progress: ProgressBoard = SILENT) -> tuple[bytes | bytearray, bool]:
+def read_stream(
+    stream: BinaryIO, limit: int = MAX_INPUT, most: int = MAX_STREAM, progress: ProgressBoard = SILENT
+) -> tuple[bytes | bytearray, bool]:
     """A stream (stdin) read in bounded chunks, keeping only its last ``limit`` bytes; at most ``most`` are read.
 
     Stdin redirected from a file (``mpdoctor explain - < run.log``) is read as ``read_file`` reads one: from
@@ -112,8 +114,7 @@ def _file_remaining(stream: BinaryIO) -> Optional[int]:
         return None
 
 
-def _read_sized(handle: BinaryIO, expected: int, limit: int,
-                progress: ProgressBoard) -> tuple[bytes | bytearray, bool]:
+def _read_sized(handle: BinaryIO, expected: int, limit: int, progress: ProgressBoard) -> tuple[bytes | bytearray, bool]:
     """A file ``fstat`` says holds ``expected`` more bytes: read into one bytearray of that size, in ``CHUNK``s
     (a 100 MB log is not copied again to join chunks, nor to make it ``bytes``: everything downstream takes a
     bytearray), then on in bounded chunks if it grew meanwhile."""
@@ -121,7 +122,7 @@ def _read_sized(handle: BinaryIO, expected: int, limit: int,
     got = posted = 0
     with memoryview(buffer) as view:
         while got < expected:
-            count = handle.readinto(view[got:got + CHUNK])
+            count = handle.readinto(view[got : got + CHUNK])
             if not count:
                 break  # it shrank while it was read
             got += count
@@ -139,8 +140,7 @@ def _read_sized(handle: BinaryIO, expected: int, limit: int,
     return (data[-limit:], True) if len(data) > limit else (data, cut)
 
 
-def _read_chunks(stream: BinaryIO, limit: int, most: int, progress: ProgressBoard,
-                 done: int = 0) -> tuple[bytes, bool]:
+def _read_chunks(stream: BinaryIO, limit: int, most: int, progress: ProgressBoard, done: int = 0) -> tuple[bytes, bool]:
     chunks: deque[bytes] = deque()
     kept, total, cut = 0, 0, False
     posted = done
@@ -170,26 +170,36 @@ def _read_chunks(stream: BinaryIO, limit: int, most: int, progress: ProgressBoar
 def explanation(match: Match) -> Explanation:
     s = match.signature
     return Explanation(
-        id=s.id, family=s.family, title=s.title, cause=s.cause,
+        id=s.id,
+        family=s.family,
+        title=s.title,
+        cause=s.cause,
         lines=[MatchedLine(number, redact_clip(text, MAX_LINE)) for number, text in match.lines],  # redacted, then cut
         frames=[redact_text(str(frame)) for frame in match.frames],
-        fixes=list(s.fixes), sources=list(s.sources),
+        fixes=list(s.fixes),
+        sources=list(s.sources),
         # the checks that tell the ranked causes apart run (and are listed) with the explanation's own
         checks=list(dict.fromkeys(s.checks + tuple(c for a in s.alternatives for c in a.checks))),
         alternatives=[OtherCause(a.cause, a.tell, list(a.checks), list(a.fixes)) for a in s.alternatives],
     )
 
 
-def explain(data: bytes | bytearray | str, source: str, truncated: bool = False,
-            progress: ProgressBoard = SILENT) -> ExplainReport:
+def explain(
+    data: bytes | bytearray | str, source: str, truncated: bool = False, progress: ProgressBoard = SILENT
+) -> ExplainReport:
     """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
     progress.update(TASK, text="looking for known failures")
     matches = find(data, all_signatures())
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token
-    report = ExplainReport(source=redact_text(source), input_lines=lines, input_bytes=len(raw), truncated=truncated,
-                           recognised=[explanation(m) for m in matches])
+    report = ExplainReport(
+        source=redact_text(source),
+        input_lines=lines,
+        input_bytes=len(raw),
+        truncated=truncated,
+        recognised=[explanation(m) for m in matches],
+    )
     progress.finish(TASK)
     return report
 
@@ -224,11 +234,13 @@ def could_not_judge(result, checks: list[str]) -> list[str]:
     proves nothing, so an explanation must not read its silence as "the environment is fine"."""
     reasons = []
     if result.snapshot.torch.status != "imported":
-        reasons += [f"{f.code}: {f.title}" for f in result.findings if f.code in TORCH_IMPORT_CHECKS] or \
-            [f"torch is {result.snapshot.torch.status.replace('-', ' ')} in the diagnosed interpreter"]
+        reasons += [f"{f.code}: {f.title}" for f in result.findings if f.code in TORCH_IMPORT_CHECKS] or [
+            f"torch is {result.snapshot.torch.status.replace('-', ' ')} in the diagnosed interpreter"
+        ]
     for finding in result.findings:
-        if finding.code in ("MPD001", "MPD002") and any(code in " ".join([finding.title, *finding.evidence])
-                                                        for code in checks):
+        if finding.code in ("MPD001", "MPD002") and any(
+            code in " ".join([finding.title, *finding.evidence]) for code in checks
+        ):
             reasons.append(f"{finding.code}: {finding.title}")
     return reasons
 

@@ -29,7 +29,9 @@ MAX_FRAMES = 256  # innermost frames of one traceback a signature's frame rules 
 MAX_SHARED_CONTEXT = 8192  # a traceback up to this long is compared, so that a repeated one is judged once
 MAX_VERDICTS = 4096  # (line, traceback) pairs remembered
 # A traceback frame, also as torchrun prefixes it: `[rank0]:   File "...", line 12, in forward`.
-FRAME = re.compile(r'^(?:\[(?:default)?rank\d{1,6}\]:)?\s{0,16}File "([^"\n]{1,1000})", line (\d{1,9})(?:, in (\S{1,200}))?')
+FRAME = re.compile(
+    r'^(?:\[(?:default)?rank\d{1,6}\]:)?\s{0,16}File "([^"\n]{1,1000})", line (\d{1,9})(?:, in (\S{1,200}))?'
+)
 TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -156,8 +158,7 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
         for index in indexes:
             for owner in owners[index]:
                 slot.setdefault(owner.id, owner)
-        candidates = [s for s in slot.values()
-                      if s.id not in matches or len(matches[s.id].lines) < MAX_LINES_PER_MATCH]
+        candidates = [s for s in slot.values() if s.id not in matches or len(matches[s.id].lines) < MAX_LINES_PER_MATCH]
         if not candidates:
             continue  # a line only full signatures could claim costs nothing more (a log of repeated tracebacks)
         _, end = text.line_at(start)
@@ -187,7 +188,9 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
                 frames = text.frames_before(start) if frames is None else frames
                 match = matches[signature.id] = Match(signature, frames=_relevant_frames(signature, frames))
             # the line as far as it is shown, plus a margin so that redaction sees a secret whole before the cut
-            match.lines.append((text.number(start), text.slice(start, min(end, start + MAX_LINE + CLIP_MARGIN)).strip()))
+            match.lines.append(
+                (text.number(start), text.slice(start, min(end, start + MAX_LINE + CLIP_MARGIN)).strip())
+            )
     return list(matches.values())
 
 

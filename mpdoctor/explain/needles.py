@@ -30,8 +30,9 @@ except ImportError:  # a declared dependency; without it the reference search gi
 WINDOW = 1 << 20
 
 
-def hit_lines(folded: bytes, needles: Sequence[str], text_length: Optional[int] = None,
-              engine: str = "auto") -> dict[int, list[int]]:
+def hit_lines(
+    folded: bytes, needles: Sequence[str], text_length: Optional[int] = None, engine: str = "auto"
+) -> dict[int, list[int]]:
     """{start of a line: the indexes of the needles it holds, ascending}, lines in order.
 
     ``folded`` is the lower-cased text as UTF-8 (``cleaning.fold``); a line's start is given as an offset
@@ -76,8 +77,10 @@ def _automaton(needles: tuple[str, ...]):
     literals = [needle.encode("utf-8", errors="surrogatepass") for needle in needles]
     # A DFA: about 1 MB for ~140 needles (the default NFA: 0.1 MB), and it read the bench's 100 MB of
     # ordinary log a quarter faster (0.16 s against 0.21 s) and needle-dense text a tenth slower.
-    return (ahocorasick_rs.BytesAhoCorasick(literals, implementation=ahocorasick_rs.Implementation.DFA),
-            max(len(literal) for literal in literals))
+    return (
+        ahocorasick_rs.BytesAhoCorasick(literals, implementation=ahocorasick_rs.Implementation.DFA),
+        max(len(literal) for literal in literals),
+    )
 
 
 def _automaton_lines(folded: bytes, needles: tuple[str, ...]) -> dict[int, list[int]]:
@@ -90,8 +93,9 @@ def _automaton_lines(folded: bytes, needles: tuple[str, ...]) -> dict[int, list[
             # The window reaches a needle's length past its share, so a needle that starts in the share is whole
             # in it; one that starts past the share is left to the next window.
             share_end = begin + WINDOW
-            for index, start, _ in automaton.find_matches_as_indexes(view[begin:share_end + longest - 1],
-                                                                     overlapping=True):
+            for index, start, _ in automaton.find_matches_as_indexes(
+                view[begin : share_end + longest - 1], overlapping=True
+            ):
                 start += begin
                 if start >= share_end:
                     continue

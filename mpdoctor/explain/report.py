@@ -21,8 +21,24 @@ SCHEMA_PATH = schema_path("explain", EXPLAIN_SCHEMA_VERSION)
 
 # Explanation.family: the families of explain/signature.FAMILIES (a test keeps the two equal). A vocabulary like
 # those of mpdoctor.snapshot.vocab, declared here because `mpdoctor explain` does not load the snapshot package.
-ExplainFamily = Literal["dtype", "cpu-half", "scaler", "overflow", "hardware", "attention", "kernel-image", "apex",
-                        "oneflow", "driver", "framework", "mps", "numerics", "op-support", "compiler", "quantization"]
+ExplainFamily = Literal[
+    "dtype",
+    "cpu-half",
+    "scaler",
+    "overflow",
+    "hardware",
+    "attention",
+    "kernel-image",
+    "apex",
+    "oneflow",
+    "driver",
+    "framework",
+    "mps",
+    "numerics",
+    "op-support",
+    "compiler",
+    "quantization",
+]
 
 
 @dataclass
@@ -48,8 +64,10 @@ class Explanation:
     """One recognised failure: what happened, why, what to do, and how to confirm it."""
 
     id: str = fact("The signature's id (see `mpdoctor explain --list`)")
-    family: ExplainFamily = fact("dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow, "
-                                 "driver, framework, mps, numerics, op-support, compiler or quantization")
+    family: ExplainFamily = fact(
+        "dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow, "
+        "driver, framework, mps, numerics, op-support, compiler or quantization"
+    )
     title: str = fact("What happened, in one line")
     cause: str = fact("Why it happens, in plain words")
     lines: list[MatchedLine] = fact("The input lines it was recognised on (at most 5)", factory=list)
@@ -58,11 +76,15 @@ class Explanation:
     checks: list[str] = fact("Codes (or prefixes) of the `mpdoctor check` checks that confirm it", factory=list)
     sources: list[str] = fact("Public threads and sources it was learned from", factory=list)
     findings: list[Finding] = fact("With --check: what those checks found on this machine", factory=list)
-    unknown: list[str] = fact("With --check: why those checks could not judge this machine (torch missing or "
-                              "broken, a fact not taken, a check that crashed); then nothing found means unknown, "
-                              "not fine", factory=list)
-    alternatives: list[OtherCause] = fact("Other causes the same message can have, most likely first, each with "
-                                          "what tells it apart", factory=list)
+    unknown: list[str] = fact(
+        "With --check: why those checks could not judge this machine (torch missing or "
+        "broken, a fact not taken, a check that crashed); then nothing found means unknown, "
+        "not fine",
+        factory=list,
+    )
+    alternatives: list[OtherCause] = fact(
+        "Other causes the same message can have, most likely first, each with what tells it apart", factory=list
+    )
 
 
 @dataclass

@@ -19,8 +19,24 @@ from functools import cached_property
 
 from mpdoctor.findings import FixStep
 
-FAMILIES = ("dtype", "cpu-half", "scaler", "overflow", "hardware", "attention", "kernel-image", "apex", "oneflow",
-            "driver", "framework", "mps", "numerics", "op-support", "compiler", "quantization")
+FAMILIES = (
+    "dtype",
+    "cpu-half",
+    "scaler",
+    "overflow",
+    "hardware",
+    "attention",
+    "kernel-image",
+    "apex",
+    "oneflow",
+    "driver",
+    "framework",
+    "mps",
+    "numerics",
+    "op-support",
+    "compiler",
+    "quantization",
+)
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -55,7 +71,6 @@ class Signature:
     notes: str = ""  # anything a maintainer should know about it
     alternatives: tuple[Alternative, ...] = ()  # other causes of the same words, most likely first
 
-
     @cached_property
     def compiled(self) -> tuple[re.Pattern, ...]:
         """The patterns for a lower-cased line: people paste messages in any case (issue titles, chat, logs
@@ -82,7 +97,7 @@ def folded(pattern: str) -> str:
     out, i = [], 0
     while i < len(pattern):
         step = 2 if pattern[i] == "\\" else 1
-        out.append(pattern[i:i + step] if step == 2 else pattern[i].lower())
+        out.append(pattern[i : i + step] if step == 2 else pattern[i].lower())
         i += step
     return "".join(out)
 

@@ -34,7 +34,7 @@ def _rank_of(task: TaskState) -> int:
 
 def _words(task: TaskState) -> str:
     if task.name.startswith("kernels "):  # no count of tests: a step that changes every test never looks stuck
-        return f"running kernels on {task.name[len('kernels '):]}"
+        return f"running kernels on {task.name[len('kernels ') :]}"
     return task.text or task.name
 
 

@@ -41,8 +41,15 @@ class FleetCheckFailed(RuntimeError):
         self.report = report
 
 
-def fleet_check(*, fail_on: str = "error", timeout: float = DEFAULT_TIMEOUT, deadline: float = 300.0,
-                kernels: str = "off", store: Any = None, run_id: str = "api") -> Optional[FleetReport]:
+def fleet_check(
+    *,
+    fail_on: str = "error",
+    timeout: float = DEFAULT_TIMEOUT,
+    deadline: float = 300.0,
+    kernels: str = "off",
+    store: Any = None,
+    run_id: str = "api",
+) -> Optional[FleetReport]:
     """Check every rank of the running job; rank 0 returns the fleet report, the others None.
 
     Raises :class:`FleetCheckFailed` on every rank when the worst finding is at least
@@ -69,8 +76,9 @@ def fleet_check(*, fail_on: str = "error", timeout: float = DEFAULT_TIMEOUT, dea
     beater.step(activity.CHECKING)
     checked: dict = {}
     board = ProgressBoard()
-    options = RankOptions(python=sys.executable, budget=Budget.from_timeout(timeout), deadline=deadline,
-                          kernels=kernels)
+    options = RankOptions(
+        python=sys.executable, budget=Budget.from_timeout(timeout), deadline=deadline, kernels=kernels
+    )
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-fleet-check") as pool:
         job = pool.submit(check_rank, launch, options, checked, board)
         while not job.done():  # this thread beats while the check runs, with the step it is in

@@ -26,20 +26,43 @@ from mpdoctor.snapshot import utc_timestamp
 STACK_FIELDS = {"torch": "torch", "torch_cuda": "torch's CUDA", "cudnn": "cuDNN", "python": "Python"}
 STACK_LABELS = (*STACK_FIELDS.values(), "NCCL")
 STACK_PACKAGE_PREFIXES = ("nvidia-nccl", "nvidia-cudnn", "nvidia-cublas", "nvidia-cuda-runtime", "torch", "triton")
-PRECISION_PACKAGES = ("apex", "transformers", "accelerate", "deepspeed", "flash-attn", "xformers", "megatron-core",
-                      "transformer-engine", "bitsandbytes", "numpy", "oneflow", "onediff", "mpdoctor")
+PRECISION_PACKAGES = (
+    "apex",
+    "transformers",
+    "accelerate",
+    "deepspeed",
+    "flash-attn",
+    "xformers",
+    "megatron-core",
+    "transformer-engine",
+    "bitsandbytes",
+    "numpy",
+    "oneflow",
+    "onediff",
+    "mpdoctor",
+)
 SLOW_RATIO = 1.5  # a GPU is slow at >= 1.5x the median time of its model's peers, as a geometric mean over kernels
 MIN_SHARED_KERNELS = 2  # ...over at least this many kernels both measured, so one noisy timing is not enough
 
 
-def compare(reports: Iterable[RankReport], world_size: int, launcher: str,
-            absent: Iterable[RankState] = ()) -> FleetReport:
+def compare(
+    reports: Iterable[RankReport], world_size: int, launcher: str, absent: Iterable[RankState] = ()
+) -> FleetReport:
     """The fleet report of ``reports`` (one per rank that reported) and ``absent`` (ranks that did not)."""
     reports = _with_node_facts(sorted(reports, key=lambda r: r.rank))
     groups = _groups(reports)
-    states = [RankState(rank=r.rank, host=r.host, local_rank=r.local_rank, status="reported",
-                        group=next(i for i, g in enumerate(groups) if r.rank in g.ranks), last_step="done",
-                        label=r.label) for r in reports]
+    states = [
+        RankState(
+            rank=r.rank,
+            host=r.host,
+            local_rank=r.local_rank,
+            status="reported",
+            group=next(i for i, g in enumerate(groups) if r.rank in g.ranks),
+            last_step="done",
+            label=r.label,
+        )
+        for r in reports
+    ]
     absent = sorted(absent, key=lambda s: s.rank)
     findings = [_missing(state, world_size) for state in absent]
     findings += _differences(groups, reports)
@@ -47,9 +70,15 @@ def compare(reports: Iterable[RankReport], world_size: int, launcher: str,
     findings += _without_own_gpu(reports)
     shared, some = _rank_findings(reports)
     findings += some
-    return FleetReport(created=utc_timestamp(), launcher=launcher, world_size=world_size,
-                       ranks=sorted(states + absent, key=lambda s: s.rank), groups=groups,
-                       findings=triage(findings), rank_findings=shared)
+    return FleetReport(
+        created=utc_timestamp(),
+        launcher=launcher,
+        world_size=world_size,
+        ranks=sorted(states + absent, key=lambda s: s.rank),
+        groups=groups,
+        findings=triage(findings),
+        rank_findings=shared,
+    )
 
 
 def worst(report: FleetReport) -> Optional[str]:
@@ -90,8 +119,11 @@ def _groups(reports: list[RankReport]) -> list[Group]:
         key = json.dumps(_comparable(report.fingerprint), sort_keys=True)
         group = by_key.get(key)
         if group is None:
-            shared = Fingerprint(**copy.deepcopy(_comparable(report.fingerprint)),
-                                 executable=report.fingerprint.executable, device=report.fingerprint.device)
+            shared = Fingerprint(
+                **copy.deepcopy(_comparable(report.fingerprint)),
+                executable=report.fingerprint.executable,
+                device=report.fingerprint.device,
+            )
             group = by_key[key] = Group(fingerprint=shared)
         group.ranks.append(report.rank)
         if report.host not in group.hosts:
@@ -103,13 +135,25 @@ def flatten(print_: Fingerprint) -> dict[str, str]:
     """A fingerprint as labelled text values: what a difference is shown as ("package numpy", "env NCCL_ALGO")."""
     flat = {label: str(getattr(print_, name)) for name, label in STACK_FIELDS.items()}
     # NCCL as torch loads it, or the wheel's version (said so): it stands for the nvidia-nccl packages, not beside them.
-    flat["NCCL"] = "" if not print_.nccl else f"{print_.nccl} (as torch loads it)" if print_.nccl_source == "torch" \
+    flat["NCCL"] = (
+        ""
+        if not print_.nccl
+        else f"{print_.nccl} (as torch loads it)"
+        if print_.nccl_source == "torch"
         else f"{print_.nccl} ({print_.nccl_source} wheel)"
-    flat.update({"NVIDIA driver": print_.driver, "CUDA the driver supports": print_.cuda_driver,
-                 "GPU": print_.gpu, "compute capability": print_.compute_capability,
-                 "bf16 native": "" if print_.bf16_native is None else str(print_.bf16_native).lower()})
-    flat.update({f"package {name}": version for name, version in print_.packages.items()
-                 if not name.startswith(NCCL_WHEELS)})
+    )
+    flat.update(
+        {
+            "NVIDIA driver": print_.driver,
+            "CUDA the driver supports": print_.cuda_driver,
+            "GPU": print_.gpu,
+            "compute capability": print_.compute_capability,
+            "bf16 native": "" if print_.bf16_native is None else str(print_.bf16_native).lower(),
+        }
+    )
+    flat.update(
+        {f"package {name}": version for name, version in print_.packages.items() if not name.startswith(NCCL_WHEELS)}
+    )
     flat.update({f"env {name}": value for name, value in print_.env.items()})
     return flat
 
@@ -152,8 +196,9 @@ def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding
             continue
         # The majority value first; the others are the odd ranks out.
         ordered = sorted(values.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-        evidence = [f"{label} = {value or '(unset)'}: {who(sorted(r), [hosts[x] for x in sorted(r)])}"
-                    for value, r in ordered]
+        evidence = [
+            f"{label} = {value or '(unset)'}: {who(sorted(r), [hosts[x] for x in sorted(r)])}" for value, r in ordered
+        ]
         odd = sorted(rank for _, ranks in ordered[1:] for rank in ranks)
         odd_text = who(odd, [hosts[r] for r in odd])
         common, others = ordered[0][0] or "(unset)", ", ".join(v or "(unset)" for v, _ in ordered[1:])
@@ -164,11 +209,20 @@ def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding
             continue
         out.append(rule.stamp(severity(title, evidence, _fix(label, common))))
     if minor:
-        out.append(rules.STACK_DIFFERS.stamp(info(
-            f"{len(minor)} other installed package(s) differ across ranks",
-            [line for evidence in minor for line in evidence][:40],
-            [FixStep("Install from one lock file or image on every node, then compare the package lists",
-                  "mpdoctor fleet compare A.json B.json")])))
+        out.append(
+            rules.STACK_DIFFERS.stamp(
+                info(
+                    f"{len(minor)} other installed package(s) differ across ranks",
+                    [line for evidence in minor for line in evidence][:40],
+                    [
+                        FixStep(
+                            "Install from one lock file or image on every node, then compare the package lists",
+                            "mpdoctor fleet compare A.json B.json",
+                        )
+                    ],
+                )
+            )
+        )
     return out
 
 
@@ -177,7 +231,7 @@ def _judge_difference(label: str):
     if label in STACK_LABELS:
         return error, rules.STACK_DIFFERS
     if label.startswith("package "):
-        name = label[len("package "):]
+        name = label[len("package ") :]
         if name.startswith(STACK_PACKAGE_PREFIXES):
             return error, rules.STACK_DIFFERS
         return (warning, rules.STACK_DIFFERS) if name in PRECISION_PACKAGES else (None, rules.STACK_DIFFERS)
@@ -190,18 +244,30 @@ def _judge_difference(label: str):
 
 def _fix(label: str, common: str) -> list[FixStep]:
     if label.startswith("package "):
-        name = label[len("package "):]
-        return [FixStep(f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
-                     f"python -m pip install '{name}=={common}'")]
+        name = label[len("package ") :]
+        return [
+            FixStep(
+                f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
+                f"python -m pip install '{name}=={common}'",
+            )
+        ]
     if label.startswith("env "):
-        name = label[len("env "):]
-        return [FixStep(f"Set {name} the same way for every rank, in the job script"
-                     + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
-                     f"unset {name}" if common == "(unset)" else None)]
+        name = label[len("env ") :]
+        return [
+            FixStep(
+                f"Set {name} the same way for every rank, in the job script"
+                + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
+                f"unset {name}" if common == "(unset)" else None,
+            )
+        ]
     if label == "NCCL":
-        return [FixStep(f"Give every rank the same NCCL ({common}): one image or lock file, and no other libnccl "
-                     "earlier on LD_LIBRARY_PATH; then check which one torch loads on each node",
-                     "python -c 'import torch; print(torch.cuda.nccl.version())'")]
+        return [
+            FixStep(
+                f"Give every rank the same NCCL ({common}): one image or lock file, and no other libnccl "
+                "earlier on LD_LIBRARY_PATH; then check which one torch loads on each node",
+                "python -c 'import torch; print(torch.cuda.nccl.version())'",
+            )
+        ]
     if label in ("NVIDIA driver", "CUDA the driver supports"):
         return [FixStep(f"Install driver {common} on the odd nodes, or drain them", "nvidia-smi")]
     if label in ("GPU", "compute capability", "bf16 native"):
@@ -213,8 +279,11 @@ def _fix(label: str, common: str) -> list[FixStep]:
 
 
 def _missing(state: RankState, world_size: int) -> Finding:
-    where = f" on {state.host}" + (f" (local rank {state.local_rank})" if state.local_rank is not None else "") \
-        if state.host else ""
+    where = (
+        f" on {state.host}" + (f" (local rank {state.local_rank})" if state.local_rank is not None else "")
+        if state.host
+        else ""
+    )
     since = f" for {state.step_seconds:.0f} s" if state.step_seconds is not None else ""
     if not state.last_step:
         step = "; it never reached the store"
@@ -223,12 +292,20 @@ def _missing(state: RankState, world_size: int) -> Finding:
     else:  # the step its heartbeat last announced, in words: "stuck importing torch for 60 s"
         step = f": stuck {state.last_step}{since}"
     verb = "crashed" if state.status == "crashed" else "sent no report"
-    return rules.RANK_MISSING.stamp(error(
-        f"rank {state.rank}{where} {verb}{step}",
-        [f"rank {state.rank} of {world_size}: {state.status}", state.detail] if state.detail
-        else [f"rank {state.rank} of {world_size}: {state.status}"],
-        [FixStep(f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
-              "mpdoctor check")]))
+    return rules.RANK_MISSING.stamp(
+        error(
+            f"rank {state.rank}{where} {verb}{step}",
+            [f"rank {state.rank} of {world_size}: {state.status}", state.detail]
+            if state.detail
+            else [f"rank {state.rank} of {world_size}: {state.status}"],
+            [
+                FixStep(
+                    f"Run the single-process check on {state.host or 'that node'}, in that rank's environment",
+                    "mpdoctor check",
+                )
+            ],
+        )
+    )
 
 
 # ---------------------------------------------------------------- each rank's own GPU
@@ -239,13 +316,25 @@ def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
     out = []
     short = [r for r in reports if r.fingerprint.device_problem]
     if short:
-        out.append(rules.NO_GPU_OF_ITS_OWN.stamp(warning(
-            f"{who([r.rank for r in short], [r.host for r in short])}: LOCAL_RANK selects no GPU of its own",
-            [f"rank {r.rank} on {r.host or r.label} (local rank {r.local_rank}): {r.fingerprint.device_problem}"
-             for r in short[:20]] + ([f"and {len(short) - 20} more"] if len(short) > 20 else []),
-            [FixStep("Start as many ranks per node as it has visible GPUs, e.g.",
-                  "torchrun --nproc-per-node gpu ..."),
-             FixStep("Or give each rank one GPU and select cuda:0 in the script (srun --gpus-per-task=1)")])))
+        out.append(
+            rules.NO_GPU_OF_ITS_OWN.stamp(
+                warning(
+                    f"{who([r.rank for r in short], [r.host for r in short])}: LOCAL_RANK selects no GPU of its own",
+                    [
+                        f"rank {r.rank} on {r.host or r.label} (local rank {r.local_rank}): {r.fingerprint.device_problem}"
+                        for r in short[:20]
+                    ]
+                    + ([f"and {len(short) - 20} more"] if len(short) > 20 else []),
+                    [
+                        FixStep(
+                            "Start as many ranks per node as it has visible GPUs, e.g.",
+                            "torchrun --nproc-per-node gpu ...",
+                        ),
+                        FixStep("Or give each rank one GPU and select cuda:0 in the script (srun --gpus-per-task=1)"),
+                    ],
+                )
+            )
+        )
     by_gpu: dict[tuple[str, str], list[RankReport]] = defaultdict(list)
     for report in reports:
         if report.fingerprint.device_uuid and not report.fingerprint.device_problem:
@@ -254,11 +343,20 @@ def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
         if len(sharing) < 2:
             continue
         ranks = [r.rank for r in sharing]
-        out.append(rules.NO_GPU_OF_ITS_OWN.stamp(warning(
-            f"ranks {rank_list(ranks)} on {host} select the same GPU ({uuid})",
-            [f"rank {r.rank} (local rank {r.local_rank}): {r.fingerprint.device} = {uuid}" for r in sharing],
-            [FixStep("Give each rank of the node its own GPU: leave CUDA_VISIBLE_DEVICES the same for all and "
-                  "use cuda:LOCAL_RANK, or set it per rank to a different GPU")])))
+        out.append(
+            rules.NO_GPU_OF_ITS_OWN.stamp(
+                warning(
+                    f"ranks {rank_list(ranks)} on {host} select the same GPU ({uuid})",
+                    [f"rank {r.rank} (local rank {r.local_rank}): {r.fingerprint.device} = {uuid}" for r in sharing],
+                    [
+                        FixStep(
+                            "Give each rank of the node its own GPU: leave CUDA_VISIBLE_DEVICES the same for all and "
+                            "use cuda:LOCAL_RANK, or set it per rank to a different GPU"
+                        )
+                    ],
+                )
+            )
+        )
     return out
 
 
@@ -300,14 +398,25 @@ def _slow_gpus(reports: list[RankReport]) -> list[Finding]:
             ranks = owners.get((host, device), [])
             whose = f" (rank {rank_list(ranks)})" if ranks else ""
             worst = sorted(ratios.items(), key=lambda kv: -kv[1])[:5]
-            out.append(rules.SLOW_GPU.stamp(warning(
-                f"{device} on {host}{whose} ({model or 'unnamed'}) is {mean:.1f}x slower than the same model "
-                f"on {len(devices) - 1} other device(s)",
-                [f"{key}: {ratio:.2f}x the peers' median" for key, ratio in worst]
-                + [f"threshold: {SLOW_RATIO}x as a geometric mean over {len(ratios)} kernels both measured "
-                   "(no per-kernel uncertainty in this snapshot version)"],
-                [FixStep(f"Look at {device}'s clocks, temperature and other processes on {host}",
-                      "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE")])))
+            out.append(
+                rules.SLOW_GPU.stamp(
+                    warning(
+                        f"{device} on {host}{whose} ({model or 'unnamed'}) is {mean:.1f}x slower than the same model "
+                        f"on {len(devices) - 1} other device(s)",
+                        [f"{key}: {ratio:.2f}x the peers' median" for key, ratio in worst]
+                        + [
+                            f"threshold: {SLOW_RATIO}x as a geometric mean over {len(ratios)} kernels both measured "
+                            "(no per-kernel uncertainty in this snapshot version)"
+                        ],
+                        [
+                            FixStep(
+                                f"Look at {device}'s clocks, temperature and other processes on {host}",
+                                "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE",
+                            )
+                        ],
+                    )
+                )
+            )
     return out
 
 
@@ -335,8 +444,7 @@ def _findings_of(report: RankReport, runners: dict[str, RankReport], measured: f
     runner = runners.get(report.host)
     if report.node_kernels or runner is None:
         return report.findings
-    return [f for f in report.findings if f.code not in measured] + \
-        [f for f in runner.findings if f.code in measured]
+    return [f for f in report.findings if f.code not in measured] + [f for f in runner.findings if f.code in measured]
 
 
 def _rank_findings(reports: list[RankReport]) -> tuple[list[SharedFinding], list[Finding]]:
@@ -355,12 +463,22 @@ def _rank_findings(reports: list[RankReport]) -> tuple[list[SharedFinding], list
         entry.on_all = set(entry.ranks) == everyone
         if not entry.on_all and entry.finding.level.rank >= 2:
             without = sorted(everyone - set(entry.ranks))
-            some.append(rules.FINDING_ON_SOME.stamp(warning(
-                f"{entry.finding.code or 'a finding'} on {who(entry.ranks, [hosts[r] for r in entry.ranks])} "
-                f"only: {entry.finding.title}",
-                [f"found on: ranks {rank_list(entry.ranks)}", f"not found on: ranks {rank_list(without)}"],
-                [FixStep(f"Read its fix: mpdoctor rule {entry.finding.code}" if entry.finding.code
-                      else "Follow the finding's own fix on those ranks")])))
+            some.append(
+                rules.FINDING_ON_SOME.stamp(
+                    warning(
+                        f"{entry.finding.code or 'a finding'} on {who(entry.ranks, [hosts[r] for r in entry.ranks])} "
+                        f"only: {entry.finding.title}",
+                        [f"found on: ranks {rank_list(entry.ranks)}", f"not found on: ranks {rank_list(without)}"],
+                        [
+                            FixStep(
+                                f"Read its fix: mpdoctor rule {entry.finding.code}"
+                                if entry.finding.code
+                                else "Follow the finding's own fix on those ranks"
+                            )
+                        ],
+                    )
+                )
+            )
     ordered = sorted(shared.values(), key=lambda s: (-s.finding.level.rank, not s.on_all, s.finding.code))
     return ordered, some
 
@@ -371,13 +489,20 @@ def group_lines(report: FleetReport, limit: int = 5) -> list[str]:
         return []
     base = flatten(report.groups[0].fingerprint)
     hosts = {s.rank: s.host or s.label for s in report.ranks}
-    lines = [f"{who(report.groups[0].ranks, [hosts[r] for r in report.groups[0].ranks])} "
-             f"{'agree' if len(report.groups[0].ranks) > 1 else 'is the reference'}"]
+    lines = [
+        f"{who(report.groups[0].ranks, [hosts[r] for r in report.groups[0].ranks])} "
+        f"{'agree' if len(report.groups[0].ranks) > 1 else 'is the reference'}"
+    ]
     for group in report.groups[1:]:
         flat = flatten(group.fingerprint)
-        diffs = [f"{label} {flat.get(label) or '(unset)'} (others: {base.get(label) or '(unset)'})"
-                 for label in sorted(set(base) | set(flat)) if base.get(label, "") != flat.get(label, "")]
+        diffs = [
+            f"{label} {flat.get(label) or '(unset)'} (others: {base.get(label) or '(unset)'})"
+            for label in sorted(set(base) | set(flat))
+            if base.get(label, "") != flat.get(label, "")
+        ]
         more = f", and {len(diffs) - limit} more" if len(diffs) > limit else ""
-        lines.append(f"{who(group.ranks, [hosts[r] for r in group.ranks])} differ{'s' if len(group.ranks) == 1 else ''}"
-                     f": {'; '.join(diffs[:limit])}{more}")
+        lines.append(
+            f"{who(group.ranks, [hosts[r] for r in group.ranks])} differ{'s' if len(group.ranks) == 1 else ''}"
+            f": {'; '.join(diffs[:limit])}{more}"
+        )
     return lines

@@ -64,13 +64,16 @@ def select_device(snap: Snapshot, local_rank: int) -> Selection:
         row, problem = rows[local_rank], ""
     else:  # what a job that takes LOCAL_RANK % device_count would use; set_device(LOCAL_RANK) itself fails
         row = rows[local_rank % len(rows)]
-        problem = (f"LOCAL_RANK={local_rank} selects cuda:{local_rank}, but only {len(rows)} device"
-                   f"{'s are' if len(rows) != 1 else ' is'} visible to this rank{visible}")
+        problem = (
+            f"LOCAL_RANK={local_rank} selects cuda:{local_rank}, but only {len(rows)} device"
+            f"{'s are' if len(rows) != 1 else ' is'} visible to this rank{visible}"
+        )
     return Selection(f"cuda:{row.cuda_ordinal}", row.name, row.compute_capability, row.uuid, problem)
 
 
-def own_gpu_kernels(python: str, budget: Budget, mode: str, selection: Selection,
-                    progress: ProgressBoard = SILENT) -> Optional[KernelInfo]:
+def own_gpu_kernels(
+    python: str, budget: Budget, mode: str, selection: Selection, progress: ProgressBoard = SILENT
+) -> Optional[KernelInfo]:
     """The microkernels on ``selection``'s GPU only, named as the job numbers it; None when it cannot be narrowed.
 
     The CPU is not timed (``cpu=False``): the ranks of a node would time it against
@@ -80,11 +83,16 @@ def own_gpu_kernels(python: str, budget: Budget, mode: str, selection: Selection
 
     if not selection.narrowed:
         return None
-    info = probe_kernels_and_torch(python, budget, mode, None, progress, cpu=False,
-                                   env=narrowed_env(selection.narrowed), names=(selection.device,))[0]
+    info = probe_kernels_and_torch(
+        python, budget, mode, None, progress, cpu=False, env=narrowed_env(selection.narrowed), names=(selection.device,)
+    )[0]
     if info.status == "ok" and not info.devices:
-        return replace(info, status="error", detail=f"the kernel probe, given only {selection.device}'s GPU "
-                                                    f"(CUDA_VISIBLE_DEVICES={selection.narrowed}), saw no CUDA device")
+        return replace(
+            info,
+            status="error",
+            detail=f"the kernel probe, given only {selection.device}'s GPU "
+            f"(CUDA_VISIBLE_DEVICES={selection.narrowed}), saw no CUDA device",
+        )
     return info
 
 

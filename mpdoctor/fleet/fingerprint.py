@@ -16,19 +16,44 @@ from mpdoctor.snapshot import Snapshot, canonical_name
 from mpdoctor.probes.remote.kernel_measure import kernel_key
 
 # Variables that change numerics (TF32, cuBLAS workspaces, deterministic algorithms) or communication (NCCL).
-ENV_PREFIXES = ("NCCL_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "TORCHINDUCTOR_", "XLA_",
-                "OMP_", "MKL_", "KMP_", "HIP_", "ROCR_", "HSA_")
+ENV_PREFIXES = (
+    "NCCL_",
+    "TORCH_",
+    "PYTORCH_",
+    "CUDA_",
+    "CUBLAS",
+    "CUDNN_",
+    "NVIDIA_",
+    "TORCHINDUCTOR_",
+    "XLA_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "HIP_",
+    "ROCR_",
+    "HSA_",
+)
 # Which shared libraries load (a system NCCL before torch's own: NVIDIA/nccl#1381).
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
 # Set per rank by design: a difference there is the launcher doing its job, not a drift.
-PER_RANK_ENV = ("TORCHELASTIC_", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                "HIP_VISIBLE_DEVICES", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_TRACE_BUFFER")
+PER_RANK_ENV = (
+    "TORCHELASTIC_",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+    "TORCH_NCCL_TRACE_BUFFER",
+)
 
 
 def env_that_matters(env: dict[str, str]) -> dict[str, str]:
     """The variables of ``env`` (already redacted by the probe) that ranks should agree on."""
-    return {name: value for name, value in sorted(env.items())
-            if (name.startswith(ENV_PREFIXES) or name in ENV_NAMES) and not name.startswith(PER_RANK_ENV)}
+    return {
+        name: value
+        for name, value in sorted(env.items())
+        if (name.startswith(ENV_PREFIXES) or name in ENV_NAMES) and not name.startswith(PER_RANK_ENV)
+    }
 
 
 def fingerprint(snap: Snapshot, local_rank: int) -> Fingerprint:
@@ -70,8 +95,7 @@ def measured(print_: Fingerprint, snap: Snapshot) -> Fingerprint:
             own_bf16 = run.bf16_native
         if snap.kernels.status != "ok":
             continue
-        times = {kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results
-                 if r.status == "ok" and r.seconds}
+        times = {kernel_key(r.op, r.dtype, r.backend): r.seconds for r in run.results if r.status == "ok" and r.seconds}
         if times:
             kernels[run.device], devices[run.device] = times, run.name
         if run.bf16_native is not None:
@@ -92,9 +116,24 @@ def _nccl(snap: Snapshot) -> dict[str, str]:
     return {}
 
 
-def rank_report(rank: int, host: str, local_rank: int, snap: Snapshot, findings: list[Finding],
-                seconds: float = 0.0, label: str = "", print_: Fingerprint | None = None) -> RankReport:
+def rank_report(
+    rank: int,
+    host: str,
+    local_rank: int,
+    snap: Snapshot,
+    findings: list[Finding],
+    seconds: float = 0.0,
+    label: str = "",
+    print_: Fingerprint | None = None,
+) -> RankReport:
     """What rank ``rank`` sends; ``print_``: its fingerprint, when the caller has it already (shared, never changed)."""
-    return RankReport(rank=rank, host=host, local_rank=local_rank, fingerprint=print_ or fingerprint(snap, local_rank),
-                      findings=list(findings), seconds=round(seconds, 3), label=label,
-                      node_kernels=snap.kernels.status != "skipped")
+    return RankReport(
+        rank=rank,
+        host=host,
+        local_rank=local_rank,
+        fingerprint=print_ or fingerprint(snap, local_rank),
+        findings=list(findings),
+        seconds=round(seconds, 3),
+        label=label,
+        node_kernels=snap.kernels.status != "skipped",
+    )

@@ -23,8 +23,10 @@ def summary_line(report: FleetReport) -> str:
     absent = [s for s in report.ranks if s.status != "reported"]
     parts = [f"{report.world_size} rank{'' if report.world_size == 1 else 's'}"]
     if report.groups:
-        parts.append(f"{who(report.groups[0].ranks, report.groups[0].hosts)} "
-                     + ("agree" if len(report.groups[0].ranks) > 1 else "is the reference"))
+        parts.append(
+            f"{who(report.groups[0].ranks, report.groups[0].hosts)} "
+            + ("agree" if len(report.groups[0].ranks) > 1 else "is the reference")
+        )
         odd = len(reported) - len(report.groups[0].ranks)
         if odd:
             parts.append(f"{odd} differ{'s' if odd == 1 else ''}")
@@ -40,18 +42,35 @@ def absent_states(gathered, world_size: int) -> list[RankState]:
             continue
         beat = gathered.heartbeats.get(rank)
         if not beat:
-            states.append(RankState(rank=rank, status="missing", detail=(
-                "never reached the store: not started, stuck before connecting (e.g. importing torch), or "
-                "MASTER_ADDR:MASTER_PORT unreachable from its node")))
+            states.append(
+                RankState(
+                    rank=rank,
+                    status="missing",
+                    detail=(
+                        "never reached the store: not started, stuck before connecting (e.g. importing torch), or "
+                        "MASTER_ADDR:MASTER_PORT unreachable from its node"
+                    ),
+                )
+            )
             continue
         silent = gathered.silent.get(rank, 0.0)
         crashed = beat.get("state") == "crashed"
-        detail = beat.get("detail") or (f"its heartbeat stopped {silent:.0f} s before the deadline (process gone or "
-                                        "network lost)" if silent >= 5 else "still running at the deadline")
-        states.append(RankState(rank=rank, host=beat.get("host", ""), local_rank=beat.get("local_rank"),
-                                status="crashed" if crashed else "missing", last_step=beat.get("step", ""),
-                                step_seconds=round(beat.get("step_seconds", 0.0) + (0 if crashed else silent), 1),
-                                detail=detail))
+        detail = beat.get("detail") or (
+            f"its heartbeat stopped {silent:.0f} s before the deadline (process gone or network lost)"
+            if silent >= 5
+            else "still running at the deadline"
+        )
+        states.append(
+            RankState(
+                rank=rank,
+                host=beat.get("host", ""),
+                local_rank=beat.get("local_rank"),
+                status="crashed" if crashed else "missing",
+                last_step=beat.get("step", ""),
+                step_seconds=round(beat.get("step_seconds", 0.0) + (0 if crashed else silent), 1),
+                detail=detail,
+            )
+        )
     return states
 
 

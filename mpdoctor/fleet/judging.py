@@ -28,12 +28,25 @@ from mpdoctor.findings import Finding, triage
 from mpdoctor.snapshot import Snapshot
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-PROBES = (("environment", "probe"), ("torch", "probe"), ("kernels", "probe"),
-          ("environment", "oneflow", "runtime", "probe"), ("machine", "nvml"))  # objects with status and seconds
+PROBES = (
+    ("environment", "probe"),
+    ("torch", "probe"),
+    ("kernels", "probe"),
+    ("environment", "oneflow", "runtime", "probe"),
+    ("machine", "nvml"),
+)  # objects with status and seconds
 KERNELS = "kernels"
 # Variables the launcher sets to name the rank itself (its number, its node, its error file): no check reads them.
-RANK_ENV = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASK_PID", "SLURM_GTIDS", "SLURM_TOPOLOGY_ADDR",
-            "SLURMD_NODENAME", "TORCHELASTIC_ERROR_FILE")
+RANK_ENV = (
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_TASK_PID",
+    "SLURM_GTIDS",
+    "SLURM_TOPOLOGY_ADDR",
+    "SLURMD_NODENAME",
+    "TORCHELASTIC_ERROR_FILE",
+)
 
 
 @dataclasses.dataclass
@@ -117,16 +130,26 @@ def _renamed_text(text: str, names: dict[str, str]) -> str:
 def renamed(finding: Finding, names: dict[str, str]) -> Finding:
     """``finding`` with each UUID (lower-case key of ``names``) replaced by its new name."""
     return dataclasses.replace(
-        finding, title=_renamed_text(finding.title, names),
+        finding,
+        title=_renamed_text(finding.title, names),
         evidence=[_renamed_text(line, names) for line in finding.evidence],
-        fix=[dataclasses.replace(step, text=_renamed_text(step.text, names),
-                                 command=_renamed_text(step.command, names) if step.command else step.command)
-             for step in finding.fix])
+        fix=[
+            dataclasses.replace(
+                step,
+                text=_renamed_text(step.text, names),
+                command=_renamed_text(step.command, names) if step.command else step.command,
+            )
+            for step in finding.fix
+        ],
+    )
 
 
 def _mentions_uuid(finding: Finding) -> bool:
-    return any(UUID.search(text) for text in [finding.title, *finding.evidence]
-               + [part for step in finding.fix for part in (step.text, step.command or "")])
+    return any(
+        UUID.search(text)
+        for text in [finding.title, *finding.evidence]
+        + [part for step in finding.fix for part in (step.text, step.command or "")]
+    )
 
 
 @dataclasses.dataclass
@@ -141,8 +164,10 @@ class ManyJudge:
 
     def __init__(self, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> None:
         self.checks = [c for c in builtin_registry().select(list(select), list(ignore)) if c.runs_on_snapshot]
-        self.parts = {"kernels": [c for c in self.checks if KERNELS in c.needs],
-                      "rest": [c for c in self.checks if KERNELS not in c.needs]}
+        self.parts = {
+            "kernels": [c for c in self.checks if KERNELS in c.needs],
+            "rest": [c for c in self.checks if KERNELS not in c.needs],
+        }
         self.memo: dict[tuple[str, str], _Judged] = {}
         self.judged = 0  # snapshots whose checks actually ran (some part of them), for the bench
 
@@ -154,8 +179,10 @@ class ManyJudge:
         for part, checks in self.parts.items():
             if not checks:
                 continue
-            key = (part, "\n".join(text for name, text in sorted(texts.items())
-                                   if part == "kernels" or name != KERNELS))
+            key = (
+                part,
+                "\n".join(text for name, text in sorted(texts.items()) if part == "kernels" or name != KERNELS),
+            )
             judged = self.memo.get(key)
             if judged is None:
                 judged = self.memo[key] = self._run(snap, checks, uuids)
@@ -164,8 +191,9 @@ class ManyJudge:
         self.judged += ran
         verdicts = [v for check in self.checks for v in by_code.get(check.code, [])]
         fired = {v.finding.code for v in verdicts if v.finding.code != CHECK_CRASHED.code}
-        return triage([v.finding for v in verdicts if not fired.intersection(v.superseded_by)]
-                      + about_the_run(snap, self.checks))
+        return triage(
+            [v.finding for v in verdicts if not fired.intersection(v.superseded_by)] + about_the_run(snap, self.checks)
+        )
 
     @staticmethod
     def _run(snap: Snapshot, checks: list[Check], uuids: list[str]) -> _Judged:
@@ -182,4 +210,3 @@ class ManyJudge:
         for code in judged.named:
             out[code] = [Outcome(renamed(v.finding, names), v.superseded_by) for v in judged.verdicts[code]]
         return out
-

@@ -44,9 +44,16 @@ def detect(env: Mapping[str, str], host: Optional[str] = None) -> Launch:
     """The launch described by ``env`` (``os.environ``); raises :class:`LaunchError` when it describes none."""
     host = host or env.get("SLURMD_NODENAME") or socket.gethostname()
     if "RANK" in env and "WORLD_SIZE" in env and "TORCHELASTIC_RUN_ID" in env:
-        return _launch("torchrun", env, host, "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                       run_id=env["TORCHELASTIC_RUN_ID"] + "." + env.get("TORCHELASTIC_RESTART_COUNT", "0"),
-                       agent_store=env.get("TORCHELASTIC_USE_AGENT_STORE") == "True")
+        return _launch(
+            "torchrun",
+            env,
+            host,
+            "RANK",
+            "WORLD_SIZE",
+            "LOCAL_RANK",
+            run_id=env["TORCHELASTIC_RUN_ID"] + "." + env.get("TORCHELASTIC_RESTART_COUNT", "0"),
+            agent_store=env.get("TORCHELASTIC_USE_AGENT_STORE") == "True",
+        )
     if "RANK" in env and "WORLD_SIZE" in env and "MASTER_ADDR" in env:
         # torch's env:// convention without torchrun: a Kubeflow PyTorchJob, a hand-written launcher.
         return _launch("env", env, host, "RANK", "WORLD_SIZE", "LOCAL_RANK", run_id=env.get("MASTER_PORT", ""))
@@ -55,21 +62,46 @@ def detect(env: Mapping[str, str], host: Optional[str] = None) -> Launch:
         job = env.get("SLURM_JOB_ID", "")
         addr = env.get("MASTER_ADDR") or (expand_hostlist(nodes) or [host])[0]
         port = env.get("MASTER_PORT") or (str(SLURM_PORT_BASE + int(job) % SLURM_PORT_SPAN) if job.isdigit() else "")
-        return _launch("slurm", {**env, "MASTER_ADDR": addr, "MASTER_PORT": port}, host, "SLURM_PROCID",
-                       "SLURM_NTASKS", "SLURM_LOCALID", run_id=f"{job}.{env.get('SLURM_STEP_ID', '0')}")
+        return _launch(
+            "slurm",
+            {**env, "MASTER_ADDR": addr, "MASTER_PORT": port},
+            host,
+            "SLURM_PROCID",
+            "SLURM_NTASKS",
+            "SLURM_LOCALID",
+            run_id=f"{job}.{env.get('SLURM_STEP_ID', '0')}",
+        )
     if "OMPI_COMM_WORLD_RANK" in env:
-        return _launch("openmpi", env, host, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                       "OMPI_COMM_WORLD_LOCAL_RANK", run_id=env.get("OMPI_MCA_orte_ess_jobid", ""))
+        return _launch(
+            "openmpi",
+            env,
+            host,
+            "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            run_id=env.get("OMPI_MCA_orte_ess_jobid", ""),
+        )
     if "PMI_RANK" in env:
         local = "MPI_LOCALRANKID" if "MPI_LOCALRANKID" in env else "PMI_LOCAL_RANK"
         return _launch("pmi", env, host, "PMI_RANK", "PMI_SIZE", local, run_id=env.get("PMI_ID", ""))
-    raise LaunchError("not started by a launcher: run it as `torchrun --nproc-per-node N -m mpdoctor fleet`, "
-                      "`srun mpdoctor fleet` or `mpirun ... mpdoctor fleet` (no RANK/WORLD_SIZE, SLURM_PROCID, "
-                      "OMPI_COMM_WORLD_RANK or PMI_RANK in the environment)")
+    raise LaunchError(
+        "not started by a launcher: run it as `torchrun --nproc-per-node N -m mpdoctor fleet`, "
+        "`srun mpdoctor fleet` or `mpirun ... mpdoctor fleet` (no RANK/WORLD_SIZE, SLURM_PROCID, "
+        "OMPI_COMM_WORLD_RANK or PMI_RANK in the environment)"
+    )
 
 
-def _launch(launcher: str, env: Mapping[str, str], host: str, rank: str, size: str, local: str, *,
-            run_id: str, agent_store: bool = False) -> Launch:
+def _launch(
+    launcher: str,
+    env: Mapping[str, str],
+    host: str,
+    rank: str,
+    size: str,
+    local: str,
+    *,
+    run_id: str,
+    agent_store: bool = False,
+) -> Launch:
     numbers = {name: _integer(env, name, launcher) for name in (rank, size)}
     # MPICH sets no local rank everywhere: then every rank is its node's first, which only costs parallel kernels.
     local_rank = _integer(env, local, launcher) if local in env else 0
@@ -77,8 +109,10 @@ def _launch(launcher: str, env: Mapping[str, str], host: str, rank: str, size: s
         raise LaunchError(f"{launcher}: {rank}={numbers[rank]} is not below {size}={numbers[size]}")
     addr = env.get("MASTER_ADDR", "")
     if not addr:
-        raise LaunchError(f"{launcher}: MASTER_ADDR is not set; export the host of rank 0, e.g. "
-                          "MASTER_ADDR=$(hostname) on the first node")
+        raise LaunchError(
+            f"{launcher}: MASTER_ADDR is not set; export the host of rank 0, e.g. "
+            "MASTER_ADDR=$(hostname) on the first node"
+        )
     port = _integer(env, "MASTER_PORT", launcher)
     if not 0 < port < 65536:
         raise LaunchError(f"{launcher}: MASTER_PORT={port} is not a TCP port")
@@ -88,8 +122,9 @@ def _launch(launcher: str, env: Mapping[str, str], host: str, rank: str, size: s
 def _integer(env: Mapping[str, str], name: str, launcher: str) -> int:
     value = env.get(name, "")
     if not re.fullmatch(r"\s*\d+\s*", value):
-        raise LaunchError(f"{launcher}: {name}={value!r} is not a non-negative integer" if value
-                          else f"{launcher}: {name} is not set")
+        raise LaunchError(
+            f"{launcher}: {name}={value!r} is not a non-negative integer" if value else f"{launcher}: {name} is not set"
+        )
     return int(value)
 
 

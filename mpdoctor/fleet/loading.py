@@ -52,8 +52,9 @@ class SectionCache:
         top = snapshot_from_data(_top(data))
         ident = identity(data)
         try:
-            return dataclasses.replace(top, **{name: self._section(name, data[name], ident)
-                                               for name in SECTIONS if name in data}), ident
+            return dataclasses.replace(
+                top, **{name: self._section(name, data[name], ident) for name in SECTIONS if name in data}
+            ), ident
         except DataError as exc:
             raise SnapshotError(f"corrupt snapshot: {exc}") from None
 

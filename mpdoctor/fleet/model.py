@@ -32,28 +32,45 @@ class Fingerprint:
     torch: str = fact("torch.__version__, or how `import torch` failed (e.g. import-crashed)", "")
     torch_cuda: str = fact("torch.version.cuda (empty: no CUDA build)", "")
     cudnn: str = fact("torch.backends.cudnn.version()", "")
-    nccl: str = fact("The NCCL version the rank's torch loads (torch.cuda.nccl.version()); else the version of "
-                     "the nvidia-nccl wheel installed; empty when neither says", "")
-    nccl_source: str = fact("Where nccl came from: torch (as torch loads it), the wheel's name (nvidia-nccl-cu12: "
-                            "this torch reported none), or empty", "")
+    nccl: str = fact(
+        "The NCCL version the rank's torch loads (torch.cuda.nccl.version()); else the version of "
+        "the nvidia-nccl wheel installed; empty when neither says",
+        "",
+    )
+    nccl_source: str = fact(
+        "Where nccl came from: torch (as torch loads it), the wheel's name (nvidia-nccl-cu12: "
+        "this torch reported none), or empty",
+        "",
+    )
     driver: str = fact("NVIDIA driver version (NVML)", "")
     cuda_driver: str = fact("Newest CUDA the driver supports", "")
     device: str = fact("The device this rank's LOCAL_RANK selects (cuda:N); empty without GPUs", "")
-    gpu: str = fact("Name of the GPU this rank's LOCAL_RANK selects (cuda:LOCAL_RANK after CUDA_VISIBLE_DEVICES); "
-                    "empty without one", "")
+    gpu: str = fact(
+        "Name of the GPU this rank's LOCAL_RANK selects (cuda:LOCAL_RANK after CUDA_VISIBLE_DEVICES); "
+        "empty without one",
+        "",
+    )
     compute_capability: str = fact("That GPU's compute capability", "")
     device_uuid: str = fact("That GPU's UUID (GPU-... or MIG-...), when known: two ranks of a node on one GPU", "")
-    device_problem: str = fact("Why this rank's LOCAL_RANK selects no GPU of its own (fewer visible devices than "
-                               "local ranks); empty when it does", "")
+    device_problem: str = fact(
+        "Why this rank's LOCAL_RANK selects no GPU of its own (fewer visible devices than "
+        "local ranks); empty when it does",
+        "",
+    )
     bf16_native: Optional[bool] = fact("That GPU runs bf16 natively (not emulated); null when unknown", None)
     env: dict[str, str] = fact("Environment variables that change numerics or communication, redacted", factory=dict)
     kernels: dict[str, dict[str, float]] = fact(
         "Measured microkernel seconds per call, by device (cpu, cuda:N) then op/dtype[/backend]; only from the "
-        "rank that ran its node's kernels (local rank 0)", factory=dict)
-    kernel_devices: dict[str, str] = fact("The name of each device in kernels (GPU model, or the CPU's capability)",
-                                          factory=dict)
-    kernel_bf16: dict[str, bool] = fact("bf16 native on each GPU in kernels: what the node's other ranks are judged "
-                                        "by, as they run no kernels", factory=dict)
+        "rank that ran its node's kernels (local rank 0)",
+        factory=dict,
+    )
+    kernel_devices: dict[str, str] = fact(
+        "The name of each device in kernels (GPU model, or the CPU's capability)", factory=dict
+    )
+    kernel_bf16: dict[str, bool] = fact(
+        "bf16 native on each GPU in kernels: what the node's other ranks are judged by, as they run no kernels",
+        factory=dict,
+    )
 
 
 # Fingerprint fields that are one rank's own, never compared: its timings, its interpreter's path, its device.
@@ -70,8 +87,10 @@ class RankReport:
     fingerprint: Fingerprint = fact("Its comparable facts", factory=Fingerprint)
     findings: list[Finding] = fact("Its own `mpdoctor check` findings", factory=list)
     seconds: float = fact("Wall time of its check", 0.0)
-    node_kernels: bool = fact("It ran its node's microkernels (local rank 0); the node's other ranks take their "
-                              "kernel findings from it", False)
+    node_kernels: bool = fact(
+        "It ran its node's microkernels (local rank 0); the node's other ranks take their kernel findings from it",
+        False,
+    )
     label: str = fact("Where it came from, for `fleet compare`: the file name; empty for a live rank", "")
 
 
@@ -82,12 +101,16 @@ class RankState:
     rank: int = fact("Global rank", 0)
     host: str = fact("Its node; empty when it never announced itself", "")
     local_rank: Optional[int] = fact("Rank within its node; null when unknown", None)
-    status: RankStatus = fact("reported, missing (no report by the deadline) or crashed (its mpdoctor died)",
-                              "reported")
+    status: RankStatus = fact(
+        "reported, missing (no report by the deadline) or crashed (its mpdoctor died)", "reported"
+    )
     group: Optional[int] = fact("Index in groups of the ranks identical to it; null when it did not report", None)
-    last_step: str = fact("The last step its heartbeat announced, in words: connecting, what its check was doing "
-                          "(importing torch, starting CUDA, running kernels on cuda:1, judging...), sending its "
-                          "report, waiting for rank 0, comparing, done; empty when it never reached the store", "")
+    last_step: str = fact(
+        "The last step its heartbeat announced, in words: connecting, what its check was doing "
+        "(importing torch, starting CUDA, running kernels on cuda:1, judging...), sending its "
+        "report, waiting for rank 0, comparing, done; empty when it never reached the store",
+        "",
+    )
     step_seconds: Optional[float] = fact("How long it had been in that step when last seen", None)
     detail: str = fact("What went wrong, in words", "")
     label: str = fact("For `fleet compare`: the file it came from", "")
@@ -116,15 +139,19 @@ class FleetReport:
     """An mpdoctor fleet report: how the ranks of one job differ, and what each found."""
 
     created: str = fact("When rank 0 compared the ranks (ISO 8601, UTC)", "")
-    launcher: str = fact("torchrun, env (RANK/WORLD_SIZE/MASTER_ADDR without torchrun), slurm, openmpi, pmi, or "
-                         "compare (saved files)", "")
+    launcher: str = fact(
+        "torchrun, env (RANK/WORLD_SIZE/MASTER_ADDR without torchrun), slurm, openmpi, pmi, or compare (saved files)",
+        "",
+    )
     world_size: int = fact("Number of ranks in the job", 0)
     ranks: list[RankState] = fact("Every rank, by rank", factory=list)
     groups: list[Group] = fact("Ranks with identical fingerprints, largest group first", factory=list)
-    findings: list[Finding] = fact("Fleet findings (FLEET codes): how ranks differ, who is missing; errors first",
-                                   factory=list)
-    rank_findings: list[SharedFinding] = fact("The ranks' own findings, each once with the ranks that found it",
-                                              factory=list)
+    findings: list[Finding] = fact(
+        "Fleet findings (FLEET codes): how ranks differ, who is missing; errors first", factory=list
+    )
+    rank_findings: list[SharedFinding] = fact(
+        "The ranks' own findings, each once with the ranks that found it", factory=list
+    )
     schema_version: int = version_fact("Version of this JSON layout", FLEET_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 

@@ -83,6 +83,7 @@ def compare_files(paths: list[str], select: list[str] = (), ignore: list[str] = 
         if key not in prints:
             prints[key] = unmeasured(snapshot, 0)
         label = os.path.basename(path)
-        reports.append(rank_report(rank, label, 0, snapshot, findings, label=label,
-                                   print_=measured(prints[key], snapshot)))
+        reports.append(
+            rank_report(rank, label, 0, snapshot, findings, label=label, print_=measured(prints[key], snapshot))
+        )
     return compare(reports, len(reports), "compare")

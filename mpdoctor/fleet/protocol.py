@@ -48,15 +48,21 @@ class Gathered:
     seconds: float = 0.0
 
     def to_data(self) -> dict:
-        return {"reports": {str(k): v for k, v in self.reports.items()},
-                "heartbeats": {str(k): v for k, v in self.heartbeats.items()},
-                "silent": {str(k): v for k, v in self.silent.items()}, "seconds": self.seconds}
+        return {
+            "reports": {str(k): v for k, v in self.reports.items()},
+            "heartbeats": {str(k): v for k, v in self.heartbeats.items()},
+            "silent": {str(k): v for k, v in self.silent.items()},
+            "seconds": self.seconds,
+        }
 
     @classmethod
     def from_data(cls, data: dict) -> "Gathered":
-        return cls({int(k): v for k, v in data.get("reports", {}).items()},
-                   {int(k): v for k, v in data.get("heartbeats", {}).items()},
-                   {int(k): v for k, v in data.get("silent", {}).items()}, data.get("seconds", 0.0))
+        return cls(
+            {int(k): v for k, v in data.get("reports", {}).items()},
+            {int(k): v for k, v in data.get("heartbeats", {}).items()},
+            {int(k): v for k, v in data.get("silent", {}).items()},
+            data.get("seconds", 0.0),
+        )
 
 
 def group_key(report: dict) -> str:
@@ -99,8 +105,12 @@ class Channel:
 
     def post_report(self, rank: int, report: Any, full_snapshots: bool = False) -> None:
         """The rank's report; a whole snapshot in it goes from its group's first rank only, or ``full_snapshots``."""
-        if isinstance(report, dict) and "snapshot" in report and not full_snapshots \
-                and not self.claim(group_key(report)):
+        if (
+            isinstance(report, dict)
+            and "snapshot" in report
+            and not full_snapshots
+            and not self.claim(group_key(report))
+        ):
             report = {name: value for name, value in report.items() if name != "snapshot"}
         self._set_json(f"report/{rank}", report)
         try:  # the arrivals list lets rank 0 read new reports without looking for every rank's key
@@ -214,8 +224,15 @@ class Beater:
 
     def __init__(self, channel: Channel, rank: int, host: str, local_rank: int) -> None:
         self.channel, self.rank = channel, rank
-        self.beat = {"host": host, "local_rank": local_rank, "step": "connecting", "step_seconds": 0.0, "beat": 0,
-                     "state": "running", "detail": ""}
+        self.beat = {
+            "host": host,
+            "local_rank": local_rank,
+            "step": "connecting",
+            "step_seconds": 0.0,
+            "beat": 0,
+            "state": "running",
+            "detail": "",
+        }
         self.since = self.last = time.monotonic()
 
     def step(self, step: str) -> None:

@@ -78,15 +78,27 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     start = time.time()
     until = start + options.deadline
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
-    config = {"addr": launch.master_addr, "port": launch.master_port, "rank": launch.rank,
-              "world_size": launch.world_size, "host": launch.host, "local_rank": launch.local_rank,
-              "run_id": launch.run_id, "agent_store": launch.agent_store, "until": until, "dir": box,
-              "full_snapshots": options.full_snapshots}
+    config = {
+        "addr": launch.master_addr,
+        "port": launch.master_port,
+        "rank": launch.rank,
+        "world_size": launch.world_size,
+        "host": launch.host,
+        "local_rank": launch.local_rank,
+        "run_id": launch.run_id,
+        "agent_store": launch.agent_store,
+        "until": until,
+        "dir": box,
+        "full_snapshots": options.full_snapshots,
+    }
     mailbox.put(box, mailbox.STEP, activity.CHECKING)
     # Not `with`: a hung check must not keep this function from returning (the CLI then ends the process).
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mpdoctor-fleet")
-    child = pool.submit(run_child, [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
-                        until + GRACE + 2 * ACK_WAIT + 30 - time.time())
+    child = pool.submit(
+        run_child,
+        [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
+        until + GRACE + 2 * ACK_WAIT + 30 - time.time(),
+    )
     checked: dict = {}
     board = ProgressBoard()  # what the check is doing: the heartbeat's step
     checker = pool.submit(check_rank, launch, options, checked, board)
@@ -100,8 +112,16 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     return outcome
 
 
-def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked: dict, start: float,
-               until: float, board: ProgressBoard) -> Outcome:
+def _take_part(
+    launch: Launch,
+    box: str,
+    child: Future,
+    checker: Future,
+    checked: dict,
+    start: float,
+    until: float,
+    board: ProgressBoard,
+) -> Outcome:
     reported = False
     announced = activity.CHECKING
     limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
@@ -129,8 +149,7 @@ def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked
             verdict = mailbox.take(box, mailbox.HEARD)
             if verdict is None:
                 return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
-            return Outcome(worst=verdict.get("worst"), summary=verdict.get("summary", ""),
-                           abandoned=not checker.done())
+            return Outcome(worst=verdict.get("worst"), summary=verdict.get("summary", ""), abandoned=not checker.done())
         if child.done():
             return Outcome(problem=f"the store child ended: {child.result().describe()}")
         time.sleep(TICK)
@@ -140,9 +159,17 @@ def _take_part(launch: Launch, box: str, child: Future, checker: Future, checked
 def _lead(launch: Launch, box: str, child: Future, gathered: Gathered, checker: Future) -> Outcome:
     """Rank 0: the report from what was gathered; the verdict is posted by done(), after the report is printed."""
     report = judge_gathered(gathered, launch)
-    outcome = Outcome(report=report, worst=worst(report), summary=summary_line(report), abandoned=not checker.done(),
-                      snapshots={rank: data["snapshot"] for rank, data in gathered.reports.items()
-                                 if isinstance(data, dict) and isinstance(data.get("snapshot"), dict)})
+    outcome = Outcome(
+        report=report,
+        worst=worst(report),
+        summary=summary_line(report),
+        abandoned=not checker.done(),
+        snapshots={
+            rank: data["snapshot"]
+            for rank, data in gathered.reports.items()
+            if isinstance(data, dict) and isinstance(data.get("snapshot"), dict)
+        },
+    )
     # Ranks that will never read the verdict: crashed, or never reached the store.
     gone = sum(1 for s in report.ranks if s.status == "crashed" or (s.status == "missing" and not s.host))
     verdict = {"verdict": {"worst": outcome.worst, "summary": outcome.summary}, "not_waiting": gone}
@@ -182,8 +209,9 @@ def check_rank(launch: Launch, options: RankOptions, out: dict, progress: Progre
     except Exception as exc:  # noqa: BLE001 - rank 0 names this rank with the reason instead of waiting for it
         out["failed"] = f"its check failed: {type(exc).__name__}: {exc}"
         return
-    mine = rank_report(launch.rank, launch.host, launch.local_rank, report.snapshot, report.findings,
-                       time.monotonic() - began)
+    mine = rank_report(
+        launch.rank, launch.host, launch.local_rank, report.snapshot, report.findings, time.monotonic() - began
+    )
     out["report"] = to_data(mine)
     if options.snapshots:  # beside the report's fields: a reader of RankReport ignores a key it does not know
         out["report"]["snapshot"] = to_data(report.snapshot)
@@ -200,18 +228,24 @@ def own_snapshot(launch: Launch, options: RankOptions, progress: ProgressBoard =
     from mpdoctor.doctor.gather import Options, gather, needed_facts
     from mpdoctor.fleet.devices import own_gpu_kernels, select_device
 
-    plain = Options(python=options.python, budget=options.budget, kernels="off", select=options.select,
-                    ignore=options.ignore, progress=progress)
+    plain = Options(
+        python=options.python,
+        budget=options.budget,
+        kernels="off",
+        select=options.select,
+        ignore=options.ignore,
+        progress=progress,
+    )
     snapshot = gather(plain)
     if options.kernels == "off" or "kernels" not in needed_facts(plain):
         return snapshot
-    kernels = own_gpu_kernels(options.python, options.budget, options.kernels,
-                              select_device(snapshot, launch.local_rank), progress)
+    kernels = own_gpu_kernels(
+        options.python, options.budget, options.kernels, select_device(snapshot, launch.local_rank), progress
+    )
     if kernels is None and launch.local_rank == 0:
         from mpdoctor.probes.kernels import probe_kernels_and_torch
 
-        kernels = probe_kernels_and_torch(options.python, options.budget, options.kernels,
-                                          None, progress)[0]
+        kernels = probe_kernels_and_torch(options.python, options.budget, options.kernels, None, progress)[0]
     if kernels is not None:
         snapshot.kernels = kernels
     return snapshot

@@ -34,8 +34,15 @@ def connect(config: dict):
 
     host_it = config["rank"] == 0 and not config["agent_store"]
     remaining = max(1.0, config["until"] - time.time())
-    return TCPStore(config["addr"], config["port"], None, host_it, timeout=timedelta(seconds=remaining),
-                    wait_for_workers=False, multi_tenant=True)
+    return TCPStore(
+        config["addr"],
+        config["port"],
+        None,
+        host_it,
+        timeout=timedelta(seconds=remaining),
+        wait_for_workers=False,
+        multi_tenant=True,
+    )
 
 
 class Rank:
@@ -127,8 +134,11 @@ def main(argv: list[str]) -> int:
         channel = Channel(connect(config), config["run_id"])
     except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
         first = str(exc).splitlines()[0] if str(exc) else ""
-        mailbox.put(config["dir"], mailbox.ERROR,
-                    f"cannot reach the store at {config['addr']}:{config['port']}: {type(exc).__name__}: {first}")
+        mailbox.put(
+            config["dir"],
+            mailbox.ERROR,
+            f"cannot reach the store at {config['addr']}:{config['port']}: {type(exc).__name__}: {first}",
+        )
         return 1
     rank = Rank(config, channel)
     rank.beater.post()

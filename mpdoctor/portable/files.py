@@ -128,6 +128,7 @@ def json_value(data, max_depth=64, max_digits=40):
     with an exception of its own, and no real field needs more than a byte count),
     and ``NaN`` or ``Infinity``, which are not JSON.
     """
+
     def bounded_int(text):
         if len(text) > max_digits + 1 and len(text.lstrip("-")) > max_digits:
             raise ValueError("an integer of %d digits (at most %d are read)" % (len(text.lstrip("-")), max_digits))

@@ -120,8 +120,12 @@ def is_secret_name(name):
 def _userinfo(userinfo):
     """``user:password`` of a URL as it may appear: a plain user name is kept, it helps support."""
     user, colon, password = userinfo.partition(":")
-    plain = (_PLAIN_USER.match(user) is not None and sum(ch.isdigit() for ch in user) <= 4
-             and not _SCAN.match(user) and not (colon and password.lower() in _TOKEN_USER_PASSWORDS))
+    plain = (
+        _PLAIN_USER.match(user) is not None
+        and sum(ch.isdigit() for ch in user) <= 4
+        and not _SCAN.match(user)
+        and not (colon and password.lower() in _TOKEN_USER_PASSWORDS)
+    )
     if not plain:
         return REDACTED  # a token as the user name (https://<token>:x-oauth-basic@host)
     return user + ":" + REDACTED if colon else user
@@ -150,7 +154,7 @@ def redact_text(text):
         found = search(text, pos)
         if found is None:
             break
-        out.append(text[pos:found.start()])
+        out.append(text[pos : found.start()])
         kind = found.lastgroup
         if kind == "token":
             out.append(REDACTED)
@@ -182,9 +186,9 @@ def redact_clip(text, limit, tail=False, marker="..."):
     if len(text) <= limit:
         return redact_text(text)
     if tail:
-        kept = redact_text(text[-(limit + CLIP_MARGIN):])
+        kept = redact_text(text[-(limit + CLIP_MARGIN) :])
         return kept if len(kept) <= limit else marker + kept[-limit:]
-    kept = redact_text(text[:limit + CLIP_MARGIN])
+    kept = redact_text(text[: limit + CLIP_MARGIN])
     return kept if len(kept) <= limit and len(text) <= limit + CLIP_MARGIN else kept[:limit] + marker
 
 

@@ -100,8 +100,15 @@ RUNNER_SLACK = 5.0  # s: the kernel runner's start and end around its timed phas
 WHOLE_FACTOR = 3.5  # ``whole`` <= WHOLE_FACTOR * T + RUNNER_SLACK for every T (tests/test_budget.py)
 QUIET_GRACE = 0.25  # s: see Budget.quiet_grace; an inventory usually ends well before torch has imported
 AUDIT_TIMEOUT = 120.0  # s: `mpdoctor audit`'s --timeout default (one pickled file's listing: Budget.checkpoint)
-__all__ = ["AUDIT_TIMEOUT", "Budget", "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "MIN_TIMEOUT", "parse_timeout",
-           "timeout_problem"]
+__all__ = [
+    "AUDIT_TIMEOUT",
+    "Budget",
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "MIN_TIMEOUT",
+    "parse_timeout",
+    "timeout_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -189,8 +196,10 @@ class Budget:
 
         The runner is also the torch part, so it gets the torch part's numbers too.
         """
-        return {**self.torch_limits(),
-                **self._pick("cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait")}
+        return {
+            **self.torch_limits(),
+            **self._pick("cuda_count", "device_start", "kernel_step", "device_run", "quiet_wait"),
+        }
 
 
 def parse_timeout(value: Union[str, float]) -> Budget:
@@ -216,4 +225,3 @@ def timeout_problem(value: float) -> str:
     if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
         return f"must be between {MIN_TIMEOUT:g} and {MAX_TIMEOUT:g} seconds (a day)"
     return ""
-

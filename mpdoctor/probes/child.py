@@ -53,14 +53,17 @@ for name, init in (("_mpdoctor_portable", sys.argv[1]), ("_mpdoctor_remote", sys
 
 # Runs ``_mpdoctor_remote.<sys.argv[3]>.main(sys.argv[4:])``. Kept to syntax that old interpreters parse, so a
 # Python 2 fails with a readable error.
-BOOTSTRAP = """\
+BOOTSTRAP = (
+    """\
 import sys
 if sys.version_info < (3, 8):
     sys.stderr.write("Python %d.%d is too old: mpdoctor can diagnose Python 3.8 or newer\\n" % sys.version_info[:2])
     sys.exit(3)
 if sys.path and sys.path[0] == "":
     del sys.path[0]  # `-c` put the working directory first; a training script would not
-""" + LOAD_PACKAGES + """\
+"""
+    + LOAD_PACKAGES
+    + """\
 importlib.import_module("_mpdoctor_remote." + sys.argv[3]).main(sys.argv[4:])
 # Every result is in a step file, flushed line by line, or on stdout: flush that and end here. A normal exit
 # would first collect every object torch created (a third of a second after `import torch`) for nobody.
@@ -68,6 +71,7 @@ sys.stdout.flush()
 sys.stderr.flush()
 os._exit(0)
 """
+)
 
 
 def package_inits() -> list[str]:
@@ -244,8 +248,13 @@ def _raise_if_stopped() -> None:
         raise Cancelled("the snapshot was given up")
 
 
-def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
-              watch: Optional[Callable[[float], Optional[float]]] = None) -> ChildResult:
+def run_child(
+    argv: list[str],
+    timeout: float,
+    env: Optional[dict] = None,
+    cwd: Optional[str] = None,
+    watch: Optional[Callable[[float], Optional[float]]] = None,
+) -> ChildResult:
     """Run ``argv``; kill its whole process group at ``timeout`` seconds.
 
     ``watch(elapsed)`` is called about every 10 ms (``WATCH_EVERY``) while the child runs; when it
@@ -263,8 +272,9 @@ def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: 
         _raise_if_stopped()
         _local.starting = True  # a signal now is raised below, once the child is registered
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd, start_new_session=True
+            )
             with _lock:
                 _live[proc.pid] = proc
         except OSError as exc:
@@ -284,12 +294,14 @@ def run_child(argv: list[str], timeout: float, env: Optional[dict] = None, cwd: 
         _raise_if_stopped()  # killed by the signal, not by its own fault: its result means nothing
         seconds = time.monotonic() - start
         timed_out = limit is not None
-        return ChildResult(None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err),
-                           limit=limit)
+        return ChildResult(
+            None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err), limit=limit
+        )
 
 
-def _wait(proc: subprocess.Popen, start: float, timeout: float,
-          watch: Optional[Callable[[float], Optional[float]]]) -> Optional[float]:
+def _wait(
+    proc: subprocess.Popen, start: float, timeout: float, watch: Optional[Callable[[float], Optional[float]]]
+) -> Optional[float]:
     """Wait for the child; None when it ended, else the limit it overran (the timeout, or watch's)."""
     with _exit_waiter(proc) as ended:
         while True:
@@ -322,6 +334,7 @@ def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
         except OSError:  # ENOSYS, EPERM under seccomp: poll instead
             pidfd = -1
     if pidfd < 0:
+
         def ended(seconds: float) -> bool:
             try:
                 proc.wait(timeout=seconds)
@@ -334,6 +347,7 @@ def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     try:
+
         def ended(seconds: float) -> bool:
             poller.poll(math.ceil(seconds * 1000))  # rounded up: 0.3 ms rounded down to 0 would spin
             return proc.poll() is not None
@@ -361,8 +375,10 @@ def temp_problem() -> str:
             pass
     except OSError as exc:
         where = tempfile.tempdir or os.environ.get("TMPDIR") or "/tmp"
-        return (f"no writable temporary directory ({where}: {exc.strerror or exc}); "
-                "set TMPDIR to a directory you can write to")
+        return (
+            f"no writable temporary directory ({where}: {exc.strerror or exc}); "
+            "set TMPDIR to a directory you can write to"
+        )
     return ""
 
 

@@ -19,8 +19,9 @@ KERNELS_OFF = "--no-kernels, or no selected check needs them"
 NVML_WORDS = {"ok": "done", "unavailable": "no NVIDIA driver", "error": "failed"}
 
 
-def take_snapshot(python: str, budget: Budget, kernels: str = "quick",
-                  project: bool = True, progress: ProgressBoard = SILENT) -> Snapshot:
+def take_snapshot(
+    python: str, budget: Budget, kernels: str = "quick", project: bool = True, progress: ProgressBoard = SILENT
+) -> Snapshot:
     """Facts about the interpreter ``python`` and this machine, within the run's ``budget``.
 
     ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
@@ -55,13 +56,16 @@ def take_snapshot(python: str, budget: Budget, kernels: str = "quick",
         if kernels != "off":
             kernel_info, torch, torch_steps = kernel_job.result()
             merge_extension_loads(environment.apex, torch_steps)
-    return Snapshot(created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml),
-                    kernels=kernel_info)
+    return Snapshot(
+        created=created, environment=environment, torch=torch, machine=Machine(nvml=nvml), kernels=kernel_info
+    )
 
 
 def _nvml(limit: float, progress: ProgressBoard) -> NvmlInfo:
     progress.start("nvml", "asking the NVIDIA driver")
     info = probe_nvml(limit)
-    progress.finish("nvml", end_words("timeout", limit=limit) if info.status == "timeout"
-                    else NVML_WORDS.get(info.status, info.status))
+    progress.finish(
+        "nvml",
+        end_words("timeout", limit=limit) if info.status == "timeout" else NVML_WORDS.get(info.status, info.status),
+    )
     return info

@@ -48,8 +48,9 @@ class Early:
         self.request = request
         self.board = ProgressBoard()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-early")
-        self._future = self._pool.submit(take_snapshot, request.python, request.budget, request.kernels,
-                                         request.project, progress=self.board)
+        self._future = self._pool.submit(
+            take_snapshot, request.python, request.budget, request.kernels, request.project, progress=self.board
+        )
         self._pool.shutdown(wait=False)  # the thread ends with the snapshot
 
     def result(self) -> Snapshot:

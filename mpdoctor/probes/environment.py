@@ -24,8 +24,16 @@ from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.supervise import parse_steps
 from mpdoctor.schema.serde import DataError, from_data
-from mpdoctor.snapshot import (CudaDevice, Distribution, OneflowInfo, OneflowRuntime, ProbeRun, PythonEnvironment,
-                               PythonInfo, TorchInfo)
+from mpdoctor.snapshot import (
+    CudaDevice,
+    Distribution,
+    OneflowInfo,
+    OneflowRuntime,
+    ProbeRun,
+    PythonEnvironment,
+    PythonInfo,
+    TorchInfo,
+)
 from mpdoctor.snapshot.apex import ApexImport, ApexInfo
 from mpdoctor.snapshot.oneflow import CoexistCase
 from mpdoctor.snapshot.project import NOT_ASKED, ProjectScan
@@ -47,9 +55,15 @@ class StepFile:
         return self.begun if self.begun and self.begun not in self.data else ""
 
 
-def run_part(python: str, part: str, timeout: float, limits: Optional[dict[str, float]] = None,
-             switches: tuple[str, ...] = (), progress: ProgressBoard = SILENT,
-             task: str = "") -> tuple[ChildResult, StepFile]:
+def run_part(
+    python: str,
+    part: str,
+    timeout: float,
+    limits: Optional[dict[str, float]] = None,
+    switches: tuple[str, ...] = (),
+    progress: ProgressBoard = SILENT,
+    task: str = "",
+) -> tuple[ChildResult, StepFile]:
     """Run one part of ``target.py`` in ``python``, killed at ``timeout`` s (its limit, from the Budget).
 
     ``limits``: the numbers the part enforces itself (``Budget.env_limits``,
@@ -132,8 +146,12 @@ def apex_facts(steps: StepFile) -> ApexInfo:
     if isinstance(data, dict):
         resolution = data.get("resolution") if isinstance(data.get("resolution"), dict) else {}
         flat = {key: value for key, value in data.items() if key != "resolution"}
-        flat.update(resolution=resolution.get("kind", "none"), origin=resolution.get("origin", ""),
-                    search_locations=resolution.get("locations", []), resolution_error=resolution.get("error", ""))
+        flat.update(
+            resolution=resolution.get("kind", "none"),
+            origin=resolution.get("origin", ""),
+            search_locations=resolution.get("locations", []),
+            resolution_error=resolution.get("error", ""),
+        )
         info = _load(ApexInfo, flat, info)
     info.error = _step_error(steps, step_names.APEX)
     users = steps.data.get(step_names.APEX_USERS)
@@ -261,7 +279,9 @@ def oneflow_runtime(result: ChildResult, steps: StepFile) -> OneflowRuntime:
         runtime.coexist = _load(list[CoexistCase], coexist.get("cases"), [])
     runtime.coexist_error = _step_error(steps, step_names.COEXIST) or (
         f"the probe {runtime.probe.detail or runtime.probe.status} during it"
-        if runtime.probe.step == step_names.COEXIST else "")
+        if runtime.probe.step == step_names.COEXIST
+        else ""
+    )
     return runtime
 
 
@@ -286,8 +306,9 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
     runtime.fact_errors = _load(dict[str, str], build.get("errors", {}), {})
 
 
-def probe_environment(python: str, budget: Budget, project: bool = True,
-                      progress: ProgressBoard = SILENT) -> tuple[PythonEnvironment, TorchInfo]:
+def probe_environment(
+    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT
+) -> tuple[PythonEnvironment, TorchInfo]:
     """Run the probe parts in parallel in the interpreter ``python``, within the run's ``budget``.
 
     ``project``: scan the working directory's code (see probe_inventory). Tasks
@@ -295,8 +316,9 @@ def probe_environment(python: str, budget: Budget, project: bool = True,
     """
     progress.start("torch", "starting Python")
     with ThreadPoolExecutor(max_workers=1) as pool, kill_children_on_error():
-        torch_job = pool.submit(run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits(),
-                                (), progress)
+        torch_job = pool.submit(
+            run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits(), (), progress
+        )
         env = probe_inventory(python, budget, project, progress)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
@@ -305,8 +327,9 @@ def probe_environment(python: str, budget: Budget, project: bool = True,
     return env, torch
 
 
-def probe_inventory(python: str, budget: Budget, project: bool = True,
-                    progress: ProgressBoard = SILENT) -> PythonEnvironment:
+def probe_inventory(
+    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT
+) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
     Most environments have no oneflow, and its part would be one more interpreter
@@ -318,8 +341,9 @@ def probe_inventory(python: str, budget: Budget, project: bool = True,
     """
     switches = () if project else (step_names.NO_PROJECT,)
     progress.start("inventory", "starting Python")
-    result, steps = run_part(python, step_names.PART_ENV, budget.part, budget.env_limits(), switches, progress,
-                             "inventory")
+    result, steps = run_part(
+        python, step_names.PART_ENV, budget.part, budget.env_limits(), switches, progress, "inventory"
+    )
     env = environment_facts(result, steps, project)
     finish_run(progress, "inventory", env.probe, result.limit)
     oneflow = env.oneflow.packages.get("oneflow")

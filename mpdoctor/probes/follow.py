@@ -23,17 +23,27 @@ from mpdoctor.snapshot import ProbeRun
 
 # What a part is doing while a step runs, in a user's words (keyed by the step begun).
 TORCH_WORDS = {
-    names.FIND: "finding torch", names.IMPORT: "importing torch", names.BUILD: "reading torch's build",
-    names.APEX_LOADS: "loading apex extensions", names.CUDA: "starting CUDA", names.DEVICES: "listing devices",
+    names.FIND: "finding torch",
+    names.IMPORT: "importing torch",
+    names.BUILD: "reading torch's build",
+    names.APEX_LOADS: "loading apex extensions",
+    names.CUDA: "starting CUDA",
+    names.DEVICES: "listing devices",
 }
 ENV_WORDS = {
-    names.PYTHON: "reading the interpreter", names.DISTRIBUTIONS: "listing installed packages",
-    names.APEX: "looking for apex", names.APEX_USERS: "looking for code that imports apex",
-    names.PROJECT: "scanning the project", names.ONEFLOW: "looking for oneflow",
+    names.PYTHON: "reading the interpreter",
+    names.DISTRIBUTIONS: "listing installed packages",
+    names.APEX: "looking for apex",
+    names.APEX_USERS: "looking for code that imports apex",
+    names.PROJECT: "scanning the project",
+    names.ONEFLOW: "looking for oneflow",
 }
 ONEFLOW_WORDS = {
-    names.FIND: "finding oneflow", names.TORCH_IMPORT: "importing torch", names.ONEFLOW_IMPORT: "importing oneflow",
-    names.ONEFLOW_BUILD: "reading oneflow's build", names.COEXIST: "running torch and oneflow together",
+    names.FIND: "finding oneflow",
+    names.TORCH_IMPORT: "importing torch",
+    names.ONEFLOW_IMPORT: "importing oneflow",
+    names.ONEFLOW_BUILD: "reading oneflow's build",
+    names.COEXIST: "running torch and oneflow together",
 }
 PART_WORDS = {names.PART_ENV: ENV_WORDS, names.PART_TORCH: TORCH_WORDS, names.PART_ONEFLOW: ONEFLOW_WORDS}
 # Steps of a device's kernel run that are not tests (the device's start, the retiming summary, the bookkeeping).
@@ -77,8 +87,9 @@ class StepFile:
 class PartProgress:
     """A probe part's task on the board: the text follows the step the part is in."""
 
-    def __init__(self, board: ProgressBoard, task: str, paths: list[str], words: dict[str, str],
-                 done_step: str = "") -> None:
+    def __init__(
+        self, board: ProgressBoard, task: str, paths: list[str], words: dict[str, str], done_step: str = ""
+    ) -> None:
         self.board, self.task, self.words, self.done_step = board, task, words, done_step
         self.files = [StepFile(path) for path in paths]
 
@@ -109,8 +120,7 @@ class KernelProgress:
         for task, step_file, done in self.devices:
             for step, begun, data in step_file.entries():
                 if step == names.PLAN and isinstance(data, int):
-                    self.board.update(task, total=max(0, data - PLAN_NOT_TESTS),
-                                      unit="tests", completed=done[0])
+                    self.board.update(task, total=max(0, data - PLAN_NOT_TESTS), unit="tests", completed=done[0])
                 elif step == names.DEVICE:
                     self.board.update(task, text="starting the device" if begun else "running tests")
                 elif step == names.RETIME and begun:
@@ -146,5 +156,5 @@ def finish_run(board: ProgressBoard, task: str, run: ProbeRun, limit: Optional[f
 
 
 def _how(detail: str) -> str:
-    """"was killed by SIGSEGV" from a ProbeRun's detail, which may say more."""
+    """ "was killed by SIGSEGV" from a ProbeRun's detail, which may say more."""
     return detail if detail.startswith(("was killed", "exited")) else ""

@@ -33,8 +33,7 @@ BOOKKEEPING = (step_names.DEVICE, step_names.END, step_names.DONE, step_names.RE
 TIMING_FACTS = ("seconds", "seconds_median", "seconds_max", "rounds", "rounds_disturbed")
 
 
-def probe_kernels(python: str, budget: Budget, mode: str,
-                  quiet: Optional[threading.Event] = None) -> KernelInfo:
+def probe_kernels(python: str, budget: Budget, mode: str, quiet: Optional[threading.Event] = None) -> KernelInfo:
     """Run every device's microkernels in ``python`` within the run's ``budget``.
 
     ``quiet`` is set once the other probes that compete for the cores are done:
@@ -44,10 +43,16 @@ def probe_kernels(python: str, budget: Budget, mode: str,
     return probe_kernels_and_torch(python, budget, mode, quiet)[0]
 
 
-def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
-                            quiet: Optional[threading.Event] = None, progress: ProgressBoard = SILENT,
-                            cpu: bool = True, env: Optional[dict] = None,
-                            names: Sequence[str] = ()) -> tuple[KernelInfo, TorchInfo, StepFile]:
+def probe_kernels_and_torch(
+    python: str,
+    budget: Budget,
+    mode: str,
+    quiet: Optional[threading.Event] = None,
+    progress: ProgressBoard = SILENT,
+    cpu: bool = True,
+    env: Optional[dict] = None,
+    names: Sequence[str] = (),
+) -> tuple[KernelInfo, TorchInfo, StepFile]:
     """The microkernels, and the environment probe's torch part from the same `import torch`.
 
     The runner writes the torch part's steps up to CUDA itself and its counting
@@ -75,9 +80,13 @@ def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
         if quiet is None:
             Path(quiet_file).touch()
         progress.start("torch", "starting Python")
-        torch_progress = PartProgress(progress, "torch", [os.path.join(tmp, name) for name in
-                                                          (step_names.TORCH_FILE, step_names.COUNT_FILE)],
-                                      TORCH_WORDS, done_step=step_names.DEVICES)
+        torch_progress = PartProgress(
+            progress,
+            "torch",
+            [os.path.join(tmp, name) for name in (step_names.TORCH_FILE, step_names.COUNT_FILE)],
+            TORCH_WORDS,
+            done_step=step_names.DEVICES,
+        )
         kernel_progress = KernelProgress(progress, tmp)  # also tells when the runner is ready for the kernels
         ready_at: list[float] = []
 
@@ -87,17 +96,26 @@ def probe_kernels_and_torch(python: str, budget: Budget, mode: str,
             kernel_progress.look()
             if kernel_progress.started() and not ready_at:
                 ready_at.append(elapsed)
-            if not os.path.exists(quiet_file) and quiet is not None and (
-                    quiet.is_set() or (ready_at and elapsed - ready_at[0] >= budget.quiet_grace)):
+            if (
+                not os.path.exists(quiet_file)
+                and quiet is not None
+                and (quiet.is_set() or (ready_at and elapsed - ready_at[0] >= budget.quiet_grace))
+            ):
                 Path(quiet_file).touch()
             # `import torch` gets the same limit as in the torch probe, not the runner's whole one.
             if elapsed > budget.torch_import and step_names.IMPORT not in _read_steps(runner_file).data:
                 return budget.torch_import
             return None
 
-        argv = remote_argv(python, "kernel_runner", tmp, mode, json.dumps(budget.runner_limits()),
-                           *(() if cpu else (step_names.NO_CPU,)),
-                           *((step_names.NAMES + ",".join(names),) if names else ()))
+        argv = remote_argv(
+            python,
+            "kernel_runner",
+            tmp,
+            mode,
+            json.dumps(budget.runner_limits()),
+            *(() if cpu else (step_names.NO_CPU,)),
+            *((step_names.NAMES + ",".join(names),) if names else ()),
+        )
         result = run_child(argv, budget.runner, env=env, watch=watch)
         run, steps = torch_part(result, tmp)
         kernel_info, torch = kernel_facts(result, tmp, mode), torch_facts(result, steps, run)
@@ -124,8 +142,12 @@ def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, StepFile]
     for step in (step_names.CUDA, step_names.DEVICES):
         data = counted.data.get(step)
         if isinstance(data, dict) and data.get(step_names.BY) == step_names.SUPERVISOR:
-            failure = failure or ProbeRun(status=str(data.get("status") or "error"), step=step,
-                                          detail=str(data.get("detail") or ""), seconds=round(result.seconds, 3))
+            failure = failure or ProbeRun(
+                status=str(data.get("status") or "error"),
+                step=step,
+                detail=str(data.get("detail") or ""),
+                seconds=round(result.seconds, 3),
+            )
         elif isinstance(data, dict):
             steps.data[step] = {k: v for k, v in data.items() if k not in ("count", "why")}
     if failure is not None:
@@ -156,8 +178,11 @@ def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:
         info.cuda_available = counted["available"]
     names = runner.data.get(step_names.DEVICES)
     names = names if isinstance(names, list) else []
-    info.devices = [device_facts(name, _read_steps(os.path.join(directory, step_names.DEVICE_FILE % i)))
-                    for i, name in enumerate(names) if isinstance(name, str)]  # numbered as the runner did
+    info.devices = [
+        device_facts(name, _read_steps(os.path.join(directory, step_names.DEVICE_FILE % i)))
+        for i, name in enumerate(names)
+        if isinstance(name, str)
+    ]  # numbered as the runner did
     if info.probe.status == "ok":
         info.status = "ok"
         return info
@@ -190,8 +215,11 @@ def device_facts(name: str, steps: StepFile) -> DeviceKernels:
         restarts, seconds = end.get("restarts"), end.get("seconds")
         device.restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
         device.seconds = float(seconds) if _number(seconds) else 0.0
-    device.results = [kernel_result(key, data) for key, data in steps.data.items()
-                      if key not in BOOKKEEPING and known_key(key) and parse_key(key)[0] != TIMING]
+    device.results = [
+        kernel_result(key, data)
+        for key, data in steps.data.items()
+        if key not in BOOKKEEPING and known_key(key) and parse_key(key)[0] != TIMING
+    ]
     for key, data in steps.data.items():
         if parse_key(key)[0] == TIMING and known_key(key) and isinstance(data, dict):
             _apply_timing(device.results, data.get("timed"))

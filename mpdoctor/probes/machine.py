@@ -63,7 +63,7 @@ def nvml_error_name(exc: BaseException) -> str:
     """``NVMLError_DriverNotLoaded`` becomes ``DriverNotLoaded``."""
     name = type(exc).__name__
     if name.startswith("NVMLError_"):
-        return name[len("NVMLError_"):]
+        return name[len("NVMLError_") :]
     return name
 
 
@@ -88,19 +88,26 @@ def _mig_devices(nvml: ModuleType, handle: object) -> tuple[Optional[bool], list
             if mig is None:  # NotFound: an empty slot
                 continue
             memory = _optional(lambda: nvml.nvmlDeviceGetMemoryInfo(mig))
-            devices.append({
-                "index": slot,
-                "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(mig)) or ""),
-                "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(mig)) or ""),
-                "memory_total": int(memory.total) if memory is not None else None,
-            })
+            devices.append(
+                {
+                    "index": slot,
+                    "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(mig)) or ""),
+                    "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(mig)) or ""),
+                    "memory_total": int(memory.total) if memory is not None else None,
+                }
+            )
     return enabled, devices
 
 
 # nvmlClocksThrottleReason* bits (nvml.h), named as nvidia-smi -q names them; idle is left out: it is no load.
 THROTTLE_REASONS = {
-    0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
 
@@ -145,15 +152,23 @@ def _processes(nvml: ModuleType, handle: object) -> list[dict[str, Any]]:
     """Compute and graphics processes on a GPU (``GpuProcess`` fields); none when NVML does not tell."""
     mpdoctor = _ancestry() | {os.getppid()}
     out = []
-    for kind, call in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
-                       ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+    for kind, call in (
+        ("compute", "nvmlDeviceGetComputeRunningProcesses"),
+        ("graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+    ):
         listed = _optional(lambda: getattr(nvml, call)(handle)) or []
         for proc in listed:
             pid = int(getattr(proc, "pid", 0) or 0)
             used = getattr(proc, "usedGpuMemory", None)
-            out.append({"pid": pid, "name": _process_name(pid) if pid else "", "kind": kind,
-                        "memory_used": int(used) if isinstance(used, int) and used >= 0 else None,
-                        "ours": bool(pid) and _ours(pid, mpdoctor)})
+            out.append(
+                {
+                    "pid": pid,
+                    "name": _process_name(pid) if pid else "",
+                    "kind": kind,
+                    "memory_used": int(used) if isinstance(used, int) and used >= 0 else None,
+                    "ours": bool(pid) and _ours(pid, mpdoctor),
+                }
+            )
     return out
 
 
@@ -169,8 +184,9 @@ def _load(nvml: ModuleType, handle: object) -> dict[str, Any]:
         "processes": _processes(nvml, handle),
         "sm_clock": int(sm_clock) if isinstance(sm_clock, int) else None,
         "sm_clock_max": int(sm_clock_max) if isinstance(sm_clock_max, int) else None,
-        "throttle_reasons": [name for bit, name in THROTTLE_REASONS.items()
-                             if isinstance(reasons, int) and reasons & bit],
+        "throttle_reasons": [
+            name for bit, name in THROTTLE_REASONS.items() if isinstance(reasons, int) and reasons & bit
+        ],
     }
 
 
@@ -239,8 +255,11 @@ def _record(loader: Callable[[], ModuleType]) -> dict[str, Any]:
     try:
         nvml = loader()
     except Exception as exc:
-        return {"status": "unavailable", "reason": "PynvmlMissing",
-                "detail": f"cannot import pynvml (nvidia-ml-py): {exc}"}
+        return {
+            "status": "unavailable",
+            "reason": "PynvmlMissing",
+            "detail": f"cannot import pynvml (nvidia-ml-py): {exc}",
+        }
     return nvml_record(nvml)
 
 
@@ -253,11 +272,13 @@ def nvml_child() -> None:
 def nvml_argv() -> list[str]:
     """This interpreter, running :func:`nvml_child` of this very mpdoctor (not one the working directory holds)."""
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    code = ("import sys\n"
-            "if sys.path and sys.path[0] == '': del sys.path[0]  # -c put the working directory first\n"
-            f"if {package_parent!r} not in sys.path: sys.path.insert(0, {package_parent!r})\n"
-            "from mpdoctor.probes.machine import nvml_child\n"
-            "nvml_child()\n")
+    code = (
+        "import sys\n"
+        "if sys.path and sys.path[0] == '': del sys.path[0]  # -c put the working directory first\n"
+        f"if {package_parent!r} not in sys.path: sys.path.insert(0, {package_parent!r})\n"
+        "from mpdoctor.probes.machine import nvml_child\n"
+        "nvml_child()\n"
+    )
     return [sys.executable, "-c", code]
 
 
@@ -269,8 +290,9 @@ def probe_nvml(timeout: float) -> NvmlInfo:
 
     result = run_child(nvml_argv(), timeout)
     if result.timed_out:
-        info = NvmlInfo(status="timeout",
-                        detail=f"NVML did not answer within {seconds_text(timeout)} s; the driver may be hung")
+        info = NvmlInfo(
+            status="timeout", detail=f"NVML did not answer within {seconds_text(timeout)} s; the driver may be hung"
+        )
     else:
         info = None
         if result.exit_code == 0:
@@ -282,7 +304,10 @@ def probe_nvml(timeout: float) -> NvmlInfo:
             how = "wrote no facts" if result.exit_code == 0 else result.describe()
             last = result.stderr_last_line
             # A signal is a crash inside libnvidia-ml (or pynvml); anything else, a probe that could not run.
-            info = NvmlInfo(status="error", reason="Crashed" if result.signal_name else "ProbeFailed",
-                            detail=f"the NVML probe {how}" + (f": {last}" if last else ""))
+            info = NvmlInfo(
+                status="error",
+                reason="Crashed" if result.signal_name else "ProbeFailed",
+                detail=f"the NVML probe {how}" + (f": {last}" if last else ""),
+            )
     info.seconds = round(result.seconds, 3)
     return info

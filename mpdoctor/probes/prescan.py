@@ -43,8 +43,15 @@ PathProblem = Callable[[str], str]  # why a path cannot take a report, "" when i
 FORMATS = {"text", "json", "markdown", "github", "junit"}
 FAIL_ON = {"error", "warning", "info", "never"}
 KERNEL_MODES = {"quick", "full"}
-TAKES_VALUE = {"--format": FORMATS, "--fail-on": FAIL_ON, "--kernels": KERNEL_MODES, "--output": None,
-               "--save-snapshot": None, "--python": None, "--timeout": None}  # None: any value, checked below
+TAKES_VALUE = {
+    "--format": FORMATS,
+    "--fail-on": FAIL_ON,
+    "--kernels": KERNEL_MODES,
+    "--output": None,
+    "--save-snapshot": None,
+    "--python": None,
+    "--timeout": None,
+}  # None: any value, checked below
 SHORT = {"-f": "--format", "-o": "--output", "-q": "--quiet"}
 FLAGS = {"--no-kernels", "--quiet"}
 

@@ -48,8 +48,14 @@ class ProgressBoard:
         with self._lock:
             self._tasks[name] = state
 
-    def update(self, name: str, text: Optional[str] = None, completed: Optional[int] = None,
-               total: Optional[int] = None, unit: Optional[str] = None) -> None:
+    def update(
+        self,
+        name: str,
+        text: Optional[str] = None,
+        completed: Optional[int] = None,
+        total: Optional[int] = None,
+        unit: Optional[str] = None,
+    ) -> None:
         """Task ``name`` now does ``text`` and/or has done ``completed`` of ``total``; starts it if unknown."""
         with self._lock:
             state = self._tasks.get(name)
@@ -86,8 +92,14 @@ class _Silent(ProgressBoard):
     def start(self, name: str, text: str = "", total: Optional[int] = None, unit: str = "") -> None:
         pass
 
-    def update(self, name: str, text: Optional[str] = None, completed: Optional[int] = None,
-               total: Optional[int] = None, unit: Optional[str] = None) -> None:
+    def update(
+        self,
+        name: str,
+        text: Optional[str] = None,
+        completed: Optional[int] = None,
+        total: Optional[int] = None,
+        unit: Optional[str] = None,
+    ) -> None:
         pass
 
     def finish(self, name: str, text: Optional[str] = None) -> None:

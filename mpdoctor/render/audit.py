@@ -22,12 +22,20 @@ def listing(report: AuditReport) -> list[tuple[str, list[str]]]:
     """The full listing `--all` shows: (heading, lines) per section that has lines."""
     sections = [
         ("Odd modules out, each", describe(report.odd_modules, grouped=False)),
-        ("Subtrees that hold more than one floating dtype", [
-            f"{s.module or '(model)'}: mostly {s.dominant}; " + ", ".join(f"{n} {d}" for d, n in s.dtypes.items())
-            for s in report.subtrees]),
-        ("Modules whose own tensors mix floating dtypes", [
-            f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name} {o.dtype} {o.shape}" for o in m.odd)
-            for m in report.mixed]),
+        (
+            "Subtrees that hold more than one floating dtype",
+            [
+                f"{s.module or '(model)'}: mostly {s.dominant}; " + ", ".join(f"{n} {d}" for d, n in s.dtypes.items())
+                for s in report.subtrees
+            ],
+        ),
+        (
+            "Modules whose own tensors mix floating dtypes",
+            [
+                f"{m.module}: mostly {m.majority}; " + ", ".join(f"{o.name} {o.dtype} {o.shape}" for o in m.odd)
+                for m in report.mixed
+            ],
+        ),
     ]
     return [(heading, lines) for heading, lines in sections if lines]
 

@@ -30,8 +30,9 @@ def styling_off(environ: Optional[Mapping[str, str]] = None) -> bool:
     return env.get("NO_COLOR", "") != "" or env.get("TERM", "").lower() in DUMB_TERMS
 
 
-def make_console(file: Optional[IO[str]] = None, *, stderr: bool = False, width: Optional[int] = None,
-                 plain: bool = False) -> Console:
+def make_console(
+    file: Optional[IO[str]] = None, *, stderr: bool = False, width: Optional[int] = None, plain: bool = False
+) -> Console:
     """A console for mpdoctor's output; ``plain`` (or :func:`styling_off`) writes no escape code at all.
 
     A console on a terminal styles (bold, colour); one on a pipe or file is plain by
@@ -42,8 +43,15 @@ def make_console(file: Optional[IO[str]] = None, *, stderr: bool = False, width:
     from rich.console import Console
 
     off = plain or styling_off()
-    return Console(file=file, stderr=stderr, width=width, color_system=None if off else "auto", no_color=off or None,
-                   highlight=False, emoji=False)
+    return Console(
+        file=file,
+        stderr=stderr,
+        width=width,
+        color_system=None if off else "auto",
+        no_color=off or None,
+        highlight=False,
+        emoji=False,
+    )
 
 
 def plain_help() -> None:

@@ -9,8 +9,10 @@ HEADERS = ("cuda", "nvidia-smi", "name", "PCI bus", "cc", "memory", "fp16", "bf1
 # slower than fp32, kernel_table.MATRIX_LEGEND); the predicted level "slow" (units at a fraction of fp32's rate) is
 # drawn "low" here. The JSON keeps the level's name (DeviceRow.fp16 ...: "slow").
 SHORT = {"tensor-cores": "TC", "native": "yes", "slow": "low", "emulated": "emul", "no": "-", "": "?"}
-LEGEND = ("TC: tensor cores, emul: emulated in fp32, low: a fraction of fp32's rate; predicted from "
-          "the compute capability, not measured")
+LEGEND = (
+    "TC: tensor cores, emul: emulated in fp32, low: a fraction of fp32's rate; predicted from "
+    "the compute capability, not measured"
+)
 
 
 def _cuda_cell(row: DeviceRow) -> str:
@@ -38,7 +40,7 @@ def device_rows(view: GpuView, compact: bool = False) -> list[tuple[str, ...]]:
         cells = [
             _cuda_cell(row),
             str(row.nvml_index) if row.nvml_index is not None else "-",
-            name[len("NVIDIA "):] if compact and name.startswith("NVIDIA ") else name,
+            name[len("NVIDIA ") :] if compact and name.startswith("NVIDIA ") else name,
             (_short_bus(row.pci_bus_id) if compact else row.pci_bus_id) or "?",
             row.compute_capability or "?",
             memory,

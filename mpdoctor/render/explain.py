@@ -22,8 +22,10 @@ def headline(report: ExplainReport) -> str:
     if report.truncated:
         where += " (only its end was read)"
     if not report.recognised:
-        return (f"No known mixed-precision failure recognised in {where}. mpdoctor does not guess: "
-                "`mpdoctor explain --list` shows what it knows.")
+        return (
+            f"No known mixed-precision failure recognised in {where}. mpdoctor does not guess: "
+            "`mpdoctor explain --list` shows what it knows."
+        )
     return f"{_plural(len(report.recognised), 'known failure')} recognised in {where}:"
 
 
@@ -68,8 +70,11 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
             for reason in item.unknown:
                 _dim(console, reason, 4)
         elif item.checks:
-            print_prose(console, "those checks found nothing; the cause is in the code or the data, not the "
-                        "environment", "  on this machine: ")
+            print_prose(
+                console,
+                "those checks found nothing; the cause is in the code or the data, not the environment",
+                "  on this machine: ",
+            )
     console.print()
 
 
@@ -82,8 +87,9 @@ def render_text(report: ExplainReport, console: Console) -> None:
         print_prose(console, f"--check could not run the checks: {report.check_error}", style="yellow")
     codes = selected_codes(report)
     if codes and not report.checked:
-        print_prose(console, f"To confirm on this machine, add --check (or run: mpdoctor check --select {codes})",
-                    style="dim")
+        print_prose(
+            console, f"To confirm on this machine, add --check (or run: mpdoctor check --select {codes})", style="dim"
+        )
 
 
 def render_json(report: ExplainReport) -> str:
@@ -103,11 +109,37 @@ def render_list(signatures: list[Signature], console: Console) -> None:
 
 
 def list_json(signatures: list[Signature]) -> str:
-    return json.dumps([{
-        "id": s.id, "family": s.family, "title": s.title, "cause": s.cause, "patterns": list(s.patterns),
-        "needles": list(s.needles), "frames": list(s.frames), "not_frames": list(s.not_frames), "rank": s.rank,
-        "fixes": [{"text": f.text, "command": f.command} for f in s.fixes], "checks": list(s.checks),
-        "sources": list(s.sources), "examples": list(s.examples), "near_misses": list(s.near_misses),
-        "alternatives": [{"cause": a.cause, "tell": a.tell, "checks": list(a.checks),
-                          "fixes": [{"text": f.text, "command": f.command} for f in a.fixes]} for a in s.alternatives],
-    } for s in signatures], indent=2) + "\n"
+    return (
+        json.dumps(
+            [
+                {
+                    "id": s.id,
+                    "family": s.family,
+                    "title": s.title,
+                    "cause": s.cause,
+                    "patterns": list(s.patterns),
+                    "needles": list(s.needles),
+                    "frames": list(s.frames),
+                    "not_frames": list(s.not_frames),
+                    "rank": s.rank,
+                    "fixes": [{"text": f.text, "command": f.command} for f in s.fixes],
+                    "checks": list(s.checks),
+                    "sources": list(s.sources),
+                    "examples": list(s.examples),
+                    "near_misses": list(s.near_misses),
+                    "alternatives": [
+                        {
+                            "cause": a.cause,
+                            "tell": a.tell,
+                            "checks": list(a.checks),
+                            "fixes": [{"text": f.text, "command": f.command} for f in a.fixes],
+                        }
+                        for a in s.alternatives
+                    ],
+                }
+                for s in signatures
+            ],
+            indent=2,
+        )
+        + "\n"
+    )

@@ -30,8 +30,11 @@ def _absent_lines(report: FleetReport) -> list[str]:
         if state.status == "reported":
             continue
         where = f" on {state.host} (local rank {state.local_rank})" if state.host else ""
-        step = (f", last step {state.last_step}" + (f" for {state.step_seconds:.0f} s" if state.step_seconds else "")
-                if state.last_step else "")
+        step = (
+            f", last step {state.last_step}" + (f" for {state.step_seconds:.0f} s" if state.step_seconds else "")
+            if state.last_step
+            else ""
+        )
         lines.append(f"rank {state.rank}{where}: {state.status}{step}" + (f": {state.detail}" if state.detail else ""))
     return lines
 
@@ -61,8 +64,11 @@ def render_fleet_text(report: FleetReport, console: Console) -> None:
             head.append(f"{shared.finding.title}  [{_where(shared, report)}]")
             print_head(console, head, HEAD)
     console.print()
-    print_prose(console, f"fleet: {summary_line(report.findings)}; the ranks' own: "
-                         f"{summary_line([s.finding for s in report.rank_findings])}")
+    print_prose(
+        console,
+        f"fleet: {summary_line(report.findings)}; the ranks' own: "
+        f"{summary_line([s.finding for s in report.rank_findings])}",
+    )
 
 
 def render_fleet_markdown(report: FleetReport) -> str:

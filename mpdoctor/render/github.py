@@ -52,7 +52,7 @@ def site(finding: Finding, sites: list[tuple[str, int]]) -> Optional[tuple[str, 
     for line in finding.evidence:
         for file, number in sites:
             quoted = f"{file}:{number}"
-            if line.startswith(quoted) and line[len(quoted):len(quoted) + 1] in (" ", ":", ""):
+            if line.startswith(quoted) and line[len(quoted) : len(quoted) + 1] in (" ", ":", ""):
                 return file, number
     return None
 
@@ -86,7 +86,10 @@ def render_github(report: Report, fail_on: str) -> str:
         verdict = "never fails (--fail-on never)"
     else:
         failing = sum(1 for f in report.findings if f.level.rank >= Severity(fail_on).rank)
-        verdict = (f"fails: {failing} at or above --fail-on {fail_on}" if failing
-                   else f"passes: nothing at or above --fail-on {fail_on}")
+        verdict = (
+            f"fails: {failing} at or above --fail-on {fail_on}"
+            if failing
+            else f"passes: nothing at or above --fail-on {fail_on}"
+        )
     lines.append(f"mpdoctor: {summary_line(report.findings)}; {verdict}")
     return "\n".join(lines) + "\n"

@@ -80,8 +80,9 @@ def _not_judged(check: Check, report: Report) -> str:
     return ""
 
 
-def _case(classname: str, name: str, findings: list[Finding], fail_on: str, crashed: list[Finding] = (),
-          skipped: str = "") -> tuple[list[str], str]:
+def _case(
+    classname: str, name: str, findings: list[Finding], fail_on: str, crashed: list[Finding] = (), skipped: str = ""
+) -> tuple[list[str], str]:
     """A testcase's lines, and its outcome: failure, error, skipped or passed."""
     lines = [f"    <testcase classname={_attr(classname)} name={_attr(name)}>"]
     failing = [f for f in findings if _failing(f, fail_on)]
@@ -89,14 +90,12 @@ def _case(classname: str, name: str, findings: list[Finding], fail_on: str, cras
     outcome = "passed"
     if crashed:
         outcome = "error"
-        lines.append(f"      <error type=\"crashed\" message={_attr(crashed[0].title)}>"
-                     f"{_joined(crashed)}</error>")
+        lines.append(f'      <error type="crashed" message={_attr(crashed[0].title)}>{_joined(crashed)}</error>')
     if failing:
         outcome = "failure" if outcome == "passed" else outcome
         worst = max(failing, key=lambda f: f.level.rank)
         title = failing[0].title + (f" (and {len(failing) - 1} more)" if len(failing) > 1 else "")
-        lines.append(f"      <failure type={_attr(worst.severity)} message={_attr(title)}>"
-                     f"{_joined(failing)}</failure>")
+        lines.append(f"      <failure type={_attr(worst.severity)} message={_attr(title)}>{_joined(failing)}</failure>")
     elif skipped and not crashed and not findings:
         outcome = "skipped"
         lines.append(f"      <skipped message={_attr(skipped)}/>")
@@ -123,31 +122,46 @@ def render_junit(report: Report, fail_on: str, select: Iterable[str] = (), ignor
     cases, outcomes = [], []
     for check in registry.snapshot_checks():
         skipped = "not selected (--select/--ignore)" if check.code not in selected else _not_judged(check, report)
-        lines, outcome = _case(check.family, f"{check.code} {check.name}", by_code.pop(check.code, []), fail_on,
-                               crashes.get(check.code, []), skipped)
+        lines, outcome = _case(
+            check.family,
+            f"{check.code} {check.name}",
+            by_code.pop(check.code, []),
+            fail_on,
+            crashes.get(check.code, []),
+            skipped,
+        )
         cases += lines
         outcomes.append(outcome)
     for code in sorted(by_code):  # mpdoctor's own findings (MPD002, an MPD001 for no selected check)
         findings = by_code[code]
-        lines, outcome = _case(findings[0].family or "mpdoctor", f"{code} {findings[0].name}".strip(), findings,
-                               fail_on)
+        lines, outcome = _case(
+            findings[0].family or "mpdoctor", f"{code} {findings[0].name}".strip(), findings, fail_on
+        )
         cases += lines
         outcomes.append(outcome)
     counts = {kind: outcomes.count(kind) for kind in ("failure", "error", "skipped")}
-    totals = (f'tests="{len(outcomes)}" failures="{counts["failure"]}" errors="{counts["error"]}" '
-              f'skipped="{counts["skipped"]}"')
-    properties = [("mpdoctor_version", report.mpdoctor_version), ("fail_on", fail_on),
-                  ("summary", summary_line(report.findings)), ("environment", environment_line(report.snapshot))]
-    return "\n".join([
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name="mpdoctor" tests="{len(outcomes)}" failures="{counts["failure"]}" '
-        f'errors="{counts["error"]}">',
-        f'  <testsuite name="mpdoctor check" {totals} timestamp={_attr(report.created)}>',
-        "    <properties>",
-        *(f"      <property name={_attr(name)} value={_attr(value)}/>" for name, value in properties),
-        "    </properties>",
-        *cases,
-        "  </testsuite>",
-        "</testsuites>",
-        "",
-    ])
+    totals = (
+        f'tests="{len(outcomes)}" failures="{counts["failure"]}" errors="{counts["error"]}" '
+        f'skipped="{counts["skipped"]}"'
+    )
+    properties = [
+        ("mpdoctor_version", report.mpdoctor_version),
+        ("fail_on", fail_on),
+        ("summary", summary_line(report.findings)),
+        ("environment", environment_line(report.snapshot)),
+    ]
+    return "\n".join(
+        [
+            '<?xml version="1.0" encoding="UTF-8"?>',
+            f'<testsuites name="mpdoctor" tests="{len(outcomes)}" failures="{counts["failure"]}" '
+            f'errors="{counts["error"]}">',
+            f'  <testsuite name="mpdoctor check" {totals} timestamp={_attr(report.created)}>',
+            "    <properties>",
+            *(f"      <property name={_attr(name)} value={_attr(value)}/>" for name, value in properties),
+            "    </properties>",
+            *cases,
+            "  </testsuite>",
+            "</testsuites>",
+            "",
+        ]
+    )

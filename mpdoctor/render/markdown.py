@@ -92,6 +92,7 @@ def _within(blocks: list[list[str]], budget: int, tail: Callable[[int], str]) ->
 def finding_lines(finding: Finding, bounded: bool = False) -> list[str]:
     """One finding: evidence and fix steps. ``bounded`` (the ticket): each line clipped, long evidence cut with
     a count, an overlong command left out whole. The audit report shows its findings unbounded."""
+
     def clip(text: str) -> str:
         return _clip(text, LINE) if bounded else text
 
@@ -109,8 +110,11 @@ def finding_lines(finding: Finding, bounded: bool = False) -> list[str]:
             if step.command and (len(step.command) <= COMMAND or not bounded):
                 lines += ["", _indent(_fence(step.command, "sh"), 3)]
             elif step.command:
-                lines += ["", f"   (its command, {len(step.command)} characters, is too long for a ticket: "
-                              "`mpdoctor check` on the snapshot prints it)"]
+                lines += [
+                    "",
+                    f"   (its command, {len(step.command)} characters, is too long for a ticket: "
+                    "`mpdoctor check` on the snapshot prints it)",
+                ]
         lines.append("")
     return lines
 
@@ -161,8 +165,12 @@ def _environment_rows(report: Report) -> list[tuple[str, str]]:
         ("torch", f"{torch.version} ({torch.status})" if torch.version else torch.status),
         ("torch CUDA / cuDNN", f"{torch.cuda or '-'} / {torch.cudnn or '-'}"),
         ("torch arch list", " ".join(torch.arch_list) or "-"),
-        ("NVIDIA driver", f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})" if nvml.status == "ok"
-         else f"{nvml.status}: {nvml.reason}"),
+        (
+            "NVIDIA driver",
+            f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
+            if nvml.status == "ok"
+            else f"{nvml.status}: {nvml.reason}",
+        ),
     ]
     return rows
 
@@ -185,8 +193,9 @@ def _devices(report: Report) -> list[str]:
     head = ["## GPUs", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     notes = [""] + _notes(footnotes(view)) + [""]
     rows = [["| " + " | ".join(_cell(cell) for cell in row) + " |"] for row in device_rows(view)]
-    table = _within(rows, DEVICES - _size(head) - _size(notes),
-                    lambda left: f"... {left} more devices, see the snapshot")
+    table = _within(
+        rows, DEVICES - _size(head) - _size(notes), lambda left: f"... {left} more devices, see the snapshot"
+    )
     return head + table + notes
 
 
@@ -198,12 +207,25 @@ def _kernels(report: Report) -> list[str]:
     for device, alike in shown:
         also = f" ({_clip(', '.join(alike), CELL)} alike)" if alike else ""
         headers = ["op"] + [short(dtype) for dtype in device.dtypes]
-        tables.append([f"**{_clip(device.label, CELL)}**{also}", "", "| " + " | ".join(headers) + " |",
-                       "|" + "---|" * len(headers)]
-                      + ["| " + " | ".join(_cell(c) for c in [row.name, *row.cells]) + " |" for row in device.rows]
-                      + [""])
-    return head + _within(tables, KERNELS - _size(head) - _size(notes),
-                          lambda left: f"... {left} more devices measured, see the snapshot") + notes
+        tables.append(
+            [
+                f"**{_clip(device.label, CELL)}**{also}",
+                "",
+                "| " + " | ".join(headers) + " |",
+                "|" + "---|" * len(headers),
+            ]
+            + ["| " + " | ".join(_cell(c) for c in [row.name, *row.cells]) + " |" for row in device.rows]
+            + [""]
+        )
+    return (
+        head
+        + _within(
+            tables,
+            KERNELS - _size(head) - _size(notes),
+            lambda left: f"... {left} more devices measured, see the snapshot",
+        )
+        + notes
+    )
 
 
 def _file_name(path: str) -> str:
@@ -215,12 +237,19 @@ def _snapshot_note(report: Report, snapshot_file: str) -> list[str]:
     """Where the full snapshot is, and the command that re-judges it; or how to get one."""
     if snapshot_file:
         name = _file_name(snapshot_file)
-        lines = [f"The full snapshot (redacted) was saved as {_code(_clip(name, CELL))}: attach it too. "
-                 "Re-judge it anywhere with:", "", _fence(f"mpdoctor check --snapshot {shlex.quote(name)}", "sh")]
+        lines = [
+            f"The full snapshot (redacted) was saved as {_code(_clip(name, CELL))}: attach it too. "
+            "Re-judge it anywhere with:",
+            "",
+            _fence(f"mpdoctor check --snapshot {shlex.quote(name)}", "sh"),
+        ]
     else:
         command = mpdoctor_check(report.snapshot, extra=("--format", "markdown", "--output", "mpdoctor-report.md"))
-        lines = ["The full snapshot is not in this report. To attach it, run the check with `--save-snapshot "
-                 "FILE`, or write the report to a file, which saves `mpdoctor-report.snapshot.json` beside it:", ""]
+        lines = [
+            "The full snapshot is not in this report. To attach it, run the check with `--save-snapshot "
+            "FILE`, or write the report to a file, which saves `mpdoctor-report.snapshot.json` beside it:",
+            "",
+        ]
         lines += [_fence(command, "sh")] if len(command) <= COMMAND else ["(the command is too long to show)"]
     return ["## Snapshot", ""] + lines + [""]
 
@@ -240,8 +269,7 @@ def render_markdown(report: Report, snapshot_file: str = "") -> str:
         "",
         f"**{summary_line(report.findings)}** - {_clip(environment_line(report.snapshot), 4 * CELL)}",
         "",
-        f"Created {_clip(report.created, 40)} by mpdoctor {_clip(report.mpdoctor_version, 40)}. "
-        "Secrets are redacted.",
+        f"Created {_clip(report.created, 40)} by mpdoctor {_clip(report.mpdoctor_version, 40)}. Secrets are redacted.",
         "",
     ]
     environment = _environment(report) + [""]

@@ -27,8 +27,9 @@ import stat
 import sys
 
 # What a failed write of the output means: the machine, not a bug in mpdoctor.
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG, errno.EROFS,
-                          getattr(errno, "EDQUOT", errno.ENOSPC)})
+WRITE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG, errno.EROFS, getattr(errno, "EDQUOT", errno.ENOSPC)}
+)
 
 
 class OutputError(OSError):

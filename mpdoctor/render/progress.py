@@ -36,8 +36,14 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 MACHINE_FORMATS = ("json", "github", "junit")  # read by programs: no display on their terminal
 
 
-def progress_wanted(quiet: bool, format: str = "text", stderr: Optional[IO] = None, stdout: Optional[IO] = None,
-                    stdin: Optional[IO] = None, environ: Optional[Mapping[str, str]] = None) -> bool:
+def progress_wanted(
+    quiet: bool,
+    format: str = "text",
+    stderr: Optional[IO] = None,
+    stdout: Optional[IO] = None,
+    stdin: Optional[IO] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> bool:
     """Whether a command shows its live progress display on stderr: the one rule every command follows.
 
     Shown only when all of these hold:
@@ -189,8 +195,9 @@ def fit(text: str, width: int) -> str:
 
 
 @contextmanager
-def live_progress(board: Optional[ProgressBoard], enabled: bool, label: str = "mpdoctor",
-                  console=None) -> Iterator[None]:
+def live_progress(
+    board: Optional[ProgressBoard], enabled: bool, label: str = "mpdoctor", console=None
+) -> Iterator[None]:
     """Show ``board`` live on stderr while the block runs (when ``enabled``: see :func:`progress_wanted`).
 
     Transient: the lines are erased when the block ends, by an exception or Ctrl-C too.
@@ -205,8 +212,14 @@ def live_progress(board: Optional[ProgressBoard], enabled: bool, label: str = "m
 
     global _drawing
     console = console or Console(stderr=True, highlight=False, emoji=False)
-    with Live(ProgressView(board, label), console=console, transient=True, refresh_per_second=REFRESH_PER_SECOND,
-              redirect_stdout=False, redirect_stderr=False):
+    with Live(
+        ProgressView(board, label),
+        console=console,
+        transient=True,
+        refresh_per_second=REFRESH_PER_SECOND,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ):
         _drawing = console
         try:
             yield

@@ -93,8 +93,12 @@ def render_devices(view: GpuView, console: Console) -> None:
         # Only the name may wrap, and only at its spaces: never narrower than its longest word
         # ("A100-SXM4-40GB" is not cut as A100-SXM4-40G / B); every other cell is one short word.
         name = header == "name"
-        table.add_column("smi" if header == "nvidia-smi" else header, overflow="ellipsis", no_wrap=not name,
-                         min_width=longest_word(rows, HEADERS.index(header)) if name else None)
+        table.add_column(
+            "smi" if header == "nvidia-smi" else header,
+            overflow="ellipsis",
+            no_wrap=not name,
+            min_width=longest_word(rows, HEADERS.index(header)) if name else None,
+        )
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     console.print(table)

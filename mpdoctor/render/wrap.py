@@ -28,7 +28,7 @@ def fill(text: str, width: int, indent: str = "", hanging: str | None = None) ->
     first, *rest = text.split("\n") or [""]
     lines = _fill_one(first, width, indent, hanging)
     for line in rest:  # a text's own later lines (a code block in a fix) keep their own indentation
-        own = line[:len(line) - len(line.lstrip(" "))]
+        own = line[: len(line) - len(line.lstrip(" "))]
         lines += _fill_one(line.lstrip(" "), width, own, own + "  ")
     return lines
 
@@ -36,8 +36,15 @@ def fill(text: str, width: int, indent: str = "", hanging: str | None = None) ->
 def _fill_one(text: str, width: int, indent: str, hanging: str) -> list[str]:
     if len(indent) + len(text) <= width:
         return [indent + text]
-    lines = textwrap.wrap(text, width=max(width, len(indent) + 1), initial_indent=indent, subsequent_indent=hanging,
-                          break_long_words=False, break_on_hyphens=False, expand_tabs=False)
+    lines = textwrap.wrap(
+        text,
+        width=max(width, len(indent) + 1),
+        initial_indent=indent,
+        subsequent_indent=hanging,
+        break_long_words=False,
+        break_on_hyphens=False,
+        expand_tabs=False,
+    )
     return lines or [indent + text]
 
 
@@ -131,7 +138,7 @@ def print_head(console: Console, head: Text, hanging: int) -> None:
     for line in fill(plain, console.width, "", " " * hanging):
         body = line.lstrip(" ")
         start = plain.index(body, offset)
-        piece = Text(line[:len(line) - len(body)])
-        piece.append_text(head[start:start + len(body)])
+        piece = Text(line[: len(line) - len(body)])
+        piece.append_text(head[start : start + len(body)])
         console.print(piece, soft_wrap=True)
         offset = start + len(body)

@@ -15,8 +15,12 @@ def schemas() -> dict[Path, Callable[[], dict]]:
     from mpdoctor.explain import report as explain
     from mpdoctor.fleet import model as fleet
 
-    return {SCHEMA_PATH: report_schema, explain.SCHEMA_PATH: explain.explain_schema,
-            audit.SCHEMA_PATH: audit.audit_schema, fleet.SCHEMA_PATH: fleet.fleet_schema}
+    return {
+        SCHEMA_PATH: report_schema,
+        explain.SCHEMA_PATH: explain.explain_schema,
+        audit.SCHEMA_PATH: audit.audit_schema,
+        fleet.SCHEMA_PATH: fleet.fleet_schema,
+    }
 
 
 if __name__ == "__main__":

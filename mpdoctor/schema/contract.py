@@ -35,17 +35,24 @@ def version_fact(doc: str, version: int) -> Any:
     return fact(doc, version, required=True, schema={"const": version})
 
 
-EVOLUTION = ("Within schema version {version}, newer mpdoctor versions may add fields (every object allows "
-             "properties it does not list; ignore them) and values to the vocabularies (a field whose description "
-             "says so is one of its enum's values or any other string; treat one not listed as unknown). `required` "
-             "lists the fields without a default, and schema_version, which every document carries and which is "
-             "always {version} under this schema; a reader gives any other missing field its default. A field is "
-             "removed, renamed or changes type only with a new schema version.")
+EVOLUTION = (
+    "Within schema version {version}, newer mpdoctor versions may add fields (every object allows "
+    "properties it does not list; ignore them) and values to the vocabularies (a field whose description "
+    "says so is one of its enum's values or any other string; treat one not listed as unknown). `required` "
+    "lists the fields without a default, and schema_version, which every document carries and which is "
+    "always {version} under this schema; a reader gives any other missing field its default. A field is "
+    "removed, renamed or changes type only with a new schema version."
+)
 
 
 def schema_document(cls: type, name: str, version: int, title: str) -> dict:
     defs: dict = {}
     root = json_schema(cls, defs)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://mpdoctor.dev/schema/{name}-v{version}.schema.json",
-            "title": title, "description": EVOLUTION.format(version=version), **root, "$defs": defs}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://mpdoctor.dev/schema/{name}-v{version}.schema.json",
+        "title": title,
+        "description": EVOLUTION.format(version=version),
+        **root,
+        "$defs": defs,
+    }

@@ -37,8 +37,14 @@ class DataError(ValueError):
     """Data that does not fit the declared shape; the message names the field."""
 
 
-def fact(doc: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING, *,
-         required: bool = False, schema: dict[str, Any] | None = None) -> Any:
+def fact(
+    doc: str,
+    default: Any = dataclasses.MISSING,
+    factory: Any = dataclasses.MISSING,
+    *,
+    required: bool = False,
+    schema: dict[str, Any] | None = None,
+) -> Any:
     """A dataclass field with its documentation (shown in the JSON Schema).
 
     ``required=True`` makes the field required in the JSON even though Python code
@@ -150,8 +156,10 @@ def _same(value: Any, const: Any) -> bool:
 
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
-OPEN_VOCABULARY = ("One of the values listed in the enum; a newer mpdoctor of this schema version may write another, "
-                   "which readers should treat as unknown.")
+OPEN_VOCABULARY = (
+    "One of the values listed in the enum; a newer mpdoctor of this schema version may write another, "
+    "which readers should treat as unknown."
+)
 
 
 def _has_default(f: dataclasses.Field) -> bool:
@@ -222,5 +230,4 @@ def _vocabulary_note(cls: Any) -> str:
 def _sentences(*parts: str) -> str:
     """The non-empty parts as one text, each ending in a full stop when followed by another."""
     parts = tuple(p for p in parts if p)
-    return " ".join(p if i == len(parts) - 1 or p.endswith((".", "!", "?")) else f"{p}."
-                    for i, p in enumerate(parts))
+    return " ".join(p if i == len(parts) - 1 or p.endswith((".", "!", "?")) else f"{p}." for i, p in enumerate(parts))

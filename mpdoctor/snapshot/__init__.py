@@ -27,8 +27,16 @@ from mpdoctor.snapshot.apex import ApexInfo
 from mpdoctor.snapshot.kernels import DeviceKernels, KernelResult, TimingLoad  # noqa: F401  (part of the API)
 from mpdoctor.snapshot.oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
 from mpdoctor.snapshot.project import ProjectScan
-from mpdoctor.snapshot.vocab import (CoexistDevice, KernelMode, KernelStatus, NvmlStatus, OneflowRuntimeStatus,
-                                     OneflowTorchStatus, ProbeStatus, TorchStatus)
+from mpdoctor.snapshot.vocab import (
+    CoexistDevice,
+    KernelMode,
+    KernelStatus,
+    NvmlStatus,
+    OneflowRuntimeStatus,
+    OneflowTorchStatus,
+    ProbeStatus,
+    TorchStatus,
+)
 
 SCHEMA_VERSION = 1
 
@@ -84,13 +92,17 @@ class OneflowRuntime:
     """What importing oneflow for real showed, in a process of its own beside torch."""
 
     probe: ProbeRun = fact("How the oneflow probe went", factory=ProbeRun)
-    status: OneflowRuntimeStatus = fact("imported, import-error, import-crashed, import-timeout, or not-run (no oneflow "
-                                        "found)", "not-run")
+    status: OneflowRuntimeStatus = fact(
+        "imported, import-error, import-crashed, import-timeout, or not-run (no oneflow found)", "not-run"
+    )
     error_type: str = fact("Exception class `import oneflow` raised (RuntimeError for PyPI's placeholder)", "")
     error_message: str = fact("Its message, redacted", "")
     import_warnings: list[str] = fact("Warnings raised while importing oneflow", factory=list)
-    torch_status: OneflowTorchStatus = fact("How `import torch` went first in the same process: imported, import-error, "
-                             "import-crashed, import-timeout or not-tried", "not-tried")
+    torch_status: OneflowTorchStatus = fact(
+        "How `import torch` went first in the same process: imported, import-error, "
+        "import-crashed, import-timeout or not-tried",
+        "not-tried",
+    )
     torch_imported_as: str = fact("What that torch really was: torch, or oneflow under mock-torch", "")
     version: str = fact("oneflow.__version__", "")
     git_commit: str = fact("oneflow.__git_commit__", "")
@@ -102,8 +114,9 @@ class OneflowRuntime:
     device_count: Optional[int] = fact("oneflow.cuda.device_count()", None)
     fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
     coexist_device: CoexistDevice = fact("Where the coexistence probe ran: cuda or cpu", "")
-    coexist: list[CoexistCase] = fact("The coexistence probe: one fp16 OneFlow module under each precision "
-                                      "manager", factory=list)
+    coexist: list[CoexistCase] = fact(
+        "The coexistence probe: one fp16 OneFlow module under each precision manager", factory=list
+    )
     coexist_error: str = fact("Why the coexistence probe did not finish, when it did not", "")
 
 
@@ -112,8 +125,9 @@ class OneflowInfo:
     """OneFlow, OneDiff and mock-torch in the environment: found on disk, then imported for real."""
 
     error: str = fact("Why the static look failed, when it did", "")
-    packages: dict[str, PackageOrigin] = fact("Where oneflow, onediff, onediffx, nexfort and onediff_quant would "
-                                              "import from", factory=dict)
+    packages: dict[str, PackageOrigin] = fact(
+        "Where oneflow, onediff, onediffx, nexfort and onediff_quant would import from", factory=dict
+    )
     build: Optional[OneflowBuild] = fact("The oneflow package on disk, when there is one", None)
     mock: MockTorch = fact("Whether oneflow's mock-torch answers `import torch`", factory=MockTorch)
     runtime: OneflowRuntime = fact("What importing oneflow showed", factory=OneflowRuntime)
@@ -129,15 +143,22 @@ class PythonEnvironment:
     env: dict[str, str] = fact("Relevant environment variables, secrets redacted", factory=dict)
     module_origins: dict[str, str] = fact(
         "Where selected top-level modules (pynvml, ...) would be imported from, found without "
-        "importing them; empty text when not importable", factory=dict)
+        "importing them; empty text when not importable",
+        factory=dict,
+    )
     distributions: list[Distribution] = fact("Every installed distribution", factory=list)
     distributions_error: str = fact("Why the inventory failed, when it did", "")
-    apex: ApexInfo = fact("NVIDIA apex (or a namesake): where, which, whether it loads, who imports it",
-                          factory=ApexInfo)
-    project: ProjectScan = fact("The code in the working directory, read for apex, torch AMP and OneFlow use",
-                                factory=ProjectScan)
-    oneflow: OneflowInfo = fact("OneFlow/OneDiff: installed where, a working build or not, mock-torch, and how it "
-                                "behaves beside torch's autocast", factory=OneflowInfo)
+    apex: ApexInfo = fact(
+        "NVIDIA apex (or a namesake): where, which, whether it loads, who imports it", factory=ApexInfo
+    )
+    project: ProjectScan = fact(
+        "The code in the working directory, read for apex, torch AMP and OneFlow use", factory=ProjectScan
+    )
+    oneflow: OneflowInfo = fact(
+        "OneFlow/OneDiff: installed where, a working build or not, mock-torch, and how it "
+        "behaves beside torch's autocast",
+        factory=OneflowInfo,
+    )
 
 
 @dataclass
@@ -159,8 +180,11 @@ class TorchInfo:
     """What happened when the target interpreter imported torch, and what torch said."""
 
     probe: ProbeRun = fact("How the torch probe went", factory=ProbeRun)
-    status: TorchStatus = fact("imported, missing, import-error, import-crashed, import-timeout, mocked (`import torch` "
-                       "gave another framework: oneflow's mock-torch) or unknown", "unknown")
+    status: TorchStatus = fact(
+        "imported, missing, import-error, import-crashed, import-timeout, mocked (`import torch` "
+        "gave another framework: oneflow's mock-torch) or unknown",
+        "unknown",
+    )
     imported_as: str = fact("What `import torch` really gave: torch, or e.g. oneflow under mock-torch", "")
     origin: str = fact("File torch would be imported from", "")
     error_type: str = fact("Exception class raised by `import torch`", "")
@@ -182,7 +206,9 @@ class TorchInfo:
     device_count: Optional[int] = fact("torch.cuda.device_count()", None)
     runtime_device_count: Optional[int] = fact(
         "The CUDA runtime's own device count; torch.cuda.device_count() reads CUDA_VISIBLE_DEVICES "
-        "itself before CUDA starts and can disagree", None)
+        "itself before CUDA starts and can disagree",
+        None,
+    )
     devices: list[CudaDevice] = fact("Every device, in CUDA ordinal order", factory=list)
     cuda_warnings: list[str] = fact("Warnings raised during CUDA initialisation", factory=list)
     fact_errors: dict[str, str] = fact("Facts whose collection raised, with the error", factory=dict)
@@ -223,12 +249,14 @@ class NvmlGpu:
     mig_devices: list[MigDevice] = fact("Its MIG devices, when MIG mode is on", factory=list)
     error: str = fact("Why this GPU could not be read, e.g. NoPermission; empty when it could", "")
     utilization: Optional[int] = fact("GPU utilisation in percent over NVML's last sample period", None)
-    processes: list[GpuProcess] = fact("Compute and graphics processes on it; empty when none or not told",
-                                       factory=list)
+    processes: list[GpuProcess] = fact(
+        "Compute and graphics processes on it; empty when none or not told", factory=list
+    )
     sm_clock: Optional[int] = fact("Current SM clock, MHz", None)
     sm_clock_max: Optional[int] = fact("Maximum SM clock, MHz", None)
-    throttle_reasons: list[str] = fact("Active clock throttle reasons other than idle, e.g. sw_thermal_slowdown",
-                                       factory=list)
+    throttle_reasons: list[str] = fact(
+        "Active clock throttle reasons other than idle, e.g. sw_thermal_slowdown", factory=list
+    )
 
 
 @dataclass
@@ -259,8 +287,7 @@ class KernelInfo:
     detail: str = fact("Why they did not run, or what went wrong", "")
     probe: ProbeRun = fact("How the kernel runner process went", factory=ProbeRun)
     cuda_available: Optional[bool] = fact("torch.cuda.is_available() as the runner saw it", None)
-    devices: list[DeviceKernels] = fact("One entry per device: the CPU first, then cuda:0, cuda:1, ...",
-                                        factory=list)
+    devices: list[DeviceKernels] = fact("One entry per device: the CPU first, then cuda:0, cuda:1, ...", factory=list)
 
 
 @dataclass
@@ -297,8 +324,9 @@ class Snapshot:
     torch: TorchInfo = fact("torch in that environment", factory=TorchInfo)
     machine: Machine = fact("The machine: driver and GPUs", factory=Machine)
     kernels: KernelInfo = fact("Live precision microkernels per device", factory=KernelInfo)
-    invocation: Invocation = fact("The `mpdoctor check` options that took it, for fix commands that run it again",
-                                  factory=Invocation)
+    invocation: Invocation = fact(
+        "The `mpdoctor check` options that took it, for fix commands that run it again", factory=Invocation
+    )
 
     def distribution(self, name: str) -> Optional[Distribution]:
         """The installed distribution called ``name`` (normalised), if any."""

@@ -49,10 +49,11 @@ class ApexExtension:
     name: str = fact("Module name; they install at the top level of site-packages", "")
     origin: str = fact("The file it loads from", "")
     needed: Optional[list[str]] = fact(
-        "Shared libraries it links (ELF DT_NEEDED), e.g. libcudart.so.12; null when not an ELF file", None)
+        "Shared libraries it links (ELF DT_NEEDED), e.g. libcudart.so.12; null when not an ELF file", None
+    )
     load_status: LoadStatus = fact(
-        "ok, error, crashed, timeout or not-tried: importing it after `import torch`, in a forked child",
-        "not-tried")
+        "ok, error, crashed, timeout or not-tried: importing it after `import torch`, in a forked child", "not-tried"
+    )
     load_detail: str = fact("The import error (e.g. undefined symbol ...), or why it was not tried", "")
 
 
@@ -77,7 +78,9 @@ class ApexInfo:
     """Which apex is installed, whether its compiled parts load, and who imports it."""
 
     error: str = fact("Why the apex probe failed, when it did", "")
-    resolution: ApexResolution = fact("What `import apex` would load: package, namespace, module, none or error", "none")
+    resolution: ApexResolution = fact(
+        "What `import apex` would load: package, namespace, module, none or error", "none"
+    )
     origin: str = fact("The file `import apex` would run (its __init__.py), found without running it", "")
     search_locations: list[str] = fact("Directories the apex package spans (several for a namespace)", factory=list)
     resolution_error: str = fact("Why finding apex raised, when it did", "")
@@ -85,15 +88,13 @@ class ApexInfo:
     distributions: list[ApexDistribution] = fact("Installed apex and nvidia-apex distributions", factory=list)
     conda_packages: list[str] = fact("conda-meta records of apex packages (nvidia-apex-...)", factory=list)
     pth_lines: list[PthLine] = fact("Lines of .pth files that mention apex", factory=list)
-    subpackages: list[str] = fact("Subpackages and modules of the apex package (amp, optimizers, ...)",
-                                  factory=list)
+    subpackages: list[str] = fact("Subpackages and modules of the apex package (amp, optimizers, ...)", factory=list)
     entries: list[str] = fact("What the apex directory holds (a sample), to tell a source checkout", factory=list)
     init_imports: Optional[list[str]] = fact("Modules apex/__init__.py imports, in order, read with ast", None)
     init_error: str = fact("Why apex/__init__.py could not be read or parsed", "")
     extensions: list[ApexExtension] = fact("apex's compiled modules that are importable", factory=list)
     loads_error: str = fact("Why loading the extensions failed as a whole, when it did", "")
-    users_scanned: bool = fact("Installed distributions were read for apex imports (only when apex is present)",
-                               False)
+    users_scanned: bool = fact("Installed distributions were read for apex imports (only when apex is present)", False)
     users: list[ApexImport] = fact("Imports of apex in installed distributions", factory=list)
     distributions_scanned: int = fact("How many distributions were read", 0)
     unscanned: list[str] = fact("Distributions left unread when the scan ran out of time", factory=list)

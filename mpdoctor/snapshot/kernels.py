@@ -20,24 +20,38 @@ class KernelResult:
 
     op: KernelOp = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
     dtype: KernelDtype = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
-    backend: SdpaBackend = fact("The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", "")
+    backend: SdpaBackend = fact(
+        "The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", ""
+    )
     status: KernelResultStatus = fact(
         "ok; unsupported (raised); wrong (outside tolerance or unexpected dtypes); error (failed before "
-        "the kernel ran); crashed or timeout (killed the worker); skipped (does not apply)", "")
+        "the kernel ran); crashed or timeout (killed the worker); skipped (does not apply)",
+        "",
+    )
     detail: str = fact("The error text, what was wrong, or why it was skipped", "")
     max_rel_error: Optional[float] = fact(
-        "max|out - ref| / max|ref| against float64 on the same device, from the same rounded inputs", None)
+        "max|out - ref| / max|ref| against float64 on the same device, from the same rounded inputs", None
+    )
     tolerance: Optional[float] = fact("The largest max_rel_error accepted for this dtype", None)
     seconds: Optional[float] = fact(
         "Seconds per call after a warm-up (CUDA events on GPUs): the best of the undisturbed timing rounds, "
-        "or of every round when none was undisturbed", None)
-    seconds_median: Optional[float] = fact("The median seconds per call of the same rounds; null: timed once "
-                                           "(an older mpdoctor)", None)
+        "or of every round when none was undisturbed",
+        None,
+    )
+    seconds_median: Optional[float] = fact(
+        "The median seconds per call of the same rounds; null: timed once (an older mpdoctor)", None
+    )
     seconds_max: Optional[float] = fact("The slowest seconds per call of every round, disturbed ones included", None)
-    rounds: Optional[int] = fact("Undisturbed timing rounds, interleaved with the other dtypes of the same op; "
-                                 "null: not timed in rounds (an older mpdoctor)", None)
-    rounds_disturbed: int = fact("Timing rounds set aside because processes other than mpdoctor's own were "
-                                 "runnable on the CPU, more than its idle cores could take", 0)
+    rounds: Optional[int] = fact(
+        "Undisturbed timing rounds, interleaved with the other dtypes of the same op; "
+        "null: not timed in rounds (an older mpdoctor)",
+        None,
+    )
+    rounds_disturbed: int = fact(
+        "Timing rounds set aside because processes other than mpdoctor's own were "
+        "runnable on the CPU, more than its idle cores could take",
+        0,
+    )
     flops: Optional[float] = fact("Floating-point operations per call, for GEMMs", None)
     output_dtypes: dict[str, str] = fact("autocast: the dtype each op produced", factory=dict)
     loss_finite: Optional[bool] = fact("grad_scaler: the loss was finite", None)
@@ -51,20 +65,30 @@ class TimingLoad:
     """What else the machine was doing while one device's kernels were timed (probes/remote/load_sample)."""
 
     seconds: Optional[float] = fact("Wall time of the timing rounds", None)
-    others_cores: Optional[float] = fact("CPU time processes other than mpdoctor's own used meanwhile, in cores "
-                                         "(1.0: one core kept busy); null where /proc/stat is missing", None)
+    others_cores: Optional[float] = fact(
+        "CPU time processes other than mpdoctor's own used meanwhile, in cores "
+        "(1.0: one core kept busy); null where /proc/stat is missing",
+        None,
+    )
     steal: Optional[float] = fact("The fraction of CPU time a hypervisor gave to other guests meanwhile", None)
-    runnable_others: Optional[int] = fact("The most runnable tasks seen at one moment that were not mpdoctor's "
-                                          "own (the kernel worker's threads, the runner, its other workers, "
-                                          "the host)", None)
+    runnable_others: Optional[int] = fact(
+        "The most runnable tasks seen at one moment that were not mpdoctor's "
+        "own (the kernel worker's threads, the runner, its other workers, "
+        "the host)",
+        None,
+    )
     load1: Optional[float] = fact("The 1-minute load average at the end (it lags)", None)
     cpus: Optional[int] = fact("os.cpu_count() in the worker", None)
     rounds: int = fact("Timing rounds run, disturbed ones included", 0)
-    rounds_disturbed: int = fact("Rounds set aside because processes other than mpdoctor's own were runnable, "
-                                 "more than the idle cores could take", 0)
+    rounds_disturbed: int = fact(
+        "Rounds set aside because processes other than mpdoctor's own were runnable, "
+        "more than the idle cores could take",
+        0,
+    )
     extra_seconds: float = fact("Time spent on extra rounds because the timings were noisy or disturbed", 0.0)
-    budget_exhausted: bool = fact("The extra rounds stopped at their time budget, not because the timings "
-                                  "settled", False)
+    budget_exhausted: bool = fact(
+        "The extra rounds stopped at their time budget, not because the timings settled", False
+    )
 
 
 @dataclass

@@ -43,9 +43,12 @@ class OneflowBuild:
 class TorchResolution:
     """What `import torch` would load, found without running it."""
 
-    kind: MockTorchKind = fact("torch; missing; oneflow-mock-torch (oneflow/mock_torch/torch on the path); oneflow-hook "
-                     "(an import hook from oneflow answers for torch); oneflow-shim (a small torch/__init__.py "
-                     "that imports oneflow); or error", "torch")
+    kind: MockTorchKind = fact(
+        "torch; missing; oneflow-mock-torch (oneflow/mock_torch/torch on the path); oneflow-hook "
+        "(an import hook from oneflow answers for torch); oneflow-shim (a small torch/__init__.py "
+        "that imports oneflow); or error",
+        "torch",
+    )
     origin: str = fact("The file it would run", "")
     loader: str = fact("Module of the loader that would run it", "")
     error: str = fact("Why finding torch raised, when it did", "")
@@ -56,8 +59,9 @@ class MockTorch:
     """Every way oneflow's mock-torch (`import torch` gives OneFlow) can be wired in."""
 
     torch: TorchResolution = fact("What `import torch` would load", factory=TorchResolution)
-    path_entries: list[str] = fact("sys.path entries that are oneflow's mock_torch directory (from PYTHONPATH "
-                                   "or a .pth file)", factory=list)
+    path_entries: list[str] = fact(
+        "sys.path entries that are oneflow's mock_torch directory (from PYTHONPATH or a .pth file)", factory=list
+    )
     hooks: list[str] = fact("Import hooks from oneflow on sys.meta_path at start-up", factory=list)
     preloaded: list[str] = fact("oneflow modules already imported when the interpreter started", factory=list)
     pth_lines: list[PthLine] = fact("Lines of .pth files that mention oneflow or mock_torch", factory=list)

@@ -19,8 +19,11 @@ NOT_ASKED = "not scanned: no selected check needs the project's code"  # Project
 class CodeUse:
     """One use of torch's AMP or of OneFlow/OneDiff in the project's code, read without running it."""
 
-    what: str = fact("What was found, e.g. torch.cuda.amp.GradScaler, import onediff.infer_compiler, "
-                     "oneflow_compile, oneflow.autocast", "")
+    what: str = fact(
+        "What was found, e.g. torch.cuda.amp.GradScaler, import onediff.infer_compiler, "
+        "oneflow_compile, oneflow.autocast",
+        "",
+    )
     file: str = fact("The file, relative to the project root", "")
     line: int = fact("Line number", 0)
     text: str = fact("The source line", "")
@@ -36,9 +39,10 @@ class ProjectScan:
     skipped: str = fact("Why the directory was not scanned, when it was not", "")
     apex_uses: list[ApexImport] = fact("Imports of apex in the project", factory=list)
     torch_amp_uses: list[CodeUse] = fact("Uses of torch autocast and GradScaler", factory=list)
-    oneflow_uses: list[CodeUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast",
-                                          factory=list)
+    oneflow_uses: list[CodeUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast", factory=list)
     error: str = fact("Why the scan failed, when it did", "")
-    skipped_files: list[str] = fact("Files left unread, each with why: not a regular file (a FIFO would block the "
-                                    "scan, a device never ends), or nested too deeply to parse safely",
-                                    factory=list)
+    skipped_files: list[str] = fact(
+        "Files left unread, each with why: not a regular file (a FIFO would block the "
+        "scan, a device never ends), or nested too deeply to parse safely",
+        factory=list,
+    )

@@ -18,17 +18,21 @@ def autocast_queries(torch: Any) -> tuple[Callable[[str], Any], Callable[[str], 
         torch.is_autocast_enabled("cpu")
         is_enabled: Callable[[str], Any] = torch.is_autocast_enabled
     except TypeError:
+
         def is_enabled(device: str) -> Any:
             if device == "cpu":
                 return torch.is_autocast_cpu_enabled()
             if device == "cuda":
                 return torch.is_autocast_enabled()
             raise ValueError(device)
+
     if hasattr(torch, "get_autocast_dtype"):
         get_dtype: Callable[[str], Any] = torch.get_autocast_dtype
     else:
+
         def get_dtype(device: str) -> Any:
             return torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype()
+
     return is_enabled, get_dtype
 
 

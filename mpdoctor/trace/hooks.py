@@ -44,8 +44,19 @@ from typing import Any, Iterable, Optional, Sequence
 from mpdoctor.trace.chains import combined, offer, take
 from mpdoctor.trace.compat import autocast_queries as _autocast_queries
 from mpdoctor.trace.compat import register_hook as _register
-from mpdoctor.trace.records import (MAX_PRODUCED, ROOT, Failure, Mismatch, ModuleCall, Produced, TensorInfo,
-                                    attach_note, cell, first_line, with_note)
+from mpdoctor.trace.records import (
+    MAX_PRODUCED,
+    ROOT,
+    Failure,
+    Mismatch,
+    ModuleCall,
+    Produced,
+    TensorInfo,
+    attach_note,
+    cell,
+    first_line,
+    with_note,
+)
 
 MAX_TENSORS = 64  # floating tensors recorded per side of one call: a module fed a list of 10,000 stays cheap
 MAX_CALLS = 100_000  # records kept per trace; a generate() loop under a trace must not grow memory forever
@@ -146,8 +157,9 @@ class DtypeTrace:
             mark = "<- raised here" if c.index == failing else ("<- mismatch" if c.mismatched else "")
             autocast = "?" if c.autocast is None else (c.autocast_dtype or "on") if c.autocast else "off"
             outputs = "(raised)" if c.raised and not c.finished else cell(c.outputs)
-            rows.append((str(c.index), c.label, c.cls, cell(c.inputs), ",".join(c.param_dtypes) or "-",
-                         outputs, autocast, mark))
+            rows.append(
+                (str(c.index), c.label, c.cls, cell(c.inputs), ",".join(c.param_dtypes) or "-", outputs, autocast, mark)
+            )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(text.ljust(w) for text, w in zip(row, widths)).rstrip() for row in rows]
         if self.dropped:
@@ -217,9 +229,17 @@ class DtypeTrace:
         autocast, autocast_dtype = self._autocast(device)
         parent = stack[-1].call if stack else None
         call = ModuleCall(
-            index=self._count, name=name, cls=type(module).__name__, depth=len(stack),
-            parent=None if parent is None else parent.index, inputs=tuple(inputs), params=params,
-            buffers=buffers, autocast=autocast, autocast_dtype=autocast_dtype, device=device,
+            index=self._count,
+            name=name,
+            cls=type(module).__name__,
+            depth=len(stack),
+            parent=None if parent is None else parent.index,
+            inputs=tuple(inputs),
+            params=params,
+            buffers=buffers,
+            autocast=autocast,
+            autocast_dtype=autocast_dtype,
+            device=device,
         )
         if sources and len(call.input_dtypes) > 1:  # inputs that meet here: which sibling made which
             call.sources = tuple((inputs[i].name, source) for i, source in sorted(sources.items()))
@@ -271,8 +291,13 @@ class DtypeTrace:
             if objects:
                 if parent.offered is None:
                     parent.offered = deque(maxlen=MAX_TENSORS)
-                offer(parent.offered, _relative(call.name, f"{parent.call.name}." if parent.call.name else ""),
-                      call.name, outputs, objects)
+                offer(
+                    parent.offered,
+                    _relative(call.name, f"{parent.call.name}." if parent.call.name else ""),
+                    call.name,
+                    outputs,
+                    objects,
+                )
 
     # ------------------------------------------------------------------ reading tensors
 
@@ -344,16 +369,21 @@ class DtypeTrace:
     def _describe_failure(self, frame: _Frame, exc: BaseException) -> Failure:
         call, module = frame.call, frame.module
         prefix = f"{call.name}." if call.name else ""
-        produced = tuple(
-            Produced(_relative(c.name, prefix), c.cls, c.outputs) for c in frame.produced or ()
-        )
+        produced = tuple(Produced(_relative(c.name, prefix), c.cls, c.outputs) for c in frame.produced or ())
         params = tuple(self._info(n, t) for n, t in module.named_parameters() if t.is_floating_point())
         buffers = tuple(self._info(n, t) for n, t in module.named_buffers() if t.is_floating_point())
         failure = Failure(
             index=call.index if _kept(self.calls, call) else None,
-            module=call.name, cls=call.cls, inputs=call.inputs, params=params, buffers=buffers,
-            produced=produced, produced_earlier=frame.produced_count - len(produced),
-            autocast=call.autocast, autocast_dtype=call.autocast_dtype, error=first_line(exc),
+            module=call.name,
+            cls=call.cls,
+            inputs=call.inputs,
+            params=params,
+            buffers=buffers,
+            produced=produced,
+            produced_earlier=frame.produced_count - len(produced),
+            autocast=call.autocast,
+            autocast_dtype=call.autocast_dtype,
+            error=first_line(exc),
         )
         return with_note(failure)
 
@@ -385,7 +415,7 @@ def dtype_trace(model: Any, *, max_calls: int = MAX_CALLS) -> DtypeTrace:
 
 
 def _relative(name: str, prefix: str) -> str:
-    return name[len(prefix):] if prefix and name.startswith(prefix) else (name or ROOT)
+    return name[len(prefix) :] if prefix and name.startswith(prefix) else (name or ROOT)
 
 
 def _kept(calls: list[ModuleCall], call: ModuleCall) -> bool:

@@ -90,17 +90,30 @@ class ModuleCall:
 
     def mismatch(self) -> "Mismatch":
         made = dict(self.sources)
-        inputs = tuple((f"{t.name} ({made[t.name]})" if t.name in made else t.name, t.dtype)
-                       for t in self.inputs) if len(self.input_dtypes) > 1 else ()
+        inputs = (
+            tuple((f"{t.name} ({made[t.name]})" if t.name in made else t.name, t.dtype) for t in self.inputs)
+            if len(self.input_dtypes) > 1
+            else ()
+        )
         return Mismatch(self.index, self.name, self.cls, self.input_dtypes, self.param_dtypes, inputs, self.combined)
 
     def to_data(self) -> dict:
         return {
-            "index": self.index, "module": self.name, "class": self.cls, "depth": self.depth, "parent": self.parent,
-            "inputs": [t.to_data() for t in self.inputs], "params": [t.to_data() for t in self.params],
-            "buffers": [t.to_data() for t in self.buffers], "outputs": [t.to_data() for t in self.outputs],
-            "autocast": self.autocast, "autocast_dtype": self.autocast_dtype, "device": self.device,
-            "finished": self.finished, "raised": self.raised, "mismatched": self.mismatched,
+            "index": self.index,
+            "module": self.name,
+            "class": self.cls,
+            "depth": self.depth,
+            "parent": self.parent,
+            "inputs": [t.to_data() for t in self.inputs],
+            "params": [t.to_data() for t in self.params],
+            "buffers": [t.to_data() for t in self.buffers],
+            "outputs": [t.to_data() for t in self.outputs],
+            "autocast": self.autocast,
+            "autocast_dtype": self.autocast_dtype,
+            "device": self.device,
+            "finished": self.finished,
+            "raised": self.raised,
+            "mismatched": self.mismatched,
             "combined": [{"module": m, "dtype": d} for m, d in self.combined],
             "sources": [{"input": i, "module": m} for i, m in self.sources],
         }
@@ -137,9 +150,14 @@ class Mismatch:
         return f"{where}: {met}" + (f"; parameters {', '.join(self.param_dtypes)}" if self.param_dtypes else "")
 
     def to_data(self) -> dict:
-        return {"index": self.index, "module": self.module, "class": self.cls,
-                "input_dtypes": list(self.input_dtypes), "param_dtypes": list(self.param_dtypes),
-                "producers": {dtype: list(names) for dtype, names in self.producers.items()}}
+        return {
+            "index": self.index,
+            "module": self.module,
+            "class": self.cls,
+            "input_dtypes": list(self.input_dtypes),
+            "param_dtypes": list(self.param_dtypes),
+            "producers": {dtype: list(names) for dtype, names in self.producers.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -183,11 +201,18 @@ class Failure:
 
     def to_data(self) -> dict:
         return {
-            "index": self.index, "module": self.module, "class": self.cls,
-            "inputs": [t.to_data() for t in self.inputs], "params": [t.to_data() for t in self.params],
-            "buffers": [t.to_data() for t in self.buffers], "produced": [p.to_data() for p in self.produced],
-            "produced_earlier": self.produced_earlier, "autocast": self.autocast,
-            "autocast_dtype": self.autocast_dtype, "dtypes": list(self.dtypes), "error": self.error,
+            "index": self.index,
+            "module": self.module,
+            "class": self.cls,
+            "inputs": [t.to_data() for t in self.inputs],
+            "params": [t.to_data() for t in self.params],
+            "buffers": [t.to_data() for t in self.buffers],
+            "produced": [p.to_data() for p in self.produced],
+            "produced_earlier": self.produced_earlier,
+            "autocast": self.autocast,
+            "autocast_dtype": self.autocast_dtype,
+            "dtypes": list(self.dtypes),
+            "error": self.error,
             "note": self.note,
         }
 
@@ -206,8 +231,9 @@ def with_note(failure: Failure) -> Failure:
     lines = [f"mpdoctor dtype_trace: raised inside {where}: {'; '.join(parts)}."]
     if failure.produced:
         earlier = f" (after {failure.produced_earlier} earlier)" if failure.produced_earlier else ""
-        lines.append(f"  before the error, its submodules produced{earlier}: "
-                     f"{'; '.join(str(p) for p in failure.produced)}.")
+        lines.append(
+            f"  before the error, its submodules produced{earlier}: {'; '.join(str(p) for p in failure.produced)}."
+        )
     dtypes = failure.dtypes
     if len(dtypes) > 1:
         lines.append(f"  {' and '.join(dtypes)} meet here.")
@@ -215,7 +241,7 @@ def with_note(failure: Failure) -> Failure:
 
 
 def grouped(tensors: Sequence[TensorInfo]) -> str:
-    """"float32 (q_proj.weight, q_proj.bias), float16 (k_proj.weight, ...)": each dtype with names."""
+    """ "float32 (q_proj.weight, q_proj.bias), float16 (k_proj.weight, ...)": each dtype with names."""
     groups: dict[str, list[str]] = {}
     for t in tensors:
         groups.setdefault(t.dtype, []).append(t.name)
@@ -227,9 +253,9 @@ def grouped(tensors: Sequence[TensorInfo]) -> str:
 
 
 def listed(tensors: Sequence[TensorInfo]) -> str:
-    """"float16 [2, 8, 64], float32 [2, 8] (mask)": a positional argument needs no name."""
+    """ "float16 [2, 8, 64], float32 [2, 8] (mask)": a positional argument needs no name."""
     shown = []
-    for t in tensors[:MAX_NAMES * 2]:
+    for t in tensors[: MAX_NAMES * 2]:
         plain = t.name.startswith("args[") and t.name.count("[") == 1
         shown.append(str(t) if plain else f"{t} ({t.name})")
     if len(tensors) > MAX_NAMES * 2:
@@ -239,7 +265,7 @@ def listed(tensors: Sequence[TensorInfo]) -> str:
 
 def cell(tensors: Sequence[TensorInfo]) -> str:
     text = ", ".join(f"{t.dtype}{shape_text(t.shape).replace(' ', '')}" for t in tensors) or "-"
-    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 3] + "..."
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 3] + "..."
 
 
 def shape_text(shape: Optional[tuple[int, ...]]) -> str:

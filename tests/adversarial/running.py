@@ -19,18 +19,26 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
-def mpdoctor(*args: str, cwd: Optional[Path] = None, env: Optional[dict] = None, timeout: float = HANG,
-             **kwargs) -> subprocess.CompletedProcess:
+def mpdoctor(
+    *args: str, cwd: Optional[Path] = None, env: Optional[dict] = None, timeout: float = HANG, **kwargs
+) -> subprocess.CompletedProcess:
     """``python -m mpdoctor ARGS`` as a real process (text output)."""
     kwargs.setdefault("stdout", subprocess.PIPE)
     kwargs.setdefault("stderr", subprocess.PIPE)
-    return subprocess.run([sys.executable, "-m", "mpdoctor", *args], text=True, timeout=timeout, cwd=cwd,
-                          env=env if env is not None else clean_env(), **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "mpdoctor", *args],
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        **kwargs,
+    )
 
 
 def assert_clean(result: subprocess.CompletedProcess, *codes: int) -> None:
     """Exit with one of ``codes`` (never 3, the internal-error code), and no traceback on stderr."""
     stderr = result.stderr if isinstance(result.stderr, str) else result.stderr.decode("utf-8", "replace")
     assert result.returncode in codes, (result.returncode, stderr[-2000:])
-    assert "Traceback" not in stderr and "internal error" not in stderr and "Exception ignored" not in stderr, \
-        stderr[-2000:]
+    assert "Traceback" not in stderr and "internal error" not in stderr and "Exception ignored" not in stderr, stderr[
+        -2000:
+    ]

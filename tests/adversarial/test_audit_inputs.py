@@ -66,8 +66,9 @@ def test_a_fifo_shard_listed_in_an_index_is_an_unread_file_not_a_hang(shard, tmp
 def test_a_fifo_index_inside_a_folder_is_not_read(tmp_path):
     """A folder's index is picked among its regular files: a FIFO index is passed over, the weights are read."""
     os.mkfifo(tmp_path / "model.safetensors.index.json")
-    safetensors(tmp_path / "model.safetensors", {"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}},
-                b"\0" * 4)
+    safetensors(
+        tmp_path / "model.safetensors", {"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 4
+    )
     report = audit_json(tmp_path, codes=(0,))
     assert report["dtypes"][0]["dtype"] == "float16"
 
@@ -82,10 +83,14 @@ def test_a_deeply_nested_header_is_an_unreadable_file(depth, tmp_path):
 
 
 def test_overlapping_data_offsets_are_an_error_finding(tmp_path):
-    path = safetensors(tmp_path / "overlap.safetensors", {
-        "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-        "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
-    }, b"\0" * 12)
+    path = safetensors(
+        tmp_path / "overlap.safetensors",
+        {
+            "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+            "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
+        },
+        b"\0" * 12,
+    )
     evidence, _ = unread(audit_json(path))
     assert "tensors 'a' and 'b' overlap in the data (bytes 4 to 8)" in evidence
 
@@ -118,7 +123,8 @@ def test_a_pickle_audited_without_torch_says_torch_is_missing(fake_venv, tmp_pat
     python = fake_venv("no-torch-audit") / "bin" / "python"
     evidence, fixes = unread(audit_json(path, "--python", str(python)))
     assert f"{python} cannot import torch (ModuleNotFoundError: No module named 'torch')" in evidence
-    finding_commands = [step.get("command") for step in
-                        next(f for f in audit_json(path, "--python", str(python))["findings"])["fix"]]
+    finding_commands = [
+        step.get("command") for step in next(f for f in audit_json(path, "--python", str(python))["findings"])["fix"]
+    ]
     assert f"mpdoctor audit {path} --python /path/to/env/bin/python" in finding_commands
     assert not any("truncated download" in text for text in fixes)

@@ -8,7 +8,6 @@ an untrusted checkout imported that checkout's ``typer.py``.
 
 from __future__ import annotations
 
-import sys
 
 import pytest
 
@@ -31,8 +30,11 @@ def weights(tmp_path_factory):
 @pytest.mark.parametrize("value", BAD_TIMEOUTS)
 @pytest.mark.parametrize("command", ["check", "explain", "audit"])
 def test_a_timeout_that_is_not_a_sane_number_of_seconds_is_a_usage_error(command, value, weights):
-    args = {"check": ["check", "--no-kernels"], "explain": ["explain", "--check", "RuntimeError: x"],
-            "audit": ["audit", str(weights)]}[command]
+    args = {
+        "check": ["check", "--no-kernels"],
+        "explain": ["explain", "--check", "RuntimeError: x"],
+        "audit": ["audit", str(weights)],
+    }[command]
     result = mpdoctor(*args, f"--timeout={value}")
     assert_clean(result, 2)
     assert "Invalid value for '--timeout'" in result.stderr
@@ -57,11 +59,9 @@ def test_the_largest_timeout_accepted_still_derives_finite_limits():
     assert Budget.from_timeout(MAX_TIMEOUT).whole < float("inf")
 
 
-@pytest.mark.parametrize("args", [("check", "--no-kernels"), ("audit", "WEIGHTS"),
-                                  ("check", "--snapshot", "SNAPSHOT")])
+@pytest.mark.parametrize("args", [("check", "--no-kernels"), ("audit", "WEIGHTS"), ("check", "--snapshot", "SNAPSHOT")])
 def test_an_empty_python_is_a_usage_error_not_mpdoctors_own_interpreter(args, weights):
-    argv = [str(weights) if a == "WEIGHTS" else str(fixture_path("cpu-laptop")) if a == "SNAPSHOT" else a
-            for a in args]
+    argv = [str(weights) if a == "WEIGHTS" else str(fixture_path("cpu-laptop")) if a == "SNAPSHOT" else a for a in args]
     result = mpdoctor(*argv, "--python", "")
     assert_clean(result, 2)
     assert "--python" in result.stderr and ("empty" in result.stderr or "exclude each other" in result.stderr)

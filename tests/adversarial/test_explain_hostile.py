@@ -45,7 +45,8 @@ def test_sixty_dotted_capitals_through_the_cli(tmp_path):
     result = run_cli("explain", "--file", str(log), "--format", "json", timeout=HANG_GUARD)
     assert result.returncode == 0, result.stderr
     assert [(r["id"], r["lines"][0]["line"]) for r in json.loads(result.stdout)["recognised"]] == [
-        ("dtype-expected-scalar-type", 2)]
+        ("dtype-expected-scalar-type", 2)
+    ]
 
 
 def test_five_megabytes_of_random_bytes_before_a_real_error_line():
@@ -143,10 +144,12 @@ def test_frames_of_a_long_traceback_are_parsed_once_not_once_per_hit(monkeypatch
 
 
 def test_a_log_of_repeated_tracebacks_costs_a_bounded_amount_per_line(monkeypatch):
-    block = ("Traceback (most recent call last):\n"
-             '  File "/work/train.py", line 12, in <module>\n    loss = model(x)\n'
-             '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call\n'
-             f"    return forward_call(*args, **kwargs)\n{ERROR}\n")
+    block = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 12, in <module>\n    loss = model(x)\n'
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call\n'
+        f"    return forward_call(*args, **kwargs)\n{ERROR}\n"
+    )
     text = block * 20_000  # 8 MB
     counter = CountingPattern(matcher.FRAME)
     monkeypatch.setattr(matcher, "FRAME", counter)

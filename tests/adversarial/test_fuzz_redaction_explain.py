@@ -22,8 +22,12 @@ from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.matcher import find
 from mpdoctor.portable.redact import REDACTED, redact_clip, redact_text
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 GUARD = 60  # seconds per example: the old redactor took over a minute on 200 KB; these take a fraction of one
 
 
@@ -41,21 +45,84 @@ def hang_guard(seconds: int = GUARD):
         signal.signal(signal.SIGALRM, previous)
 
 
-URLISH = st.sampled_from([
-    "a", "B", "0", ".", "-", "_", "+", ":", "/", "//", "://", "@", "?", "&", "=", "%", "#", "'", '"', " ", "\t",
-    "https://", "git+https://", "x-oauth-basic", "hf_", "ghp_", "sk-", "sk_live_", "AIza", "npm_", "eyJ", ".eyJ",
-    "token", "token=", "password: ", "--hf_token ", "Bearer ", "Authorization: ", "api_key", '"api_key": ',
-    "-----BEGIN PRIVATE KEY-----", "GPU-", ",", "layer.", "\u0130",
-])
+URLISH = st.sampled_from(
+    [
+        "a",
+        "B",
+        "0",
+        ".",
+        "-",
+        "_",
+        "+",
+        ":",
+        "/",
+        "//",
+        "://",
+        "@",
+        "?",
+        "&",
+        "=",
+        "%",
+        "#",
+        "'",
+        '"',
+        " ",
+        "\t",
+        "https://",
+        "git+https://",
+        "x-oauth-basic",
+        "hf_",
+        "ghp_",
+        "sk-",
+        "sk_live_",
+        "AIza",
+        "npm_",
+        "eyJ",
+        ".eyJ",
+        "token",
+        "token=",
+        "password: ",
+        "--hf_token ",
+        "Bearer ",
+        "Authorization: ",
+        "api_key",
+        '"api_key": ',
+        "-----BEGIN PRIVATE KEY-----",
+        "GPU-",
+        ",",
+        "layer.",
+        "\u0130",
+    ]
+)
 # A piece repeated to a long run: the shape of a torch stderr, an ImportError message, a tensor name.
-RUNS = st.lists(st.tuples(st.lists(URLISH, min_size=1, max_size=6).map("".join), st.integers(1, 40_000)),
-                min_size=1, max_size=4).map(lambda runs: "".join(piece * count for piece, count in runs)[:400_000])
+RUNS = st.lists(
+    st.tuples(st.lists(URLISH, min_size=1, max_size=6).map("".join), st.integers(1, 40_000)), min_size=1, max_size=4
+).map(lambda runs: "".join(piece * count for piece, count in runs)[:400_000])
 SECRETS = [
-    "https://{S}:x-oauth-basic@github.com/x", "https://user:pa@{S}@host/simple", "Authorization: Bearer {S}",
-    "Authorization: token {S}", "X-API-Key: {S}", 'api_key = "{S}"', '{{"api_key": "{S}"}}', "password: {S}",
-    "token: {S}", "--hf_token {S}", 'os.environ["HF_TOKEN"] = "{S}"', "sk_live_{S}", "AIza{S}", "npm_{S}",
-    "HF_COOKIEJAR=sessionid={S}", "hf_{S}", "ghp_{S}", "github_pat_{S}", "glpat-{S}", "sk-ant-api03-{S}",
-    "pypi-{S}", "xoxb-{S}", "export AWS_SECRET_ACCESS_KEY={S}", "https://host/x?access_token={S}",
+    "https://{S}:x-oauth-basic@github.com/x",
+    "https://user:pa@{S}@host/simple",
+    "Authorization: Bearer {S}",
+    "Authorization: token {S}",
+    "X-API-Key: {S}",
+    'api_key = "{S}"',
+    '{{"api_key": "{S}"}}',
+    "password: {S}",
+    "token: {S}",
+    "--hf_token {S}",
+    'os.environ["HF_TOKEN"] = "{S}"',
+    "sk_live_{S}",
+    "AIza{S}",
+    "npm_{S}",
+    "HF_COOKIEJAR=sessionid={S}",
+    "hf_{S}",
+    "ghp_{S}",
+    "github_pat_{S}",
+    "glpat-{S}",
+    "sk-ant-api03-{S}",
+    "pypi-{S}",
+    "xoxb-{S}",
+    "export AWS_SECRET_ACCESS_KEY={S}",
+    "https://host/x?access_token={S}",
 ]
 CANARY = "Fz9canary" + "q" * 32
 
@@ -102,8 +169,12 @@ ERROR = "RuntimeError: expected scalar type Float but found Half"
 JUNK = st.one_of(
     st.binary(max_size=200_000),
     st.text(max_size=20_000).map(lambda s: s.encode("utf-8", "surrogatepass")),
-    st.lists(st.sampled_from(["\u0130", "\r", "\r\n", "\x1b[31m", "\x1b", "\x00", "\ufffd", "x", " ", "\n", "é",
-                              "\U0001f600"]), max_size=20_000).map(lambda s: "".join(s).encode()),
+    st.lists(
+        st.sampled_from(
+            ["\u0130", "\r", "\r\n", "\x1b[31m", "\x1b", "\x00", "\ufffd", "x", " ", "\n", "é", "\U0001f600"]
+        ),
+        max_size=20_000,
+    ).map(lambda s: "".join(s).encode()),
 )
 
 

@@ -115,9 +115,16 @@ def test_a_write_error_is_reported_with_exit_2_and_the_old_file_survives(tmp_pat
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left behind
 
 
-@pytest.mark.parametrize("args", [("check", "--snapshot", SNAPSHOT), ("check", "--snapshot", SNAPSHOT, "-f", "json"),
-                                  ("check", "--snapshot", SNAPSHOT, "-f", "markdown"), ("checks",)],
-                         ids=["text", "json", "markdown", "checks"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check", "--snapshot", SNAPSHOT),
+        ("check", "--snapshot", SNAPSHOT, "-f", "json"),
+        ("check", "--snapshot", SNAPSHOT, "-f", "markdown"),
+        ("checks",),
+    ],
+    ids=["text", "json", "markdown", "checks"],
+)
 def test_stdout_on_a_full_disk_is_a_clean_exit_2(args):
     extra = ("--fail-on", "never") if args[0] == "check" else ()
     with open("/dev/full", "w") as full:
@@ -137,8 +144,22 @@ def test_a_non_utf8_path_in_pythonpath_reaches_a_report_written_with_o(fmt, tmp_
     env = {os.fsencode(k): os.fsencode(v) for k, v in clean_env().items()}
     env[b"PYTHONPATH"] = strange
     out = tmp_path / f"report.{fmt}"
-    result = mpdoctor("check", "--no-kernels", "--select", "STACK", "--format", fmt, "--fail-on", "never",
-                      "-o", str(out), "--timeout", "30", env=env, cwd=tmp_path)
+    result = mpdoctor(
+        "check",
+        "--no-kernels",
+        "--select",
+        "STACK",
+        "--format",
+        fmt,
+        "--fail-on",
+        "never",
+        "-o",
+        str(out),
+        "--timeout",
+        "30",
+        env=env,
+        cwd=tmp_path,
+    )
     assert_clean(result, 0)
     assert "caf\\udce9" in out.read_text(encoding="utf-8")
 
@@ -149,8 +170,23 @@ def test_a_non_utf8_python_path_reaches_a_report_written_with_o(tmp_path):
     python = folder + b"/python"
     os.symlink(os.fsencode(sys.executable), python)
     out = tmp_path / "report.md"
-    result = mpdoctor("check", "--python", os.fsdecode(python), "--no-kernels", "--select", "ENV", "--format",
-                      "markdown", "--fail-on", "never", "-o", str(out), "--timeout", "30", cwd=tmp_path)
+    result = mpdoctor(
+        "check",
+        "--python",
+        os.fsdecode(python),
+        "--no-kernels",
+        "--select",
+        "ENV",
+        "--format",
+        "markdown",
+        "--fail-on",
+        "never",
+        "-o",
+        str(out),
+        "--timeout",
+        "30",
+        cwd=tmp_path,
+    )
     assert_clean(result, 0)
     assert "caf\\udce9/python" in out.read_text(encoding="utf-8")
 
@@ -175,8 +211,14 @@ def test_no_writable_temporary_directory_is_a_clear_message(args, tmp_path):
     argv = [a.replace("PICKLE", str(weights)) for a in args]
     import subprocess
 
-    result = subprocess.run([sys.executable, "-c", NO_TEMP, str(tmp_path / "gone"), *argv], capture_output=True,
-                            text=True, timeout=120, env=clean_env(), cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TEMP, str(tmp_path / "gone"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+        cwd=tmp_path,
+    )
     assert_clean(result, 1, 2)
     shown = result.stderr + result.stdout
     assert "no writable temporary directory" in shown and "set TMPDIR" in shown

@@ -34,8 +34,14 @@ def run_part(python: str, part: str, cwd: Path, env: dict | None = None) -> dict
     out = cwd / f"{part}.jsonl"
     limits = Budget.from_timeout(20)
     numbers = limits.env_limits() if part == "env" else limits.torch_limits()
-    result = subprocess.run(remote_argv(python, "target", part, str(out), json.dumps(numbers)), capture_output=True,
-                            text=True, timeout=HANG, cwd=cwd, env=env or clean_env())
+    result = subprocess.run(
+        remote_argv(python, "target", part, str(out), json.dumps(numbers)),
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+        cwd=cwd,
+        env=env or clean_env(),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     steps = {}
     for line in out.read_text().splitlines():
@@ -111,8 +117,19 @@ def test_check_of_an_environment_with_a_fifo_metadata_names_it(fake_venv, tmp_pa
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "evil-1.0.dist-info").mkdir()
     os.mkfifo(site / "evil-1.0.dist-info" / "METADATA")
-    result = mpdoctor("check", "--python", str(venv / "bin" / "python"), "--no-kernels", "--format", "json",
-                      "--select", "ENV", "--timeout", "20", cwd=tmp_path)
+    result = mpdoctor(
+        "check",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--no-kernels",
+        "--format",
+        "json",
+        "--select",
+        "ENV",
+        "--timeout",
+        "20",
+        cwd=tmp_path,
+    )
     assert_clean(result, 0, 1)
     findings = {f["code"]: f for f in json.loads(result.stdout)["findings"]}
     assert "ENV001" not in findings  # the inventory finished
@@ -122,8 +139,19 @@ def test_check_of_an_environment_with_a_fifo_metadata_names_it(fake_venv, tmp_pa
 def test_a_torch_raising_an_importerror_of_200000_characters_is_reported_not_hung(fake_venv, tmp_path):
     """Was "import torch hangs": the redactor was quadratic (issue 22 part A); the step file is bounded by _clip."""
     venv = fake_venv("huge-importerror", {"torch/__init__.py": "raise ImportError('B' * 200000)\n"})
-    result = mpdoctor("check", "--python", str(venv / "bin" / "python"), "--no-kernels", "--format", "json",
-                      "--select", "TORCH", "--timeout", "20", cwd=tmp_path)
+    result = mpdoctor(
+        "check",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--no-kernels",
+        "--format",
+        "json",
+        "--select",
+        "TORCH",
+        "--timeout",
+        "20",
+        cwd=tmp_path,
+    )
     assert_clean(result, 1)
     codes = [f["code"] for f in json.loads(result.stdout)["findings"]]
     assert "TORCH002" in codes and "TORCH004" not in codes
@@ -131,8 +159,17 @@ def test_a_torch_raising_an_importerror_of_200000_characters_is_reported_not_hun
 
 def test_a_fifo_as_metadata_does_not_stop_the_kernel_runner(fifo_metadata, tmp_path):
     """With kernels on, the runner is the torch part: its apex step read every METADATA and blocked (TORCH004/010)."""
-    result = mpdoctor("check", "--select", "TORCH,PREC", "--format", "json", "--timeout", "30",
-                      env=clean_env(PYTHONPATH=str(fifo_metadata)), cwd=tmp_path)
+    result = mpdoctor(
+        "check",
+        "--select",
+        "TORCH,PREC",
+        "--format",
+        "json",
+        "--timeout",
+        "30",
+        env=clean_env(PYTHONPATH=str(fifo_metadata)),
+        cwd=tmp_path,
+    )
     assert_clean(result, 0, 1)
     codes = [f["code"] for f in json.loads(result.stdout)["findings"]]
     assert not {"TORCH004", "TORCH010"} & set(codes), codes
@@ -150,15 +187,18 @@ def chain(lines: int) -> str:
 
 def refused_chain(python: str) -> str | None:
     """The shortest of the CHAIN_LINES chains ``python``'s own parser raises RecursionError on; None if none."""
-    code = ("import ast, sys\n"
-            "for n in map(int, sys.argv[1:]):\n"
-            "    try:\n"
-            "        ast.parse('x = (torch\\n' + '    .a\\n' * n + '    .autocast)\\n')\n"
-            "    except RecursionError:\n"
-            "        print(n)\n"
-            "        break\n")
-    out = subprocess.run([python, "-c", code, *map(str, CHAIN_LINES)], capture_output=True, text=True, timeout=HANG,
-                         check=True).stdout.strip()
+    code = (
+        "import ast, sys\n"
+        "for n in map(int, sys.argv[1:]):\n"
+        "    try:\n"
+        "        ast.parse('x = (torch\\n' + '    .a\\n' * n + '    .autocast)\\n')\n"
+        "    except RecursionError:\n"
+        "        print(n)\n"
+        "        break\n"
+    )
+    out = subprocess.run(
+        [python, "-c", code, *map(str, CHAIN_LINES)], capture_output=True, text=True, timeout=HANG, check=True
+    ).stdout.strip()
     return chain(int(out)) if out else None
 
 
@@ -166,8 +206,10 @@ def test_a_chain_the_parser_refuses_with_recursionerror_costs_only_its_file(proj
     """Under the pre-parse bounds, over what this Python's parser builds (RecursionError): only deep.py is lost."""
     text = refused_chain(sys.executable)
     if text is None:
-        pytest.skip(f"Python {sys.version.split()[0]} parses every chain of {CHAIN_LINES} lines: no chain under the "
-                    "pre-parse bounds makes its parser raise RecursionError")
+        pytest.skip(
+            f"Python {sys.version.split()[0]} parses every chain of {CHAIN_LINES} lines: no chain under the "
+            "pre-parse bounds makes its parser raise RecursionError"
+        )
     (project / "deep.py").write_text(text)
     scan = run_part(sys.executable, "env", project)["project"]
     assert [use["file"] for use in scan["torch_amp_uses"]] == ["train.py"]

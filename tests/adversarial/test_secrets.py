@@ -80,7 +80,7 @@ def straddling(field: str, prefix: str, cut: int) -> str:
 
 def assert_no_canary(where: str, text: str) -> None:
     found = CANARY.search(text)
-    assert found is None, f"{where}: a canary got out: ...{text[max(0, found.start() - 80):found.end() + 20]}..."
+    assert found is None, f"{where}: a canary got out: ...{text[max(0, found.start() - 80) : found.end() + 20]}..."
 
 
 # ---------------------------------------------------------------- mpdoctor check on a real environment
@@ -92,12 +92,16 @@ def leaky_env(fake_venv):
     message = "\n".join(["cannot load torch from a private mirror"] + every("torch-error"))
     requires = "".join(f"Requires-Dist: apex @ git+{planted('requires-dist', shape)}\n" for shape in URL_SHAPES)
     requires += "".join(f"Requires-Dist: {line}\n" for line in every("requires-dist"))
-    return fake_venv("leaky", {
-        "torch/__init__.py": f"raise ImportError({message!r})\n",
-        "xformers/__init__.py": "",
-        "xformers-0.0.28.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: xformers\nVersion: 0.0.28\n{requires}"),
-    })
+    return fake_venv(
+        "leaky",
+        {
+            "torch/__init__.py": f"raise ImportError({message!r})\n",
+            "xformers/__init__.py": "",
+            "xformers-0.0.28.dist-info/METADATA": (
+                f"Metadata-Version: 2.1\nName: xformers\nVersion: 0.0.28\n{requires}"
+            ),
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -122,15 +126,29 @@ def planted_environment() -> dict:
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_check_writes_no_canary_in_any_format(fmt, leaky_env, project, tmp_path):
     saved, out = tmp_path / "snapshot.json", tmp_path / f"report.{fmt}"
-    args = ["check", "--python", str(leaky_env / "bin" / "python"), "--format", fmt, "--no-kernels",
-            "--fail-on", "never", "--save-snapshot", str(saved)]
+    args = [
+        "check",
+        "--python",
+        str(leaky_env / "bin" / "python"),
+        "--format",
+        fmt,
+        "--no-kernels",
+        "--fail-on",
+        "never",
+        "--save-snapshot",
+        str(saved),
+    ]
     if fmt != "text":
         args += ["--output", str(out)]  # text goes to stdout, the others to a file: both paths are covered
     result = mpdoctor(*args, cwd=project, env=planted_environment())
     assert result.returncode == 0, result.stderr[-2000:]
     report = out.read_text(encoding="utf-8") if fmt != "text" else result.stdout
-    for where, text in (("report", report), ("stdout", result.stdout), ("stderr", result.stderr),
-                        ("saved snapshot", saved.read_text(encoding="utf-8"))):
+    for where, text in (
+        ("report", report),
+        ("stdout", result.stdout),
+        ("stderr", result.stderr),
+        ("saved snapshot", saved.read_text(encoding="utf-8")),
+    ):
         assert_no_canary(f"check --format {fmt}: {where}", text)
     # the canaries were really there to leak: every field kind reached the snapshot, masked
     snapshot = json.loads(saved.read_text(encoding="utf-8"))
@@ -150,10 +168,11 @@ def test_check_writes_no_canary_in_any_format(fmt, leaky_env, project, tmp_path)
 
 def explain_log() -> str:
     error = "RuntimeError: expected scalar type Float but found Half"
-    return ("Traceback (most recent call last):\n"
-            f'  File "/home/u/hf_{body("explain", "hf")}/train.py", line 3, in <module>\n'
-            f"{error} " + " ".join(every("explain")) + "\n"
-            + straddling("explain", error, 4096) + "\n")
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/home/u/hf_{body("explain", "hf")}/train.py", line 3, in <module>\n'
+        f"{error} " + " ".join(every("explain")) + "\n" + straddling("explain", error, 4096) + "\n"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -213,9 +232,20 @@ def test_huge_strings_to_redact_cost_linear_time_not_a_timeout(fake_venv, tmp_pa
     # was reported as "import torch hangs", and a 130 KB CUDA_VISIBLE_DEVICES took 93 s
     venv = fake_venv("huge-import-error", {"torch/__init__.py": "raise ImportError('B' * 200000)\n"})
     devices = ",".join(["GPU-0a1b2c3d"] * 10_000)  # 130 KB
-    result = mpdoctor("check", "--python", str(venv / "bin" / "python"), "--format", "json", "--no-kernels",
-                      "--fail-on", "never", "--timeout", "30", cwd=tmp_path,
-                      env=clean_env(CUDA_VISIBLE_DEVICES=devices))
+    result = mpdoctor(
+        "check",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--format",
+        "json",
+        "--no-kernels",
+        "--fail-on",
+        "never",
+        "--timeout",
+        "30",
+        cwd=tmp_path,
+        env=clean_env(CUDA_VISIBLE_DEVICES=devices),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     torch = report["snapshot"]["torch"]

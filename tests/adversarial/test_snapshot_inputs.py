@@ -130,5 +130,15 @@ def test_fuzz_any_bytes_as_a_snapshot_file_load_or_say_why(tmp_path_factory, raw
     try:
         load_snapshot(str(path))
     except SnapshotError as exc:
-        assert str(exc).startswith(("cannot read snapshot", "corrupt snapshot", "not a snapshot", "unknown snapshot",
-                                    "snapshot schema version", "not a report", "unknown report", "report schema"))
+        assert str(exc).startswith(
+            (
+                "cannot read snapshot",
+                "corrupt snapshot",
+                "not a snapshot",
+                "unknown snapshot",
+                "snapshot schema version",
+                "not a report",
+                "unknown report",
+                "report schema",
+            )
+        )

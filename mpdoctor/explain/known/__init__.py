@@ -8,12 +8,49 @@ checks that confirm it (``Signature.checks``), which tests hold to that registry
 from __future__ import annotations
 
 from mpdoctor.explain.signature import Signature
-from mpdoctor.explain.known import (apex, apex_builds, attention, compiler, cpu_half, driver, dtype, dtype_legacy,
-                                    dtype_updates, framework, hardware, hardware_fp8, kernel_image, mps, numerics,
-                                    oneflow, op_support, quantization, scaler)
+from mpdoctor.explain.known import (
+    apex,
+    apex_builds,
+    attention,
+    compiler,
+    cpu_half,
+    driver,
+    dtype,
+    dtype_legacy,
+    dtype_updates,
+    framework,
+    hardware,
+    hardware_fp8,
+    kernel_image,
+    mps,
+    numerics,
+    oneflow,
+    op_support,
+    quantization,
+    scaler,
+)
 
-MODULES = (dtype, dtype_updates, dtype_legacy, cpu_half, scaler, hardware, hardware_fp8, attention, kernel_image, apex,
-           apex_builds, oneflow, driver, framework, mps, numerics, op_support, compiler, quantization)
+MODULES = (
+    dtype,
+    dtype_updates,
+    dtype_legacy,
+    cpu_half,
+    scaler,
+    hardware,
+    hardware_fp8,
+    attention,
+    kernel_image,
+    apex,
+    apex_builds,
+    oneflow,
+    driver,
+    framework,
+    mps,
+    numerics,
+    op_support,
+    compiler,
+    quantization,
+)
 
 
 def all_signatures() -> list[Signature]:

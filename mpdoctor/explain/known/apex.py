@@ -13,13 +13,17 @@ FUSED_NORM_FRAMES = (r"/apex/normalization/",)
 
 # apex's compiled extensions install as top-level modules (site-packages/amp_C.cpython-...so); these names
 # are apex's alone (Megatron's own JIT kernels reuse the scaled_*softmax names, so those are left out).
-APEX_EXTENSIONS = (r"(?:fused_layer_norm_cuda|amp_C|apex_C|syncbn|mlp_cuda|fused_dense_cuda|fused_adam_cuda"
-                   r"|fused_lamb_cuda|fused_weight_gradient_mlp_cuda|xentropy_cuda|focal_loss_cuda"
-                   r"|group_norm_cuda|fast_layer_norm|distributed_adam_cuda|distributed_lamb_cuda"
-                   r"|fused_rotary_positional_embedding|transducer_joint_cuda|transducer_loss_cuda)")
+APEX_EXTENSIONS = (
+    r"(?:fused_layer_norm_cuda|amp_C|apex_C|syncbn|mlp_cuda|fused_dense_cuda|fused_adam_cuda"
+    r"|fused_lamb_cuda|fused_weight_gradient_mlp_cuda|xentropy_cuda|focal_loss_cuda"
+    r"|group_norm_cuda|fast_layer_norm|distributed_adam_cuda|distributed_lamb_cuda"
+    r"|fused_rotary_positional_embedding|transducer_joint_cuda|transducer_loss_cuda)"
+)
 
-REBUILD_APEX = ("git clone https://github.com/NVIDIA/apex && cd apex && "
-                "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation .")
+REBUILD_APEX = (
+    "git clone https://github.com/NVIDIA/apex && cd apex && "
+    "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation ."
+)
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -29,51 +33,59 @@ SIGNATURES: list[Signature] = [
         needles=("expected scalar type",),
         patterns=(r"expected scalar type (?:Float|Half|BFloat16) but found (?:Float|Half|BFloat16)",),
         cause="A library (transformers before 5.8, fairseq, ...) replaced its own LayerNorm/RMSNorm with apex's "
-              "FusedLayerNorm/FusedRMSNorm because apex imports. apex's kernel needs input and weight in one dtype, "
-              "which torch's own norm under autocast does not.",
+        "FusedLayerNorm/FusedRMSNorm because apex imports. apex's kernel needs input and weight in one dtype, "
+        "which torch's own norm under autocast does not.",
         fixes=(
             fix("Uninstall apex: torch's own AMP does not need it", "pip uninstall -y apex"),
-            fix("Or upgrade transformers to 5.8.0 or newer, which no longer swaps in apex's norms",
-                "pip install -U 'transformers>=5.8.0'"),
+            fix(
+                "Or upgrade transformers to 5.8.0 or newer, which no longer swaps in apex's norms",
+                "pip install -U 'transformers>=5.8.0'",
+            ),
         ),
         checks=("APEX005", "APEX002", "APEX003"),
-        sources=("https://github.com/xdit-project/xDiT/issues/226",
-                 "https://github.com/xdit-project/xDiT/issues/101",
-                 "https://github.com/xorbitsai/inference/issues/2758",
-                 "https://github.com/NVIDIA/apex/issues/979",
-                 "https://github.com/huggingface/transformers/pull/45723"),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py", line 416, '
-                  'in forward\n'
-                  '    return fused_rms_norm_affine(input, self.weight, self.normalized_shape, self.eps)\n'
-                  'RuntimeError: expected scalar type Float but found Half',
-                  'Traceback (most recent call last):\n'
-                  '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/apex/normalization/'
-                  'fused_layer_norm.py", line 189, in fused_rms_norm_affine\n'
-                  '    return FusedRMSNormAffineFunction.apply(*args)\n'
-                  '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/torch/autograd/function.py", '
-                  'line 575, in apply\n'
-                  '    return super().apply(*args, **kwargs)  # type: ignore[misc]\n'
-                  '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/apex/normalization/'
-                  'fused_layer_norm.py", line 69, in forward\n'
-                  '    output, invvar = fused_layer_norm_cuda.rms_forward_affine(\n'
-                  'RuntimeError: [address=0.0.0.0:44035, pid=69037] expected scalar type Float but found Half',
-                  'Traceback (most recent call last):\n'
-                  '  File "/workspace/electra/modeling_utils.py", line 1307, in forward\n'
-                  '    hidden_states = self.LayerNorm(hidden_states + input_tensor)\n'
-                  '  File "/opt/conda/lib/python3.6/site-packages/apex/normalization/fused_layer_norm.py", line 159, '
-                  'in forward\n'
-                  '    input, self.weight, self.bias, self.normalized_shape,self.eps)\n'
-                  '  File "/opt/conda/lib/python3.6/site-packages/apex/normalization/fused_layer_norm.py", line 25, '
-                  'in forward\n'
-                  '    input_, ctx.normalized_shape, weight_, bias_, ctx.eps)\n'
-                  'RuntimeError: expected scalar type Half but found Float'),
-        near_misses=("RuntimeError: expected scalar type Float but found Half",
-                     'Traceback (most recent call last):\n'
-                     '  File "/usr/local/lib/python3.9/site-packages/transformers/models/clip/modeling_clip.py", '
-                     'line 260, in forward\n'
-                     '    attn_output = torch.bmm(attn_probs, value_states)\n'
-                     'RuntimeError: expected scalar type Half but found Float'),
+        sources=(
+            "https://github.com/xdit-project/xDiT/issues/226",
+            "https://github.com/xdit-project/xDiT/issues/101",
+            "https://github.com/xorbitsai/inference/issues/2758",
+            "https://github.com/NVIDIA/apex/issues/979",
+            "https://github.com/huggingface/transformers/pull/45723",
+        ),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/apex/normalization/fused_layer_norm.py", line 416, '
+            "in forward\n"
+            "    return fused_rms_norm_affine(input, self.weight, self.normalized_shape, self.eps)\n"
+            "RuntimeError: expected scalar type Float but found Half",
+            "Traceback (most recent call last):\n"
+            '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/apex/normalization/'
+            'fused_layer_norm.py", line 189, in fused_rms_norm_affine\n'
+            "    return FusedRMSNormAffineFunction.apply(*args)\n"
+            '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/torch/autograd/function.py", '
+            "line 575, in apply\n"
+            "    return super().apply(*args, **kwargs)  # type: ignore[misc]\n"
+            '  File "/root/miniconda3/envs/xinf/lib/python3.10/site-packages/apex/normalization/'
+            'fused_layer_norm.py", line 69, in forward\n'
+            "    output, invvar = fused_layer_norm_cuda.rms_forward_affine(\n"
+            "RuntimeError: [address=0.0.0.0:44035, pid=69037] expected scalar type Float but found Half",
+            "Traceback (most recent call last):\n"
+            '  File "/workspace/electra/modeling_utils.py", line 1307, in forward\n'
+            "    hidden_states = self.LayerNorm(hidden_states + input_tensor)\n"
+            '  File "/opt/conda/lib/python3.6/site-packages/apex/normalization/fused_layer_norm.py", line 159, '
+            "in forward\n"
+            "    input, self.weight, self.bias, self.normalized_shape,self.eps)\n"
+            '  File "/opt/conda/lib/python3.6/site-packages/apex/normalization/fused_layer_norm.py", line 25, '
+            "in forward\n"
+            "    input_, ctx.normalized_shape, weight_, bias_, ctx.eps)\n"
+            "RuntimeError: expected scalar type Half but found Float",
+        ),
+        near_misses=(
+            "RuntimeError: expected scalar type Float but found Half",
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.9/site-packages/transformers/models/clip/modeling_clip.py", '
+            "line 260, in forward\n"
+            "    attn_output = torch.bmm(attn_probs, value_states)\n"
+            "RuntimeError: expected scalar type Half but found Float",
+        ),
         frames=FUSED_NORM_FRAMES,
         rank=1,
         notes="torchrun prefixes frames with `[rank0]:`; the matcher reads those frames too.",
@@ -83,42 +95,48 @@ SIGNATURES: list[Signature] = [
         family="apex",
         title="apex was installed without its CUDA/C++ extensions (a Python-only build)",
         needles=("no module named", "apex was installed without"),
-        patterns=(r"No module named '" + APEX_EXTENSIONS + "'",
-                  r"apex was installed without --cuda_ext"),
+        patterns=(r"No module named '" + APEX_EXTENSIONS + "'", r"apex was installed without --cuda_ext"),
         cause="apex imports, but its compiled kernels (fused_layer_norm_cuda, amp_C, apex_C, ...) were never built: "
-              "a plain `pip install .` of the apex repository, or an older pip that ignored the build options, gives "
-              "a Python-only apex. Libraries that find apex still swap in its fused norms, optimizers and scaler, "
-              "which then fail at their first CUDA call or fall back to slow Python code.",
+        "a plain `pip install .` of the apex repository, or an older pip that ignored the build options, gives "
+        "a Python-only apex. Libraries that find apex still swap in its fused norms, optimizers and scaler, "
+        "which then fail at their first CUDA call or fall back to slow Python code.",
         fixes=(
-            fix("If you only need mixed precision, uninstall apex: torch.amp does the same without it",
-                "pip uninstall -y apex"),
-            fix("Or rebuild apex with its extensions, with the same CUDA version as torch.version.cuda",
-                REBUILD_APEX),
+            fix(
+                "If you only need mixed precision, uninstall apex: torch.amp does the same without it",
+                "pip uninstall -y apex",
+            ),
+            fix("Or rebuild apex with its extensions, with the same CUDA version as torch.version.cuda", REBUILD_APEX),
         ),
         checks=("APEX002", "APEX003"),
-        sources=("https://github.com/NVIDIA/apex/issues/161",
-                 "https://github.com/NVIDIA/apex/issues/499",
-                 "https://github.com/NVIDIA/apex/issues/1208",
-                 "https://github.com/NVIDIA/apex/issues/86",
-                 "https://github.com/NVIDIA/apex/blob/b82c6bd7613ffb9c4ea68e7306fa83aabe9fa9b5/apex/amp/scaler.py"),
-        examples=("ModuleNotFoundError: No module named 'fused_layer_norm_cuda'",
-                  'Traceback (most recent call last):\n'
-                  '  File "/home/thinker/pythonProject/yolov3 train/yolov3-9.5.0/train.py", line 44, in <module>\n'
-                  '    from apex import amp\n'
-                  '  File "/home/thinker/.local/lib/python3.9/site-packages/apex/transformer/pipeline_parallel/'
-                  'utils.py", line 26, in <module>\n'
-                  '    import amp_C\n'
-                  "ModuleNotFoundError: No module named 'amp_C'",
-                  "Warning:  multi_tensor_applier fused unscale kernel is unavailable, possibly because apex was "
-                  "installed without --cuda_ext --cpp_ext. Using Python fallback.  Original ImportError was: "
-                  "ModuleNotFoundError(\"No module named 'amp_C'\",)",
-                  "Warning:  apex was installed without --cuda_ext. Fused syncbn kernels will be unavailable.  "
-                  "Python fallbacks will be used instead."),
-        near_misses=("ModuleNotFoundError: No module named 'apex'",
-                     "ImportError: /opt/conda/lib/python3.10/site-packages/fused_layer_norm_cuda.cpython-310-x86_64-"
-                     "linux-gnu.so: undefined symbol: _ZN2at4_ops19empty_memory_format4callEN3c108ArrayRefINS2_6SymIn"
-                     "tEEENS2_8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEENS6_INS2_12"
-                     "MemoryFormatEEE"),
+        sources=(
+            "https://github.com/NVIDIA/apex/issues/161",
+            "https://github.com/NVIDIA/apex/issues/499",
+            "https://github.com/NVIDIA/apex/issues/1208",
+            "https://github.com/NVIDIA/apex/issues/86",
+            "https://github.com/NVIDIA/apex/blob/b82c6bd7613ffb9c4ea68e7306fa83aabe9fa9b5/apex/amp/scaler.py",
+        ),
+        examples=(
+            "ModuleNotFoundError: No module named 'fused_layer_norm_cuda'",
+            "Traceback (most recent call last):\n"
+            '  File "/home/thinker/pythonProject/yolov3 train/yolov3-9.5.0/train.py", line 44, in <module>\n'
+            "    from apex import amp\n"
+            '  File "/home/thinker/.local/lib/python3.9/site-packages/apex/transformer/pipeline_parallel/'
+            'utils.py", line 26, in <module>\n'
+            "    import amp_C\n"
+            "ModuleNotFoundError: No module named 'amp_C'",
+            "Warning:  multi_tensor_applier fused unscale kernel is unavailable, possibly because apex was "
+            "installed without --cuda_ext --cpp_ext. Using Python fallback.  Original ImportError was: "
+            "ModuleNotFoundError(\"No module named 'amp_C'\",)",
+            "Warning:  apex was installed without --cuda_ext. Fused syncbn kernels will be unavailable.  "
+            "Python fallbacks will be used instead.",
+        ),
+        near_misses=(
+            "ModuleNotFoundError: No module named 'apex'",
+            "ImportError: /opt/conda/lib/python3.10/site-packages/fused_layer_norm_cuda.cpython-310-x86_64-"
+            "linux-gnu.so: undefined symbol: _ZN2at4_ops19empty_memory_format4callEN3c108ArrayRefINS2_6SymIn"
+            "tEEENS2_8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEENS6_INS2_12"
+            "MemoryFormatEEE",
+        ),
     ),
     Signature(
         id="apex-extension-abi-mismatch",
@@ -127,69 +145,82 @@ SIGNATURES: list[Signature] = [
         needles=("undefined symbol",),
         patterns=(APEX_EXTENSIONS + r"\.[^\s:]{0,80}\.so: undefined symbol",),
         cause="apex's compiled extensions link against the exact torch (and C++ runtime) they were built with. "
-              "torch was upgraded or reinstalled after apex was built (or apex came prebuilt for another torch), so "
-              "loading the extension finds a missing C++ symbol. Any library that probes apex then fails to import.",
+        "torch was upgraded or reinstalled after apex was built (or apex came prebuilt for another torch), so "
+        "loading the extension finds a missing C++ symbol. Any library that probes apex then fails to import.",
         fixes=(
-            fix("If you only need mixed precision, uninstall apex (repeat until pip says it is not installed)",
-                "pip uninstall -y apex"),
+            fix(
+                "If you only need mixed precision, uninstall apex (repeat until pip says it is not installed)",
+                "pip uninstall -y apex",
+            ),
             fix("Or rebuild apex against the torch installed now", REBUILD_APEX),
         ),
         checks=("APEX003", "APEX004"),
-        sources=("https://github.com/ostris/ai-toolkit/issues/242",
-                 "https://github.com/NVIDIA/apex/issues/428",
-                 "https://github.com/NVIDIA/apex/issues/370",
-                 "https://github.com/facebookresearch/fairseq/issues/3176",
-                 "https://github.com/NVIDIA/apex/issues/1335",
-                 "https://github.com/NVIDIA/apex/issues/1677"),
-        examples=("ImportError: /opt/conda/lib/python3.10/site-packages/fused_layer_norm_cuda.cpython-310-x86_64-linux"
-                  "-gnu.so: undefined symbol: _ZN2at4_ops19empty_memory_format4callEN3c108ArrayRefINS2_6SymIntEEENS2_"
-                  "8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEENS6_INS2_12MemoryFormat"
-                  "EEE",
-                  "ImportError: /usr/local/anaconda3-tf1/lib/python3.7/site-packages/fused_layer_norm_cuda.cpython-37m"
-                  "-x86_64-linux-gnu.so: undefined symbol: _ZN2at7getTypeERKNS_6TensorE",
-                  "ImportError: /opt/conda/lib/python3.7/site-packages/fused_layer_norm_cuda.cpython-37m-x86_64-linux-"
-                  "gnu.so: undefined symbol: THPVariableClass",
-                  "ImportError: /home/stas/anaconda3/envs/py38-pt110/lib/python3.8/site-packages/amp_C.cpython-38-"
-                  "x86_64-linux-gnu.so: undefined symbol: _ZNSt15__exception_ptr13exception_ptr9_M_addrefEv"),
-        near_misses=("ImportError: .../megatron/fused_kernels/build/scaled_upper_triang_masked_softmax_cuda.so: "
-                     "undefined symbol: _ZN3c106detail19maybe_wrap_dim_slowEllb",
-                     "ModuleNotFoundError: No module named 'fused_layer_norm_cuda'"),
+        sources=(
+            "https://github.com/ostris/ai-toolkit/issues/242",
+            "https://github.com/NVIDIA/apex/issues/428",
+            "https://github.com/NVIDIA/apex/issues/370",
+            "https://github.com/facebookresearch/fairseq/issues/3176",
+            "https://github.com/NVIDIA/apex/issues/1335",
+            "https://github.com/NVIDIA/apex/issues/1677",
+        ),
+        examples=(
+            "ImportError: /opt/conda/lib/python3.10/site-packages/fused_layer_norm_cuda.cpython-310-x86_64-linux"
+            "-gnu.so: undefined symbol: _ZN2at4_ops19empty_memory_format4callEN3c108ArrayRefINS2_6SymIntEEENS2_"
+            "8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEENS6_INS2_12MemoryFormat"
+            "EEE",
+            "ImportError: /usr/local/anaconda3-tf1/lib/python3.7/site-packages/fused_layer_norm_cuda.cpython-37m"
+            "-x86_64-linux-gnu.so: undefined symbol: _ZN2at7getTypeERKNS_6TensorE",
+            "ImportError: /opt/conda/lib/python3.7/site-packages/fused_layer_norm_cuda.cpython-37m-x86_64-linux-"
+            "gnu.so: undefined symbol: THPVariableClass",
+            "ImportError: /home/stas/anaconda3/envs/py38-pt110/lib/python3.8/site-packages/amp_C.cpython-38-"
+            "x86_64-linux-gnu.so: undefined symbol: _ZNSt15__exception_ptr13exception_ptr9_M_addrefEv",
+        ),
+        near_misses=(
+            "ImportError: .../megatron/fused_kernels/build/scaled_upper_triang_masked_softmax_cuda.so: "
+            "undefined symbol: _ZN3c106detail19maybe_wrap_dim_slowEllb",
+            "ModuleNotFoundError: No module named 'fused_layer_norm_cuda'",
+        ),
         notes="The Megatron near-miss is Megatron's own JIT-built kernel (delete megatron/fused_kernels/build), "
-              "not apex, although NVIDIA/apex#1677 reported it there.",
+        "not apex, although NVIDIA/apex#1677 reported it there.",
     ),
     Signature(
         id="apex-extension-missing-library",
         family="apex",
         title="An apex extension cannot load a CUDA or torch shared library",
         needles=("cannot open shared object file",),
-        patterns=(r"(?:libcudart|libcublas|libcusparse|libcurand|libnvrtc|libcudnn|libc10|libtorch)"
-                  r"[\w.+-]{0,40}: cannot open shared object file",),
+        patterns=(
+            r"(?:libcudart|libcublas|libcusparse|libcurand|libnvrtc|libcudnn|libc10|libtorch)"
+            r"[\w.+-]{0,40}: cannot open shared object file",
+        ),
         cause="apex's extension was compiled against a CUDA runtime (or torch libraries) that the dynamic loader "
-              "cannot find now: apex was built with another CUDA toolkit than the one on the library path, or the "
-              "toolkit lives in a lib64 directory missing from LD_LIBRARY_PATH, or torch was reinstalled.",
+        "cannot find now: apex was built with another CUDA toolkit than the one on the library path, or the "
+        "toolkit lives in a lib64 directory missing from LD_LIBRARY_PATH, or torch was reinstalled.",
         fixes=(
             fix("If you only need mixed precision, uninstall apex", "pip uninstall -y apex"),
             fix("Or rebuild apex with the CUDA toolkit that matches torch.version.cuda", REBUILD_APEX),
-            fix("Or put the toolkit's libraries on the loader path, e.g. "
-                "`export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`"),
+            fix(
+                "Or put the toolkit's libraries on the loader path, e.g. "
+                "`export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`"
+            ),
         ),
         checks=("APEX003", "APEX004"),
-        sources=("https://github.com/NVIDIA/apex/issues/228",
-                 "https://github.com/NVIDIA/apex/issues/86"),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "/home/martin/.conda/envs/py3_env/lib/python3.6/site-packages/apex/optimizers/fused_adam.py",'
-                  ' line 40, in __init__\n'
-                  '    fused_adam_cuda = importlib.import_module("fused_adam_cuda")\n'
-                  '  File "/home/martin/.conda/envs/py3_env/lib/python3.6/importlib/__init__.py", line 126, '
-                  'in import_module\n'
-                  '    return _bootstrap._gcd_import(name[level:], package, level)\n'
-                  '  File "<frozen importlib._bootstrap>", line 219, in _call_with_frames_removed\n'
-                  'ImportError: libcudart.so.9.0: cannot open shared object file: No such file or directory',),
+        sources=("https://github.com/NVIDIA/apex/issues/228", "https://github.com/NVIDIA/apex/issues/86"),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "/home/martin/.conda/envs/py3_env/lib/python3.6/site-packages/apex/optimizers/fused_adam.py",'
+            " line 40, in __init__\n"
+            '    fused_adam_cuda = importlib.import_module("fused_adam_cuda")\n'
+            '  File "/home/martin/.conda/envs/py3_env/lib/python3.6/importlib/__init__.py", line 126, '
+            "in import_module\n"
+            "    return _bootstrap._gcd_import(name[level:], package, level)\n"
+            '  File "<frozen importlib._bootstrap>", line 219, in _call_with_frames_removed\n'
+            "ImportError: libcudart.so.9.0: cannot open shared object file: No such file or directory",
+        ),
         near_misses=("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",),
         frames=APEX_FRAMES,
         rank=1,
         notes="Needs an apex frame: the same loader error from torch, TensorFlow or any other extension is not "
-              "apex's. A bare `import amp_C` typed at a prompt has no apex frame and is not recognised.",
+        "apex's. A bare `import amp_C` typed at a prompt has no apex frame and is not recognised.",
     ),
     Signature(
         id="apex-amp-removed",
@@ -198,36 +229,46 @@ SIGNATURES: list[Signature] = [
         needles=("cannot import name 'amp' from 'apex'",),
         patterns=(r"cannot import name 'amp' from 'apex'",),
         cause="apex.amp was deprecated in 2022 and deleted from NVIDIA apex in May 2025 (first in the 25.07 "
-              "release), so code and libraries that still run `from apex import amp` (older transformers Trainer, "
-              "Megatron scripts) fail to import. `(unknown location)` instead means the `apex` Python found is a "
-              "bare directory on the path, not an installed apex.",
+        "release), so code and libraries that still run `from apex import amp` (older transformers Trainer, "
+        "Megatron scripts) fail to import. `(unknown location)` instead means the `apex` Python found is a "
+        "bare directory on the path, not an installed apex.",
         fixes=(
-            fix("Use torch's own AMP: torch.autocast plus torch.amp.GradScaler replace apex.amp "
-                "(transformers: `--half_precision_backend auto`)"),
-            fix("Upgrade the library that imports apex.amp (transformers fixed its Trainer import)",
-                "pip install -U transformers"),
+            fix(
+                "Use torch's own AMP: torch.autocast plus torch.amp.GradScaler replace apex.amp "
+                "(transformers: `--half_precision_backend auto`)"
+            ),
+            fix(
+                "Upgrade the library that imports apex.amp (transformers fixed its Trainer import)",
+                "pip install -U transformers",
+            ),
             fix("If nothing needs apex, uninstall it", "pip uninstall -y apex"),
         ),
         checks=("APEX006", "APEX009", "APEX001"),
-        sources=("https://github.com/NVIDIA/apex/issues/1902",
-                 "https://github.com/NVIDIA/apex/pull/1896",
-                 "https://github.com/NVIDIA/apex/issues/1991",
-                 "https://github.com/huggingface/transformers/issues/39484",
-                 "https://github.com/modelscope/ms-swift/issues/4176",
-                 "https://github.com/Megvii-BaseDetection/YOLOX/issues/458"),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "<stdin>", line 1, in <module>\n'
-                  '  File "/root/autodl-tmp/training-llm-on-autodl/.venv/lib/python3.12/site-packages/transformers/'
-                  'trainer.py", line 193, in <module>\n'
-                  '    from apex import amp\n'
-                  "ImportError: cannot import name 'amp' from 'apex' (/root/autodl-tmp/training-llm-on-autodl/.venv/"
-                  "lib/python3.12/site-packages/apex/__init__.py)",
-                  "RuntimeError: Failed to import transformers.trainer because of the following error (look up to see "
-                  "its traceback): cannot import name 'amp' from 'apex'",
-                  "cannot import name 'amp' from 'apex' (unknown location)"),
-        near_misses=("ModuleNotFoundError: No module named 'amp_C'",
-                     "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
-                     "(unknown location)"),
+        sources=(
+            "https://github.com/NVIDIA/apex/issues/1902",
+            "https://github.com/NVIDIA/apex/pull/1896",
+            "https://github.com/NVIDIA/apex/issues/1991",
+            "https://github.com/huggingface/transformers/issues/39484",
+            "https://github.com/modelscope/ms-swift/issues/4176",
+            "https://github.com/Megvii-BaseDetection/YOLOX/issues/458",
+        ),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "<stdin>", line 1, in <module>\n'
+            '  File "/root/autodl-tmp/training-llm-on-autodl/.venv/lib/python3.12/site-packages/transformers/'
+            'trainer.py", line 193, in <module>\n'
+            "    from apex import amp\n"
+            "ImportError: cannot import name 'amp' from 'apex' (/root/autodl-tmp/training-llm-on-autodl/.venv/"
+            "lib/python3.12/site-packages/apex/__init__.py)",
+            "RuntimeError: Failed to import transformers.trainer because of the following error (look up to see "
+            "its traceback): cannot import name 'amp' from 'apex'",
+            "cannot import name 'amp' from 'apex' (unknown location)",
+        ),
+        near_misses=(
+            "ModuleNotFoundError: No module named 'amp_C'",
+            "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
+            "(unknown location)",
+        ),
     ),
     Signature(
         id="apex-amp-stale-install",
@@ -236,19 +277,22 @@ SIGNATURES: list[Signature] = [
         needles=("module 'apex.amp' has no attribute",),
         patterns=(r"module 'apex\.amp' has no attribute 'initialize'",),
         cause="`amp.initialize` is the apex.amp API from 2019 on; an apex.amp without it is an older apex that "
-              "Python finds first: a stale install that a reinstall without uninstalling did not replace, or a "
-              "second copy on the path.",
+        "Python finds first: a stale install that a reinstall without uninstalling did not replace, or a "
+        "second copy on the path.",
         fixes=(
             fix("Port to torch's own AMP (torch.autocast and torch.amp.GradScaler); current apex has no amp at all"),
-            fix("Or remove every apex copy (repeat until pip says it is not installed) before reinstalling",
-                "pip uninstall -y apex"),
+            fix(
+                "Or remove every apex copy (repeat until pip says it is not installed) before reinstalling",
+                "pip uninstall -y apex",
+            ),
         ),
         checks=("APEX009", "APEX006"),
-        sources=("https://github.com/NVIDIA/apex/issues/357",
-                 "https://github.com/Neutralzz/RefQA/issues/2"),
+        sources=("https://github.com/NVIDIA/apex/issues/357", "https://github.com/Neutralzz/RefQA/issues/2"),
         examples=("AttributeError: module 'apex.amp' has no attribute 'initialize'",),
-        near_misses=("ImportError: cannot import name 'amp' from 'apex' (/opt/conda/envs/TextProxy/lib/python3.8/"
-                     "site-packages/apex-0.1-py3.8-linux-x86_64.egg/apex/__init__.py)",),
+        near_misses=(
+            "ImportError: cannot import name 'amp' from 'apex' (/opt/conda/envs/TextProxy/lib/python3.8/"
+            "site-packages/apex-0.1-py3.8-linux-x86_64.egg/apex/__init__.py)",
+        ),
     ),
     Signature(
         id="apex-pypi-namesake",
@@ -257,71 +301,91 @@ SIGNATURES: list[Signature] = [
         needles=("unencryptedcookiesessionfactoryconfig",),
         patterns=(r"cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid\.session'",),
         cause="`pip install apex` installs a 2013 web toolkit for Pyramid (apex 0.9.10.dev0), not NVIDIA apex. Its "
-              "`apex/__init__.py` imports Pyramid session code that Pyramid 2.0 removed, so any `import apex` (or a "
-              "library probing for NVIDIA apex) fails.",
+        "`apex/__init__.py` imports Pyramid session code that Pyramid 2.0 removed, so any `import apex` (or a "
+        "library probing for NVIDIA apex) fails.",
         fixes=(
-            fix("Remove the namesake and the web packages it pulled in",
-                "pip uninstall -y apex pyramid pyramid_mailer velruse cryptacular wtforms-recaptcha"),
-            fix("Most code only needs torch's own AMP; if you really need NVIDIA apex, build it from "
-                "https://github.com/NVIDIA/apex (or conda-forge's nvidia-apex), never `pip install apex`"),
+            fix(
+                "Remove the namesake and the web packages it pulled in",
+                "pip uninstall -y apex pyramid pyramid_mailer velruse cryptacular wtforms-recaptcha",
+            ),
+            fix(
+                "Most code only needs torch's own AMP; if you really need NVIDIA apex, build it from "
+                "https://github.com/NVIDIA/apex (or conda-forge's nvidia-apex), never `pip install apex`"
+            ),
         ),
         checks=("APEX001",),
-        sources=("https://github.com/NVIDIA/apex/issues/1063",
-                 "https://github.com/studio-ousia/luke/issues/61",
-                 "https://github.com/NVIDIA/apex/issues/1804",
-                 "https://github.com/cubiq/PuLID_ComfyUI/pull/50"),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "<stdin>", line 1, in <module>\n'
-                  '  File "/home/user/anaconda3/envs/luke/lib/python3.7/site-packages/apex/__init__.py", line 13, '
-                  'in <module>\n'
-                  '    from pyramid.session import UnencryptedCookieSessionFactoryConfig\n'
-                  "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
-                  "(unknown location)",
-                  'Traceback (most recent call last):\n'
-                  '  File "./pretrain_gpt.py", line 20, in <module>\n'
-                  '    from megatron import get_args\n'
-                  '  File "/disk1/mahmood/training/large_language_model/megatron-lm/megatron/utils.py", line 23, '
-                  'in <module>\n'
-                  '    from apex.multi_tensor_apply import multi_tensor_applier\n'
-                  '  File "/home/mahmood/.local/lib/python3.8/site-packages/apex/__init__.py", line 13, in <module>\n'
-                  '    from pyramid.session import UnencryptedCookieSessionFactoryConfig\n'
-                  "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
-                  "(unknown location)"),
-        near_misses=("ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
-                     "(unknown location)",),
+        sources=(
+            "https://github.com/NVIDIA/apex/issues/1063",
+            "https://github.com/studio-ousia/luke/issues/61",
+            "https://github.com/NVIDIA/apex/issues/1804",
+            "https://github.com/cubiq/PuLID_ComfyUI/pull/50",
+        ),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "<stdin>", line 1, in <module>\n'
+            '  File "/home/user/anaconda3/envs/luke/lib/python3.7/site-packages/apex/__init__.py", line 13, '
+            "in <module>\n"
+            "    from pyramid.session import UnencryptedCookieSessionFactoryConfig\n"
+            "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
+            "(unknown location)",
+            "Traceback (most recent call last):\n"
+            '  File "./pretrain_gpt.py", line 20, in <module>\n'
+            "    from megatron import get_args\n"
+            '  File "/disk1/mahmood/training/large_language_model/megatron-lm/megatron/utils.py", line 23, '
+            "in <module>\n"
+            "    from apex.multi_tensor_apply import multi_tensor_applier\n"
+            '  File "/home/mahmood/.local/lib/python3.8/site-packages/apex/__init__.py", line 13, in <module>\n'
+            "    from pyramid.session import UnencryptedCookieSessionFactoryConfig\n"
+            "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
+            "(unknown location)",
+        ),
+        near_misses=(
+            "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
+            "(unknown location)",
+        ),
         frames=(r"(?:^|/)apex/__init__\.py$",),
         notes="Needs the apex/__init__.py frame: Pyramid 2.0 apps (NeMo's asr_webapp, fishtest) raise the same "
-              "line from their own code. `No module named 'pyramid_mailer'` was not found in any public report.",
+        "line from their own code. `No module named 'pyramid_mailer'` was not found in any public report.",
     ),
     Signature(
         id="apex-amp-deprecated",
         family="apex",
         title="apex warns that apex.amp (or another apex mixed-precision helper) is deprecated",
         needles=("deprecated and will be removed by the end of february 2023", "fp16_optimizer is deprecated"),
-        patterns=(r"apex\.(?:amp|parallel|fp16_utils|RNN)`? is deprecated and will be removed by the end of "
-                  r"February 2023",
-                  r"FP16_Optimizer is deprecated and dangerous"),
+        patterns=(
+            r"apex\.(?:amp|parallel|fp16_utils|RNN)`? is deprecated and will be removed by the end of "
+            r"February 2023",
+            r"FP16_Optimizer is deprecated and dangerous",
+        ),
         cause="This code drives mixed precision through apex.amp or apex's FP16_Optimizer, which NVIDIA deprecated "
-              "(2020 and 2022) in favour of torch's own AMP and deleted in apex 25.07. It still runs on an old apex, "
-              "but the next apex upgrade breaks it, and mixing it with torch.autocast/GradScaler double-manages "
-              "precision.",
+        "(2020 and 2022) in favour of torch's own AMP and deleted in apex 25.07. It still runs on an old apex, "
+        "but the next apex upgrade breaks it, and mixing it with torch.autocast/GradScaler double-manages "
+        "precision.",
         fixes=(
-            fix("Port to torch's own AMP: `with torch.autocast(\"cuda\", dtype=torch.float16):` for the forward "
-                "pass and torch.amp.GradScaler(\"cuda\") for the backward (drop amp.initialize and amp.scale_loss)"),
+            fix(
+                'Port to torch\'s own AMP: `with torch.autocast("cuda", dtype=torch.float16):` for the forward '
+                'pass and torch.amp.GradScaler("cuda") for the backward (drop amp.initialize and amp.scale_loss)'
+            ),
             fix("Pin apex below 25.07 only as a stopgap until the port is done"),
         ),
         checks=("APEX008", "APEX007"),
-        sources=("https://github.com/Lightning-AI/pytorch-lightning/issues/15070",
-                 "https://github.com/NVIDIA/apex/pull/1896",
-                 "https://github.com/facebookresearch/ParlAI/issues/2813"),
-        examples=("apex.DeprecatedFeatureWarning: apex.amp is deprecated and will be removed by the end of February "
-                  "2023. Use [PyTorch AMP](https://pytorch.org/docs/stable/amp.html)",
-                  "DeprecatedFeatureWarning: apex.amp is deprecated and will be removed by the end of February 2023.",
-                  "Warning:  FP16_Optimizer is deprecated and dangerous, and will be deleted soon.  If it still works, "
-                  "you're probably getting lucky.  For mixed precision, use the documented API "
-                  "https://nvidia.github.io/apex/amp.html, with opt_level=O1."),
-        near_misses=("/usr/local/lib/python3.12/dist-packages/apex/contrib/cudnn_gbn/batch_norm.py:12: FutureWarning: "
-                     "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
-                     "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.",),
+        sources=(
+            "https://github.com/Lightning-AI/pytorch-lightning/issues/15070",
+            "https://github.com/NVIDIA/apex/pull/1896",
+            "https://github.com/facebookresearch/ParlAI/issues/2813",
+        ),
+        examples=(
+            "apex.DeprecatedFeatureWarning: apex.amp is deprecated and will be removed by the end of February "
+            "2023. Use [PyTorch AMP](https://pytorch.org/docs/stable/amp.html)",
+            "DeprecatedFeatureWarning: apex.amp is deprecated and will be removed by the end of February 2023.",
+            "Warning:  FP16_Optimizer is deprecated and dangerous, and will be deleted soon.  If it still works, "
+            "you're probably getting lucky.  For mixed precision, use the documented API "
+            "https://nvidia.github.io/apex/amp.html, with opt_level=O1.",
+        ),
+        near_misses=(
+            "/usr/local/lib/python3.12/dist-packages/apex/contrib/cudnn_gbn/batch_norm.py:12: FutureWarning: "
+            "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+            "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.",
+        ),
     ),
 ]

@@ -16,28 +16,37 @@ SIGNATURES: list[Signature] = [
         id="attention-flash-attn-gpu-too-old",
         family="attention",
         title="FlashAttention refused the GPU: it needs Ampere (compute capability 8.0) or newer",
-        needles=("flashattention only supports ampere gpus or newer", "bfloat16 is only supported on ampere gpus",
-                 "expected is_sm"),
+        needles=(
+            "flashattention only supports ampere gpus or newer",
+            "bfloat16 is only supported on ampere gpus",
+            "expected is_sm",
+        ),
         patterns=(
             r"FlashAttention only supports Ampere GPUs or newer",
             r"bfloat16 is only supported on Ampere GPUs or newer",
             r"Expected is_sm[0-9a-z_ |]{1,60} to be true, but got false",
         ),
         cause="The flash-attn package (FlashAttention-2, also vendored in xFormers and used by vLLM) checks the GPU "
-              "in C++ and accepts only sm_8x and sm_90: V100, T4, RTX 20xx and older are refused, whatever the "
-              "dtype. Older flash-attn 1.x phrased it as a failed `is_sm8x || is_sm75` check (it also took "
-              "Turing). flash-attn builds that predate Blackwell refuse RTX 50xx (sm_120) with the same message, "
-              "so there it means an outdated build, not an old GPU. Turning flash attention off in a config often "
-              "does not help when the model code or a library calls flash_attn directly.",
+        "in C++ and accepts only sm_8x and sm_90: V100, T4, RTX 20xx and older are refused, whatever the "
+        "dtype. Older flash-attn 1.x phrased it as a failed `is_sm8x || is_sm75` check (it also took "
+        "Turing). flash-attn builds that predate Blackwell refuse RTX 50xx (sm_120) with the same message, "
+        "so there it means an outdated build, not an old GPU. Turning flash attention off in a config often "
+        "does not help when the model code or a library calls flash_attn directly.",
         fixes=(
-            fix("Use PyTorch SDPA instead: `attn_implementation=\"sdpa\"` (or `\"eager\"`) in "
+            fix(
+                'Use PyTorch SDPA instead: `attn_implementation="sdpa"` (or `"eager"`) in '
                 "`from_pretrained(...)`, `--use_flash_attn false` in training scripts that have it; "
                 "remove the `flash-attn` package if the model code imports it unconditionally",
-                "pip uninstall -y flash-attn"),
-            fix("In vLLM on pre-Ampere GPUs choose an attention backend that supports them with "
-                "`VLLM_ATTENTION_BACKEND` (e.g. XFORMERS on the V0 engine)"),
-            fix("On an RTX 50xx, install a flash-attn / xFormers build made for sm_120 (or build it from source "
-                "with a CUDA 12.8+ toolkit)"),
+                "pip uninstall -y flash-attn",
+            ),
+            fix(
+                "In vLLM on pre-Ampere GPUs choose an attention backend that supports them with "
+                "`VLLM_ATTENTION_BACKEND` (e.g. XFORMERS on the V0 engine)"
+            ),
+            fix(
+                "On an RTX 50xx, install a flash-attn / xFormers build made for sm_120 (or build it from source "
+                "with a CUDA 12.8+ toolkit)"
+            ),
         ),
         checks=("PREC006", "PREC001", "GPU002", "GPU003"),
         sources=(
@@ -49,7 +58,7 @@ SIGNATURES: list[Signature] = [
         ),
         examples=(
             '  File "/opt/huawei/python/3.10.12/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", '
-            'line 51, in _flash_attn_forward\n'
+            "line 51, in _flash_attn_forward\n"
             "    out, q, k, v, out_padded, softmax_lse, S_dmask, rng_state = flash_attn_cuda.fwd(\n"
             "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
             "ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to "
@@ -62,7 +71,7 @@ SIGNATURES: list[Signature] = [
         ),
         near_misses=("RuntimeError: FlashAttention only support fp16 and bf16 data type",),
         notes="flash_api.cpp: 'FlashAttention only supports Ampere GPUs or newer.' then, for bf16 inputs, "
-              "'bfloat16 is only supported on Ampere GPUs or newer'.",
+        "'bfloat16 is only supported on Ampere GPUs or newer'.",
     ),
     Signature(
         id="attention-flash-attn-fp32-inputs",
@@ -71,16 +80,20 @@ SIGNATURES: list[Signature] = [
         needles=("flashattention only support",),
         patterns=(r"FlashAttention only supports? fp16 and bf16",),
         cause="flash-attn kernels exist only for fp16 and bf16, and it does not cast. The query/key/value reached "
-              "it in fp32: the model was loaded without a dtype (transformers then defaults to fp32) and run "
-              "without autocast, an fp32 LayerNorm/embedding upcast the hidden states, or quantised/LoRA/DoRA "
-              "layers returned fp32. transformers warns first ('The input hidden states seems to be silently "
-              "casted in float32') when it can.",
+        "it in fp32: the model was loaded without a dtype (transformers then defaults to fp32) and run "
+        "without autocast, an fp32 LayerNorm/embedding upcast the hidden states, or quantised/LoRA/DoRA "
+        "layers returned fp32. transformers warns first ('The input hidden states seems to be silently "
+        "casted in float32') when it can.",
         fixes=(
-            fix("Load the model in half precision: `torch_dtype=torch.bfloat16` (fp16 on pre-Ampere GPUs) or "
-                "`torch_dtype=\"auto\"` in `from_pretrained(...)`"),
-            fix("Or run the forward pass under autocast: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):`; "
-                "in a Trainer set `bf16=True` or `fp16=True`"),
-            fix("Or use `attn_implementation=\"sdpa\"`, which accepts fp32"),
+            fix(
+                "Load the model in half precision: `torch_dtype=torch.bfloat16` (fp16 on pre-Ampere GPUs) or "
+                '`torch_dtype="auto"` in `from_pretrained(...)`'
+            ),
+            fix(
+                'Or run the forward pass under autocast: `with torch.autocast("cuda", dtype=torch.bfloat16):`; '
+                "in a Trainer set `bf16=True` or `fp16=True`"
+            ),
+            fix('Or use `attn_implementation="sdpa"`, which accepts fp32'),
         ),
         checks=(),
         sources=(
@@ -92,7 +105,7 @@ SIGNATURES: list[Signature] = [
         ),
         examples=(
             '  File "/usr/local/lib/python3.10/dist-packages/flash_attn/flash_attn_interface.py", line 96, in '
-            '_flash_attn_forward\n'
+            "_flash_attn_forward\n"
             "    out, softmax_lse, S_dmask, rng_state = flash_attn_gpu.fwd(\n"
             "RuntimeError: [address=0.0.0.0:37093, pid=1304] FlashAttention only support fp16 and bf16 data type",
             "RuntimeError: FlashAttention only support fp16 and bf16 data type",
@@ -103,8 +116,8 @@ SIGNATURES: list[Signature] = [
             "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
         ),
         notes="The transformers warning in the near-misses is issued at load time for fp32 weights and is "
-              "harmless when training runs under autocast (FSDP/verl setups silence it); the error here is the "
-              "kernel actually receiving fp32.",
+        "harmless when training runs under autocast (FSDP/verl setups silence it); the error here is the "
+        "kernel actually receiving fp32.",
     ),
     Signature(
         id="attention-sdpa-no-kernel",
@@ -113,19 +126,23 @@ SIGNATURES: list[Signature] = [
         needles=("no available kernel",),
         patterns=(r"No available kernel\. {1,2}Aborting execution",),
         cause="`F.scaled_dot_product_attention` was restricted to some backends (with `sdpa_kernel(...)` or the "
-              "older `torch.backends.cuda.sdp_kernel(enable_math=False, ...)`, often flash only) and none of them "
-              "accepts the call. The UserWarnings just before the error say why for each backend: flash needs "
-              "compute capability 8.0+ ('Flash attention only supports gpu architectures in the range "
-              "[sm80, ...]'), fp16/bf16 inputs ('Expected query, key and value to all be of dtype: {Half, "
-              "BFloat16}') and no arbitrary attn_mask; memory-efficient takes bf16 only from 8.0; Windows wheels "
-              "have no flash kernel at all ('Torch was not compiled with flash attention').",
+        "older `torch.backends.cuda.sdp_kernel(enable_math=False, ...)`, often flash only) and none of them "
+        "accepts the call. The UserWarnings just before the error say why for each backend: flash needs "
+        "compute capability 8.0+ ('Flash attention only supports gpu architectures in the range "
+        "[sm80, ...]'), fp16/bf16 inputs ('Expected query, key and value to all be of dtype: {Half, "
+        "BFloat16}') and no arbitrary attn_mask; memory-efficient takes bf16 only from 8.0; Windows wheels "
+        "have no flash kernel at all ('Torch was not compiled with flash attention').",
         fixes=(
-            fix("Let SDPA fall back: allow the memory-efficient and math backends, e.g. "
+            fix(
+                "Let SDPA fall back: allow the memory-efficient and math backends, e.g. "
                 "`with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):`, "
                 "or drop `enable_math=False` (SAM 2: set `OLD_GPU, USE_FLASH_ATTN, MATH_KERNEL_ON = True, True, "
-                "True`)"),
-            fix("Feed fp16/bf16 q/k/v (autocast, or fp16 instead of bf16 on pre-Ampere GPUs) so a fused kernel "
-                "can take them"),
+                "True`)"
+            ),
+            fix(
+                "Feed fp16/bf16 q/k/v (autocast, or fp16 instead of bf16 on pre-Ampere GPUs) so a fused kernel "
+                "can take them"
+            ),
             fix("Read the 'kernel not used because' warnings above the error to see which requirement failed"),
         ),
         checks=("PREC006", "PREC001"),
@@ -174,10 +191,10 @@ SIGNATURES: list[Signature] = [
         needles=("torch was not compiled with flash attention",),
         patterns=(r"Torch was not compiled with flash attention",),
         cause="PyTorch's Windows wheels are built without the FlashAttention-2 SDPA kernel, so the first "
-              "`scaled_dot_product_attention` call warns and uses the memory-efficient or math kernel instead. "
-              "Results are the same; attention is slower and needs more memory. It only breaks a run when the "
-              "code allows the flash backend alone, which then ends in 'No available kernel'. (The leading '1' "
-              "is part of torch's own message.)",
+        "`scaled_dot_product_attention` call warns and uses the memory-efficient or math kernel instead. "
+        "Results are the same; attention is slower and needs more memory. It only breaks a run when the "
+        "code allows the flash backend alone, which then ends in 'No available kernel'. (The leading '1' "
+        "is part of torch's own message.)",
         fixes=(
             fix("Nothing to do if the run works: the warning is expected on Windows"),
             fix("For flash SDPA, run under Linux or WSL2, where the wheels include it"),
@@ -208,16 +225,19 @@ SIGNATURES: list[Signature] = [
         needles=("no operator found for `memory_efficient_attention",),
         patterns=(r"No operator found for `memory_efficient_attention_(?:forward|backward)`",),
         cause="`xformers.ops.memory_efficient_attention` tried each of its kernels and all refused; the indented "
-              "lines after the error give each kernel's reasons. The common ones: bf16 on a pre-Ampere GPU ('bf16 "
-              "is only supported on A100+ GPUs', with '(too old)' for the flash kernels), an xFormers build without "
-              "kernels for a new GPU ('(too new)', e.g. capability (12, 0) on RTX 50xx), fp32 inputs, or an "
-              "xFormers that could not load its CUDA extension at all ('xFormers wasn't build with CUDA support', "
-              "'operator wasn't built').",
+        "lines after the error give each kernel's reasons. The common ones: bf16 on a pre-Ampere GPU ('bf16 "
+        "is only supported on A100+ GPUs', with '(too old)' for the flash kernels), an xFormers build without "
+        "kernels for a new GPU ('(too new)', e.g. capability (12, 0) on RTX 50xx), fp32 inputs, or an "
+        "xFormers that could not load its CUDA extension at all ('xFormers wasn't build with CUDA support', "
+        "'operator wasn't built').",
         fixes=(
             fix("bf16 on a pre-Ampere GPU: run the model in fp16 (or fp32) instead"),
-            fix("'(too new)' or 'operator wasn't built': install the xFormers wheel built for the installed torch "
+            fix(
+                "'(too new)' or 'operator wasn't built': install the xFormers wheel built for the installed torch "
                 "and CUDA, or stop using xFormers (`pip uninstall -y xformers`; diffusers and ComfyUI then use "
-                "PyTorch SDPA)", "python -m xformers.info"),
+                "PyTorch SDPA)",
+                "python -m xformers.info",
+            ),
             fix("fp32 inputs: autocast or load the model in fp16/bf16"),
         ),
         checks=("PREC006", "PREC001", "PREC005"),
@@ -280,13 +300,16 @@ SIGNATURES: list[Signature] = [
         needles=("xformers can't load c++/cuda extensions",),
         patterns=(r"xFormers can't load C\+\+/CUDA extensions",),
         cause="xFormers wheels are compiled against one exact torch version and CUDA; with any other torch its "
-              "extension does not load, memory-efficient attention is unavailable, and code that asks for it "
-              "later fails ('No operator found for memory_efficient_attention_forward'). The lines after the "
-              "warning show the mismatch: 'built for PyTorch 2.1.0+cu121 ... (you have 2.0.1+cu118)', or "
-              "'(you have 2.2.0+cpu)', which means torch itself is a CPU-only build.",
+        "extension does not load, memory-efficient attention is unavailable, and code that asks for it "
+        "later fails ('No operator found for memory_efficient_attention_forward'). The lines after the "
+        "warning show the mismatch: 'built for PyTorch 2.1.0+cu121 ... (you have 2.0.1+cu118)', or "
+        "'(you have 2.2.0+cpu)', which means torch itself is a CPU-only build.",
         fixes=(
-            fix("Install the xFormers release made for the installed torch, from the same CUDA index as torch "
-                "(e.g. cu121)", "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121"),
+            fix(
+                "Install the xFormers release made for the installed torch, from the same CUDA index as torch "
+                "(e.g. cu121)",
+                "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
+            ),
             fix("If the warning says '+cpu', install a CUDA build of torch first (and then the matching xFormers)"),
             fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers"),
         ),
@@ -322,17 +345,23 @@ SIGNATURES: list[Signature] = [
             r"DLL load failed while importing flash_attn(?:_\d)?_cuda: The specified procedure could not be found",
         ),
         cause="flash_attn_2_cuda is a C++ extension linked against one torch version's C++ symbols (and one C++ "
-              "ABI, cxx11abi TRUE/FALSE). After torch is upgraded or downgraded, or when a prebuilt wheel for "
-              "another torch/CUDA/ABI was installed, importing it fails with an undefined `c10::`/`at::` symbol "
-              "(on Windows: 'The specified procedure could not be found'). transformers then reports that the "
-              "model module failed to import, and flash_attention_2 is unusable.",
+        "ABI, cxx11abi TRUE/FALSE). After torch is upgraded or downgraded, or when a prebuilt wheel for "
+        "another torch/CUDA/ABI was installed, importing it fails with an undefined `c10::`/`at::` symbol "
+        "(on Windows: 'The specified procedure could not be found'). transformers then reports that the "
+        "model module failed to import, and flash_attention_2 is unusable.",
         fixes=(
-            fix("Rebuild flash-attn against the installed torch (needs the CUDA toolkit; slow)",
-                "pip install --force-reinstall --no-build-isolation --no-cache-dir flash-attn"),
-            fix("Or install the release wheel whose name matches your torch version, CUDA major version, C++ ABI "
-                "and Python (flash-attn's GitHub releases), or the torch version the installed wheel was built for"),
-            fix("Or do without it: uninstall flash-attn and use `attn_implementation=\"sdpa\"`",
-                "pip uninstall -y flash-attn"),
+            fix(
+                "Rebuild flash-attn against the installed torch (needs the CUDA toolkit; slow)",
+                "pip install --force-reinstall --no-build-isolation --no-cache-dir flash-attn",
+            ),
+            fix(
+                "Or install the release wheel whose name matches your torch version, CUDA major version, C++ ABI "
+                "and Python (flash-attn's GitHub releases), or the torch version the installed wheel was built for"
+            ),
+            fix(
+                'Or do without it: uninstall flash-attn and use `attn_implementation="sdpa"`',
+                "pip uninstall -y flash-attn",
+            ),
         ),
         checks=(),
         sources=(
@@ -344,7 +373,7 @@ SIGNATURES: list[Signature] = [
         ),
         examples=(
             '  File "/media/h/nvme/gpt-neox/.venv/lib/python3.8/site-packages/flash_attn/flash_attn_interface.py", '
-            'line 8, in <module>\n'
+            "line 8, in <module>\n"
             "    import flash_attn_2_cuda as flash_attn_cuda\n"
             "ImportError: /media/h/nvme/gpt-neox/.venv/lib/python3.8/site-packages/flash_attn_2_cuda.cpython-38-"
             "x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda20CUDACachingAllocator9allocatorE",
@@ -359,10 +388,9 @@ SIGNATURES: list[Signature] = [
             "found.",
         ),
         near_misses=(
-            "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified module could not be "
-            "found.",
+            "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified module could not be found.",
         ),
         notes="'The specified module could not be found' (the near-miss) is a missing dependent DLL, usually the "
-              "CUDA runtime or torch's own libraries not on the DLL path, rather than a symbol mismatch.",
+        "CUDA runtime or torch's own libraries not on the DLL path, rather than a symbol mismatch.",
     ),
 ]

@@ -12,27 +12,37 @@ SIGNATURES: list[Signature] = [
         family="compiler",
         title="Triton generated bf16 code for a GPU older than Ampere: ptxas rejects it",
         needles=("target sm_80", "unsupported conversion from bf16"),
-        patterns=(r"Feature '[^'\n]{0,40}bf16[^'\n]{0,20}' ?requires ?\.target sm_80",
-                  r"Unsupported conversion from bf16 to f(?:16|32)"),
+        patterns=(
+            r"Feature '[^'\n]{0,40}bf16[^'\n]{0,20}' ?requires ?\.target sm_80",
+            r"Unsupported conversion from bf16 to f(?:16|32)",
+        ),
         cause="A Triton kernel (torch.compile/Inductor, unsloth, lmdeploy or LightLLM's own kernels) was compiled "
-              "for bf16 tensors on a GPU of compute capability below 8.0 (V100, T4, RTX 20xx, GTX 10xx). Eager "
-              "torch emulates bf16 there, so `torch.cuda.is_bf16_supported()` can say True, but the PTX "
-              "instructions Triton emits for bf16 (`cvt.bf16.f32`, `.bf16` arithmetic) need sm_80. torch 2.4 and "
-              "later skip Inductor for bf16 graphs on such GPUs with a warning; other libraries' own Triton "
-              "kernels still fail.",
+        "for bf16 tensors on a GPU of compute capability below 8.0 (V100, T4, RTX 20xx, GTX 10xx). Eager "
+        "torch emulates bf16 there, so `torch.cuda.is_bf16_supported()` can say True, but the PTX "
+        "instructions Triton emits for bf16 (`cvt.bf16.f32`, `.bf16` arithmetic) need sm_80. torch 2.4 and "
+        "later skip Inductor for bf16 graphs on such GPUs with a warning; other libraries' own Triton "
+        "kernels still fail.",
         fixes=(
-            fix("Run the model in fp16 on this GPU: `torch_dtype=torch.float16` (unsloth: `dtype=torch.float16`; "
-                "lmdeploy/LightLLM: `--dtype float16`)"),
-            fix("Or keep bf16 but skip compilation on this GPU (no `torch.compile`, or "
-                "`torch._dynamo.config.suppress_errors = True` to fall back to eager)"),
-            fix("Or use an Ampere or newer GPU for bf16; on a mixed box check which card `cuda:0` is",
-                "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+            fix(
+                "Run the model in fp16 on this GPU: `torch_dtype=torch.float16` (unsloth: `dtype=torch.float16`; "
+                "lmdeploy/LightLLM: `--dtype float16`)"
+            ),
+            fix(
+                "Or keep bf16 but skip compilation on this GPU (no `torch.compile`, or "
+                "`torch._dynamo.config.suppress_errors = True` to fall back to eager)"
+            ),
+            fix(
+                "Or use an Ampere or newer GPU for bf16; on a mixed box check which card `cuda:0` is",
+                "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+            ),
         ),
         checks=("PREC005", "PREC001", "GPU002"),
-        sources=("https://github.com/pytorch/pytorch/issues/118581",
-                 "https://github.com/hitz-zentroa/GoLLIE/issues/5",
-                 "https://github.com/Tractables/pyjuice/issues/20",
-                 "https://github.com/pytorch/pytorch/pull/129288"),
+        sources=(
+            "https://github.com/pytorch/pytorch/issues/118581",
+            "https://github.com/hitz-zentroa/GoLLIE/issues/5",
+            "https://github.com/Tractables/pyjuice/issues/20",
+            "https://github.com/pytorch/pytorch/pull/129288",
+        ),
         examples=(
             "RuntimeError: Internal Triton PTX codegen error: \n"
             "ptxas /tmp/compile-ptx-src-f5ac42, line 48; error   : Feature '.bf16' requires .target sm_80 or higher\n"
@@ -49,24 +59,30 @@ SIGNATURES: list[Signature] = [
             ".target sm_89 or higher",
         ),
         notes="The near-miss is adapted: ptxas's wording with the fp8 conversion it reports on pre-Ada GPUs; it is "
-              "not quoted from a thread.",
+        "not quoted from a thread.",
     ),
     Signature(
         id="compiler-triton-dot-dtype-mismatch",
         family="compiler",
         title="A Triton kernel's tl.dot got fp16/bf16 on one side and fp32 on the other",
         needles=("and second input (",),
-        patterns=(r"First input \((?:fp16|bf16|fp32)\) and second input \((?:fp16|bf16|fp32)\) must have the "
-                  r"same dtype",),
+        patterns=(
+            r"First input \((?:fp16|bf16|fp32)\) and second input \((?:fp16|bf16|fp32)\) must have the "
+            r"same dtype",
+        ),
         cause="A hand-written Triton kernel (FlashAttention variants, unsloth, custom attention masks) loads its "
-              "operands in the dtype of the tensors it is given, and `tl.dot` needs both in one dtype. It was "
-              "written for fp16/bf16 inputs and got fp32 ones (a model left in fp32, a GPU without bf16 where a "
-              "library fell back to fp32), or the kernel creates one operand in a fixed dtype.",
+        "operands in the dtype of the tensors it is given, and `tl.dot` needs both in one dtype. It was "
+        "written for fp16/bf16 inputs and got fp32 ones (a model left in fp32, a GPU without bf16 where a "
+        "library fell back to fp32), or the kernel creates one operand in a fixed dtype.",
         fixes=(
-            fix("Call the kernel with the dtype it was written for: `q, k, v = (t.to(torch.float16) for t in "
-                "(q, k, v))` (bf16 on Ampere or newer), or load the model in that dtype"),
-            fix("On a GPU without bf16 (T4, V100), pick the library's fp16 path explicitly instead of letting it "
-                "fall back to fp32 (e.g. unsloth `dtype=torch.float16`)"),
+            fix(
+                "Call the kernel with the dtype it was written for: `q, k, v = (t.to(torch.float16) for t in "
+                "(q, k, v))` (bf16 on Ampere or newer), or load the model in that dtype"
+            ),
+            fix(
+                "On a GPU without bf16 (T4, V100), pick the library's fp16 path explicitly instead of letting it "
+                "fall back to fp32 (e.g. unsloth `dtype=torch.float16`)"
+            ),
         ),
         checks=("PREC005",),
         sources=("https://github.com/timothelaborie/text_classification_scripts/issues/5",),

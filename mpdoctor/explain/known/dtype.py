@@ -9,9 +9,20 @@ dtype_updates.py.
 
 from __future__ import annotations
 
-from mpdoctor.explain.known._dtype_words import (AUTOCAST, CAST_INPUTS, DTYPE_TRACE, FULL, FULL_CPP, FULL_DTYPE, HALF,
-                                                 HALF_CPP, HALF_DTYPE, STRAY_APEX, SWAPPED_KERNEL_FRAMES,
-                                                 TENSOR_PREFIX)
+from mpdoctor.explain.known._dtype_words import (
+    AUTOCAST,
+    CAST_INPUTS,
+    DTYPE_TRACE,
+    FULL,
+    FULL_CPP,
+    FULL_DTYPE,
+    HALF,
+    HALF_CPP,
+    HALF_DTYPE,
+    STRAY_APEX,
+    SWAPPED_KERNEL_FRAMES,
+    TENSOR_PREFIX,
+)
 from mpdoctor.explain.signature import Signature, fix
 
 SIGNATURES: list[Signature] = [
@@ -20,25 +31,31 @@ SIGNATURES: list[Signature] = [
         family="dtype",
         title="An op got tensors of two floating dtypes (fp16/bf16 meeting fp32)",
         needles=("expected scalar type",),
-        patterns=(rf"(?:expected|Expected) scalar type {HALF} but found (?:{FULL}|{HALF})\b",
-                  rf"(?:expected|Expected) scalar type {FULL} but found {HALF}\b"),
+        patterns=(
+            rf"(?:expected|Expected) scalar type {HALF} but found (?:{FULL}|{HALF})\b",
+            rf"(?:expected|Expected) scalar type {FULL} but found {HALF}\b",
+        ),
         cause="Part of the model or its inputs stayed in fp32 while the rest is fp16/bf16 (or the reverse), and an "
-              "op that needs one dtype received both: linear, conv, bmm/einsum, LSTM cells, layer_norm weights. "
-              "Usually a `.half()` model fed fp32 inputs, an fp32 buffer or mask created without a dtype, or a "
-              "layer kept in fp32 outside autocast. A custom CUDA extension (DCN, linear attention) that only "
-              "has an fp32 kernel raises it too when autocast hands it fp16.",
+        "op that needs one dtype received both: linear, conv, bmm/einsum, LSTM cells, layer_norm weights. "
+        "Usually a `.half()` model fed fp32 inputs, an fp32 buffer or mask created without a dtype, or a "
+        "layer kept in fp32 outside autocast. A custom CUDA extension (DCN, linear attention) that only "
+        "has an fp32 kernel raises it too when autocast hands it fp16.",
         fixes=(
             AUTOCAST,
             CAST_INPUTS,
-            fix("For a custom CUDA extension without half kernels, run it in fp32: decorate its forward with "
-                "`@torch.autocast(\"cuda\", enabled=False)` and call it on `x.float()`"),
+            fix(
+                "For a custom CUDA extension without half kernels, run it in fp32: decorate its forward with "
+                '`@torch.autocast("cuda", enabled=False)` and call it on `x.float()`'
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007", "APEX007"),
-        sources=("https://github.com/pytorch/pytorch/issues/42358",
-                 "https://github.com/pytorch/pytorch/issues/45048",
-                 "https://github.com/mosaicml/llm-foundry/issues/333",
-                 "https://github.com/axolotl-ai-cloud/axolotl/issues/473"),
+        sources=(
+            "https://github.com/pytorch/pytorch/issues/42358",
+            "https://github.com/pytorch/pytorch/issues/45048",
+            "https://github.com/mosaicml/llm-foundry/issues/333",
+            "https://github.com/axolotl-ai-cloud/axolotl/issues/473",
+        ),
         examples=(
             "RuntimeError: expected scalar type Float but found Half",
             "~/miniconda3/lib/python3.7/site-packages/torch/nn/modules/rnn.py in forward(self, input, hx)\n"
@@ -57,16 +74,16 @@ SIGNATURES: list[Signature] = [
             "RuntimeError: expected scalar type Long but found Float",  # integer target/index, pytorch#118280
             "Why Error RuntimeError: expected scalar type Float but found Double ???",  # float64 data, not AMP
             # the same message from apex's fused RMSNorm is apex-fused-norm-dtype (xdit-project/xDiT#226)
-            'Traceback (most recent call last):\n'
+            "Traceback (most recent call last):\n"
             '  File "/usr/local/lib/python3.10/dist-packages/apex/normalization/fused_layer_norm.py", line 75, '
-            'in forward\n'
-            '    output, invvar = fused_layer_norm_cuda.rms_forward_affine(\n'
-            'RuntimeError: expected scalar type Float but found Half',
+            "in forward\n"
+            "    output, invvar = fused_layer_norm_cuda.rms_forward_affine(\n"
+            "RuntimeError: expected scalar type Float but found Half",
         ),
         not_frames=SWAPPED_KERNEL_FRAMES,
         alternatives=(STRAY_APEX,),
         notes="The message names the dtype the kernel was dispatched for first and the stray tensor second, but "
-              "which of the two is the input depends on the op; the cure is the same either way.",
+        "which of the two is the input depends on the op; the cure is the same either way.",
     ),
     Signature(
         id="dtype-matmul-mismatch",
@@ -80,26 +97,32 @@ SIGNATURES: list[Signature] = [
             rf"and {HALF})\b",
         ),
         cause="A linear layer, `addmm`, `mm` or `@` received an fp32 activation and fp16/bf16 weights (or the "
-              "reverse). Typical: a model loaded with `torch_dtype=torch.float16` fed fp32 features (an image "
-              "encoder, a timestep embedding, a LoRA/adapter kept in fp32), or a matmul written outside autocast. "
-              "torch 2.x words it by kernel: `expected m1 and m2` (CPU mm), `expected mat1 and mat2` (CUDA/XPU "
-              "addmm), `mat1 and mat2 must have`/`self and mat2 must have` (addmm/linear with bias).",
+        "reverse). Typical: a model loaded with `torch_dtype=torch.float16` fed fp32 features (an image "
+        "encoder, a timestep embedding, a LoRA/adapter kept in fp32), or a matmul written outside autocast. "
+        "torch 2.x words it by kernel: `expected m1 and m2` (CPU mm), `expected mat1 and mat2` (CUDA/XPU "
+        "addmm), `mat1 and mat2 must have`/`self and mat2 must have` (addmm/linear with bias).",
         fixes=(
             AUTOCAST,
             CAST_INPUTS,
-            fix("For an adapter or extra projection created after loading (LoRA, IP-Adapter, a new head), move it "
-                "to the base model's dtype: `adapter.to(dtype=base_model.dtype)`"),
-            fix("On a box with different GPUs, make sure `cuda:0` is the card you meant: CUDA numbers the "
+            fix(
+                "For an adapter or extra projection created after loading (LoRA, IP-Adapter, a new head), move it "
+                "to the base model's dtype: `adapter.to(dtype=base_model.dtype)`"
+            ),
+            fix(
+                "On a box with different GPUs, make sure `cuda:0` is the card you meant: CUDA numbers the "
                 "fastest first, nvidia-smi by PCI bus, and an older card takes another precision path",
-                "export CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+                "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007", "GPU001", "GPU002", "GPU003"),
-        sources=("https://github.com/hiyouga/LlamaFactory/issues/567",
-                 "https://github.com/cubiq/ComfyUI_IPAdapter_plus/issues/140",
-                 "https://github.com/Comfy-Org/ComfyUI/issues/4684",
-                 "https://github.com/OpenBMB/MiniCPM-V/issues/234",
-                 "https://github.com/pytorch/pytorch/issues/165718"),
+        sources=(
+            "https://github.com/hiyouga/LlamaFactory/issues/567",
+            "https://github.com/cubiq/ComfyUI_IPAdapter_plus/issues/140",
+            "https://github.com/Comfy-Org/ComfyUI/issues/4684",
+            "https://github.com/OpenBMB/MiniCPM-V/issues/234",
+            "https://github.com/pytorch/pytorch/issues/165718",
+        ),
         examples=(
             "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: float != c10::Half",
             "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: struct c10::Half != float",
@@ -130,30 +153,34 @@ SIGNATURES: list[Signature] = [
             rf"|{FULL}Type\) and (?:weight|bias) type \({TENSOR_PREFIX}{HALF}Tensor)\)",
         ),
         cause="`conv1d/2d/3d` (or a transposed conv) got an fp16/bf16 input with fp32 weights, or the reverse. "
-              "Usually a VAE, ControlNet or image encoder left in fp32 next to an fp16 UNet, latents produced in "
-              "fp32 and fed to an fp16 model, or a model run on CPU in fp16. The older form names tensor types "
-              "(`torch.cuda.HalfTensor`); torch 2.x checks the bias separately and names dtypes (`c10::Half`, "
-              "`struct c10::Half` on Windows).",
+        "Usually a VAE, ControlNet or image encoder left in fp32 next to an fp16 UNet, latents produced in "
+        "fp32 and fed to an fp16 model, or a model run on CPU in fp16. The older form names tensor types "
+        "(`torch.cuda.HalfTensor`); torch 2.x checks the bias separately and names dtypes (`c10::Half`, "
+        "`struct c10::Half` on Windows).",
         fixes=(
             AUTOCAST,
             fix("Or cast the input to the conv's own dtype: `x = x.to(conv.weight.dtype)`"),
-            fix("Load every sub-model (VAE, ControlNet, text/image encoders) in the same dtype, e.g. one "
-                "`torch_dtype=torch.float16` for the whole pipeline, or `pipe.to(torch.float16)`"),
+            fix(
+                "Load every sub-model (VAE, ControlNet, text/image encoders) in the same dtype, e.g. one "
+                "`torch_dtype=torch.float16` for the whole pipeline, or `pipe.to(torch.float16)`"
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007",),
-        sources=("https://github.com/Yu-Fangxu/COLD-Attack/issues/20",
-                 "https://github.com/LeapLabTHU/ACmix/issues/15",
-                 "https://github.com/zai-org/CogVLM/issues/282",
-                 "https://github.com/lshqqytiger/stable-diffusion-webui-amdgpu/issues/564",
-                 "https://github.com/vladmandic/sdnext/issues/1431",
-                 "https://github.com/AUTOMATIC1111/stable-diffusion-webui-feature-showcase/issues/24",
-                 "https://github.com/fpgaminer/joycaption/issues/3"),
+        sources=(
+            "https://github.com/Yu-Fangxu/COLD-Attack/issues/20",
+            "https://github.com/LeapLabTHU/ACmix/issues/15",
+            "https://github.com/zai-org/CogVLM/issues/282",
+            "https://github.com/lshqqytiger/stable-diffusion-webui-amdgpu/issues/564",
+            "https://github.com/vladmandic/sdnext/issues/1431",
+            "https://github.com/AUTOMATIC1111/stable-diffusion-webui-feature-showcase/issues/24",
+            "https://github.com/fpgaminer/joycaption/issues/3",
+        ),
         examples=(
             '  File "/GitHub/COLD-Attack/bleuloss.py", line 47, in batch_log_bleulosscnn_ae\n'
-            '    term = nn.functional.conv2d(out, eye_filter)/ngram\n'
-            'RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be '
-            'the same',
+            "    term = nn.functional.conv2d(out, eye_filter)/ngram\n"
+            "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be "
+            "the same",
             "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.HalfTensor) should be the same or "
             "input should be a MKLDNN tensor and weight is a dense tensor",
             "3. Input type (c10::Half) and bias type (float) should be the same",
@@ -180,21 +207,27 @@ SIGNATURES: list[Signature] = [
             rf"(?:{HALF}Tensor does not equal {TENSOR_PREFIX}{FULL}Tensor|{FULL}Tensor does not equal {TENSOR_PREFIX}{HALF}Tensor)",
         ),
         cause="cuDNN convolution/batch-norm (or an extension op such as torchvision's roi_align, deformable conv) "
-              "checks that all its tensors share one type, and one of them is fp16 while another is fp32: the "
-              "input against the weight, the incoming gradient against the weight in backward, or features "
-              "against fp32 boxes. It is torch 1.x wording for the same mix as the conv input/weight check.",
+        "checks that all its tensors share one type, and one of them is fp16 while another is fp32: the "
+        "input against the weight, the incoming gradient against the weight in backward, or features "
+        "against fp32 boxes. It is torch 1.x wording for the same mix as the conv input/weight check.",
         fixes=(
             AUTOCAST,
-            fix("Or cast the odd tensor to the others' dtype before the call (the boxes/offsets to the features' "
-                "dtype: `rois.to(features.dtype)`)"),
-            fix("If it appears in backward (`grad_output`), the forward mixed dtypes: cast the layer's output "
-                "back explicitly instead of mixing `.half()` and fp32 modules"),
+            fix(
+                "Or cast the odd tensor to the others' dtype before the call (the boxes/offsets to the features' "
+                "dtype: `rois.to(features.dtype)`)"
+            ),
+            fix(
+                "If it appears in backward (`grad_output`), the forward mixed dtypes: cast the layer's output "
+                "back explicitly instead of mixing `.half()` and fp32 modules"
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007",),
-        sources=("https://github.com/GVCLab/PersonaLive/issues/42",
-                 "https://github.com/jik876/hifi-gan/issues/44",
-                 "https://github.com/NVIDIA/apex/issues/832"),
+        sources=(
+            "https://github.com/GVCLab/PersonaLive/issues/42",
+            "https://github.com/jik876/hifi-gan/issues/44",
+            "https://github.com/NVIDIA/apex/issues/832",
+        ),
         examples=(
             "RuntimeError: Expected tensor for argument #1 'input' to have the same type as tensor for argument "
             "#2 'weight'; but type torch.cuda.FloatTensor does not equal torch.cuda.HalfTensor",
@@ -220,23 +253,27 @@ SIGNATURES: list[Signature] = [
             rf"[^\n]{{0,160}}{HALF}",
         ),
         cause="`F.scaled_dot_product_attention` needs query, key and value in one dtype, and a float mask in the "
-              "query's dtype. One of them came from an fp32 path (an fp32 key/value projection, a KV cache "
-              "allocated in fp32, an IP-Adapter or style module that builds its own k/v, a mask made in bf16 "
-              "for an fp16 model). Plain attention written with `matmul` would have raised a mat1/mat2 error "
-              "instead.",
+        "query's dtype. One of them came from an fp32 path (an fp32 key/value projection, a KV cache "
+        "allocated in fp32, an IP-Adapter or style module that builds its own k/v, a mask made in bf16 "
+        "for an fp16 model). Plain attention written with `matmul` would have raised a mat1/mat2 error "
+        "instead.",
         fixes=(
             AUTOCAST,
-            fix("Or cast key, value and mask to the query's dtype right before the call: `k, v = k.to(q.dtype), "
-                "v.to(q.dtype)`; `attn_mask = attn_mask.to(q.dtype)` (or a bool mask)"),
+            fix(
+                "Or cast key, value and mask to the query's dtype right before the call: `k, v = k.to(q.dtype), "
+                "v.to(q.dtype)`; `attn_mask = attn_mask.to(q.dtype)` (or a bool mask)"
+            ),
             fix("Allocate caches and masks with the model's dtype: `torch.zeros(..., dtype=model.dtype)`"),
             DTYPE_TRACE,
         ),
         checks=("PREC007",),
-        sources=("https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/10853",
-                 "https://github.com/nari-labs/dia/issues/158",
-                 "https://github.com/nari-labs/dia/pull/45",
-                 "https://github.com/Mikubill/sd-webui-controlnet/issues/2208",
-                 "https://github.com/Comfy-Org/ComfyUI/issues/8118"),
+        sources=(
+            "https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/10853",
+            "https://github.com/nari-labs/dia/issues/158",
+            "https://github.com/nari-labs/dia/pull/45",
+            "https://github.com/Mikubill/sd-webui-controlnet/issues/2208",
+            "https://github.com/Comfy-Org/ComfyUI/issues/8118",
+        ),
         examples=(
             "RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float "
             "key.dtype: float and value.dtype: struct c10::Half instead.",
@@ -260,32 +297,40 @@ SIGNATURES: list[Signature] = [
         family="dtype",
         title="A norm on CPU got parameters in a dtype its mixed-precision CPU kernel does not take",
         needles=("mixed dtype (cpu)",),
-        patterns=(r"mixed dtype \(CPU\): (?:expect parameter to have scalar type of Float|expect input to have "
-                  r"scalar type of BFloat16|all inputs must share same datatype)",),
+        patterns=(
+            r"mixed dtype \(CPU\): (?:expect parameter to have scalar type of Float|expect input to have "
+            r"scalar type of BFloat16|all inputs must share same datatype)",
+        ),
         cause="On the CPU, layer_norm/group_norm/batch_norm accept mixed dtypes in one combination only: a "
-              "bf16/fp16 input with fp32 weight and bias. fp16/bf16 norm weights with an fp32 input (a `.half()` "
-              "model fed fp32 data), or fp16 weights with a bf16 input, raise this. It mostly means an fp16 model "
-              "is running on the CPU, often because CUDA silently fell back to CPU.",
+        "bf16/fp16 input with fp32 weight and bias. fp16/bf16 norm weights with an fp32 input (a `.half()` "
+        "model fed fp32 data), or fp16 weights with a bf16 input, raise this. It mostly means an fp16 model "
+        "is running on the CPU, often because CUDA silently fell back to CPU.",
         fixes=(
-            fix("If the model was meant to run on the GPU, make CUDA work first (`mpdoctor check` TORCH005/"
-                "TORCH009): fp16 on CPU is slow and partly unsupported"),
-            fix("On CPU, run in fp32: `model.float()` and fp32 inputs; or bf16 via "
-                "`with torch.autocast(\"cpu\", dtype=torch.bfloat16):` with the model left in fp32"),
+            fix(
+                "If the model was meant to run on the GPU, make CUDA work first (`mpdoctor check` TORCH005/"
+                "TORCH009): fp16 on CPU is slow and partly unsupported"
+            ),
+            fix(
+                "On CPU, run in fp32: `model.float()` and fp32 inputs; or bf16 via "
+                '`with torch.autocast("cpu", dtype=torch.bfloat16):` with the model left in fp32'
+            ),
             fix("Or keep the norm layers in fp32 and cast only their input: `norm(x.to(norm.weight.dtype))`"),
             DTYPE_TRACE,
         ),
         checks=("TORCH009", "TORCH005"),
-        sources=("https://github.com/Kosinkadink/ComfyUI-AnimateDiff-Evolved/issues/535",
-                 "https://github.com/Comfy-Org/ComfyUI-Manager/issues/618",
-                 "https://github.com/Nerogar/OneTrainer/issues/655",
-                 "https://github.com/pytorch/pytorch/blob/1b016ba8d368bcf13f4d5aa8221183c8176dc19d/aten/src/ATen/"
-                 "native/cpu/mixed_data_type.h"),
+        sources=(
+            "https://github.com/Kosinkadink/ComfyUI-AnimateDiff-Evolved/issues/535",
+            "https://github.com/Comfy-Org/ComfyUI-Manager/issues/618",
+            "https://github.com/Nerogar/OneTrainer/issues/655",
+            "https://github.com/pytorch/pytorch/blob/1b016ba8d368bcf13f4d5aa8221183c8176dc19d/aten/src/ATen/"
+            "native/cpu/mixed_data_type.h",
+        ),
         examples=(
             '  File "E:\\comfyUI\\ComfyUI_windows_portable_nvidia\\ComfyUI_windows_portable\\python_embeded\\Lib\\'
             'site-packages\\torch\\nn\\functional.py", line 2910, in layer_norm\n'
-            '    return torch.layer_norm(\n'
-            '           ^^^^^^^^^^^^^^^^^\n'
-            'RuntimeError: mixed dtype (CPU): expect parameter to have scalar type of Float',
+            "    return torch.layer_norm(\n"
+            "           ^^^^^^^^^^^^^^^^^\n"
+            "RuntimeError: mixed dtype (CPU): expect parameter to have scalar type of Float",
             "[Bug]: RuntimeError: mixed dtype (CPU): expect parameter to have scalar type of Float",
             "RuntimeError: mixed dtype (CPU): expect input to have scalar type of BFloat16/Half",
             "RuntimeError: mixed dtype (CPU): all inputs must share same datatype.",
@@ -300,8 +345,11 @@ SIGNATURES: list[Signature] = [
         id="dtype-rnn-input-parameter",
         family="dtype",
         title="An RNN/LSTM/GRU got input in another precision than its weights",
-        needles=("input and parameter tensors are not the same dtype", "input must have the type torch.",
-                 "rnn input dtype (torch."),
+        needles=(
+            "input and parameter tensors are not the same dtype",
+            "input must have the type torch.",
+            "rnn input dtype (torch.",
+        ),
         patterns=(
             rf"Input and parameter tensors are not the same dtype, found input tensor with (?:{HALF} and "
             rf"parameter tensor with {FULL}|{FULL} and parameter tensor with {HALF})\b",
@@ -311,22 +359,26 @@ SIGNATURES: list[Signature] = [
             rf"{FULL_DTYPE}\) does not match weight dtype \(torch\.{HALF_DTYPE})\)",
         ),
         cause="`nn.LSTM`/`nn.GRU`/`nn.RNN` need the input, the initial hidden state and the flat weights in one "
-              "dtype, and (unlike linear or conv) outside autocast torch checks it up front. The RNN was "
-              "converted (`.half()`, `.to(torch.bfloat16)`, TensorRT in fp16) but its input or hidden state was "
-              "left fp32, or an fp16/bf16 activation from the layers before reaches an fp32 RNN. torch words it "
-              "in Python since 2.1 (`input must have the type`, later `RNN input dtype ... does not match "
-              "weight dtype`); cuDNN's own check says `Input and parameter tensors are not the same dtype`.",
+        "dtype, and (unlike linear or conv) outside autocast torch checks it up front. The RNN was "
+        "converted (`.half()`, `.to(torch.bfloat16)`, TensorRT in fp16) but its input or hidden state was "
+        "left fp32, or an fp16/bf16 activation from the layers before reaches an fp32 RNN. torch words it "
+        "in Python since 2.1 (`input must have the type`, later `RNN input dtype ... does not match "
+        "weight dtype`); cuDNN's own check says `Input and parameter tensors are not the same dtype`.",
         fixes=(
-            fix("Run the RNN under autocast, which casts input, hidden state and weights per call (the check is "
-                "skipped inside autocast): `with torch.autocast(\"cuda\", dtype=torch.float16):`"),
-            fix("Or cast the input and the initial hidden state to the RNN's dtype: "
-                "`x = x.to(rnn.weight_ih_l0.dtype)`"),
+            fix(
+                "Run the RNN under autocast, which casts input, hidden state and weights per call (the check is "
+                'skipped inside autocast): `with torch.autocast("cuda", dtype=torch.float16):`'
+            ),
+            fix(
+                "Or cast the input and the initial hidden state to the RNN's dtype: `x = x.to(rnn.weight_ih_l0.dtype)`"
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007",),
-        sources=("https://github.com/pytorch/TensorRT/issues/2666",
-                 "https://github.com/pytorch/pytorch/blob/e75c5e88bc273d106e7d4275a2d8daa7230675cc/test/"
-                 "test_autocast.py"),
+        sources=(
+            "https://github.com/pytorch/TensorRT/issues/2666",
+            "https://github.com/pytorch/pytorch/blob/e75c5e88bc273d106e7d4275a2d8daa7230675cc/test/test_autocast.py",
+        ),
         examples=(
             "`RuntimeError: Input and parameter tensors are not the same dtype, found input tensor with Float and "
             "parameter tensor with Half`",

@@ -12,9 +12,11 @@ SIGNATURES: list[Signature] = [
         id="dtype-index-put-scatter",
         family="dtype",
         title="An indexed write (index_put/scatter/masked_scatter) got a source in another precision",
-        needles=("index put requires the source and destination dtypes match",
-                 "expected self.dtype to be equal to src.dtype",
-                 "expected self and source to have same dtypes"),
+        needles=(
+            "index put requires the source and destination dtypes match",
+            "expected self.dtype to be equal to src.dtype",
+            "expected self and source to have same dtypes",
+        ),
         patterns=(
             rf"Index put requires the source and destination dtypes match, got (?:{HALF} for the destination and "
             rf"(?:{HALF}|{FULL})|{FULL} for the destination and {HALF}) for the source",
@@ -23,23 +25,28 @@ SIGNATURES: list[Signature] = [
             rf"{HALF})\b",
         ),
         cause="In-place indexed writes never promote: `out[idx] = src`, `index_put_`, `scatter_`/`scatter_add_`/"
-              "`scatter_reduce_` and `masked_scatter_` need `src` in the destination's dtype. Under autocast a "
-              "buffer allocated with `x.dtype` (fp16) receives the fp32 output of a softmax/linear, or an fp32 "
-              "buffer receives an fp16 activation. The scatter message does not name the dtypes; check which of "
-              "the two is fp16.",
+        "`scatter_reduce_` and `masked_scatter_` need `src` in the destination's dtype. Under autocast a "
+        "buffer allocated with `x.dtype` (fp16) receives the fp32 output of a softmax/linear, or an fp32 "
+        "buffer receives an fp16 activation. The scatter message does not name the dtypes; check which of "
+        "the two is fp16.",
         fixes=(
-            fix("Cast the source to the destination's dtype at the write: `out[idx] = src.to(out.dtype)`, "
-                "`out.scatter_add_(dim, index, src.to(out.dtype))` (autocast does not cover in-place writes)"),
-            fix("Or allocate the destination in the dtype the computation produces: `torch.zeros(..., "
-                "dtype=src.dtype)`"),
+            fix(
+                "Cast the source to the destination's dtype at the write: `out[idx] = src.to(out.dtype)`, "
+                "`out.scatter_add_(dim, index, src.to(out.dtype))` (autocast does not cover in-place writes)"
+            ),
+            fix(
+                "Or allocate the destination in the dtype the computation produces: `torch.zeros(..., dtype=src.dtype)`"
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007",),
-        sources=("https://github.com/hiyouga/LlamaFactory/issues/3807",
-                 "https://github.com/continue-revolution/sd-webui-animatediff/issues/168",
-                 "https://github.com/zai-org/VisionReward/issues/7",
-                 "https://github.com/cvg/glue-factory/issues/76",
-                 "https://github.com/pytorch/rl/issues/1703"),
+        sources=(
+            "https://github.com/hiyouga/LlamaFactory/issues/3807",
+            "https://github.com/continue-revolution/sd-webui-animatediff/issues/168",
+            "https://github.com/zai-org/VisionReward/issues/7",
+            "https://github.com/cvg/glue-factory/issues/76",
+            "https://github.com/pytorch/rl/issues/1703",
+        ),
         examples=(
             "llava - RuntimeError: Index put requires the source and destination dtypes match, got Half for the "
             "destination and Float for the source.",
@@ -61,26 +68,34 @@ SIGNATURES: list[Signature] = [
         family="dtype",
         title="A loss, its backward or an optimizer update met fp16/bf16 and fp32 tensors",
         needles=("found dtype", "expected dtype"),
-        patterns=(rf"Found dtype (?:{HALF} but expected {FULL}|{FULL} but expected {HALF})\b",
-                  rf"expected dtype (?:{HALF} but got dtype {FULL}|{FULL} but got dtype {HALF})\b"),
+        patterns=(
+            rf"Found dtype (?:{HALF} but expected {FULL}|{FULL} but expected {HALF})\b",
+            rf"expected dtype (?:{HALF} but got dtype {FULL}|{FULL} but got dtype {HALF})\b",
+        ),
         cause="An element-wise kernel that does not promote types (`binary_cross_entropy`, `mse_loss` backward, "
-              "`lerp`, the foreach/fused optimizer updates) got an fp16/bf16 tensor and an fp32 one: typically "
-              "the prediction comes out of autocast in fp16 while the target is fp32, or parameters are fp16 "
-              "(`.half()`, DeepSpeed/Lightning `precision=16`) while the optimizer or its state is fp32. torch "
-              "1.5 worded it `expected dtype Float but got dtype Half`.",
+        "`lerp`, the foreach/fused optimizer updates) got an fp16/bf16 tensor and an fp32 one: typically "
+        "the prediction comes out of autocast in fp16 while the target is fp32, or parameters are fp16 "
+        "(`.half()`, DeepSpeed/Lightning `precision=16`) while the optimizer or its state is fp32. torch "
+        "1.5 worded it `expected dtype Float but got dtype Half`.",
         fixes=(
-            fix("Compute the loss in fp32, outside autocast: `loss = loss_fn(pred.float(), target.float())`; for "
+            fix(
+                "Compute the loss in fp32, outside autocast: `loss = loss_fn(pred.float(), target.float())`; for "
                 "BCE under autocast use `F.binary_cross_entropy_with_logits` on the logits, which autocast runs "
-                "in fp32"),
-            fix("In an optimizer step, keep parameters fp32 and let autocast+GradScaler do the fp16 work, "
-                "instead of `.half()` on the model: autocast, not a cast of the parameters, is the cure"),
+                "in fp32"
+            ),
+            fix(
+                "In an optimizer step, keep parameters fp32 and let autocast+GradScaler do the fp16 work, "
+                "instead of `.half()` on the model: autocast, not a cast of the parameters, is the cure"
+            ),
             DTYPE_TRACE,
         ),
         checks=("PREC007", "PREC008"),
-        sources=("https://github.com/Megvii-BaseDetection/YOLOX/issues/731",
-                 "https://github.com/Stability-AI/stable-audio-tools/issues/198",
-                 "https://github.com/Lightning-AI/pytorch-lightning/issues/16303",
-                 "https://github.com/nestordemeure/ManifoldMixupV2/issues/1"),
+        sources=(
+            "https://github.com/Megvii-BaseDetection/YOLOX/issues/731",
+            "https://github.com/Stability-AI/stable-audio-tools/issues/198",
+            "https://github.com/Lightning-AI/pytorch-lightning/issues/16303",
+            "https://github.com/nestordemeure/ManifoldMixupV2/issues/1",
+        ),
         examples=(
             "RuntimeError: Found dtype Float but expected Half",
             "deepspeed not support? RuntimeError: Found dtype Float but expected Half",
@@ -97,32 +112,40 @@ SIGNATURES: list[Signature] = [
         family="dtype",
         title="lerp (an EMA or Adam moment update) got a tensor in another precision than its state",
         needles=("end` but got dtype", "for end but got dtype"),
-        patterns=(rf"expected dtype (?:{HALF_CPP} for `?end`? but got dtype (?:{FULL_CPP}|{HALF_CPP})|{FULL_CPP} for `?end`? but "
-                  rf"got dtype {HALF_CPP})\b",),
+        patterns=(
+            rf"expected dtype (?:{HALF_CPP} for `?end`? but got dtype (?:{FULL_CPP}|{HALF_CPP})|{FULL_CPP} for `?end`? but "
+            rf"got dtype {HALF_CPP})\b",
+        ),
         cause="`torch.lerp`/`Tensor.lerp_` does not promote: `exp_avg.lerp_(grad, 1 - beta1)` in Adam/AdamW and "
-              "many custom optimizers (Prodigy, Muon, schedule-free), and EMA updates `ema.lerp_(param, w)`, "
-              "need both tensors in one dtype. fp16/bf16 parameters (and so gradients) against optimizer state "
-              "or an EMA copy kept in fp32, or state reloaded in another dtype than the parameters, raise this.",
+        "many custom optimizers (Prodigy, Muon, schedule-free), and EMA updates `ema.lerp_(param, w)`, "
+        "need both tensors in one dtype. fp16/bf16 parameters (and so gradients) against optimizer state "
+        "or an EMA copy kept in fp32, or state reloaded in another dtype than the parameters, raise this.",
         fixes=(
-            fix("Keep the trained parameters in fp32 and get the speed from autocast; an fp32 optimizer state "
-                "then matches its gradients"),
-            fix("Or, when the parameters must stay bf16/fp16, cast at the update: "
+            fix(
+                "Keep the trained parameters in fp32 and get the speed from autocast; an fp32 optimizer state "
+                "then matches its gradients"
+            ),
+            fix(
+                "Or, when the parameters must stay bf16/fp16, cast at the update: "
                 "`state.lerp_(grad.to(state.dtype), 1 - beta)`, and keep an EMA copy in the parameters' dtype "
-                "or upcast them: `ema.lerp_(p.detach().float(), w)`"),
+                "or upcast them: `ema.lerp_(p.detach().float(), w)`"
+            ),
             fix("After loading an optimizer checkpoint, make sure its state dtypes match the parameters again"),
             DTYPE_TRACE,
         ),
         checks=(),
-        sources=("https://github.com/LoganBooker/prodigy-plus-schedule-free/issues/10",
-                 "https://github.com/HomebrewML/HeavyBall/issues/26",
-                 "https://github.com/zichongli5/NorMuon/issues/7"),
+        sources=(
+            "https://github.com/LoganBooker/prodigy-plus-schedule-free/issues/10",
+            "https://github.com/HomebrewML/HeavyBall/issues/26",
+            "https://github.com/zichongli5/NorMuon/issues/7",
+        ),
         examples=(
             "RuntimeError: expected dtype c10::Half for `end` but got dtype float",
             "RuntimeError: expected dtype float for `end` but got dtype c10::BFloat16",
             "`RuntimeError: expected dtype float for end but got dtype c10::BFloat16. `",
         ),
         near_misses=(
-            'RuntimeError: "lerp_cuda" not implemented for \'Half\'',  # no fp16 kernel (old torch), not a mix
+            "RuntimeError: \"lerp_cuda\" not implemented for 'Half'",  # no fp16 kernel (old torch), not a mix
         ),
     ),
     Signature(
@@ -130,21 +153,24 @@ SIGNATURES: list[Signature] = [
         family="dtype",
         title="Token ids were cast to fp16/bf16 along with the float inputs and reached an embedding",
         needles=("'indices' to have",),
-        patterns=(rf"Expected tensor for argument #1 'indices' to have (?:one of the following scalar types: "
-                  rf"Long, Int|scalar type Long); but got {TENSOR_PREFIX}{HALF}Tensor",),
+        patterns=(
+            rf"Expected tensor for argument #1 'indices' to have (?:one of the following scalar types: "
+            rf"Long, Int|scalar type Long); but got {TENSOR_PREFIX}{HALF}Tensor",
+        ),
         cause="An embedding's indices must be int64/int32. A blanket `.half()`/`.to(torch.float16)`/"
-              "`.to(torch.bfloat16)` over a whole batch dict (input_ids, labels, attention masks) or a collator "
-              "that casts everything to the model's dtype turned the token ids into fp16, which also corrupts "
-              "ids above 2048 before the check fires.",
+        "`.to(torch.bfloat16)` over a whole batch dict (input_ids, labels, attention masks) or a collator "
+        "that casts everything to the model's dtype turned the token ids into fp16, which also corrupts "
+        "ids above 2048 before the check fires.",
         fixes=(
-            fix("Cast only floating tensors to the model dtype and leave ids alone: "
-                "`{k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.items()}`"),
+            fix(
+                "Cast only floating tensors to the model dtype and leave ids alone: "
+                "`{k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.items()}`"
+            ),
             fix("Better, do not cast inputs at all and run under autocast, which never touches integer tensors"),
             DTYPE_TRACE,
         ),
         checks=(),
-        sources=("https://github.com/Comfy-Org/ComfyUI/issues/7370",
-                 "https://github.com/QwenLM/Qwen3/issues/44"),
+        sources=("https://github.com/Comfy-Org/ComfyUI/issues/7370", "https://github.com/QwenLM/Qwen3/issues/44"),
         examples=(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but "
             "got torch.cuda.HalfTensor instead (while checking arguments for embedding)",

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from mpdoctor.explain.signature import Signature, fix
 
-MAKE_CUDA_WORK = fix("If this machine has an NVIDIA GPU, make torch see it first: a CPU-only torch build or a "
-                     "broken CUDA setup makes every framework refuse fp16 (`mpdoctor check` TORCH005/TORCH009)",
-                     "python -c \"import torch; print(torch.cuda.is_available(), torch.version.cuda)\"")
+MAKE_CUDA_WORK = fix(
+    "If this machine has an NVIDIA GPU, make torch see it first: a CPU-only torch build or a "
+    "broken CUDA setup makes every framework refuse fp16 (`mpdoctor check` TORCH005/TORCH009)",
+    'python -c "import torch; print(torch.cuda.is_available(), torch.version.cuda)"',
+)
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -19,19 +21,25 @@ SIGNATURES: list[Signature] = [
         needles=("vs hf ",),
         patterns=(r"ds (?:fp16|bf16|bfloat16)\.enabled=(?:True|False|auto) vs hf (?:fp16|bf16)",),
         cause="The HF Trainer fills DeepSpeed's config from TrainingArguments and refuses a config whose "
-              "`fp16.enabled`/`bf16.enabled` disagrees with `--fp16`/`--bf16`: the DeepSpeed JSON (often a copied "
-              "zero2/zero3 file) turns on a precision the command line leaves off, or the reverse. The other "
-              "lines of the same error (`gradient_accumulation_steps`, batch sizes) are not precision problems.",
+        "`fp16.enabled`/`bf16.enabled` disagrees with `--fp16`/`--bf16`: the DeepSpeed JSON (often a copied "
+        "zero2/zero3 file) turns on a precision the command line leaves off, or the reverse. The other "
+        "lines of the same error (`gradient_accumulation_steps`, batch sizes) are not precision problems.",
         fixes=(
-            fix("Let the Trainer decide: set the DeepSpeed precision blocks to \"auto\" "
-                "(`\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": \"auto\"}`)"),
-            fix("Or pass the matching Trainer flag (`--bf16 True` for a bf16 DeepSpeed config, `--fp16 True` for "
-                "fp16) and turn the other precision off in the JSON"),
+            fix(
+                'Let the Trainer decide: set the DeepSpeed precision blocks to "auto" '
+                '(`"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}`)'
+            ),
+            fix(
+                "Or pass the matching Trainer flag (`--bf16 True` for a bf16 DeepSpeed config, `--fp16 True` for "
+                "fp16) and turn the other precision off in the JSON"
+            ),
         ),
         checks=(),
-        sources=("https://github.com/shibing624/MedicalGPT/issues/191",
-                 "https://github.com/Ucas-HaoranWei/GOT-OCR2.0/issues/134",
-                 "https://github.com/huggingface/transformers/pull/14569"),
+        sources=(
+            "https://github.com/shibing624/MedicalGPT/issues/191",
+            "https://github.com/Ucas-HaoranWei/GOT-OCR2.0/issues/134",
+            "https://github.com/huggingface/transformers/pull/14569",
+        ),
         examples=(
             "ValueError: Please correct the following DeepSpeed config values that mismatch TrainingArguments "
             "values:\n- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False\n"
@@ -49,13 +57,17 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="accelerate's --mixed_precision contradicts the fp16/bf16 block of the DeepSpeed config file",
         needles=("arg cannot be set to",),
-        patterns=(r"`--mixed_precision` arg cannot be set to `(?:fp16|bf16|no|fp8)` when `(?:fp16|bf16)` is set in "
-                  r"the DeepSpeed config file",),
+        patterns=(
+            r"`--mixed_precision` arg cannot be set to `(?:fp16|bf16|no|fp8)` when `(?:fp16|bf16)` is set in "
+            r"the DeepSpeed config file",
+        ),
         cause="With a DeepSpeed config file, accelerate takes the precision from it; `--mixed_precision` (from "
-              "`accelerate config` or the launch command) names another one, so it refuses to guess which wins.",
+        "`accelerate config` or the launch command) names another one, so it refuses to guess which wins.",
         fixes=(
-            fix("Make the two agree: the same precision in `accelerate config` (mixed_precision) and in the "
-                "DeepSpeed JSON, or \"auto\" in the JSON"),
+            fix(
+                "Make the two agree: the same precision in `accelerate config` (mixed_precision) and in the "
+                'DeepSpeed JSON, or "auto" in the JSON'
+            ),
             fix("Or drop `--mixed_precision` from the launch command and let the DeepSpeed file decide"),
         ),
         checks=(),
@@ -70,18 +82,24 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="fp16 and bf16 were both turned on (TrainingArguments or the DeepSpeed config)",
         needles=("at most one of fp16 and bf16", "bfloat16 and fp16 modes cannot be simultaneously enabled"),
-        patterns=(r"At most one of fp16 and bf16 can be True, but not both",
-                  r"bfloat16 and fp16 modes cannot be simultaneously enabled"),
+        patterns=(
+            r"At most one of fp16 and bf16 can be True, but not both",
+            r"bfloat16 and fp16 modes cannot be simultaneously enabled",
+        ),
         cause="A run has one half-precision format: `fp16=True` and `bf16=True` together (a config file with "
-              "one and a command-line flag or default with the other), or both `fp16.enabled` and "
-              "`bf16.enabled` true in a DeepSpeed JSON.",
+        "one and a command-line flag or default with the other), or both `fp16.enabled` and "
+        "`bf16.enabled` true in a DeepSpeed JSON.",
         fixes=(
-            fix("Keep one: bf16 on Ampere (compute capability 8.0) or newer, fp16 on older GPUs; set the other to "
-                "false (or \"auto\" in DeepSpeed)"),
+            fix(
+                "Keep one: bf16 on Ampere (compute capability 8.0) or newer, fp16 on older GPUs; set the other to "
+                'false (or "auto" in DeepSpeed)'
+            ),
         ),
         checks=("PREC001",),
-        sources=("https://github.com/Eiztrips/ai-responder/issues/7",
-                 "https://github.com/Snowflake-AI-Research/Arctic-Platform/pull/78"),
+        sources=(
+            "https://github.com/Eiztrips/ai-responder/issues/7",
+            "https://github.com/Snowflake-AI-Research/Arctic-Platform/pull/78",
+        ),
         examples=(
             '    raise ValueError("At most one of fp16 and bf16 can be True, but not both")\n'
             "ValueError: At most one of fp16 and bf16 can be True, but not both",
@@ -95,18 +113,22 @@ SIGNATURES: list[Signature] = [
         needles=("can only be used on cuda",),
         patterns=(r"precision training with AMP (?:or APEX )?\(`--(?:fp16|bf16)`[^\n]{0,200}can only be used on CUDA",),
         cause="TrainingArguments checks the device when `--fp16`/`--bf16` is set, and torch has no CUDA device: "
-              "a CPU-only torch wheel, a notebook without a GPU runtime, CUDA_VISIBLE_DEVICES hiding every card, "
-              "or a Mac (MPS). Older transformers said `can only be used on CUDA devices`; newer ones list NPU, "
-              "MLU and XPU devices too.",
+        "a CPU-only torch wheel, a notebook without a GPU runtime, CUDA_VISIBLE_DEVICES hiding every card, "
+        "or a Mac (MPS). Older transformers said `can only be used on CUDA devices`; newer ones list NPU, "
+        "MLU and XPU devices too.",
         fixes=(
             MAKE_CUDA_WORK,
-            fix("On a machine without a CUDA GPU, train without `--fp16`/`--bf16` (bf16 works on CPU in newer "
-                "transformers: `--bf16` with `--use_cpu`)"),
+            fix(
+                "On a machine without a CUDA GPU, train without `--fp16`/`--bf16` (bf16 works on CPU in newer "
+                "transformers: `--bf16` with `--use_cpu`)"
+            ),
         ),
         checks=("TORCH005", "TORCH009", "GPU005"),
-        sources=("https://github.com/princeton-nlp/SimCSE/issues/273",
-                 "https://github.com/neuralmagic/sparseml/issues/1134",
-                 "https://github.com/huggingface/transformers/blob/main/src/transformers/training_args.py"),
+        sources=(
+            "https://github.com/princeton-nlp/SimCSE/issues/273",
+            "https://github.com/neuralmagic/sparseml/issues/1134",
+            "https://github.com/huggingface/transformers/blob/main/src/transformers/training_args.py",
+        ),
         examples=(
             '  File "D:\\Anaconda3\\lib\\site-packages\\transformers\\training_args.py", line 428, in __post_init__\n'
             '    raise ValueError("Mixed precision training with AMP or APEX (`--fp16`) can only be used on CUDA '
@@ -127,17 +149,21 @@ SIGNATURES: list[Signature] = [
         needles=("fp16 mixed precision requires a gpu",),
         patterns=(r"fp16 mixed precision requires a GPU",),
         cause="accelerate (also under the HF Trainer, kohya's sd-scripts and diffusers' training scripts) checks "
-              "the device for fp16 AMP. torch sees no CUDA GPU: a CPU-only torch, an AMD card without a ROCm "
-              "build, or a Mac, where newer accelerate says `(not 'mps')` (MPS fp16 AMP needs a newer "
-              "accelerate and torch).",
+        "the device for fp16 AMP. torch sees no CUDA GPU: a CPU-only torch, an AMD card without a ROCm "
+        "build, or a Mac, where newer accelerate says `(not 'mps')` (MPS fp16 AMP needs a newer "
+        "accelerate and torch).",
         fixes=(
             MAKE_CUDA_WORK,
-            fix("Without a CUDA GPU, set mixed precision to \"no\" (`accelerate config`, or `--mixed_precision no`);"
-                " on a Mac, upgrade accelerate and torch, or train in fp32"),
+            fix(
+                'Without a CUDA GPU, set mixed precision to "no" (`accelerate config`, or `--mixed_precision no`);'
+                " on a Mac, upgrade accelerate and torch, or train in fp32"
+            ),
         ),
         checks=("TORCH005", "TORCH009", "GPU005"),
-        sources=("https://github.com/bmaltais/kohya_ss/issues/719",
-                 "https://github.com/huggingface/accelerate/issues/3718"),
+        sources=(
+            "https://github.com/bmaltais/kohya_ss/issues/719",
+            "https://github.com/huggingface/accelerate/issues/3718",
+        ),
         examples=(
             '  File "C:\\Users\\oxooo\\AppData\\Local\\Programs\\Python\\Python310\\lib\\site-packages\\accelerate\\'
             'accelerator.py", line 355, in __init__\n'
@@ -151,19 +177,25 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="Lightning rejected the precision value: '16-mixed'/'bf16-mixed' are Lightning 2.x names",
         needles=("is invalid. allowed precision values", "' is invalid"),
-        patterns=(r"Precision '?[\w-]{1,16}'? is invalid\. Allowed precision values",
-                  r"Precision '(?:16|bf16|32|64)-(?:mixed|true)' is invalid"),
+        patterns=(
+            r"Precision '?[\w-]{1,16}'? is invalid\. Allowed precision values",
+            r"Precision '(?:16|bf16|32|64)-(?:mixed|true)' is invalid",
+        ),
         cause="Lightning 2.0 renamed its precision values (`16-mixed`, `bf16-mixed`, `32-true`, `16-true`); code "
-              "or a config written for Lightning 2.x runs on an installed 1.x, which only knows 16, 'bf16', 32 "
-              "and 64 (or a 1.x value reaches a plugin that wants the new names).",
+        "or a config written for Lightning 2.x runs on an installed 1.x, which only knows 16, 'bf16', 32 "
+        "and 64 (or a 1.x value reaches a plugin that wants the new names).",
         fixes=(
-            fix("Install the Lightning the project asks for (its requirements file), e.g.",
-                "pip install 'pytorch-lightning>=2.0'"),
+            fix(
+                "Install the Lightning the project asks for (its requirements file), e.g.",
+                "pip install 'pytorch-lightning>=2.0'",
+            ),
             fix("Or, staying on Lightning 1.x, use its names: `precision=16` for fp16 mixed, `precision='bf16'`"),
         ),
         checks=(),
-        sources=("https://github.com/RVC-Boss/GPT-SoVITS/issues/461",
-                 "https://github.com/simchowitzlabpublic/nano-world-model/pull/17"),
+        sources=(
+            "https://github.com/RVC-Boss/GPT-SoVITS/issues/461",
+            "https://github.com/simchowitzlabpublic/nano-world-model/pull/17",
+        ),
         examples=(
             "lightning_fabric.utilities.exceptions.MisconfigurationException: Precision '16-mixed' is invalid. "
             "Allowed precision values: ('64', '32', '16', 'bf16', 64, 32, 16)",
@@ -177,22 +209,24 @@ SIGNATURES: list[Signature] = [
         needles=("amp on cpu, but amp is only available on gpu",),
         patterns=(r"AMP on CPU, but AMP is only available on GPU",),
         cause="`Trainer(precision=16)` with `accelerator='cpu'` (or no GPU found, so Lightning fell back to the "
-              "CPU): Lightning before 1.5 and torch before 1.10 had no CPU autocast at all; CPU autocast runs "
-              "bf16, not fp16.",
+        "CPU): Lightning before 1.5 and torch before 1.10 had no CPU autocast at all; CPU autocast runs "
+        "bf16, not fp16.",
         fixes=(
             fix("If a GPU was meant to be used, make torch see it (TORCH005/TORCH009) and pass `accelerator='gpu'`"),
             fix("On the CPU, use `precision='bf16'` (torch 1.10+), or drop `precision=16`"),
         ),
         checks=("TORCH005", "TORCH009"),
-        sources=("https://github.com/EdwardLeeLPZ/PowerBEV/issues/4",
-                 "https://github.com/Lightning-AI/pytorch-lightning/pull/10033"),
+        sources=(
+            "https://github.com/EdwardLeeLPZ/PowerBEV/issues/4",
+            "https://github.com/Lightning-AI/pytorch-lightning/pull/10033",
+        ),
         examples=(
             "pytorch_lightning.utilities.exceptions.MisconfigurationException: You have asked for native AMP on CPU,"
             " but AMP is only available on GPU.",
             "you have asked for ntive AMP on CPU, but AMP is only available on GPU?",
         ),
         notes="The first example is Lightning's own wording (pytorch_lightning accelerator_connector); the second "
-              "is PowerBEV#4's title as the user typed it.",
+        "is PowerBEV#4's title as the user typed it.",
     ),
     Signature(
         id="framework-axolotl-bf16-needs-ampere",
@@ -201,12 +235,14 @@ SIGNATURES: list[Signature] = [
         needles=("bf16 requested, but amp is not supported",),
         patterns=(r"bf16 requested, but AMP is not supported on this GPU",),
         cause="axolotl checks `torch.cuda.is_bf16_supported()` when the config says `bf16: true`. On a pre-Ampere "
-              "GPU (V100, T4, RTX 20xx) it is false; it is also false when the check runs where torch sees no "
-              "GPU (CPU-only preprocessing, a node whose CUDA_VISIBLE_DEVICES hides the cards), even on an H100.",
+        "GPU (V100, T4, RTX 20xx) it is false; it is also false when the check runs where torch sees no "
+        "GPU (CPU-only preprocessing, a node whose CUDA_VISIBLE_DEVICES hides the cards), even on an H100.",
         fixes=(
             fix("On a pre-Ampere GPU, set `bf16: false` and `fp16: true` in the config"),
-            fix("On Ampere or newer, make torch see the GPU where the check runs "
-                "(`python -c \"import torch; print(torch.cuda.is_bf16_supported())\"`), or set `bf16: auto`"),
+            fix(
+                "On Ampere or newer, make torch see the GPU where the check runs "
+                '(`python -c "import torch; print(torch.cuda.is_bf16_supported())"`), or set `bf16: auto`'
+            ),
         ),
         checks=("PREC001", "PREC005", "GPU003", "TORCH009"),
         sources=("https://github.com/axolotl-ai-cloud/axolotl/pull/766",),
@@ -220,14 +256,18 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="DeepSpeed's fp16 is off, but the model's parameters are already fp16",
         needles=("fp16 is not enabled but",),
-        patterns=(r"fp16 is not enabled but (?:dtype on parameters not fp16|one or several model parameters have "
-                  r"dtype of fp16)",),
+        patterns=(
+            r"fp16 is not enabled but (?:dtype on parameters not fp16|one or several model parameters have "
+            r"dtype of fp16)",
+        ),
         cause="The model was converted (`.half()`, `torch_dtype=torch.float16`) before `deepspeed.initialize`, "
-              "while the DeepSpeed config has no `fp16` block (or `enabled: false`): DeepSpeed's fp32 optimizer "
-              "path refuses fp16 parameters.",
+        "while the DeepSpeed config has no `fp16` block (or `enabled: false`): DeepSpeed's fp32 optimizer "
+        "path refuses fp16 parameters.",
         fixes=(
-            fix("Let DeepSpeed do the conversion: load the model in fp32 and enable `\"fp16\": {\"enabled\": true}`"
-                " (or bf16) in the config"),
+            fix(
+                'Let DeepSpeed do the conversion: load the model in fp32 and enable `"fp16": {"enabled": true}`'
+                " (or bf16) in the config"
+            ),
             fix("Or, for fp32 training, do not convert the model to fp16 before `deepspeed.initialize`"),
         ),
         checks=(),
@@ -243,26 +283,32 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="LLaMA-Factory refused `pure_bf16`: no bf16 GPU, mixed precision also on, or DeepSpeed ZeRO-3",
         needles=("`pure_bf16`",),
-        patterns=(r"This device does not support `pure_bf16`",
-                  r"Turn off mixed precision training when using `pure_bf16`",
-                  r"`pure_bf16` is incompatible with DeepSpeed ZeRO-3"),
+        patterns=(
+            r"This device does not support `pure_bf16`",
+            r"Turn off mixed precision training when using `pure_bf16`",
+            r"`pure_bf16` is incompatible with DeepSpeed ZeRO-3",
+        ),
         cause="`pure_bf16` trains with the weights themselves in bf16 and no AMP. LLaMA-Factory's argument "
-              "validation refuses it on a device without bf16 (a GPU older than Ampere, or torch seeing no GPU), "
-              "together with `--fp16`/`--bf16` mixed precision (older versions), and under DeepSpeed ZeRO-3.",
+        "validation refuses it on a device without bf16 (a GPU older than Ampere, or torch seeing no GPU), "
+        "together with `--fp16`/`--bf16` mixed precision (older versions), and under DeepSpeed ZeRO-3.",
         fixes=(
             fix("On a GPU older than Ampere, drop `pure_bf16` and train with `fp16: true` (mixed precision)"),
-            fix("Otherwise keep one precision setting: `pure_bf16: true` without `bf16`/`fp16`, or `bf16: true` "
-                "without `pure_bf16`; with DeepSpeed ZeRO-3 use `bf16: true`"),
+            fix(
+                "Otherwise keep one precision setting: `pure_bf16: true` without `bf16`/`fp16`, or `bf16: true` "
+                "without `pure_bf16`; with DeepSpeed ZeRO-3 use `bf16: true`"
+            ),
         ),
         checks=("PREC001", "PREC005", "TORCH009"),
-        sources=("https://github.com/hiyouga/LlamaFactory/blob/main/src/llamafactory/hparams/parser.py",
-                 "https://github.com/hiyouga/LlamaFactory/issues/3346"),
+        sources=(
+            "https://github.com/hiyouga/LlamaFactory/blob/main/src/llamafactory/hparams/parser.py",
+            "https://github.com/hiyouga/LlamaFactory/issues/3346",
+        ),
         examples=(
             "ValueError: This device does not support `pure_bf16`.",
             "ValueError: Turn off mixed precision training when using `pure_bf16`.",
             "ValueError: `pure_bf16` is incompatible with DeepSpeed ZeRO-3.",
         ),
         notes="The examples are the messages LLaMA-Factory's hparams/parser.py raises, in its current and older "
-              "versions; issue 3346 is the maintainers explaining pure_bf16 against mixed precision.",
+        "versions; issue 3346 is the maintainers explaining pure_bf16 against mixed precision.",
     ),
 ]

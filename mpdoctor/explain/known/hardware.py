@@ -22,19 +22,25 @@ SIGNATURES: list[Signature] = [
         needles=("doesn't support bf16/gpu",),
         patterns=(r"Your setup doesn't support bf16/gpu",),
         cause="`TrainingArguments` (and every config built on it: TRL's SFTConfig/GRPOConfig, LMFlow, "
-              "FastChat, ...) checks bf16 when it is created and raises unless torch sees a CUDA GPU with native "
-              "bf16, i.e. Ampere (compute capability 8.0) or newer. T4, V100, RTX 20xx, P100 and P40 have no bf16. "
-              "The same message comes from a CPU-only torch build or a torch that cannot see the GPU, even on an "
-              "Ampere card.",
+        "FastChat, ...) checks bf16 when it is created and raises unless torch sees a CUDA GPU with native "
+        "bf16, i.e. Ampere (compute capability 8.0) or newer. T4, V100, RTX 20xx, P100 and P40 have no bf16. "
+        "The same message comes from a CPU-only torch build or a torch that cannot see the GPU, even on an "
+        "Ampere card.",
         fixes=(
-            fix("On a pre-Ampere GPU train in fp16 instead: pass `--bf16 False --fp16 True` (or "
+            fix(
+                "On a pre-Ampere GPU train in fp16 instead: pass `--bf16 False --fp16 True` (or "
                 "`TrainingArguments(bf16=False, fp16=True)`), and set any DeepSpeed config's bf16 section to "
-                "`\"enabled\": false` and fp16 to `true`"),
-            fix("If the machine has an Ampere or newer GPU, check that torch is a CUDA build that sees it",
-                "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
-                "torch.cuda.get_device_capability() if torch.cuda.is_available() else None)\""),
-            fix("With GPUs of different generations, make the Ampere one cuda:0 (select it by UUID in "
-                "`CUDA_VISIBLE_DEVICES`), so the check and the training run on it"),
+                '`"enabled": false` and fp16 to `true`'
+            ),
+            fix(
+                "If the machine has an Ampere or newer GPU, check that torch is a CUDA build that sees it",
+                'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), '
+                'torch.cuda.get_device_capability() if torch.cuda.is_available() else None)"',
+            ),
+            fix(
+                "With GPUs of different generations, make the Ampere one cuda:0 (select it by UUID in "
+                "`CUDA_VISIBLE_DEVICES`), so the check and the training run on it"
+            ),
         ),
         checks=BF16_CHECKS + ("TORCH005", "TORCH009"),
         sources=(
@@ -47,8 +53,8 @@ SIGNATURES: list[Signature] = [
         examples=(
             '  File "<string>", line 105, in __init__\n'
             '  File "/databricks/python/lib/python3.9/site-packages/transformers/training_args.py", line 1098, in '
-            '__post_init__\n'
-            '    raise ValueError(\n'
+            "__post_init__\n"
+            "    raise ValueError(\n"
             "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
             "ValueError: Your setup doesn't support bf16/gpu. You need Ampere+ GPU with cuda>=11.0",
             "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the "
@@ -59,7 +65,7 @@ SIGNATURES: list[Signature] = [
             "ValueError: At most one of fp16 and bf16 can be True, but not both",
         ),
         notes="Three wordings, oldest first: 'You need torch>=1.10, using Ampere GPU with cuda>=11.0', 'You need "
-              "Ampere+ GPU with cuda>=11.0', and '... You need to assign use_cpu ...' added in front of it.",
+        "Ampere+ GPU with cuda>=11.0', and '... You need to assign use_cpu ...' added in front of it.",
     ),
     Signature(
         id="hardware-tf32-transformers-trainer",
@@ -68,14 +74,18 @@ SIGNATURES: list[Signature] = [
         needles=("--tf32 requires ampere",),
         patterns=(r"--tf32 requires Ampere or a newer GPU arch",),
         cause="TF32 tensor-core math exists only on Ampere (compute capability 8.0) and newer. `TrainingArguments` "
-              "raises when `tf32=True` is asked for on an older GPU such as a V100 or T4, or when torch cannot see a "
-              "CUDA GPU at all. Training scripts written for A100s often pass `--bf16 True --tf32 True` together, "
-              "so this usually follows the bf16 refusal once bf16 is turned off.",
+        "raises when `tf32=True` is asked for on an older GPU such as a V100 or T4, or when torch cannot see a "
+        "CUDA GPU at all. Training scripts written for A100s often pass `--bf16 True --tf32 True` together, "
+        "so this usually follows the bf16 refusal once bf16 is turned off.",
         fixes=(
-            fix("Drop the flag on pre-Ampere GPUs: pass `--tf32 False` (or leave `tf32` unset); nothing is lost, "
-                "these GPUs have no TF32"),
-            fix("Check which GPU torch uses and its compute capability",
-                "python -c \"import torch; print(torch.cuda.get_device_name(), torch.cuda.get_device_capability())\""),
+            fix(
+                "Drop the flag on pre-Ampere GPUs: pass `--tf32 False` (or leave `tf32` unset); nothing is lost, "
+                "these GPUs have no TF32"
+            ),
+            fix(
+                "Check which GPU torch uses and its compute capability",
+                'python -c "import torch; print(torch.cuda.get_device_name(), torch.cuda.get_device_capability())"',
+            ),
         ),
         checks=("GPU002", "GPU003", "TORCH009"),
         sources=(
@@ -94,17 +104,23 @@ SIGNATURES: list[Signature] = [
         needles=("bf16 mixed precision requires",),
         patterns=(r"bf16 mixed precision requires PyTorch >= 1\.10",),
         cause="`Accelerator` (and `accelerate launch`) checks bf16 before training starts and raises when torch "
-              "reports no bf16 on the device: a pre-Ampere NVIDIA GPU (T4, V100) with a torch older than 2.4, "
-              "which did not yet count emulated bf16, or an Apple MPS device with a torch that has no bf16 there. "
-              "Despite the wording, it is rarely about torch 1.10.",
+        "reports no bf16 on the device: a pre-Ampere NVIDIA GPU (T4, V100) with a torch older than 2.4, "
+        "which did not yet count emulated bf16, or an Apple MPS device with a torch that has no bf16 there. "
+        "Despite the wording, it is rarely about torch 1.10.",
         fixes=(
-            fix("Use fp16 mixed precision on pre-Ampere GPUs: `accelerate launch --mixed_precision fp16 ...`, or "
-                "`Accelerator(mixed_precision=\"fp16\")` in code"),
-            fix("Or change the saved default: run `accelerate config` and answer fp16, or set `mixed_precision: fp16` "
+            fix(
+                "Use fp16 mixed precision on pre-Ampere GPUs: `accelerate launch --mixed_precision fp16 ...`, or "
+                '`Accelerator(mixed_precision="fp16")` in code'
+            ),
+            fix(
+                "Or change the saved default: run `accelerate config` and answer fp16, or set `mixed_precision: fp16` "
                 "in the accelerate config file; training scripts with their own flag (kohya's `mixed_precision`, "
-                "`save_precision`) need it set there too"),
-            fix("Do not force bf16 on a torch 2.4+ that would accept it on a T4/V100: it runs emulated, no faster "
-                "than fp32 (see PREC005)"),
+                "`save_precision`) need it set there too"
+            ),
+            fix(
+                "Do not force bf16 on a torch 2.4+ that would accept it on a T4/V100: it runs emulated, no faster "
+                "than fp32 (see PREC005)"
+            ),
         ),
         checks=BF16_CHECKS,
         sources=(
@@ -118,7 +134,7 @@ SIGNATURES: list[Signature] = [
         ),
         near_misses=("ValueError: bf16 mixed precision with MPS device requires a Pytorch >= 2.6.0",),
         notes="The short 'requires PyTorch >= 1.10' wording is early accelerate (2022); later versions add "
-              "'and a supported device.'",
+        "'and a supported device.'",
     ),
     Signature(
         id="hardware-bf16-vllm",
@@ -127,15 +143,19 @@ SIGNATURES: list[Signature] = [
         needles=("bfloat16 is only supported on gpus with compute capability",),
         patterns=(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",),
         cause="vLLM's `dtype=\"auto\"` takes the dtype from the model's config, and most current checkpoints are "
-              "stored in bfloat16. vLLM checks the GPU before loading and refuses bf16 below compute capability "
-              "8.0 (T4 7.5, V100 7.0, P40 6.1, P100 6.0). Frameworks that run vLLM underneath (Xinference, "
-              "Orpheus-TTS, WeClone, ...) pass the same error through.",
+        "stored in bfloat16. vLLM checks the GPU before loading and refuses bf16 below compute capability "
+        "8.0 (T4 7.5, V100 7.0, P40 6.1, P100 6.0). Frameworks that run vLLM underneath (Xinference, "
+        "Orpheus-TTS, WeClone, ...) pass the same error through.",
         fixes=(
-            fix("Serve in fp16: add `--dtype half` to the command line, or pass `dtype=\"half\"` "
+            fix(
+                'Serve in fp16: add `--dtype half` to the command line, or pass `dtype="half"` '
                 "(`dtype=torch.float16`) to `LLM(...)` or to the wrapper that builds it (`vllm serve <model> "
-                "--dtype half`)"),
-            fix("Check that fp16 is safe for the model: some bf16-trained models overflow in fp16 (inf/NaN "
-                "outputs); then use a GPU of compute capability 8.0 or newer"),
+                "--dtype half`)"
+            ),
+            fix(
+                "Check that fp16 is safe for the model: some bf16-trained models overflow in fp16 (inf/NaN "
+                "outputs); then use a GPU of compute capability 8.0 or newer"
+            ),
         ),
         checks=BF16_CHECKS,
         sources=(
@@ -164,18 +184,22 @@ SIGNATURES: list[Signature] = [
         title="torch.autocast refused dtype=torch.bfloat16 on this CUDA GPU",
         needles=("does not support bfloat16",),
         patterns=(r"Current CUDA Device does not support bfloat16",),
-        cause="`torch.autocast(\"cuda\", dtype=torch.bfloat16)` asks `torch.cuda.is_bf16_supported()` first and "
-              "raises when it says no. Torch before 2.4 said no on every GPU older than Ampere (V100, T4, RTX 20xx, "
-              "Titan V, Quadro RTX); from 2.4 it counts emulation and says yes there, so newer torch runs the same "
-              "code without this error but in emulated bf16, no faster than fp32. Code that hard-codes bf16 "
-              "autocast (nanoGPT, SAM 2, many diffusion and VLA training scripts) hits it on those GPUs.",
+        cause='`torch.autocast("cuda", dtype=torch.bfloat16)` asks `torch.cuda.is_bf16_supported()` first and '
+        "raises when it says no. Torch before 2.4 said no on every GPU older than Ampere (V100, T4, RTX 20xx, "
+        "Titan V, Quadro RTX); from 2.4 it counts emulation and says yes there, so newer torch runs the same "
+        "code without this error but in emulated bf16, no faster than fp32. Code that hard-codes bf16 "
+        "autocast (nanoGPT, SAM 2, many diffusion and VLA training scripts) hits it on those GPUs.",
         fixes=(
-            fix("Autocast to fp16 on pre-Ampere GPUs, with a GradScaler for training: "
-                "`torch.autocast(\"cuda\", dtype=torch.float16)` and `torch.amp.GradScaler(\"cuda\")`"),
-            fix("Where the script picks the dtype, choose bf16 only on native hardware: "
+            fix(
+                "Autocast to fp16 on pre-Ampere GPUs, with a GradScaler for training: "
+                '`torch.autocast("cuda", dtype=torch.float16)` and `torch.amp.GradScaler("cuda")`'
+            ),
+            fix(
+                "Where the script picks the dtype, choose bf16 only on native hardware: "
                 "`torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16` "
                 "(the `including_emulation` argument exists from torch 2.4; older torch: "
-                "`torch.cuda.get_device_capability()[0] >= 8`)"),
+                "`torch.cuda.get_device_capability()[0] >= 8`)"
+            ),
         ),
         checks=BF16_CHECKS,
         sources=(
@@ -185,7 +209,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/pytorch/pytorch/blob/main/torch/amp/autocast_mode.py",
         ),
         examples=(
-            'Traceback (most recent call last):\n'
+            "Traceback (most recent call last):\n"
             '  File "/home/fedora/workspace/nanoGPT/train.py", line 110, in <module>\n'
             "    ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, "
             "dtype=ptdtype)\n"
@@ -203,16 +227,20 @@ SIGNATURES: list[Signature] = [
         needles=("type fp16 is not supported", "type bf16 is not supported"),
         patterns=(r"Type (?:fp16|bf16) is not supported(?: on your device)?\.",),
         cause="`deepspeed.initialize` (the engine's sanity check, and the inference engine) asks the accelerator "
-              "whether the config's dtype is supported. On CUDA, fp16 counts as supported only from compute "
-              "capability 7.0 (Volta), since fp16 on 6.x (Pascal: P100, TITAN X, GTX 10xx) is deprecated, and bf16 "
-              "follows `torch.cuda.is_bf16_supported()`. Switching a Pascal card from bf16 to fp16 therefore just "
-              "moves the refusal.",
+        "whether the config's dtype is supported. On CUDA, fp16 counts as supported only from compute "
+        "capability 7.0 (Volta), since fp16 on 6.x (Pascal: P100, TITAN X, GTX 10xx) is deprecated, and bf16 "
+        "follows `torch.cuda.is_bf16_supported()`. Switching a Pascal card from bf16 to fp16 therefore just "
+        "moves the refusal.",
         fixes=(
-            fix("On a Pascal GPU that runs fp16 (P100), allow DeepSpeed's deprecated fp16 path explicitly",
-                "export DS_ALLOW_DEPRECATED_FP16=1"),
-            fix("Otherwise disable both in the DeepSpeed config (`\"fp16\": {\"enabled\": false}`, "
-                "`\"bf16\": {\"enabled\": false}`) and train in fp32, or use a GPU of compute capability 7.0+ for "
-                "fp16 and 8.0+ for bf16"),
+            fix(
+                "On a Pascal GPU that runs fp16 (P100), allow DeepSpeed's deprecated fp16 path explicitly",
+                "export DS_ALLOW_DEPRECATED_FP16=1",
+            ),
+            fix(
+                'Otherwise disable both in the DeepSpeed config (`"fp16": {"enabled": false}`, '
+                '`"bf16": {"enabled": false}`) and train in fp32, or use a GPU of compute capability 7.0+ for '
+                "fp16 and 8.0+ for bf16"
+            ),
         ),
         checks=BF16_CHECKS,
         sources=(
@@ -223,7 +251,7 @@ SIGNATURES: list[Signature] = [
         ),
         examples=(
             '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 1080, in '
-            '_do_sanity_check\n'
+            "_do_sanity_check\n"
             '[rank0]:     raise ValueError("Type fp16 is not supported.")\n'
             "[rank0]: ValueError: Type fp16 is not supported.",
             "ValueError: Type bf16 is not supported on your device.",
@@ -238,12 +266,14 @@ SIGNATURES: list[Signature] = [
         needles=("cublas_status_not_supported",),
         patterns=(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `?cublas[^\n]{0,200}CUDA_R_16BF",),
         cause="A bf16 matmul reached cuBLAS (`cublasGemmEx` / `cublasGemmStridedBatchedEx` with `CUDA_R_16BF`) on "
-              "a GPU whose cuBLAS has no bf16 GEMM: Maxwell and Pascal cards (M40, TITAN X, GTX 10xx) in the "
-              "reports. The model or pipeline picked bf16 because `torch.cuda.is_bf16_supported()` says True "
-              "(it counts emulation since torch 2.4) or because bf16 is hard-coded.",
+        "a GPU whose cuBLAS has no bf16 GEMM: Maxwell and Pascal cards (M40, TITAN X, GTX 10xx) in the "
+        "reports. The model or pipeline picked bf16 because `torch.cuda.is_bf16_supported()` says True "
+        "(it counts emulation since torch 2.4) or because bf16 is hard-coded.",
         fixes=(
-            fix("Run the model in fp16 or fp32 on this GPU: load it with `torch_dtype=torch.float16` "
-                "(`--force-fp16` in ComfyUI) or autocast to fp16"),
+            fix(
+                "Run the model in fp16 or fp32 on this GPU: load it with `torch_dtype=torch.float16` "
+                "(`--force-fp16` in ComfyUI) or autocast to fp16"
+            ),
             fix("Where code picks the dtype, use `torch.cuda.is_bf16_supported(including_emulation=False)`"),
         ),
         checks=BF16_CHECKS,
@@ -268,7 +298,7 @@ SIGNATURES: list[Signature] = [
             "CUBLAS_GEMM_DFALT_TENSOR_OP)`",
         ),
         notes="Only the bf16 (CUDA_R_16BF) form is hardware: the fp16 (CUDA_R_16F) form is reported on RTX 4090s "
-              "too (0nutation/SpeechGPT#37), where it points at the CUDA/cuBLAS install, not the GPU. A CUDA_R_16BF "
-              "report on an H20 (xdit-project/xDiT#374) was never explained: on Ampere or newer look elsewhere.",
+        "too (0nutation/SpeechGPT#37), where it points at the CUDA/cuBLAS install, not the GPU. A CUDA_R_16BF "
+        "report on an H20 (xdit-project/xDiT#374) was never explained: on Ampere or newer look elsewhere.",
     ),
 ]

@@ -11,8 +11,10 @@ from __future__ import annotations
 from mpdoctor.explain.signature import Signature, fix
 
 ARCH_CHECKS = ("TORCH007", "PREC002")
-PRINT_ARCHES = ("python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_arch_list(), "
-                "torch.cuda.get_device_capability())\"")
+PRINT_ARCHES = (
+    'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_arch_list(), '
+    'torch.cuda.get_device_capability())"'
+)
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -25,22 +27,29 @@ SIGNATURES: list[Signature] = [
             r"hipErrorNoBinaryForGpu: (?:Unable to find code object|Coudn't find binary)",
         ),
         cause="CUDA code is compiled for a list of GPU architectures (sm_XX), and a kernel can only run on a GPU "
-              "whose architecture, or a compatible one, is in that list. Here it is not: a new GPU with an older "
-              "wheel (RTX 50xx, sm_120, needs a CUDA 12.8+ build), an old GPU with a newer wheel (recent cu128 "
-              "wheels leave out Maxwell and Pascal, CUDA 13 ones Volta too), or a custom CUDA extension compiled "
-              "for other GPUs (the frame that fails is the extension's, e.g. `cudaCheckError() failed`). On ROCm, "
-              "hipErrorNoBinaryForGpu is the same for an AMD GPU whose gfx target the build lacks, or a ROCm torch "
-              "on a machine with an NVIDIA GPU.",
+        "whose architecture, or a compatible one, is in that list. Here it is not: a new GPU with an older "
+        "wheel (RTX 50xx, sm_120, needs a CUDA 12.8+ build), an old GPU with a newer wheel (recent cu128 "
+        "wheels leave out Maxwell and Pascal, CUDA 13 ones Volta too), or a custom CUDA extension compiled "
+        "for other GPUs (the frame that fails is the extension's, e.g. `cudaCheckError() failed`). On ROCm, "
+        "hipErrorNoBinaryForGpu is the same for an AMD GPU whose gfx target the build lacks, or a ROCm torch "
+        "on a machine with an NVIDIA GPU.",
         fixes=(
             fix("See which architectures the installed torch has, and the GPU's", PRINT_ARCHES),
-            fix("Reinstall torch from the index of a CUDA version whose builds include this GPU (e.g. cu128 or "
+            fix(
+                "Reinstall torch from the index of a CUDA version whose builds include this GPU (e.g. cu128 or "
                 "newer for RTX 50xx; an older CUDA line for Pascal/Volta)",
                 "pip install --force-reinstall torch torchvision torchaudio --index-url "
-                "https://download.pytorch.org/whl/cu128"),
-            fix("When the failing frame is a compiled extension, rebuild it for this GPU, e.g. "
-                "`TORCH_CUDA_ARCH_LIST=\"8.6\" pip install --no-build-isolation --force-reinstall .`"),
-            fix("On an AMD GPU the build does not list (RDNA2 gfx1031/1032 and the like), pretend to be the "
-                "nearest supported target", "export HSA_OVERRIDE_GFX_VERSION=10.3.0"),
+                "https://download.pytorch.org/whl/cu128",
+            ),
+            fix(
+                "When the failing frame is a compiled extension, rebuild it for this GPU, e.g. "
+                '`TORCH_CUDA_ARCH_LIST="8.6" pip install --no-build-isolation --force-reinstall .`'
+            ),
+            fix(
+                "On an AMD GPU the build does not list (RDNA2 gfx1031/1032 and the like), pretend to be the "
+                "nearest supported target",
+                "export HSA_OVERRIDE_GFX_VERSION=10.3.0",
+            ),
         ),
         checks=ARCH_CHECKS,
         sources=(
@@ -59,7 +68,7 @@ SIGNATURES: list[Signature] = [
             "THCudaCheck FAIL file=/home/mfuntowi/Workspace/pytorch/aten/src/THC/generic/THCTensorMath.cu line=244 "
             "error=48 : no kernel image is available for execution on the device",
             "cudaCheckError() failed : no kernel image is available for execution on the device",
-            "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
+            '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
         ),
         near_misses=(
             "RuntimeError: CUDA error: out of memory\n"
@@ -81,16 +90,21 @@ SIGNATURES: list[Signature] = [
             r"hipErrorInvalidDeviceFunction",
         ),
         cause="The runtime found the kernel's code object but no version of the function for this GPU. On NVIDIA "
-              "it is the older spelling of the missing-architecture failure: torch or an extension built with a "
-              "`TORCH_CUDA_ARCH_LIST` that leaves this GPU out, built on another machine, or a GPU too old for the "
-              "wheel. On AMD (ROCm) it is very common on consumer and APU GPUs whose gfx target the ROCm torch "
-              "was not built for (gfx1031, gfx1151 Strix Halo, Polaris workstation cards).",
+        "it is the older spelling of the missing-architecture failure: torch or an extension built with a "
+        "`TORCH_CUDA_ARCH_LIST` that leaves this GPU out, built on another machine, or a GPU too old for the "
+        "wheel. On AMD (ROCm) it is very common on consumer and APU GPUs whose gfx target the ROCm torch "
+        "was not built for (gfx1031, gfx1151 Strix Halo, Polaris workstation cards).",
         fixes=(
             fix("Compare the build's architectures with the GPU's", PRINT_ARCHES),
-            fix("Install a torch build that lists this GPU, or rebuild torch/the extension with its architecture "
-                "in `TORCH_CUDA_ARCH_LIST` (every architecture you run on: the list is not backward compatible)"),
-            fix("On ROCm, make the GPU report the nearest supported target before starting Python (10.3.0 for "
-                "RDNA2 cards such as gfx1031, 11.0.0 for gfx1151)", "export HSA_OVERRIDE_GFX_VERSION=10.3.0"),
+            fix(
+                "Install a torch build that lists this GPU, or rebuild torch/the extension with its architecture "
+                "in `TORCH_CUDA_ARCH_LIST` (every architecture you run on: the list is not backward compatible)"
+            ),
+            fix(
+                "On ROCm, make the GPU report the nearest supported target before starting Python (10.3.0 for "
+                "RDNA2 cards such as gfx1031, 11.0.0 for gfx1151)",
+                "export HSA_OVERRIDE_GFX_VERSION=10.3.0",
+            ),
         ),
         checks=ARCH_CHECKS,
         sources=(
@@ -125,15 +139,17 @@ SIGNATURES: list[Signature] = [
         needles=("is not compatible with the current pytorch installation",),
         patterns=(r"with CUDA capability sm_\d{2,3} is not compatible with the current PyTorch installation",),
         cause="At the first CUDA call torch compares each GPU's compute capability with the architectures its "
-              "wheel was compiled for, and warns when none matches the GPU's major version. Every kernel launch on "
-              "that GPU will then fail with 'no kernel image is available'. Typical: an RTX 50xx (sm_120) with a "
-              "cu121/cu124/cu126 wheel, an RTX 30xx/A100 (sm_86/sm_80) with an old cu10x wheel, or a Maxwell/Pascal "
-              "card with a recent cu128 wheel (Volta with a CUDA 13 one).",
+        "wheel was compiled for, and warns when none matches the GPU's major version. Every kernel launch on "
+        "that GPU will then fail with 'no kernel image is available'. Typical: an RTX 50xx (sm_120) with a "
+        "cu121/cu124/cu126 wheel, an RTX 30xx/A100 (sm_86/sm_80) with an old cu10x wheel, or a Maxwell/Pascal "
+        "card with a recent cu128 wheel (Volta with a CUDA 13 one).",
         fixes=(
-            fix("Install the same torch built for a CUDA version whose arch list includes this GPU (the warning "
+            fix(
+                "Install the same torch built for a CUDA version whose arch list includes this GPU (the warning "
                 "lists what the installed one supports)",
                 "pip install --force-reinstall torch torchvision torchaudio --index-url "
-                "https://download.pytorch.org/whl/cu128"),
+                "https://download.pytorch.org/whl/cu128",
+            ),
             fix("Check the result", PRINT_ARCHES),
         ),
         checks=ARCH_CHECKS,
@@ -154,16 +170,15 @@ SIGNATURES: list[Signature] = [
             "NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the current PyTorch "
             "installation.\n"
             "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
-            "NVIDIA A100-PCIE-40GB with CUDA capability sm_80 is not compatible with the current PyTorch "
-            "installation.",
+            "NVIDIA A100-PCIE-40GB with CUDA capability sm_80 is not compatible with the current PyTorch installation.",
         ),
         near_misses=(
             "UserWarning: Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.\n"
             "Minimum and Maximum cuda capability supported by this version of PyTorch is (8.0) - (12.0)",
         ),
         notes="The near-miss (DGX Spark GB10, sm_121, with a build up to sm_120) is benign: same major version, "
-              "kernels run. The same 'Minimum and Maximum' warning is fatal when the GPU is below the minimum "
-              "(e.g. 6.1 with (7.0) - (12.0)), but that cannot be told apart on one line, so it is not matched.",
+        "kernels run. The same 'Minimum and Maximum' warning is fatal when the GPU is below the minimum "
+        "(e.g. 6.1 with (7.0) - (12.0)), but that cannot be told apart on one line, so it is not matched.",
     ),
     Signature(
         id="kernel-image-gpu-too-old",
@@ -172,14 +187,17 @@ SIGNATURES: list[Signature] = [
         needles=("no longer supports this gpu because it is too old",),
         patterns=(r"PyTorch no longer supports this GPU because it is too old",),
         cause="The GPU's compute capability is below the oldest architecture the installed torch was compiled "
-              "for (Fermi and Kepler cards long ago; now Maxwell and Pascal with recent cu128 wheels). torch "
-              "still reports CUDA as available, then kernels fail with 'no kernel image' or 'invalid device "
-              "function'. For mixed precision this usually also means no usable fp16/bf16 hardware anyway.",
+        "for (Fermi and Kepler cards long ago; now Maxwell and Pascal with recent cu128 wheels). torch "
+        "still reports CUDA as available, then kernels fail with 'no kernel image' or 'invalid device "
+        "function'. For mixed precision this usually also means no usable fp16/bf16 hardware anyway.",
         fixes=(
-            fix("Install an older torch (or an older CUDA line of it) whose builds still include this GPU; the "
-                "warning names the minimum capability of the installed one", PRINT_ARCHES),
+            fix(
+                "Install an older torch (or an older CUDA line of it) whose builds still include this GPU; the "
+                "warning names the minimum capability of the installed one",
+                PRINT_ARCHES,
+            ),
             fix("Or build torch from source with this GPU in `TORCH_CUDA_ARCH_LIST`"),
-            fix("Or run on the CPU: hide the GPU with `CUDA_VISIBLE_DEVICES=\"\"` and train in fp32"),
+            fix('Or run on the CPU: hide the GPU with `CUDA_VISIBLE_DEVICES=""` and train in fp32'),
         ),
         checks=ARCH_CHECKS,
         sources=(
@@ -204,7 +222,7 @@ SIGNATURES: list[Signature] = [
             "Minimum and Maximum cuda capability supported by this version of PyTorch is (8.0) - (12.0)",
         ),
         notes="Before torch 1.8 the last line read 'The minimum cuda capability that we support is 3.5.'. ROCm torch "
-              "once printed this warning for AMD GPUs by mistake (ROCm/pytorch#627).",
+        "once printed this warning for AMD GPUs by mistake (ROCm/pytorch#627).",
     ),
     Signature(
         id="kernel-image-cublas-cudnn-arch-mismatch",
@@ -213,15 +231,17 @@ SIGNATURES: list[Signature] = [
         needles=("cublas_status_arch_mismatch", "cudnn_status_arch_mismatch"),
         patterns=(r"CUBLAS_STATUS_ARCH_MISMATCH", r"CUDNN_STATUS_ARCH_MISMATCH"),
         cause="The library has no path for this GPU's architecture. For cuBLAS it is usually a mixed-precision "
-              "GEMM (`cublasGemmEx` with fp16 inputs and tensor-op algorithms) on a GPU older than the library "
-              "supports for it (Kepler K40/K80, Maxwell in some CUDA versions). For cuDNN it is a GPU below "
-              "cuDNN's minimum, or a different cuDNN than torch's own being loaded (a stray cudnn DLL in "
-              "System32 or on PATH on Windows).",
+        "GEMM (`cublasGemmEx` with fp16 inputs and tensor-op algorithms) on a GPU older than the library "
+        "supports for it (Kepler K40/K80, Maxwell in some CUDA versions). For cuDNN it is a GPU below "
+        "cuDNN's minimum, or a different cuDNN than torch's own being loaded (a stray cudnn DLL in "
+        "System32 or on PATH on Windows).",
         fixes=(
             fix("Run those layers in fp32 on this GPU (no `.half()`, no fp16 autocast), or use a newer GPU"),
-            fix("Check which cuDNN torch really loads; on Windows remove stray cudnn*.dll from System32 and the "
+            fix(
+                "Check which cuDNN torch really loads; on Windows remove stray cudnn*.dll from System32 and the "
                 "system CUDA from PATH so torch's bundled copy is used",
-                "python -c \"import torch; print(torch.backends.cudnn.version(), torch.version.cuda)\""),
+                'python -c "import torch; print(torch.backends.cudnn.version(), torch.version.cuda)"',
+            ),
             fix("For a compiled extension, build it for this GPU with a CUDA version that still supports it"),
         ),
         checks=ARCH_CHECKS + ("PREC001",),
@@ -254,12 +274,14 @@ SIGNATURES: list[Signature] = [
         needles=("is not defined for option 'gpu-name'",),
         patterns=(r"Value 'sm_\d{2,3}a?' is not defined for option 'gpu-name'",),
         cause="Triton (behind torch.compile, vLLM, SGLang, lmdeploy, unsloth) compiles its kernels with the ptxas "
-              "it ships, and a ptxas older than the GPU refuses its architecture: sm_120 (RTX 50xx) needs a "
-              "CUDA 12.8+ ptxas; for sm_121a (DGX Spark GB10) CUDA 13's fixed it. It is the Triton counterpart of "
-              "'no kernel image': torch's own kernels may run while every compiled kernel fails.",
+        "it ships, and a ptxas older than the GPU refuses its architecture: sm_120 (RTX 50xx) needs a "
+        "CUDA 12.8+ ptxas; for sm_121a (DGX Spark GB10) CUDA 13's fixed it. It is the Triton counterpart of "
+        "'no kernel image': torch's own kernels may run while every compiled kernel fails.",
         fixes=(
-            fix("Point Triton at a new enough system ptxas (from a CUDA 12.8+/13 toolkit)",
-                "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas"),
+            fix(
+                "Point Triton at a new enough system ptxas (from a CUDA 12.8+/13 toolkit)",
+                "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas",
+            ),
             fix("Or upgrade torch and its matching triton to a release that supports this GPU"),
             fix("Or run without torch.compile / Triton kernels until then"),
         ),

@@ -9,8 +9,10 @@ from mpdoctor.explain.signature import Signature, fix
 # OneDiff's own code and its ComfyUI / WebUI extensions.
 ONEDIFF_FRAMES = (r"/onediff",)
 
-INSTALL_ONEFLOW = ("python3 -m pip install -U --pre oneflow -f "
-                   "https://github.com/siliconflow/oneflow_releases/releases/expanded_assets/community_cu118")
+INSTALL_ONEFLOW = (
+    "python3 -m pip install -U --pre oneflow -f "
+    "https://github.com/siliconflow/oneflow_releases/releases/expanded_assets/community_cu118"
+)
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -18,29 +20,37 @@ SIGNATURES: list[Signature] = [
         family="oneflow",
         title="OneFlow's type inference got fp16 and fp32 inputs in one op (often torch.autocast over OneDiff)",
         needles=("inferdatatype failed",),
-        patterns=(r"InferDataType Failed\. Expected k(?:Float|Float16|BFloat16|Double), "
-                  r"but got k(?:Float|Float16|BFloat16|Double)\b",),
+        patterns=(
+            r"InferDataType Failed\. Expected k(?:Float|Float16|BFloat16|Double), "
+            r"but got k(?:Float|Float16|BFloat16|Double)\b",
+        ),
         cause="A OneFlow op received inputs of two floating dtypes and its type inference refused them. Under "
-              "OneDiff the usual cause is two precision managers at once: the pipeline is already fp16 and runs "
-              "inside `torch.autocast(\"cuda\")`, whose per-op casts OneFlow's compiled graph does not follow. In "
-              "plain OneFlow it is an fp16 tensor meeting an fp32 one (a VAE or input left in another dtype, or an "
-              "fp16 global-tensor matmul).",
+        "OneDiff the usual cause is two precision managers at once: the pipeline is already fp16 and runs "
+        'inside `torch.autocast("cuda")`, whose per-op casts OneFlow\'s compiled graph does not follow. In '
+        "plain OneFlow it is an fp16 tensor meeting an fp32 one (a VAE or input left in another dtype, or an "
+        "fp16 global-tensor matmul).",
         fixes=(
-            fix("If the pipeline is already fp16, remove the `with torch.autocast(\"cuda\"):` around it"),
-            fix("Or use OneFlow's own autocast instead: `with oneflow.autocast(\"cuda\"):`"),
+            fix('If the pipeline is already fp16, remove the `with torch.autocast("cuda"):` around it'),
+            fix('Or use OneFlow\'s own autocast instead: `with oneflow.autocast("cuda"):`'),
             fix("In plain OneFlow code, cast every input of the failing op to one dtype (e.g. `x.to(flow.float16)`)"),
         ),
         checks=("ONEFLOW005", "ONEFLOW004"),
-        sources=("https://github.com/siliconflow/onediff/issues/582",
-                 "https://github.com/siliconflow/onediff/issues/66",
-                 "https://github.com/Oneflow-Inc/oneflow/issues/10342"),
-        examples=("RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16",
-                  "ERROR:root:Internal Error: Exception msg InferDataType Failed. Expected kFloat, but got kFloat16",
-                  "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16\n"
-                  '  File "oneflow/core/functional/impl/nn_functor.cpp", line 359, in operator()\n'
-                  "    OpInterpUtil::Dispatch<Tensor>(*matmul_op_, {cast_a, cast_b}, attrs)"),
-        near_misses=("InferDataType Failed. Expected kFloat16, but got kInt8",
-                     "RuntimeError: expected scalar type Float but found Half"),
+        sources=(
+            "https://github.com/siliconflow/onediff/issues/582",
+            "https://github.com/siliconflow/onediff/issues/66",
+            "https://github.com/Oneflow-Inc/oneflow/issues/10342",
+        ),
+        examples=(
+            "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16",
+            "ERROR:root:Internal Error: Exception msg InferDataType Failed. Expected kFloat, but got kFloat16",
+            "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16\n"
+            '  File "oneflow/core/functional/impl/nn_functor.cpp", line 359, in operator()\n'
+            "    OpInterpUtil::Dispatch<Tensor>(*matmul_op_, {cast_a, cast_b}, attrs)",
+        ),
+        near_misses=(
+            "InferDataType Failed. Expected kFloat16, but got kInt8",
+            "RuntimeError: expected scalar type Float but found Half",
+        ),
         notes="kFloat16/kInt8 (onediff#969) is OneDiff's enterprise int8 quantization, not a precision clash.",
     ),
     Signature(
@@ -50,35 +60,43 @@ SIGNATURES: list[Signature] = [
         needles=("this package is a placeholder",),
         patterns=(r"This package is a placeholder\. Please install oneflow",),
         cause="`pip install oneflow` from PyPI installs oneflow 0.7.0, a placeholder without OneFlow's native core "
-              "whose `__init__.py` raises this RuntimeError. Real OneFlow builds come from OneFlow's and SiliconFlow's "
-              "own package indexes, for Linux and specific CUDA versions only (there is no Windows build). OneDiff "
-              "probes oneflow catching only ImportError, so the placeholder crashes OneDiff and its ComfyUI nodes.",
+        "whose `__init__.py` raises this RuntimeError. Real OneFlow builds come from OneFlow's and SiliconFlow's "
+        "own package indexes, for Linux and specific CUDA versions only (there is no Windows build). OneDiff "
+        "probes oneflow catching only ImportError, so the placeholder crashes OneDiff and its ComfyUI nodes.",
         fixes=(
             fix("Remove the placeholder", "pip uninstall -y oneflow"),
-            fix("Install a real OneFlow build for your CUDA (Linux; cu118 shown, also community_cu121/cu122)",
-                INSTALL_ONEFLOW),
-            fix("On Windows, or without a OneFlow build for your CUDA, use OneDiff's nexfort backend or remove "
-                "OneDiff's nodes instead"),
+            fix(
+                "Install a real OneFlow build for your CUDA (Linux; cu118 shown, also community_cu121/cu122)",
+                INSTALL_ONEFLOW,
+            ),
+            fix(
+                "On Windows, or without a OneFlow build for your CUDA, use OneDiff's nexfort backend or remove "
+                "OneDiff's nodes instead"
+            ),
         ),
         checks=("ONEFLOW001", "ONEFLOW002"),
-        sources=("https://github.com/siliconflow/onediff/issues/1146",
-                 "https://github.com/siliconflow/onediff/issues/827",
-                 "https://github.com/Oneflow-Inc/oneflow/issues/8497"),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "C:\\Users\\Jrwhe\\Documents\\comfy\\ComfyUI\\custom_nodes\\onediff_comfy_nodes\\'
-                  '__init__.py", line 2, in <module>\n'
-                  '    from onediff.utils.import_utils import is_nexfort_available, is_oneflow_available\n'
-                  '  File "C:\\Users\\Jrwhe\\Documents\\onediff\\src\\onediff\\utils\\import_utils.py", line 16, '
-                  'in check_module_availability\n'
-                  '    importlib.import_module(module_name)\n'
-                  '  File "C:\\Users\\Jrwhe\\Documents\\comfy\\venv\\lib\\site-packages\\oneflow\\__init__.py", '
-                  'line 21, in <module>\n'
-                  '    raise RuntimeError("This package is a placeholder. Please install oneflow following the '
-                  'instructions in https://github.com/Oneflow-Inc/oneflow#install-oneflow")\n'
-                  'RuntimeError: This package is a placeholder. Please install oneflow following the instructions in '
-                  'https://github.com/Oneflow-Inc/oneflow#install-oneflow',
-                  'RuntimeError: This package is a placeholder. Please install oneflow following the instructions in '
-                  'https://github.com/Oneflow-Inc/oneflow#install-oneflow'),
+        sources=(
+            "https://github.com/siliconflow/onediff/issues/1146",
+            "https://github.com/siliconflow/onediff/issues/827",
+            "https://github.com/Oneflow-Inc/oneflow/issues/8497",
+        ),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "C:\\Users\\Jrwhe\\Documents\\comfy\\ComfyUI\\custom_nodes\\onediff_comfy_nodes\\'
+            '__init__.py", line 2, in <module>\n'
+            "    from onediff.utils.import_utils import is_nexfort_available, is_oneflow_available\n"
+            '  File "C:\\Users\\Jrwhe\\Documents\\onediff\\src\\onediff\\utils\\import_utils.py", line 16, '
+            "in check_module_availability\n"
+            "    importlib.import_module(module_name)\n"
+            '  File "C:\\Users\\Jrwhe\\Documents\\comfy\\venv\\lib\\site-packages\\oneflow\\__init__.py", '
+            "line 21, in <module>\n"
+            '    raise RuntimeError("This package is a placeholder. Please install oneflow following the '
+            'instructions in https://github.com/Oneflow-Inc/oneflow#install-oneflow")\n'
+            "RuntimeError: This package is a placeholder. Please install oneflow following the instructions in "
+            "https://github.com/Oneflow-Inc/oneflow#install-oneflow",
+            "RuntimeError: This package is a placeholder. Please install oneflow following the instructions in "
+            "https://github.com/Oneflow-Inc/oneflow#install-oneflow",
+        ),
         near_misses=("ModuleNotFoundError: No module named 'oneflow._oneflow_internal'",),
     ),
     Signature(
@@ -88,18 +106,24 @@ SIGNATURES: list[Signature] = [
         needles=("no module named 'oneflow._oneflow_internal'",),
         patterns=(r"No module named 'oneflow\._oneflow_internal'",),
         cause="The oneflow package Python finds has no compiled core for this interpreter: PyPI's old oneflow "
-              "wheels (0.6.0/0.7.0, pure Python), a source build whose build directory is not on the path, or a "
-              "build made for another Python version.",
+        "wheels (0.6.0/0.7.0, pure Python), a source build whose build directory is not on the path, or a "
+        "build made for another Python version.",
         fixes=(
-            fix("Replace a PyPI oneflow with a real build for your CUDA", "pip uninstall -y oneflow && "
-                + INSTALL_ONEFLOW),
-            fix("For a source build, run `source build/source.sh` in the build directory before importing, and "
-                "build with the same Python you run"),
+            fix(
+                "Replace a PyPI oneflow with a real build for your CUDA",
+                "pip uninstall -y oneflow && " + INSTALL_ONEFLOW,
+            ),
+            fix(
+                "For a source build, run `source build/source.sh` in the build directory before importing, and "
+                "build with the same Python you run"
+            ),
         ),
         checks=("ONEFLOW001", "ONEFLOW006"),
-        sources=("https://github.com/Oneflow-Inc/oneflow/issues/7392",
-                 "https://github.com/Oneflow-Inc/oneflow/issues/10429",
-                 "https://github.com/Oneflow-Inc/oneflow/issues/10556"),
+        sources=(
+            "https://github.com/Oneflow-Inc/oneflow/issues/7392",
+            "https://github.com/Oneflow-Inc/oneflow/issues/10429",
+            "https://github.com/Oneflow-Inc/oneflow/issues/10556",
+        ),
         examples=("ModuleNotFoundError: No module named 'oneflow._oneflow_internal'",),
         near_misses=("ModuleNotFoundError: No module named 'oneflow.framework.args_tree'",),
     ),
@@ -108,31 +132,41 @@ SIGNATURES: list[Signature] = [
         family="oneflow",
         title="The installed OneFlow is older than what OneDiff needs",
         needles=("no module named 'oneflow.", "from 'oneflow.mock_torch'"),
-        patterns=(r"No module named 'oneflow\.(?:framework\.args_tree|utils\.checkpoint)'",
-                  r"cannot import name '\w{1,60}' from 'oneflow\.mock_torch'"),
+        patterns=(
+            r"No module named 'oneflow\.(?:framework\.args_tree|utils\.checkpoint)'",
+            r"cannot import name '\w{1,60}' from 'oneflow\.mock_torch'",
+        ),
         cause="OneDiff (and OneFlow's diffusers fork) import OneFlow modules that only newer OneFlow builds have. "
-              "An older release such as 0.8.0 or 0.9.0 is installed instead of the 0.9.1 dev builds OneDiff's "
-              "README points to; OneDiff does not pin its OneFlow version, so pip does not catch it.",
+        "An older release such as 0.8.0 or 0.9.0 is installed instead of the 0.9.1 dev builds OneDiff's "
+        "README points to; OneDiff does not pin its OneFlow version, so pip does not catch it.",
         fixes=(
-            fix("Install the OneFlow build OneDiff's README names, for your CUDA (cu118 shown; CUDA 11.8 or newer)",
-                "pip uninstall -y oneflow && " + INSTALL_ONEFLOW),
+            fix(
+                "Install the OneFlow build OneDiff's README names, for your CUDA (cu118 shown; CUDA 11.8 or newer)",
+                "pip uninstall -y oneflow && " + INSTALL_ONEFLOW,
+            ),
         ),
         checks=("ONEFLOW002",),
-        sources=("https://github.com/siliconflow/onediff/issues/395",
-                 "https://github.com/siliconflow/onediff/issues/1171",
-                 "https://github.com/Oneflow-Inc/oneflow/issues/10413",
-                 "https://github.com/siliconflow/onediff/issues/19"),
-        examples=("ModuleNotFoundError: No module named 'oneflow.framework.args_tree'",
-                  "ImportError: cannot import name 'DynamicMockModule' from 'oneflow.mock_torch'",
-                  'Traceback (most recent call last):\n'
-                  '  File "test_of.py", line 2, in <module>\n'
-                  '    from diffusers import OneFlowStableDiffusionPipeline\n'
-                  '  File "/mnt/yinlong/project/disco/one-flow/diffusers/src/diffusers/models/'
-                  'unet_2d_condition_oneflow.py", line 6, in <module>\n'
-                  '    import oneflow.utils.checkpoint\n'
-                  "ModuleNotFoundError: No module named 'oneflow.utils.checkpoint'"),
-        near_misses=("ModuleNotFoundError: No module named 'oneflow._oneflow_internal'",
-                     "ModuleNotFoundError: No module named 'oneflow'"),
+        sources=(
+            "https://github.com/siliconflow/onediff/issues/395",
+            "https://github.com/siliconflow/onediff/issues/1171",
+            "https://github.com/Oneflow-Inc/oneflow/issues/10413",
+            "https://github.com/siliconflow/onediff/issues/19",
+        ),
+        examples=(
+            "ModuleNotFoundError: No module named 'oneflow.framework.args_tree'",
+            "ImportError: cannot import name 'DynamicMockModule' from 'oneflow.mock_torch'",
+            "Traceback (most recent call last):\n"
+            '  File "test_of.py", line 2, in <module>\n'
+            "    from diffusers import OneFlowStableDiffusionPipeline\n"
+            '  File "/mnt/yinlong/project/disco/one-flow/diffusers/src/diffusers/models/'
+            'unet_2d_condition_oneflow.py", line 6, in <module>\n'
+            "    import oneflow.utils.checkpoint\n"
+            "ModuleNotFoundError: No module named 'oneflow.utils.checkpoint'",
+        ),
+        near_misses=(
+            "ModuleNotFoundError: No module named 'oneflow._oneflow_internal'",
+            "ModuleNotFoundError: No module named 'oneflow'",
+        ),
     ),
     Signature(
         id="oneflow-mock-torch-missing-api",
@@ -141,33 +175,41 @@ SIGNATURES: list[Signature] = [
         needles=("is not implemented, please submit an issue at",),
         patterns=(r"oneflow[\w.]{0,120} is not implemented, please submit an issue at",),
         cause="OneFlow's mock-torch is on (`oneflow.mock_torch.enable()`, `eval $(oneflow-mock-torch)`, or OneDiff "
-              "turning it on), so `import torch` and every `torch.X` go to OneFlow. This library used a torch "
-              "API OneFlow does not implement, and without lazy mode mock-torch raises instead of returning a "
-              "stand-in. The code was meant for the real torch.",
+        "turning it on), so `import torch` and every `torch.X` go to OneFlow. This library used a torch "
+        "API OneFlow does not implement, and without lazy mode mock-torch raises instead of returning a "
+        "stand-in. The code was meant for the real torch.",
         fixes=(
-            fix("Enable mock-torch in lazy mode, so missing names become stand-ins until really called: "
-                "`oneflow.mock_torch.enable(lazy=True)` or `eval $(oneflow-mock-torch --lazy)`"),
-            fix("Or keep mock-torch away from code that needs the real torch: disable it around that code "
+            fix(
+                "Enable mock-torch in lazy mode, so missing names become stand-ins until really called: "
+                "`oneflow.mock_torch.enable(lazy=True)` or `eval $(oneflow-mock-torch --lazy)`"
+            ),
+            fix(
+                "Or keep mock-torch away from code that needs the real torch: disable it around that code "
                 "(`with oneflow.mock_torch.disable():`) or set ONEFLOW_DISABLE_MOCK_TORCH=1",
-                "export ONEFLOW_DISABLE_MOCK_TORCH=1"),
+                "export ONEFLOW_DISABLE_MOCK_TORCH=1",
+            ),
         ),
         checks=("ONEFLOW004",),
-        sources=("https://github.com/Oneflow-Inc/oneflow/issues/9940",
-                 "https://github.com/siliconflow/onediff/issues/131",
-                 "https://github.com/siliconflow/onediff/issues/104",
-                 "https://github.com/siliconflow/onediff/issues/162",
-                 "https://github.com/Oneflow-Inc/oneflow/pull/9805"),
-        examples=("AttributeError: oneflow.int16 is not implemented, please submit an issue at",
-                  "ModuleNotFoundError: oneflow._utils._rebuild_tensor_v2 is not implemented, please submit an issue "
-                  "at  \n'https://github.com/Oneflow-Inc/oneflow/issues' including the log information of the error, "
-                  "the \nminimum reproduction code, and the system information.",
-                  "RuntimeError: Failed to import transformers.models.clip.modeling_clip because of the following "
-                  "error (look up to see its traceback):\noneflow.cuda.amp.GradScaler is not implemented, please "
-                  "submit an issue at  \n'https://github.com/Oneflow-Inc/oneflow/issues' including the log "
-                  "information of the error, the \nminimum reproduction code, and the system information.",
-                  "AttributeError: oneflow.nn.MultiheadAttention is not implemented, please submit an issue at "
-                  "'https://github.com/Oneflow-Inc/oneflow/issues' including the log information of the error, the "
-                  "minimum repr"),
+        sources=(
+            "https://github.com/Oneflow-Inc/oneflow/issues/9940",
+            "https://github.com/siliconflow/onediff/issues/131",
+            "https://github.com/siliconflow/onediff/issues/104",
+            "https://github.com/siliconflow/onediff/issues/162",
+            "https://github.com/Oneflow-Inc/oneflow/pull/9805",
+        ),
+        examples=(
+            "AttributeError: oneflow.int16 is not implemented, please submit an issue at",
+            "ModuleNotFoundError: oneflow._utils._rebuild_tensor_v2 is not implemented, please submit an issue "
+            "at  \n'https://github.com/Oneflow-Inc/oneflow/issues' including the log information of the error, "
+            "the \nminimum reproduction code, and the system information.",
+            "RuntimeError: Failed to import transformers.models.clip.modeling_clip because of the following "
+            "error (look up to see its traceback):\noneflow.cuda.amp.GradScaler is not implemented, please "
+            "submit an issue at  \n'https://github.com/Oneflow-Inc/oneflow/issues' including the log "
+            "information of the error, the \nminimum reproduction code, and the system information.",
+            "AttributeError: oneflow.nn.MultiheadAttention is not implemented, please submit an issue at "
+            "'https://github.com/Oneflow-Inc/oneflow/issues' including the log information of the error, the "
+            "minimum repr",
+        ),
         near_misses=("AttributeError: module 'oneflow' has no attribute 'allclose'",),
         notes="`module 'oneflow' has no attribute ...` is `import oneflow as torch` code, not mock-torch.",
     ),
@@ -178,23 +220,25 @@ SIGNATURES: list[Signature] = [
         needles=("no module named 'oneflow'",),
         patterns=(r"No module named 'oneflow'",),
         cause="OneDiff's OneFlow backend (and its ComfyUI nodes) imports oneflow, which is not installed in this "
-              "environment. OneDiff does not depend on OneFlow in its package metadata, and OneFlow is not on PyPI "
-              "in a working form, so installing OneDiff or its ComfyUI nodes never brings it.",
+        "environment. OneDiff does not depend on OneFlow in its package metadata, and OneFlow is not on PyPI "
+        "in a working form, so installing OneDiff or its ComfyUI nodes never brings it.",
         fixes=(
             fix("Install a real OneFlow build for your CUDA (Linux only)", INSTALL_ONEFLOW),
             fix("Or switch OneDiff to its nexfort backend, or remove the OneDiff nodes if you do not use them"),
         ),
         checks=("ONEFLOW002", "ONEFLOW001"),
         sources=("https://github.com/siliconflow/onediff/issues/695",),
-        examples=('Traceback (most recent call last):\n'
-                  '  File "F:\\Ai\\ComfyUI\\nodes.py", line 1887, in load_custom_node\n'
-                  '    module_spec.loader.exec_module(module)\n'
-                  '  File "F:\\Ai\\ComfyUI\\custom_nodes\\onediff_comfy_nodes\\__init__.py", line 2, in <module>\n'
-                  '    from ._config import _USE_UNET_INT8\n'
-                  '  File "F:\\Ai\\ComfyUI\\venv\\lib\\site-packages\\onediff\\infer_compiler\\__init__.py", line 3, '
-                  'in <module>\n'
-                  '    import oneflow as flow\n'
-                  "ModuleNotFoundError: No module named 'oneflow'",),
+        examples=(
+            "Traceback (most recent call last):\n"
+            '  File "F:\\Ai\\ComfyUI\\nodes.py", line 1887, in load_custom_node\n'
+            "    module_spec.loader.exec_module(module)\n"
+            '  File "F:\\Ai\\ComfyUI\\custom_nodes\\onediff_comfy_nodes\\__init__.py", line 2, in <module>\n'
+            "    from ._config import _USE_UNET_INT8\n"
+            '  File "F:\\Ai\\ComfyUI\\venv\\lib\\site-packages\\onediff\\infer_compiler\\__init__.py", line 3, '
+            "in <module>\n"
+            "    import oneflow as flow\n"
+            "ModuleNotFoundError: No module named 'oneflow'",
+        ),
         near_misses=("ModuleNotFoundError: No module named 'oneflow'",),
         frames=ONEDIFF_FRAMES,
         notes="Needs a OneDiff frame: without OneDiff in the traceback, a missing oneflow is just a missing package.",

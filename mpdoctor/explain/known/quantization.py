@@ -12,18 +12,24 @@ SIGNATURES: list[Signature] = [
         family="quantization",
         title="bitsandbytes 4-bit layers compute in fp32 while the model runs in fp16/bf16: slow",
         needles=("input type into linear4bit is",),
-        patterns=(r"Input type into Linear4bit is torch\.(?:float16|bfloat16), but bnb_4bit_compute_(?:type|dtype)"
-                  r"=torch\.float32",),
+        patterns=(
+            r"Input type into Linear4bit is torch\.(?:float16|bfloat16), but bnb_4bit_compute_(?:type|dtype)"
+            r"=torch\.float32",
+        ),
         cause="`BitsAndBytesConfig(load_in_4bit=True)` leaves `bnb_4bit_compute_dtype` at its default, float32, so "
-              "each 4-bit layer dequantizes to fp32 and runs a slow fp32 matmul although its input is fp16/bf16. "
-              "Nothing fails; inference and QLoRA training are several times slower than they should be.",
+        "each 4-bit layer dequantizes to fp32 and runs a slow fp32 matmul although its input is fp16/bf16. "
+        "Nothing fails; inference and QLoRA training are several times slower than they should be.",
         fixes=(
-            fix("Set the compute dtype to the model's dtype: `BitsAndBytesConfig(load_in_4bit=True, "
-                "bnb_4bit_compute_dtype=torch.bfloat16)` (torch.float16 on GPUs older than Ampere)"),
+            fix(
+                "Set the compute dtype to the model's dtype: `BitsAndBytesConfig(load_in_4bit=True, "
+                "bnb_4bit_compute_dtype=torch.bfloat16)` (torch.float16 on GPUs older than Ampere)"
+            ),
         ),
         checks=("PREC001",),
-        sources=("https://github.com/h2oai/h2ogpt/pull/682",
-                 "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/2077"),
+        sources=(
+            "https://github.com/h2oai/h2ogpt/pull/682",
+            "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/2077",
+        ),
         examples=(
             "UserWarning: Input type into Linear4bit is torch.float16, but bnb_4bit_compute_type=torch.float32 "
             "(default). This will lead to slow inference or training speed.",
@@ -36,12 +42,11 @@ SIGNATURES: list[Signature] = [
         needles=("matmul8bitlt: inputs will be cast from",),
         patterns=(r"MatMul8bitLt: inputs will be cast from torch\.(?:bfloat16|float32) to float16",),
         cause="`load_in_8bit=True` (LLM.int8) computes its matmuls in fp16. A model run in bf16 (`--bf16`, "
-              "`torch_dtype=torch.bfloat16`) or fp32 has every 8-bit layer's input cast to fp16 and back: the "
-              "warning is harmless for accuracy in most models, but values beyond fp16's range overflow there.",
+        "`torch_dtype=torch.bfloat16`) or fp32 has every 8-bit layer's input cast to fp16 and back: the "
+        "warning is harmless for accuracy in most models, but values beyond fp16's range overflow there.",
         fixes=(
             fix("Run 8-bit models in fp16 (`torch_dtype=torch.float16`, `--fp16`), the dtype LLM.int8 computes in"),
-            fix("Or, to stay in bf16, quantize to 4-bit with `bnb_4bit_compute_dtype=torch.bfloat16` instead of "
-                "8-bit"),
+            fix("Or, to stay in bf16, quantize to 4-bit with `bnb_4bit_compute_dtype=torch.bfloat16` instead of 8-bit"),
         ),
         checks=(),
         sources=("https://github.com/hiyouga/LlamaFactory/issues/2132",),
@@ -55,26 +60,34 @@ SIGNATURES: list[Signature] = [
         family="quantization",
         title="An int8- or fp8-stored weight reached an ordinary matmul without being dequantized",
         needles=("to have the same dtype, but got:", "must have the same dtype, but got"),  # dtype-matmul-mismatch's
-        patterns=(r"(?:mat1 and mat2|self and mat2) must have the same dtype, but got (?:Half|BFloat16|Float) and "
-                  r"(?:Char|Byte|Float8_e4m3fn|Float8_e5m2)\b",
-                  r"to have the same dtype, but got: (?:(?:struct )?c10::(?:Half|BFloat16)|float) != "
-                  r"(?:signed char|unsigned char|(?:struct )?c10::Float8_e4m3fn|(?:struct )?c10::Float8_e5m2)"),
+        patterns=(
+            r"(?:mat1 and mat2|self and mat2) must have the same dtype, but got (?:Half|BFloat16|Float) and "
+            r"(?:Char|Byte|Float8_e4m3fn|Float8_e5m2)\b",
+            r"to have the same dtype, but got: (?:(?:struct )?c10::(?:Half|BFloat16)|float) != "
+            r"(?:signed char|unsigned char|(?:struct )?c10::Float8_e4m3fn|(?:struct )?c10::Float8_e5m2)",
+        ),
         cause="The weight is stored quantized: int8 (`Char`, bitsandbytes `load_in_8bit`), uint8 (`Byte`, packed "
-              "4-bit) or fp8 (`Float8_e4m3fn` checkpoints), and some code used it directly in `F.linear`/`@` "
-              "instead of going through the quantized layer, which would dequantize or upcast it first. Remote "
-              "model code that reads `layer.weight` itself (CogVLM/CogAgent vision experts), an image path "
-              "outside the quantized modules, or a loader/node too old for fp8 checkpoints does this.",
+        "4-bit) or fp8 (`Float8_e4m3fn` checkpoints), and some code used it directly in `F.linear`/`@` "
+        "instead of going through the quantized layer, which would dequantize or upcast it first. Remote "
+        "model code that reads `layer.weight` itself (CogVLM/CogAgent vision experts), an image path "
+        "outside the quantized modules, or a loader/node too old for fp8 checkpoints does this.",
         fixes=(
-            fix("Leave the modules that read their weights directly unquantized: "
-                "`BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=[\"vision\", ...])`, or load the "
-                "model without 8-bit"),
-            fix("For an fp8 checkpoint, use a loader that upcasts fp8 weights (update the node/library), or load "
-                "the fp16/bf16 version of the weights"),
+            fix(
+                "Leave the modules that read their weights directly unquantized: "
+                '`BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=["vision", ...])`, or load the '
+                "model without 8-bit"
+            ),
+            fix(
+                "For an fp8 checkpoint, use a loader that upcasts fp8 weights (update the node/library), or load "
+                "the fp16/bf16 version of the weights"
+            ),
         ),
         checks=(),
-        sources=("https://github.com/huggingface/transformers/issues/28856",
-                 "https://github.com/xorbitsai/inference/issues/737",
-                 "https://github.com/kijai/ComfyUI-ControlNeXt-SVD/issues/7"),
+        sources=(
+            "https://github.com/huggingface/transformers/issues/28856",
+            "https://github.com/xorbitsai/inference/issues/737",
+            "https://github.com/kijai/ComfyUI-ControlNeXt-SVD/issues/7",
+        ),
         examples=(
             "When using AutoModelForCausalLM, THUDM/cogagent-vqa-hf and load_in_8bit I get this error : self and "
             "mat2 must have the same dtype, but got Half and Char",

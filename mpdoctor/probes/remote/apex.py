@@ -21,14 +21,37 @@ redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no
 # modules (site-packages/fused_layer_norm_cuda.cpython-310-x86_64-linux-gnu.so),
 # not under apex/. The first three are the core ones every full build has.
 EXTENSIONS = (
-    "apex_C", "amp_C", "fused_layer_norm_cuda", "syncbn", "mlp_cuda", "fused_dense_cuda",
-    "scaled_upper_triang_masked_softmax_cuda", "generic_scaled_masked_softmax_cuda",
-    "scaled_masked_softmax_cuda", "scaled_softmax_cuda", "fused_rotary_positional_embedding",
-    "fused_weight_gradient_mlp_cuda", "xentropy_cuda", "focal_loss_cuda", "group_norm_cuda",
-    "fused_index_mul_2d", "fused_adam_cuda", "fused_lamb_cuda", "fast_layer_norm",
-    "transducer_joint_cuda", "transducer_loss_cuda", "bnp", "permutation_search_cuda",
-    "distributed_adam_cuda", "distributed_lamb_cuda", "fused_conv_bias_relu", "fast_bottleneck",
-    "peer_memory_cuda", "nccl_p2p_cuda", "cudnn_gbn_lib", "_apex_nccl_allocator",
+    "apex_C",
+    "amp_C",
+    "fused_layer_norm_cuda",
+    "syncbn",
+    "mlp_cuda",
+    "fused_dense_cuda",
+    "scaled_upper_triang_masked_softmax_cuda",
+    "generic_scaled_masked_softmax_cuda",
+    "scaled_masked_softmax_cuda",
+    "scaled_softmax_cuda",
+    "fused_rotary_positional_embedding",
+    "fused_weight_gradient_mlp_cuda",
+    "xentropy_cuda",
+    "focal_loss_cuda",
+    "group_norm_cuda",
+    "fused_index_mul_2d",
+    "fused_adam_cuda",
+    "fused_lamb_cuda",
+    "fast_layer_norm",
+    "transducer_joint_cuda",
+    "transducer_loss_cuda",
+    "bnp",
+    "permutation_search_cuda",
+    "distributed_adam_cuda",
+    "distributed_lamb_cuda",
+    "fused_conv_bias_relu",
+    "fast_bottleneck",
+    "peer_memory_cuda",
+    "nccl_p2p_cuda",
+    "cudnn_gbn_lib",
+    "_apex_nccl_allocator",
 )
 DISTRIBUTIONS = ("apex", "nvidia-apex")
 MAX_SOURCE = 1 << 20  # bytes of apex/__init__.py worth parsing
@@ -138,8 +161,11 @@ def _top_levels(dist):
         listed = _read(dist, "installed-files.txt") or ""
         base = str(getattr(dist, "_path", ""))
         location = os.path.dirname(base)
-        paths = [os.path.relpath(os.path.normpath(os.path.join(base, line)), location)
-                 for line in listed.splitlines() if line.strip()]
+        paths = [
+            os.path.relpath(os.path.normpath(os.path.join(base, line)), location)
+            for line in listed.splitlines()
+            if line.strip()
+        ]
     for path in paths:
         first = path.replace("\\", "/").split("/")[0]
         if first and not first.startswith("..") and not first.endswith((".dist-info", ".egg-info")):
@@ -170,8 +196,14 @@ def apex_distributions():
             location = str(dist.locate_file(""))
         except Exception:
             location = ""
-        out.append({"name": name, "version": dist.metadata["Version"] or "", "location": location,
-                    "top_level": _top_levels(dist)[:MAX_LIST]})
+        out.append(
+            {
+                "name": name,
+                "version": dist.metadata["Version"] or "",
+                "location": location,
+                "top_level": _top_levels(dist)[:MAX_LIST],
+            }
+        )
     return out
 
 
@@ -200,8 +232,11 @@ def pth_lines(entries, words=("apex",)):
                     text = handle.read(65536)
             except OSError:
                 continue
-            lines += [{"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)} for line in text.splitlines()
-                      if any(word in line.lower() for word in words)]
+            lines += [
+                {"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)}
+                for line in text.splitlines()
+                if any(word in line.lower() for word in words)
+            ]
     return lines[:MAX_LIST]
 
 
@@ -217,11 +252,11 @@ def elf_needed(path):
                 return None
             wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
             if wide:
-                shoff, = struct.unpack_from(order + "Q", head, 0x28)
+                (shoff,) = struct.unpack_from(order + "Q", head, 0x28)
                 shentsize, shnum = struct.unpack_from(order + "HH", head, 0x3A)
                 layout = order + "IIQQQQIIQQ"
             else:
-                shoff, = struct.unpack_from(order + "I", head, 0x20)
+                (shoff,) = struct.unpack_from(order + "I", head, 0x20)
                 shentsize, shnum = struct.unpack_from(order + "HH", head, 0x2E)
                 layout = order + "IIIIIIIIII"
             handle.seek(shoff)
@@ -250,7 +285,7 @@ def _needed(handle, dynamic, strtab, wide, order):
             break
         if tag == 1:  # DT_NEEDED
             end = strings.find(b"\0", value)
-            needed.append(strings[value:end if end >= 0 else None].decode("utf-8", "replace"))
+            needed.append(strings[value : end if end >= 0 else None].decode("utf-8", "replace"))
     return needed
 
 
@@ -312,5 +347,6 @@ def _package_dir(resolution, locations):
 
 def present(facts):
     """Is there any trace of apex worth a closer look?"""
-    return any(facts.get(key) for key in ("locations", "distributions", "conda_packages", "extensions")) \
-        or facts.get("resolution", {}).get("kind") not in (None, "none")
+    return any(facts.get(key) for key in ("locations", "distributions", "conda_packages", "extensions")) or facts.get(
+        "resolution", {}
+    ).get("kind") not in (None, "none")

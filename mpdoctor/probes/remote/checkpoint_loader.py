@@ -56,13 +56,16 @@ def _walk(obj, prefix, out, torch, depth=0, visits=None):
     visits = [0] if visits is None else visits
     visits[0] += 1
     if visits[0] > MAX_VISITS:
-        raise TooMany("more than %d objects in nested lists and dicts (the same ones referenced many times over): "
-                      "not a state dict" % MAX_VISITS)
+        raise TooMany(
+            "more than %d objects in nested lists and dicts (the same ones referenced many times over): "
+            "not a state dict" % MAX_VISITS
+        )
     if len(out) >= MAX_TENSORS or depth > 12:
         return
     if isinstance(obj, torch.Tensor):
-        out.append([prefix, str(obj.dtype).replace("torch.", ""), list(obj.shape),
-                    int(obj.numel()) * int(obj.element_size())])
+        out.append(
+            [prefix, str(obj.dtype).replace("torch.", ""), list(obj.shape), int(obj.numel()) * int(obj.element_size())]
+        )
     elif isinstance(obj, dict):
         for key, value in obj.items():
             _walk(value, "%s.%s" % (prefix, key) if prefix else str(key), out, torch, depth + 1, visits)
@@ -111,6 +114,7 @@ def load(path, torch):
 
 def load_step(path, torch):
     """One file's step: its tensors, or why torch.load refused it (a refused pickle, a corrupt zip: all facts)."""
+
     def step():
         try:
             return load(path, torch)
@@ -118,6 +122,7 @@ def load_step(path, torch):
             return {"ok": False, "stage": "list", "type": type(exc).__name__, "message": message(exc)}
         except BaseException as exc:
             return {"ok": False, "stage": "load", "type": type(exc).__name__, "message": message(exc)}
+
     return step
 
 
@@ -144,8 +149,15 @@ def main(argv):
     jobs = []
     for n in range(workers):
         mine = list(range(n, len(paths), workers))  # round robin: the big files of a sorted folder spread out
-        jobs.append(supervise.Job(os.path.join(folder, WORKER_FILE % n), plan(paths, mine, torch), limit,
-                                  start + limit * (len(mine) + 1), wording=WORDING))
+        jobs.append(
+            supervise.Job(
+                os.path.join(folder, WORKER_FILE % n),
+                plan(paths, mine, torch),
+                limit,
+                start + limit * (len(mine) + 1),
+                wording=WORDING,
+            )
+        )
     supervise.run(jobs)
 
 

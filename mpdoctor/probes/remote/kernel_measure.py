@@ -42,14 +42,54 @@ TOLERANCE = {
 # "round": the length of one kernel's batch in a timing round; "extra": the most
 # time a device spends on extra rounds when its timings are noisy or disturbed.
 SIZES = {
-    ("quick", "cpu"): {"gemm": 192, "batch": 1, "channels": 16, "pixels": 32, "rows": 64, "width": 1024,
-                       "heads": 4, "seq": 128, "round": 0.001, "extra": 0.6},
-    ("quick", "cuda"): {"gemm": 1024, "batch": 8, "channels": 64, "pixels": 64, "rows": 1024, "width": 4096,
-                        "heads": 8, "seq": 1024, "round": 0.002, "extra": 0.6},
-    ("full", "cpu"): {"gemm": 512, "batch": 8, "channels": 64, "pixels": 56, "rows": 256, "width": 4096,
-                      "heads": 8, "seq": 512, "round": 0.01, "extra": 4.0},
-    ("full", "cuda"): {"gemm": 4096, "batch": 32, "channels": 128, "pixels": 64, "rows": 8192, "width": 8192,
-                       "heads": 16, "seq": 4096, "round": 0.01, "extra": 4.0},
+    ("quick", "cpu"): {
+        "gemm": 192,
+        "batch": 1,
+        "channels": 16,
+        "pixels": 32,
+        "rows": 64,
+        "width": 1024,
+        "heads": 4,
+        "seq": 128,
+        "round": 0.001,
+        "extra": 0.6,
+    },
+    ("quick", "cuda"): {
+        "gemm": 1024,
+        "batch": 8,
+        "channels": 64,
+        "pixels": 64,
+        "rows": 1024,
+        "width": 4096,
+        "heads": 8,
+        "seq": 1024,
+        "round": 0.002,
+        "extra": 0.6,
+    },
+    ("full", "cpu"): {
+        "gemm": 512,
+        "batch": 8,
+        "channels": 64,
+        "pixels": 56,
+        "rows": 256,
+        "width": 4096,
+        "heads": 8,
+        "seq": 512,
+        "round": 0.01,
+        "extra": 4.0,
+    },
+    ("full", "cuda"): {
+        "gemm": 4096,
+        "batch": 32,
+        "channels": 128,
+        "pixels": 64,
+        "rows": 8192,
+        "width": 8192,
+        "heads": 16,
+        "seq": 4096,
+        "round": 0.01,
+        "extra": 4.0,
+    },
 }
 REFERENCE_ROWS = 128  # rows of the GEMM checked in float64 (a full fp64 GEMM is slow on consumer GPUs)
 MAX_REPS = 200
@@ -109,8 +149,13 @@ class Device:
         self.timed = []  # (step key, op, run, seconds of one call) of every timed kernel, for compare()
         self.extra_left = self.sizes["extra"]  # seconds of extra rounds this device may still spend
         self.first_sample = None  # load_sample.sample() when the first timing rounds began
-        self.totals = {"rounds": 0, "rounds_disturbed": 0, "extra_seconds": 0.0, "budget_exhausted": False,
-                       "runnable_others": None}
+        self.totals = {
+            "rounds": 0,
+            "rounds_disturbed": 0,
+            "extra_seconds": 0.0,
+            "budget_exhausted": False,
+            "runnable_others": None,
+        }
 
     def randn(self, *shape, scale=1.0):
         """Inputs made on the CPU with a fixed seed: the same numbers on every device."""
@@ -143,8 +188,7 @@ class Device:
         if not others:
             return False
         demand = [n for n in (now["own"], self._threads()) if n is not None]
-        return load_sample.contended(others, now["family"], max(demand) if demand else None,
-                                     self._cpus())
+        return load_sample.contended(others, now["family"], max(demand) if demand else None, self._cpus())
 
     def _threads(self):
         """The intra-op threads torch will use here; None: unknown."""
@@ -208,7 +252,7 @@ def sdpa_reason(messages):
     """SDPA warns "<X> kernel not used because:" and then, as a warning of its own, why."""
     for i, message in enumerate(messages):
         if "not used because" in message:
-            reason = " ".join(" ".join(messages[i:i + 2]).split())
+            reason = " ".join(" ".join(messages[i : i + 2]).split())
             return " (%s)" % (reason if len(reason) <= 400 else reason[:400] + "...")
     return ""
 
@@ -232,11 +276,26 @@ def measure(dev, op, dtype, run, expected, backend="", view=None, **extra):
     seconds = dev._batch(run, 1)  # a first estimate; compare() times it properly beside the other dtypes
     dev.timed.append((kernel_key(op, dtype, backend), op, run, seconds))
     status = "ok" if error <= tolerance else "wrong"
-    detail = "" if status == "ok" else (
-        "output is not finite or has the wrong shape" if math.isinf(error)
-        else "error %.3g exceeds the %s tolerance %.0e" % (error, dtype, tolerance))
-    return record(op, dtype, backend, status, detail, max_rel_error=None if math.isinf(error) else error,
-                  tolerance=tolerance, seconds=seconds, **extra)
+    detail = (
+        ""
+        if status == "ok"
+        else (
+            "output is not finite or has the wrong shape"
+            if math.isinf(error)
+            else "error %.3g exceeds the %s tolerance %.0e" % (error, dtype, tolerance)
+        )
+    )
+    return record(
+        op,
+        dtype,
+        backend,
+        status,
+        detail,
+        max_rel_error=None if math.isinf(error) else error,
+        tolerance=tolerance,
+        seconds=seconds,
+        **extra,
+    )
 
 
 def _median(values):
@@ -265,8 +324,9 @@ def compare(dev, op):
     if not group:
         return {"timed": {}}
     target = dev.sizes["round"]
-    reps = {key: 1 if first >= target else min(MAX_REPS, max(1, int(target / max(first, 1e-7))))
-            for key, _, first in group}
+    reps = {
+        key: 1 if first >= target else min(MAX_REPS, max(1, int(target / max(first, 1e-7)))) for key, _, first in group
+    }
     before = load_sample.sample()
     if dev.first_sample is None:
         dev.first_sample = before
@@ -307,9 +367,13 @@ def compare(dev, op):
     timed = {}
     for key in reps:
         kept = [t[key] for t in (clean or [times for times, _ in rounds])]
-        timed[key] = {"seconds": min(kept), "seconds_median": _median(kept),
-                      "seconds_max": max(t[key] for t, _ in rounds), "rounds": len(clean),
-                      "rounds_disturbed": len(rounds) - len(clean)}
+        timed[key] = {
+            "seconds": min(kept),
+            "seconds_median": _median(kept),
+            "seconds_max": max(t[key] for t, _ in rounds),
+            "rounds": len(clean),
+            "rounds_disturbed": len(rounds) - len(clean),
+        }
     return {"timed": timed, "load": load_sample.window(before, load_sample.sample())}
 
 

@@ -59,8 +59,18 @@ class Job(supervise.Job):
     """
 
     def __init__(self, path, plan, first_timeout, step_timeout, deadline, ready=None, first=steps.DEVICE):
-        supervise.Job.__init__(self, path, plan, step_timeout, deadline, first=first, first_limit=first_timeout,
-                               max_restarts=MAX_RESTARTS, ready=ready, wording=WORDING)
+        supervise.Job.__init__(
+            self,
+            path,
+            plan,
+            step_timeout,
+            deadline,
+            first=first,
+            first_limit=first_timeout,
+            max_restarts=MAX_RESTARTS,
+            ready=ready,
+            wording=WORDING,
+        )
 
 
 def main(argv):
@@ -81,7 +91,7 @@ def main(argv):
     out_dir, mode, limits = argv[0], argv[1], json.loads(argv[2])
     cpu = steps.NO_CPU not in argv[3:]  # a fleet rank times only its own GPU: its node's CPU is timed once
     # What the caller calls the CUDA devices this process sees, in order (steps.NAMES); None: cuda:0, cuda:1...
-    named = [arg[len(steps.NAMES):].split(",") for arg in argv[3:] if arg.startswith(steps.NAMES)]
+    named = [arg[len(steps.NAMES) :].split(",") for arg in argv[3:] if arg.startswith(steps.NAMES)]
     labels = named[-1] if named else None
 
     out = probe.StepWriter(os.path.join(out_dir, steps.RUNNER_FILE))
@@ -115,15 +125,23 @@ def main(argv):
         """The worker of torch's device ``name`` ("cpu", "cuda:0"), whose results go to step file ``index``."""
         path = os.path.join(out_dir, steps.DEVICE_FILE % index)
         ready = quiet if name == "cpu" else (lambda: True)
-        return Job(path, lambda: suite.plan(torch, name, mode), limits["device_start"], limits["kernel_step"],
-                   deadline, ready)
+        return Job(
+            path, lambda: suite.plan(torch, name, mode), limits["device_start"], limits["kernel_step"], deadline, ready
+        )
 
     devices = ["cpu"] if cpu else []  # a device's step file is numbered by its place in this list
     count_path = os.path.join(out_dir, steps.COUNT_FILE)
-    count_job = Job(count_path, lambda: [
-        (steps.CUDA, lambda: cuda_count(probe, torch)),
-        (steps.DEVICES, lambda: probe.torch_devices_step(torch, _counted(count_path))),
-    ], limits["cuda_count"], limits["cuda_count"], deadline, first=steps.CUDA)
+    count_job = Job(
+        count_path,
+        lambda: [
+            (steps.CUDA, lambda: cuda_count(probe, torch)),
+            (steps.DEVICES, lambda: probe.torch_devices_step(torch, _counted(count_path))),
+        ],
+        limits["cuda_count"],
+        limits["cuda_count"],
+        deadline,
+        first=steps.CUDA,
+    )
 
     def after(job):
         if job is not count_job:

@@ -13,8 +13,17 @@ import warnings
 import zlib
 
 from . import steps
-from .kernel_measure import (REFERENCE_ROWS, Device, compare, error_text, kernel_key, measure, record, skipped,
-                             timing_summary)
+from .kernel_measure import (
+    REFERENCE_ROWS,
+    Device,
+    compare,
+    error_text,
+    kernel_key,
+    measure,
+    record,
+    skipped,
+    timing_summary,
+)
 
 OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
 TIMED_OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
@@ -43,11 +52,11 @@ def gemm(dev, dtype):
     allow = cuda_matmul.allow_tf32
     cuda_matmul.allow_tf32 = dtype == "tf32"  # False for float32: the reference must be real fp32
     try:
-        return measure(dev, "matmul", dtype, lambda: torch.matmul(a, b), expected, view=lambda out: out[:rows],
-                       flops=2.0 * n ** 3)
+        return measure(
+            dev, "matmul", dtype, lambda: torch.matmul(a, b), expected, view=lambda out: out[:rows], flops=2.0 * n**3
+        )
     finally:
         cuda_matmul.allow_tf32 = allow
-
 
 
 def fp8_gemm(dev):
@@ -65,7 +74,7 @@ def fp8_gemm(dev):
         out = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
         return out[0] if isinstance(out, tuple) else out  # torch < 2.4 also returned amax
 
-    return measure(dev, "matmul", "float8_e4m3fn", run, expected, view=lambda out: out[:rows], flops=2.0 * n ** 3)
+    return measure(dev, "matmul", "float8_e4m3fn", run, expected, view=lambda out: out[:rows], flops=2.0 * n**3)
 
 
 def conv2d(dev, dtype):
@@ -151,8 +160,10 @@ def autocast(dev, dtype):
         warnings.simplefilter("always")
         try:
             with torch.autocast(device_type, dtype=getattr(torch, dtype)):
-                produced = {"linear": str(layer(x).dtype).replace("torch.", ""),
-                            "matmul": str(torch.matmul(x, x.t()).dtype).replace("torch.", "")}
+                produced = {
+                    "linear": str(layer(x).dtype).replace("torch.", ""),
+                    "matmul": str(torch.matmul(x, x.t()).dtype).replace("torch.", ""),
+                }
         except Exception as exc:
             return record("autocast", dtype, status="unsupported", detail=error_text(exc))
     said = "; ".join(" ".join(str(w.message).split()) for w in caught if "autocast" in str(w.message).lower())
@@ -217,8 +228,16 @@ def grad_scaler(dev):
         problems.append("gradients overflowed to inf/NaN")
     if after < before:
         problems.append("the loss scale fell from %g to %g" % (before, after))
-    return record("grad_scaler", "float16", status="wrong" if problems else "ok", detail="; ".join(problems),
-                  loss_finite=loss_finite, grads_finite=grads_finite, scale_before=before, scale_after=after)
+    return record(
+        "grad_scaler",
+        "float16",
+        status="wrong" if problems else "ok",
+        detail="; ".join(problems),
+        loss_finite=loss_finite,
+        grads_finite=grads_finite,
+        scale_before=before,
+        scale_after=after,
+    )
 
 
 # ---------------------------------------------------------------- the plan
@@ -282,6 +301,7 @@ def _seeded(dev, key, func):
     def run():
         dev.generator.manual_seed(zlib.crc32(key.encode()))
         return func()
+
     return run
 
 
@@ -289,12 +309,24 @@ def _plan(torch, name, mode):
     dev = Device(torch, name, mode)
     plan = [(steps.DEVICE, lambda: device_info(torch, name))]
     plan.append((kernel_key("matmul", "float32"), lambda: gemm(dev, "float32")))
-    plan.append((kernel_key("matmul", "tf32"), lambda: gemm(dev, "tf32") if dev.is_cuda
-                 else skipped("matmul", "tf32", "TF32 is a CUDA tensor-core mode")))
+    plan.append(
+        (
+            kernel_key("matmul", "tf32"),
+            lambda: gemm(dev, "tf32") if dev.is_cuda else skipped("matmul", "tf32", "TF32 is a CUDA tensor-core mode"),
+        )
+    )
     for dtype in LOW_PRECISION:
         plan.append((kernel_key("matmul", dtype), lambda d=dtype: gemm(dev, d)))
-    plan.append((kernel_key("matmul", "float8_e4m3fn"), lambda: fp8_gemm(dev) if claims_fp8(torch, dev)
-                 else skipped("matmul", "float8_e4m3fn", "the device does not claim fp8 GEMMs")))
+    plan.append(
+        (
+            kernel_key("matmul", "float8_e4m3fn"),
+            lambda: (
+                fp8_gemm(dev)
+                if claims_fp8(torch, dev)
+                else skipped("matmul", "float8_e4m3fn", "the device does not claim fp8 GEMMs")
+            ),
+        )
+    )
     plan.append(timing(dev, "matmul"))
     for op, func in (("conv2d", conv2d), ("layer_norm", layer_norm), ("softmax", softmax)):
         for dtype in ("float32",) + LOW_PRECISION:

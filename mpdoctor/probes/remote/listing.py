@@ -34,7 +34,9 @@ def python_files(top, deadline, max_files):
     while stack:
         root = stack.pop()
         if root != top and time.monotonic() > deadline:
-            stopped = "%s and the directories after it: not listed, the scan ran out of time" % os.path.relpath(root, top)
+            stopped = "%s and the directories after it: not listed, the scan ran out of time" % os.path.relpath(
+                root, top
+            )
             break
         try:
             with os.scandir(root) as listing:

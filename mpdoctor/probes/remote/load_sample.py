@@ -66,7 +66,7 @@ def _read(path):
 
 def _stat_fields(text):
     """The fields of a /proc/*/stat line after the command name (which may hold spaces)."""
-    return text[text.rfind(")") + 2:].split() if text and ")" in text else []
+    return text[text.rfind(")") + 2 :].split() if text and ")" in text else []
 
 
 def _own_runnable():
@@ -335,8 +335,17 @@ def sample():
     """The counters now: a dict of plain numbers (None where this system does not tell)."""
     import time
 
-    out = {"time": time.monotonic(), "busy": None, "total": None, "steal": None, "own": None,
-           "procs_running": None, "own_running": None, "family_running": None, "load1": None}
+    out = {
+        "time": time.monotonic(),
+        "busy": None,
+        "total": None,
+        "steal": None,
+        "own": None,
+        "procs_running": None,
+        "own_running": None,
+        "family_running": None,
+        "load1": None,
+    }
     stat = _read("/proc/stat")
     if stat:
         for line in stat.splitlines():
@@ -391,15 +400,23 @@ def window(before, after, samples=()):
     ``samples`` are more samples taken in between: their runnable counts count too.
     """
     seconds = after["time"] - before["time"]
-    out = {"seconds": round(seconds, 4), "others_cores": None, "steal": None, "runnable_others": None,
-           "load1": after.get("load1"), "cpus": os.cpu_count()}
+    out = {
+        "seconds": round(seconds, 4),
+        "others_cores": None,
+        "steal": None,
+        "runnable_others": None,
+        "load1": after.get("load1"),
+        "cpus": os.cpu_count(),
+    }
     have = all(s.get(key) is not None for s in (before, after) for key in ("busy", "total", "own"))
     if have and seconds > 0:
         ticks = _clock_ticks()
         busy = after["busy"] - before["busy"]
         own = after["own"] - before["own"]
         first, last = before.get("family_ticks"), after.get("family_ticks")
-        if isinstance(first, dict) and isinstance(last, dict):  # members alive at both ends; a short-lived one is missed
+        if isinstance(first, dict) and isinstance(
+            last, dict
+        ):  # members alive at both ends; a short-lived one is missed
             own += sum(max(0, last[pid] - first[pid]) for pid in last if pid in first)
         out["others_cores"] = round(max(0.0, (busy - own) / ticks / seconds), 3)
         total = after["total"] - before["total"]

@@ -76,4 +76,5 @@ def _importer(name):
         except BaseException as exc:  # a broken extension can raise SystemExit too
             return {"status": "error", "detail": redact_clip("%s: %s" % (type(exc).__name__, exc), DETAIL_LIMIT)}
         return {"status": "ok", "detail": ""}
+
     return load

@@ -11,7 +11,7 @@ import importlib
 
 
 def nccl_version(torch):
-    """"2.21.5", or "" when this torch has no NCCL (CPU and ROCm builds raise, and that is no error)."""
+    """ "2.21.5", or "" when this torch has no NCCL (CPU and ROCm builds raise, and that is no error)."""
     try:
         importlib.import_module("torch.cuda.nccl")  # the submodule, which `import torch` may not load
         version = torch.cuda.nccl.version()

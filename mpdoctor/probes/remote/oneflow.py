@@ -91,15 +91,18 @@ def build_facts(directory):
 def wheel_facts(site):
     """The WHEEL file of the oneflow distribution beside the package: a pure-Python wheel has no core."""
     try:
-        infos = sorted(name for name in os.listdir(site)
-                       if name.lower().startswith("oneflow") and name.endswith(".dist-info"))
+        infos = sorted(
+            name for name in os.listdir(site) if name.lower().startswith("oneflow") and name.endswith(".dist-info")
+        )
     except OSError:
         return {}
     if not infos:
         return {}
     text = _read(os.path.join(site, infos[0], "WHEEL"), 8192).decode("utf-8", "replace")
     tags = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
-    purelib = [line.split(":", 1)[1].strip().lower() for line in text.splitlines() if line.startswith("Root-Is-Purelib:")]
+    purelib = [
+        line.split(":", 1)[1].strip().lower() for line in text.splitlines() if line.startswith("Root-Is-Purelib:")
+    ]
     return {"metadata_dir": infos[0], "wheel_tags": tags, "purelib": purelib[:1] == ["true"]}
 
 
@@ -143,8 +146,13 @@ def _size(path):
 
 def mock_torch_facts(entries, pth_lines):
     """Every way oneflow's mock-torch can be wired into this interpreter."""
-    hooks = sorted({"%s.%s" % (type(f).__module__, type(f).__name__) for f in sys.meta_path
-                    if type(f).__module__.startswith("oneflow")})
+    hooks = sorted(
+        {
+            "%s.%s" % (type(f).__module__, type(f).__name__)
+            for f in sys.meta_path
+            if type(f).__module__.startswith("oneflow")
+        }
+    )
     customize = []
     for name in ("sitecustomize", "usercustomize"):
         try:
@@ -158,7 +166,9 @@ def mock_torch_facts(entries, pth_lines):
         "torch": torch_resolution(),
         "path_entries": [entry for entry in entries if os.path.normpath(entry).endswith(MOCK_DIR)],
         "hooks": hooks,
-        "preloaded": sorted(name for name in sys.modules if name == "oneflow" or name.startswith("oneflow."))[:MAX_LIST],
+        "preloaded": sorted(name for name in sys.modules if name == "oneflow" or name.startswith("oneflow."))[
+            :MAX_LIST
+        ],
         "pth_lines": pth_lines(entries, words=("oneflow", "mock_torch"))[:MAX_LIST],
         "customize": customize,
     }
@@ -274,11 +284,14 @@ def coexistence(torch, flow):
         record["warnings"] = [redact_clip(w.message, 300) for w in caught][:5]
         return record
 
-    return {"device": device, "cases": [
-        case("fp16 input", contextlib.nullcontext, x32.half()),
-        case("torch.autocast", lambda: torch.autocast(device_type=device, dtype=torch.float16), x32),
-        case("oneflow.autocast", lambda: flow.autocast(device, dtype=flow.float16), x32),
-    ]}
+    return {
+        "device": device,
+        "cases": [
+            case("fp16 input", contextlib.nullcontext, x32.half()),
+            case("torch.autocast", lambda: torch.autocast(device_type=device, dtype=torch.float16), x32),
+            case("oneflow.autocast", lambda: flow.autocast(device, dtype=flow.float16), x32),
+        ],
+    }
 
 
 def run(out, guard):

@@ -70,8 +70,10 @@ def _unsafe(source):
     # A line that long holds one of the newline-free spans found by these memchr probes, one every MAX_LINE/2
     # bytes; only then are the lines measured (a regex [^\n]{N} backtracks).
     half = MAX_LINE // 2
-    if any(source.find(b"\n", at, at + half + 1) < 0 for at in range(0, len(source) - half, half)) \
-            and max(map(len, source.split(b"\n"))) > MAX_LINE:
+    if (
+        any(source.find(b"\n", at, at + half + 1) < 0 for at in range(0, len(source) - half, half))
+        and max(map(len, source.split(b"\n"))) > MAX_LINE
+    ):
         return "a line longer than %d characters" % MAX_LINE
     if source.count(b"\n") > MAX_CONTINUATIONS and len(CONTINUATION.findall(source)) > MAX_CONTINUATIONS:
         return "more than %d lines continuing one expression" % MAX_CONTINUATIONS
@@ -135,11 +137,19 @@ def apex_imports(tree, lines):
         else:
             continue
         for module in modules:
-            uses.append({
-                "module": module, "names": names, "line": node.lineno,
-                "text": redact_clip(lines[node.lineno - 1].strip(), TEXT_LIMIT) if node.lineno <= len(lines) else "",
-                "guarded": "try" in context, "lazy": "def" in context, "conditional": "if" in context,
-            })
+            uses.append(
+                {
+                    "module": module,
+                    "names": names,
+                    "line": node.lineno,
+                    "text": redact_clip(lines[node.lineno - 1].strip(), TEXT_LIMIT)
+                    if node.lineno <= len(lines)
+                    else "",
+                    "guarded": "try" in context,
+                    "lazy": "def" in context,
+                    "conditional": "if" in context,
+                }
+            )
     return uses
 
 
@@ -169,8 +179,13 @@ def torch_amp_uses(tree, lines):
         if what and what not in seen:
             seen.add(what)
             line = getattr(node, "lineno", 0)
-            uses.append({"what": what, "line": line,
-                         "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else ""})
+            uses.append(
+                {
+                    "what": what,
+                    "line": line,
+                    "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else "",
+                }
+            )
     return uses
 
 
@@ -182,8 +197,13 @@ def oneflow_uses(tree, lines):
         if what not in seen:
             seen.add(what)
             line = getattr(node, "lineno", 0)
-            uses.append({"what": what, "line": line,
-                         "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else ""})
+            uses.append(
+                {
+                    "what": what,
+                    "line": line,
+                    "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else "",
+                }
+            )
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -192,8 +212,11 @@ def oneflow_uses(tree, lines):
                     add("import " + alias.name, node)
                     if alias.name == "oneflow":
                         aliases.add(alias.asname or "oneflow")  # `import oneflow as flow` is the custom
-        elif isinstance(node, ast.ImportFrom) and not node.level \
-                and (node.module or "").split(".")[0] in ONEFLOW_PACKAGES:  # `from .oneflow import x` is local
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and (node.module or "").split(".")[0] in ONEFLOW_PACKAGES
+        ):  # `from .oneflow import x` is local
             add("from %s import %s" % (node.module, ", ".join(alias.name for alias in node.names)), node)
     autocasts = {alias + suffix for alias in aliases for suffix in (".autocast", ".amp.autocast", ".cuda.amp.autocast")}
     for node in ast.walk(tree):
@@ -202,7 +225,7 @@ def oneflow_uses(tree, lines):
         name = _dotted(node.func)
         backend = [k.value.value for k in node.keywords if k.arg == "backend" and isinstance(k.value, ast.Constant)]
         if name.split(".")[-1] == "oneflow_compile" or backend == ["oneflow"]:
-            add("oneflow_compile" if name.endswith("oneflow_compile") else "compile(backend=\"oneflow\")", node)
+            add("oneflow_compile" if name.endswith("oneflow_compile") else 'compile(backend="oneflow")', node)
         elif name in autocasts:
             add("oneflow.autocast", node)
     return sorted(uses, key=lambda use: use["line"])
@@ -324,8 +347,15 @@ def _not_read(facts, labels, budget, limit):
 def project_uses(top, budget, max_files=3000, skip=()):
     """apex imports, torch AMP use and OneFlow use in the code under ``top`` (the working directory)."""
     deadline = time.monotonic() + budget
-    facts = {"root": top, "files_scanned": 0, "truncated": False, "apex_uses": [], "torch_amp_uses": [],
-             "oneflow_uses": [], "skipped_files": []}
+    facts = {
+        "root": top,
+        "files_scanned": 0,
+        "truncated": False,
+        "apex_uses": [],
+        "torch_amp_uses": [],
+        "oneflow_uses": [],
+        "skipped_files": [],
+    }
     if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
         facts["skipped"] = "the working directory is the filesystem root"
         return facts
@@ -335,13 +365,17 @@ def project_uses(top, budget, max_files=3000, skip=()):
     prefix = os.path.join(top, "")
 
     def relative(path):  # the listing yields top + sep + the rest; relpath is slow, called 3,000 times
-        return path[len(prefix):] if path.startswith(prefix) else os.path.relpath(path, top)
+        return path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, top)
 
     for number, (path, regular) in enumerate(paths):
         if time.monotonic() > deadline:
             facts["truncated"] = True
-            _not_read(facts, [relative(p) for p, _ in paths[number:] if not p.startswith(skip)], budget,
-                      MAX_SKIPPED - bool(stopped))
+            _not_read(
+                facts,
+                [relative(p) for p, _ in paths[number:] if not p.startswith(skip)],
+                budget,
+                MAX_SKIPPED - bool(stopped),
+            )
             break
         if path.startswith(skip):
             continue
@@ -361,5 +395,5 @@ def project_uses(top, budget, max_files=3000, skip=()):
             facts[key] += [dict(use, file=label) for use in uses]
     for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
         facts[key] = facts[key][:MAX_USES]
-    facts["skipped_files"] = facts["skipped_files"][:MAX_SKIPPED - bool(stopped)] + ([stopped] if stopped else [])
+    facts["skipped_files"] = facts["skipped_files"][: MAX_SKIPPED - bool(stopped)] + ([stopped] if stopped else [])
     return facts

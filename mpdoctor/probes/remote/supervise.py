@@ -142,8 +142,18 @@ def how_it_ended(status):
 class Job:
     """One plan run by a forked worker, restarted past a step that kills it or hangs (see the module)."""
 
-    def __init__(self, path, plan, step_limit, deadline, first=None, first_limit=None, max_restarts=None,
-                 ready=None, wording=None):
+    def __init__(
+        self,
+        path,
+        plan,
+        step_limit,
+        deadline,
+        first=None,
+        first_limit=None,
+        max_restarts=None,
+        ready=None,
+        wording=None,
+    ):
         self.path, self.plan = path, plan  # plan(): the [(step, callable)] list, called in the worker
         self.step_limit, self.deadline = step_limit, deadline  # seconds without progress; time.monotonic()
         self.first = first
@@ -251,8 +261,16 @@ class Job:
 
     def _finish(self, status, detail):
         self.status, self.detail = status, detail
-        append_step(self.path, steps.END, {"status": status, "detail": detail, "restarts": self.restarts,
-                                           "seconds": round(time.monotonic() - self.started, 3)})
+        append_step(
+            self.path,
+            steps.END,
+            {
+                "status": status,
+                "detail": detail,
+                "restarts": self.restarts,
+                "seconds": round(time.monotonic() - self.started, 3),
+            },
+        )
         return True
 
 

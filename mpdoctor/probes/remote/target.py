@@ -40,10 +40,32 @@ from .supervise import StepWriter  # noqa: F401 (the step file's writer, used he
 # Environment variables that change how devices are enumerated or how precision
 # behaves, plus the ones that tell where packages come from.
 ENV_PREFIXES = (
-    "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "NCCL_", "CUDNN_", "CUBLAS", "HIP_",
-    "ROCR_", "ROCM_", "HSA_", "ONEFLOW_", "ONEDIFF_", "ACCELERATE_", "HF_",
-    "TRANSFORMERS_", "DIFFUSERS_", "XFORMERS_", "APEX_", "DS_", "SLURM_", "PIP_",
-    "CONDA_", "OMP_", "MKL_", "KMP_",
+    "CUDA_",
+    "NVIDIA_",
+    "TORCH",
+    "PYTORCH_",
+    "NCCL_",
+    "CUDNN_",
+    "CUBLAS",
+    "HIP_",
+    "ROCR_",
+    "ROCM_",
+    "HSA_",
+    "ONEFLOW_",
+    "ONEDIFF_",
+    "ACCELERATE_",
+    "HF_",
+    "TRANSFORMERS_",
+    "DIFFUSERS_",
+    "XFORMERS_",
+    "APEX_",
+    "DS_",
+    "SLURM_",
+    "PIP_",
+    "CONDA_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
 MAX_TEXT = 4000
@@ -61,8 +83,9 @@ def _exception_facts(exc):
     return {
         "type": type(exc).__name__,
         "message": redact.redact_clip(exc, MAX_TEXT, tail=True),
-        "traceback": redact.redact_clip("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-                                        MAX_TEXT, tail=True),
+        "traceback": redact.redact_clip(
+            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), MAX_TEXT, tail=True
+        ),
     }
 
 
@@ -122,9 +145,7 @@ def distributions():
 
 
 def environment_variables():
-    names = sorted(
-        name for name in os.environ if name.startswith(ENV_PREFIXES) or name in ENV_NAMES
-    )
+    names = sorted(name for name in os.environ if name.startswith(ENV_PREFIXES) or name in ENV_NAMES)
     return {name: redact.redact_env_value(name, os.environ[name]) for name in names}
 
 
@@ -227,6 +248,7 @@ def release_archs(table):
     version, for every host). A set alone is filed under host "any"; anything else raises
     TypeError or ValueError, recorded as a fact error by the caller.
     """
+
     def ccs(value):
         if isinstance(value, (set, frozenset, list, tuple)):
             return sorted(int(cc) for cc in value)

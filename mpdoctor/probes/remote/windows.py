@@ -39,7 +39,7 @@ from bisect import bisect_right
 # (of the file, for a triple-quoted one) instead of failing: every attempt consumes what it scanned, so the scan
 # stays linear on hostile input. Valid code has no open string, so for it this changes nothing.
 TOKENS = re.compile(
-    rb'#[^\r\n]*'
+    rb"#[^\r\n]*"
     rb'|"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*(?:"""|\Z)'
     rb"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*(?:'''|\Z)"
     rb'|"[^"\\\r\n]*(?:\\(?:\r\n|[\s\S])[^"\\\r\n]*)*(?:"|(?=[\r\n])|\Z)'
@@ -58,26 +58,34 @@ STAND_IN = b"class _:\n"
 APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
 # What each reader needs to see in a file before it looks (scan.py's APEX_IMPORT, TORCH_AMP and ONEFLOW, as byte
 # searches: the same answers, at memchr speed), and the key words its uses stand on: (whole words, substrings).
-KEYS = (((b"apex",), ()),
-        ((b"autocast", b"GradScaler", b"amp"), ()),
-        ((b"autocast", b"backend"), (b"oneflow", b"onediff")))
+KEYS = (
+    ((b"apex",), ()),
+    ((b"autocast", b"GradScaler", b"amp"), ()),
+    ((b"autocast", b"backend"), (b"oneflow", b"onediff")),
+)
 COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 
 
 def readers(source):
     """(apex, torch AMP, OneFlow): which readers a file needs, as APEX_IMPORT, TORCH_AMP and ONEFLOW decide."""
-    return (b"apex" in source and APEX_IMPORT.search(source) is not None,
-            b"autocast" in source or b"GradScaler" in source
-            or (b".amp" in source and (b"torch.amp" in source or b"torch.cuda.amp" in source)),
-            b"oneflow" in source or b"onediff" in source)
+    return (
+        b"apex" in source and APEX_IMPORT.search(source) is not None,
+        b"autocast" in source
+        or b"GradScaler" in source
+        or (b".amp" in source and (b"torch.amp" in source or b"torch.cuda.amp" in source)),
+        b"oneflow" in source or b"onediff" in source,
+    )
 
 
 def plain_utf8(source):
     """Whether ``source`` is UTF-8 the way the parser reads it by default: no other coding cookie, no NUL."""
     second = source.find(b"\n", source.find(b"\n") + 1)
     cookie = COOKIE.search(source[:second] if second >= 0 else source)
-    if cookie and cookie.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8") \
-            and not cookie.group(1).lower().startswith(b"utf-8-"):
+    if (
+        cookie
+        and cookie.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8")
+        and not cookie.group(1).lower().startswith(b"utf-8-")
+    ):
         return False
     if b"\0" in source:
         return False
@@ -97,8 +105,9 @@ def key_offsets(source, words, substrings=()):
         start = source.find(key)
         while start >= 0:
             end = start + len(key)
-            if (not start or source[start - 1] not in IDENTIFIER) \
-                    and (end == len(source) or source[end] not in IDENTIFIER):
+            if (not start or source[start - 1] not in IDENTIFIER) and (
+                end == len(source) or source[end] not in IDENTIFIER
+            ):
                 found.append(start)
             start = source.find(key, end)
     for key in substrings:
@@ -124,7 +133,7 @@ def lex(source):
             pieces.append(token[:1] + token[1:].translate(STRING_MASK))
             # An f-string's braces hold code (so does a t-string's); `if"x"` looks like one too: counting it as
             # code only costs a parse, never a missed use.
-            prefix = source[max(0, start - 2):start]
+            prefix = source[max(0, start - 2) : start]
             prefix = prefix[-1:] if not prefix[:1].isalpha() else prefix if prefix[-1:].isalpha() else b""
             if not set(prefix) & set(b"fFtT"):
                 starts.append(start)
@@ -160,7 +169,7 @@ def hits(source, readers):
 
 def _continued(masked, offset):
     """Whether the line before ``offset`` ends in a backslash (in code: masked strings and comments have none)."""
-    return masked[offset - 2:offset] == b"\\\n" or masked[offset - 3:offset] == b"\\\r\n"
+    return masked[offset - 2 : offset] == b"\\\n" or masked[offset - 3 : offset] == b"\\\r\n"
 
 
 def logical_lines(masked, brackets, indent, start, end):
@@ -177,7 +186,7 @@ def logical_lines(masked, brackets, indent, start, end):
         depth += brackets.count(b"(", done, offset) - brackets.count(b")", done, offset)
         done = offset
         if depth <= 0 and not _continued(masked, offset):
-            found.append((offset, masked[offset + len(indent):offset + len(indent) + 16]))
+            found.append((offset, masked[offset + len(indent) : offset + len(indent) + 16]))
     return found
 
 
