@@ -7,7 +7,17 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import FailOn, Format, Timeout, check_writable, emit, emit_text, resolve_python, usage_error
+from mpdoctor.cli.options import (
+    FailOn,
+    Format,
+    Quiet,
+    Timeout,
+    check_writable,
+    emit,
+    emit_text,
+    resolve_python,
+    usage_error,
+)
 from mpdoctor.probes.budget import AUDIT_TIMEOUT
 
 
@@ -34,14 +44,7 @@ def audit(
             help="List every odd module, mixed subtree and odd tensor (text and Markdown; JSON always has them all).",
         ),
     ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
-        ),
-    ] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Which dtypes a checkpoint or model folder holds, and the modules in another dtype than the model around them.
 

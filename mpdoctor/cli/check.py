@@ -11,6 +11,7 @@ from mpdoctor.cli.options import (
     CheckFormat,
     FailOn,
     KernelMode,
+    Quiet,
     Timeout,
     check_selection,
     check_temp,
@@ -65,14 +66,7 @@ def check(
     no_kernels: Annotated[
         bool, typer.Option("--no-kernels", help="Skip the live precision microkernels (the precision family).")
     ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
-        ),
-    ] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Diagnose the environment and print a triaged fix list."""
     from mpdoctor.checks.registry import builtin_registry

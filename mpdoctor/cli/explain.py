@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
-from mpdoctor.cli.options import Timeout, check_temp, resolve_python, usage_error
+from mpdoctor.cli.options import Quiet, Timeout, check_temp, resolve_python, usage_error
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
@@ -27,14 +27,7 @@ def explain(
     python: Annotated[Optional[str], typer.Option(help="With --check: diagnose this interpreter.")] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     list_known: Annotated[bool, typer.Option("--list", help="List the failures mpdoctor knows, and exit.")] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
-        ),
-    ] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Recognise known mixed-precision failures in an error message or a log; say why and what to do.
 

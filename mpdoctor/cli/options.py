@@ -121,6 +121,16 @@ Timeout = Annotated[
     ),
 ]
 
+# --quiet, the same for every command that shows live progress.
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="No live progress on stderr (the report is the same; progress shows only on a terminal).",
+    ),
+]
+
 
 def check_selection(registry, prefixes: list[str]) -> None:
     """--select/--ignore take codes that `mpdoctor check` runs: snapshot checks, not audit, fleet or internal codes."""
