@@ -61,7 +61,7 @@ def test_a_neighbour_disturbs_only_when_the_cores_run_out():
 
 
 class FakeFamily:
-    """A stand-in :class:`load_sample.Family` with a fixed count of runnable members."""
+    """A stand-in :class:`family.Family` with a fixed count of runnable members."""
 
     def __init__(self, running):
         self.running_now, self.looks, self.asked = running, 0, []

@@ -12,7 +12,7 @@ None: unknown, never zero): :func:`sample` reads the counters at one moment and
   guests (``/proc/stat``'s steal column).
 * ``runnable_others``: the most runnable tasks seen at a sample that were
   neither this process's own threads nor mpdoctor's other processes (its
-  :class:`Family`): ``procs_running`` less our threads and the family's in state R.
+  :class:`family.Family`): ``procs_running`` less our threads and the family's in state R.
 * ``load1``: the 1-minute load average, for the report (it lags: a busy loop
   started a second ago barely moves it).
 
@@ -27,11 +27,10 @@ It measures; the host decides what counts as disturbed.
 
 import os
 
+from . import procfs
+from .family import family
+
 _CLOCK = None
-REFRESH_SAMPLES = 200  # the family is looked up again at least this often (samples), besides when it changed
-REFRESH_GAP = 4  # ... and when non-family tasks seem runnable, at most once in this many samples
-_FAMILY = None  # this process's Family (see family()); a forked child makes its own
-_HAS_CHILDREN = None  # whether this kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)
 
 
 def _clock_ticks():
@@ -44,31 +43,6 @@ def _clock_ticks():
     return _CLOCK
 
 
-def _read(path):
-    """A /proc file's text; None when it cannot be read. os.read: a third of open()'s cost per sample."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except (OSError, ValueError):
-        return None
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks).decode("latin-1")  # never fails; the fields read are ASCII
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _stat_fields(text):
-    """The fields of a /proc/*/stat line after the command name (which may hold spaces)."""
-    return text[text.rfind(")") + 2 :].split() if text and ")" in text else []
-
-
 def _own_runnable():
     """How many of this process's threads are running or runnable right now (state R)."""
     try:
@@ -77,7 +51,7 @@ def _own_runnable():
         return None
     count = 0
     for task in tasks:
-        fields = _stat_fields(_read("/proc/self/task/%s/stat" % task))
+        fields = procfs.stat_fields(procfs.read("/proc/self/task/%s/stat" % task))
         if fields and fields[0] == "R":
             count += 1
     return count
@@ -85,7 +59,7 @@ def _own_runnable():
 
 def _running_total():
     """Runnable tasks on the machine now (``/proc/loadavg``'s "running/total"); None: unknown."""
-    text = _read("/proc/loadavg")
+    text = procfs.read("/proc/loadavg")
     try:
         return int(text.split()[3].partition("/")[0]) if text else None
     except (ValueError, IndexError):
@@ -100,186 +74,11 @@ def usable_cpus():
         return os.cpu_count()
 
 
-# ---------------------------------------------------------------- mpdoctor's own processes
-
-
-def _ppid(pid):
-    fields = _stat_fields(_read("/proc/%d/stat" % pid))
-    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
-
-
-def _cmdline(pid):
-    try:
-        with open("/proc/%s/cmdline" % pid, "rb") as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        return None
-
-
-def _tids(pid):
-    try:
-        return [int(tid) for tid in os.listdir("/proc/%d/task" % pid) if tid.isdigit()]
-    except OSError:
-        return None
-
-
-def _children(pid):
-    """``pid``'s children from ``/proc/<pid>/task/*/children``; None where the kernel has no such file."""
-    global _HAS_CHILDREN
-    if _HAS_CHILDREN is None:
-        _HAS_CHILDREN = os.path.exists("/proc/self/task/%d/children" % os.getpid())
-    if not _HAS_CHILDREN:
-        return None
-    out = set()
-    for tid in _tids(pid) or ():
-        text = _read("/proc/%d/task/%d/children" % (pid, tid))
-        out.update(int(child) for child in (text or "").split() if child.isdigit())
-    return out
-
-
-def _children_by_parent():
-    """{ppid: [pid, ...]} of every process, from ``/proc/*/stat`` (the slow way)."""
-    out = {}
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return out
-    for pid in pids:
-        parent = _ppid(pid)
-        if parent is not None:
-            out.setdefault(parent, []).append(pid)
-    return out
-
-
-def descendants(root):
-    """Every process below ``root`` (its children, theirs, ...), as a set of pids."""
-    out, todo, by_parent = set(), [root], None
-    while todo:
-        pid = todo.pop()
-        kids = _children(pid)
-        if kids is None:
-            by_parent = _children_by_parent() if by_parent is None else by_parent
-            kids = by_parent.get(pid, ())
-        for kid in kids:
-            if kid not in out and kid != root:
-                out.add(kid)
-                todo.append(kid)
-    return out
-
-
-def runner_of(pid=None):
-    """The process this one is a fork of (the kernel runner of a worker): its parent, when that runs
-    the very same command line; None otherwise (e.g. a test calling the suite in-process).
-    """
-    pid = os.getpid() if pid is None else pid
-    parent = _ppid(pid)
-    if not parent or parent <= 1:
-        return None
-    mine = _cmdline(pid)
-    return parent if mine and _cmdline(parent) == mine else None
-
-
-class Family(object):
-    """mpdoctor's own processes beside this one, whose runnable threads are not "others".
-
-    When this process is a fork of a runner (:func:`runner_of`): the runner, every
-    descendant of it (the other device workers, the counting child, an apex load)
-    and the runner's parent (the mpdoctor host). This process itself is left out:
-    its threads are counted apart. Otherwise the family is empty. The pids and
-    their threads' stat files are cached (:meth:`refresh`): again when a thread
-    ended, every REFRESH_SAMPLES samples, and when tasks outside it seem runnable
-    (a worker started since, at most every REFRESH_GAP samples).
-    """
-
-    def __init__(self, pid=None):
-        self.pid = os.getpid() if pid is None else pid
-        self.runner = runner_of(self.pid)
-        self.host = _ppid(self.runner) if self.runner else None
-        self.members = frozenset()  # pids
-        self.paths = []  # the stat file of every member's thread, the ones last seen running first
-        self.unreadable = False  # some member's threads could not be listed: its running ones are unknown
-        self.samples = 0  # since the last refresh
-        self.looked_at = None  # the runnable tasks outside this process at the last refresh on their account
-        self.stale = True
-
-    def refresh(self):
-        """Look up the members and their threads again."""
-        members = set()
-        if self.runner:
-            members.add(self.runner)
-            members.update(descendants(self.runner))
-            if self.host and self.host > 0:
-                members.add(self.host)
-        members.discard(self.pid)
-        paths, unreadable = [], False
-        for pid in sorted(members):
-            tids = _tids(pid)
-            if tids is None:
-                unreadable = unreadable or os.path.exists("/proc/%d" % pid)  # not merely ended
-                continue
-            paths.extend("/proc/%d/task/%d/stat" % (pid, tid) for tid in tids)
-        self.members, self.paths, self.unreadable = frozenset(members), paths, unreadable
-        self.samples, self.stale = 0, False
-
-    def running(self, wanted=None):
-        """Members' threads in state R now (None: unknown), looking no further once ``wanted`` are found."""
-        self.samples += 1
-        if self.stale or self.samples > REFRESH_SAMPLES:
-            self.refresh()
-        if self.unreadable:
-            return None
-        found, first, rest = 0, [], []
-        for i, path in enumerate(self.paths):
-            if wanted is not None and found >= wanted:
-                rest.extend(self.paths[i:])
-                break
-            fields = _stat_fields(_read(path))
-            if not fields:
-                self.stale = True  # the thread ended (or its process did): look again next time
-            elif fields[0] == "R":
-                found += 1
-                first.append(path)
-                continue
-            rest.append(path)
-        self.paths = first + rest
-        return found
-
-    def cpu_ticks(self):
-        """{pid: utime + stime} of every member now (all its threads); a member that cannot be read is left out."""
-        if self.stale or self.samples > REFRESH_SAMPLES:
-            self.refresh()
-        out = {}
-        for pid in self.members:
-            fields = _stat_fields(_read("/proc/%d/stat" % pid))
-            if len(fields) > 12 and fields[11].isdigit() and fields[12].isdigit():
-                out[pid] = int(fields[11]) + int(fields[12])
-        return out
-
-    def may_look_again(self, candidates):
-        """Tasks outside the family seem runnable: refresh, unless that was done a moment ago or the
-        ``candidates`` (runnable tasks outside this process) are as many as at the last such look:
-        a member started since would have changed that count.
-        """
-        if self.runner and self.samples >= REFRESH_GAP and candidates != self.looked_at:
-            self.refresh()
-            self.looked_at = candidates
-            return True
-        return False
-
-
-def family():
-    """This process's :class:`Family`, made on first use (and again in a forked child)."""
-    global _FAMILY
-    if _FAMILY is None or _FAMILY.pid != os.getpid():
-        _FAMILY = Family()
-    return _FAMILY
-
-
 def runnable(members=None):
     """Runnable tasks now, cheaply: ``{"others", "family", "own"}`` (None in each that /proc does not tell).
 
     ``own``: this process's threads in state R; ``family``: those of ``members``
-    (a :class:`Family`, this process's by default); ``others``: every other one
+    (a :class:`family.Family`, this process's by default); ``others``: every other one
     on the machine. When the family's threads cannot be read, ``family`` is None
     and ``others`` counts them too (as it did before there was a family). Never raises.
     """
@@ -346,7 +145,7 @@ def sample():
         "family_running": None,
         "load1": None,
     }
-    stat = _read("/proc/stat")
+    stat = procfs.read("/proc/stat")
     if stat:
         for line in stat.splitlines():
             parts = line.split()
@@ -360,7 +159,7 @@ def sample():
                 out["steal"] = steal
             elif parts and parts[0] == "procs_running" and len(parts) > 1 and parts[1].isdigit():
                 out["procs_running"] = int(parts[1])
-    own = _stat_fields(_read("/proc/self/stat"))
+    own = procfs.stat_fields(procfs.read("/proc/self/stat"))
     if len(own) > 12 and own[11].isdigit() and own[12].isdigit():
         out["own"] = int(own[11]) + int(own[12])  # utime + stime, every thread of this process
     try:
@@ -376,7 +175,7 @@ def sample():
             out["family_running"] = family().running(candidates) if candidates > 0 else 0
         except Exception:  # noqa: BLE001 - unknown, never raised
             pass
-    load = _read("/proc/loadavg")
+    load = procfs.read("/proc/loadavg")
     try:
         out["load1"] = float(load.split()[0]) if load else None
     except (ValueError, IndexError):
