@@ -6,9 +6,12 @@ import os
 import select
 import stat
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO, Optional
 
+from mpdoctor.explain.device import checks_for, device_of, fixes_for
 from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.signature import fill
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
 from mpdoctor.probes.progress import SILENT, ProgressBoard
@@ -169,17 +172,26 @@ def _read_chunks(stream: BinaryIO, limit: int, most: int, progress: ProgressBoar
 
 def explanation(match: Match) -> Explanation:
     s = match.signature
+    # a grammar signature names what its line names: the op, the device, the two dtypes (Signature.details)
+    details = dict(match.details)
+    # the device the lines name decides which fixes and checks fit: no CUDA cure for an op that ran on the CPU
+    device = device_of([text for _, text in match.lines], details.get("device"))
+    details["device"] = {"cpu": "the CPU", "cuda": "the GPU"}.get(device, "its device")
+    checks = list(dict.fromkeys(s.checks + tuple(c for a in s.alternatives for c in a.checks)))
     return Explanation(
         id=s.id,
         family=s.family,
-        title=s.title,
-        cause=s.cause,
+        title=fill(s.title, details),
+        cause=fill(s.cause, details),
         lines=[MatchedLine(number, redact_clip(text, MAX_LINE)) for number, text in match.lines],  # redacted, then cut
         frames=[redact_text(str(frame)) for frame in match.frames],
-        fixes=list(s.fixes),
+        fixes=[
+            replace(f, text=fill(f.text, details), command=f.command and fill(f.command, details))
+            for f in fixes_for(device, s.fixes)
+        ],
         sources=list(s.sources),
         # the checks that tell the ranked causes apart run (and are listed) with the explanation's own
-        checks=list(dict.fromkeys(s.checks + tuple(c for a in s.alternatives for c in a.checks))),
+        checks=checks_for(device, checks),
         alternatives=[OtherCause(a.cause, a.tell, list(a.checks), list(a.fixes)) for a in s.alternatives],
     )
 

@@ -18,6 +18,7 @@ from typing import Sequence
 
 from mpdoctor.explain.cleaning import fold, prepare
 from mpdoctor.explain.frames import rank as rank_frames
+from mpdoctor.explain.known.spelling import DTYPE_WORD, canonical, is_dtype, is_low
 from mpdoctor.explain.needles import hit_lines
 from mpdoctor.explain.signature import Signature
 from mpdoctor.portable.redact import CLIP_MARGIN
@@ -52,6 +53,7 @@ class Match:
     signature: Signature
     lines: list[tuple[int, str]] = field(default_factory=list)  # (1-based line number, the line)
     frames: list[Frame] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)  # what its first line names: op, device, dtypes
 
 
 class Text:
@@ -131,6 +133,51 @@ def _context_allows(signature: Signature, frames: Sequence[Frame]) -> bool:
     return not any(p.search(f) for p in signature.compiled_not_frames for f in files)
 
 
+def line_details(signature: Signature, line: str) -> dict[str, str] | None:
+    """What the line names for a signature with ``details`` (op, device, dtypes), its defaults
+    where a group is missing; None when the line does not fit: the first details pattern does not match, or
+    dtypes ``a`` and ``b`` are the same, or neither is low precision (fp32 against fp64 is not mixed precision)."""
+    named = dict(signature.defaults)
+    for index, pattern in enumerate(signature.compiled_details):
+        found = pattern.search(line)
+        if found is None:
+            if index == 0:
+                return None
+            continue
+        for key, value in found.groupdict().items():
+            if value and key not in named or (value and key in dict(signature.defaults)):
+                named[key] = value
+    if "a" in named and "b" in named:
+        a, b = _distinct_pair(line)
+        if not a:
+            return None
+        named["a"], named["b"] = a, b
+    if "dtype" in named and signature.compiled_details:
+        named["dtype"] = canonical(named["dtype"]) if is_dtype(named["dtype"]) else named["dtype"]
+    return named
+
+
+def _distinct_pair(line: str) -> tuple[str, str]:
+    """Two different dtypes torch's message names, one of them low precision: its first dtype and the first
+    one after it that differs (``input float, batch1: c10::Half``; ``self (Half) and source (Float)``).
+    ("", "") when there is none. Only the message is read, after the last ``...Error:``/``...Warning:``: a
+    log's own prefix ("fp16 run, model.half():") is not torch naming a dtype."""
+    marker = None
+    for marker in MESSAGE_START.finditer(line):
+        pass
+    message = line[marker.end() :] if marker else line
+    names = [canonical(m.group(0)) for _, m in zip(range(32), DTYPE_WORD.finditer(message.lower()))]
+    a = names[0] if names else ""
+    b = next((n for n in names if n != a), "")
+    if not b or not (is_low(a) or is_low(b)):
+        return "", ""
+    return a, b
+
+
+# Where torch's message starts in a line: after the exception's or warning's name.
+MESSAGE_START = re.compile(r"(?:error|warning|exception): ", re.IGNORECASE)
+
+
 def _relevant_frames(signature: Signature, frames: Sequence[Frame]) -> list[Frame]:
     """The frames a reader should look at: those the signature cares about, else the user's own code and the
     library that changes the meaning (frames.rank), never torch's plumbing alone."""
@@ -158,9 +205,11 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
         for index in indexes:
             for owner in owners[index]:
                 slot.setdefault(owner.id, owner)
-        candidates = [s for s in slot.values() if s.id not in matches or len(matches[s.id].lines) < MAX_LINES_PER_MATCH]
-        if not candidates:
+        if all(s.id in matches and len(matches[s.id].lines) >= MAX_LINES_PER_MATCH for s in slot.values()):
             continue  # a line only full signatures could claim costs nothing more (a log of repeated tracebacks)
+        # A full signature still takes part: it outranks a lower-ranked one on the line (its verdict is cached),
+        # so the sixth copy of a message is not handed to a weaker explanation.
+        candidates = list(slot.values())
         _, end = text.line_at(start)
         line = text.slice(start, min(end, start + MAX_LINE))
         folded = line.lower()  # signatures' patterns are compiled lower-cased (Signature.compiled): any case matches
@@ -173,6 +222,8 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
             claims = seen.get(signature.id)
             if claims is None:
                 claims = any(p.search(folded) for p in signature.compiled)
+                if claims and signature.details:
+                    claims = line_details(signature, line) is not None
                 if claims and (signature.frames or signature.not_frames):
                     frames = text.frames_before(start) if frames is None else frames
                     claims = _context_allows(signature, frames)
@@ -184,9 +235,13 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
         best = max(s.rank for s in claimed)
         for signature in (s for s in claimed if s.rank == best):
             match = matches.get(signature.id)
+            if match is not None and len(match.lines) >= MAX_LINES_PER_MATCH:
+                continue
             if match is None:
                 frames = text.frames_before(start) if frames is None else frames
-                match = matches[signature.id] = Match(signature, frames=_relevant_frames(signature, frames))
+                match = matches[signature.id] = Match(
+                    signature, frames=_relevant_frames(signature, frames), details=line_details(signature, line) or {}
+                )
             # the line as far as it is shown, plus a margin so that redaction sees a secret whole before the cut
             match.lines.append(
                 (text.number(start), text.slice(start, min(end, start + MAX_LINE + CLIP_MARGIN)).strip())

@@ -70,6 +70,11 @@ class Signature:
     rank: int = 0  # when signatures claim the same line, the highest rank is the explanation
     notes: str = ""  # anything a maintainer should know about it
     alternatives: tuple[Alternative, ...] = ()  # other causes of the same words, most likely first
+    # Regexes over the lower-cased line whose named groups fill ``{op}``, ``{device}``, ``{dtype}``... in the
+    # title, cause and fixes (``fill``). Groups ``a`` and ``b`` name two dtypes: the line is only claimed when
+    # they are different dtypes in torch's spellings (``known/spelling.py``), so "Half and Half" is no mismatch.
+    details: tuple[str, ...] = ()  # the first must match the line; the others add what they find
+    defaults: tuple[tuple[str, str], ...] = ()  # (group, text) used when the group did not match
 
     @cached_property
     def compiled(self) -> tuple[re.Pattern, ...]:
@@ -78,6 +83,11 @@ class Signature:
         pattern, not re.IGNORECASE, keeps the regex engine's fast scan for a literal prefix: IGNORECASE made
         the adversarial 100 MB log five times slower."""
         return tuple(re.compile(folded(p)) for p in self.patterns)
+
+    @cached_property
+    def compiled_details(self) -> tuple[re.Pattern, ...]:
+        # run on the line as written, so that an op or a call is shown in its own case (`torch.amp.GradScaler`)
+        return tuple(re.compile(p, re.IGNORECASE) for p in self.details)
 
     @cached_property
     def compiled_frames(self) -> tuple[re.Pattern, ...]:
@@ -102,9 +112,16 @@ def folded(pattern: str) -> str:
     return "".join(out)
 
 
+def fill(text: str, details: dict[str, str]) -> str:
+    """``text`` with each ``{name}`` of ``details`` replaced; other braces (code in a fix) are left alone."""
+    for name, value in details.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
 def fix(text: str, command: str | None = None) -> FixStep:
     """A fix step, spelled short in the data files."""
     return FixStep(text, command)
 
 
-__all__ = ["FAMILIES", "ID_PATTERN", "Alternative", "Signature", "fix", "folded"]
+__all__ = ["FAMILIES", "ID_PATTERN", "Alternative", "Signature", "fill", "fix", "folded"]

@@ -19,6 +19,8 @@ from mpdoctor.explain.known import (
     dtype_legacy,
     dtype_updates,
     framework,
+    grammar,
+    grammar_amp,
     hardware,
     hardware_fp8,
     kernel_image,
@@ -50,6 +52,8 @@ MODULES = (
     op_support,
     compiler,
     quantization,
+    grammar,
+    grammar_amp,
 )
 
 

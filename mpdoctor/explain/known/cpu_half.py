@@ -9,6 +9,7 @@ added matmul, convolution, softmax and norm kernels.
 
 from __future__ import annotations
 
+from mpdoctor.explain.known.grammar import KERNEL
 from mpdoctor.explain.signature import Signature, fix
 
 # The usual ways to get out of fp16 on the CPU, shared by the op-specific signatures below.
@@ -160,13 +161,14 @@ SIGNATURES: list[Signature] = [
     Signature(
         id="cpu-half-op",
         family="cpu-half",
-        title="An fp16 op without a CPU kernel (softmax, clamp, sigmoid, ...): the tensor is Half on the CPU",
+        title="{op}: an fp16 op without a CPU kernel (softmax, clamp, sigmoid, ...): the tensor is Half on the CPU",
         needles=(
             "_cpu\" not implemented for 'half",
             "_cpu_\" not implemented for 'half",
             "_kernel_impl\" not implemented for 'half",
         ),
         patterns=(r"(?:_cpu_?|_kernel_impl)\" not implemented for 'Half",),
+        details=(KERNEL,),  # the kernel's name in the title: which op to run in float32
         cause="A float16 tensor reached a CPU kernel that has no Half version (the name in quotes is the CPU "
         'kernel: "*_cpu", "*_kernel_impl"). Before torch 2.2 most CPU ops were not built for Half, since '
         "x86 CPUs have no fp16 arithmetic; fp16 on the CPU was meant for storage. The model or a tensor is "

@@ -249,8 +249,9 @@ SIGNATURES: list[Signature] = [
         needles=("expected query, key, and value to have the same dtype", "expected attn_mask dtype to be bool"),
         patterns=(
             rf"Expected query, key, and value to have the same dtype, but got query\.dtype: [^\n]{{0,160}}{HALF}",
+            # a floating mask only: an integer mask (`long int`) is not a precision problem
             rf"Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask\.dtype: "
-            rf"[^\n]{{0,160}}{HALF}",
+            rf"(?:{HALF_CPP}|{FULL_CPP} and {{1,2}}query\.dtype: {HALF_CPP})",
         ),
         cause="`F.scaled_dot_product_attention` needs query, key and value in one dtype, and a float mask in the "
         "query's dtype. One of them came from an fp32 path (an fp32 key/value projection, a KV cache "
