@@ -20,6 +20,19 @@ COMMUNITY_INDEX = "https://github.com/siliconflow/oneflow_releases/releases/expa
 ONEDIFF_PACKAGES = ("onediff", "onediffx")
 CUDA_LABEL = re.compile(r"\+cu(\d+)(\d)\b")  # 0.9.1.dev20240802+cu118 -> 11.8
 MIN_ONEFLOW_FOR_ONEDIFF = "0.9.1"  # onediff's quantization and ComfyUI nodes refuse older
+# What a OneFlow build says when the dynamic loader cannot find a CUDA library it links:
+# "ImportError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory"
+MISSING_LIBRARY = re.compile(
+    r"\b(lib(cudnn|cublas|cublasLt|nvrtc)[\w]*\.so\.(\d+))[^:]*: cannot open shared object file"
+)
+NVIDIA_WHEELS = {
+    "cudnn": "nvidia-cudnn",
+    "cublas": "nvidia-cublas",
+    "cublasLt": "nvidia-cublas",
+    "nvrtc": "nvidia-cuda-nvrtc",
+}
+# OneFlow 0.9.0, built against numpy 1, imported beside numpy 2 (its exception, from InitNumpyCAPI)
+NUMPY_TOO_NEW = "Unable to import Numpy array"
 
 
 def facts(snap: Snapshot) -> OneflowInfo:
@@ -137,6 +150,33 @@ def install_steps(snap: Snapshot) -> list[FixStep]:
             fixes.pip(snap, "install", "-U", "--pre", "oneflow", "-f", index),
         )
     ]
+
+
+def missing_library(message: str) -> Optional[tuple[str, str]]:
+    """(library, pip requirement) when ``message`` is the loader not finding a CUDA library NVIDIA ships as a wheel.
+
+    The CUDA major of the wheel follows the library: cuDNN 8 and cuBLAS 11 are the
+    -cu11 wheels PyPI's OneFlow 0.9.0 (a CUDA 11 build) loads.
+    """
+    match = MISSING_LIBRARY.search(message or "")
+    if not match:
+        return None
+    library, kind, so_major = match.group(1), match.group(2), match.group(3)
+    package = NVIDIA_WHEELS[kind]
+    if kind == "cudnn":
+        return library, f"{package}-cu11=={so_major}.*" if so_major == "8" else f"{package}-cu12=={so_major}.*"
+    return library, f"{package}-cu{so_major if so_major in ('11', '12') else '11'}"
+
+
+def install_library_step(snap: Snapshot, library: str, requirement: str) -> FixStep:
+    return FixStep(
+        f"Install NVIDIA's wheel that ships {library} into this environment (OneFlow finds it beside itself)",
+        fixes.pip(snap, "install", requirement, *(["nvidia-cublas-cu11"] if "cudnn-cu11" in requirement else [])),
+    )
+
+
+def numpy_step(snap: Snapshot) -> FixStep:
+    return FixStep("Install numpy 1, which this OneFlow is built against", fixes.pip(snap, "install", "numpy<2"))
 
 
 def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> FixStep:

@@ -18,7 +18,7 @@ from mpdoctor.snapshot import Snapshot
     family=FAMILY,
     needs=("project",),
     fires_on=("oneflow-pypi-placeholder",),
-    quiet_on=("oneflow-import-fails", "onediff-without-oneflow", "oneflow-cuda-mismatch"),
+    quiet_on=("oneflow-import-fails", "oneflow-pypi-cpu", "onediff-without-oneflow", "oneflow-cuda-mismatch"),
 )
 def placeholder(snap: Snapshot) -> Iterator[Finding]:
     """The `oneflow` installed is PyPI's placeholder, or another oneflow without its native core.
@@ -83,7 +83,7 @@ def placeholder(snap: Snapshot) -> Iterator[Finding]:
     family=FAMILY,
     superseded_by=("ONEFLOW001",),
     needs=("project",),
-    fires_on=("onediff-without-oneflow",),
+    fires_on=("onediff-without-oneflow", "oneflow-pypi-cpu"),
     quiet_on=("oneflow-pypi-placeholder", "oneflow-incident2"),
 )
 def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
@@ -146,7 +146,7 @@ def onediff_without_oneflow(snap: Snapshot) -> Iterator[Finding]:
     superseded_by=("ONEFLOW001",),
     needs=("project",),
     fires_on=("oneflow-import-fails",),
-    quiet_on=("torch-import-error", "oneflow-incident2"),
+    quiet_on=("torch-import-error", "oneflow-pypi-cpu", "oneflow-incident2"),
 )
 def import_fails(snap: Snapshot) -> Iterator[Finding]:
     """A OneFlow build with its native core does not import: it raises, crashes or hangs.
@@ -158,10 +158,16 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
     imports it in a child process with a time limit to find out. OneDiff's
     oneflow backend and any `import oneflow` fail the same way.
 
+    PyPI's oneflow 0.9.0 (a CUDA 11 wheel) loads cuDNN 8 and cuBLAS from NVIDIA's
+    wheels and raises `ImportError: libcudnn_cnn_infer.so.8: cannot open shared
+    object file` without them; with numpy 2 it raises `Unable to import Numpy
+    array, try to upgrade Numpy version!` (it is built against numpy 1).
+
     ## Fix
-    Reinstall OneFlow from SiliconFlow's community index for torch's CUDA; if
-    the error names a missing library, install that first. (A oneflow without
-    its native core, such as PyPI's placeholder, is ONEFLOW001.)
+    Install the library the error names (`nvidia-cudnn-cu11==8.9.*`,
+    `nvidia-cublas-cu11`), or `numpy<2` for the numpy message; otherwise
+    reinstall OneFlow from SiliconFlow's community index for torch's CUDA. (A
+    oneflow without its native core, such as PyPI's placeholder, is ONEFLOW001.)
     """
     runtime = _oneflow.facts(snap).runtime
     if runtime.status not in ("import-error", "import-crashed", "import-timeout"):
@@ -179,11 +185,31 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
     uses = _oneflow.project_uses(snap)
     evidence += [f"your code uses OneFlow: {_oneflow.where(use)}" for use in uses[:3]]
     make = error if onediff or uses else warning
+    missing = _oneflow.missing_library(runtime.error_message)
+    numpy = snap.distribution("numpy")
+    if missing:
+        what, package = missing
+        title = f"`import oneflow` {how}: {what} is missing, which this OneFlow build loads from NVIDIA's wheels"
+        steps = [_oneflow.install_library_step(snap, what, package)]
+    elif _oneflow.NUMPY_TOO_NEW in runtime.error_message and numpy is not None:
+        evidence.append(
+            f"numpy {numpy.version} is installed: OneFlow {_oneflow.version(snap) or ''} is built for numpy 1"
+        )
+        title = f"`import oneflow` {how}: this OneFlow cannot use numpy {numpy.version}"
+        steps = [_oneflow.numpy_step(snap)]
+    else:
+        title = f"`import oneflow` {how} ({runtime.error_type or runtime.status})"
+        steps = []
     yield make(
-        f"`import oneflow` {how} ({runtime.error_type or runtime.status})",
+        title,
         evidence,
-        [
-            _oneflow.uninstall_step(snap, _oneflow.oneflow_distributions(snap), "Uninstall this build"),
+        steps
+        + [
+            _oneflow.uninstall_step(
+                snap,
+                _oneflow.oneflow_distributions(snap),
+                "Uninstall this build" if not steps else "If that is not enough, uninstall this build",
+            ),
             *_oneflow.install_steps(snap),
         ],
     )
@@ -195,7 +221,7 @@ def import_fails(snap: Snapshot) -> Iterator[Finding]:
     family=FAMILY,
     superseded_by=("ONEFLOW001", "ONEFLOW006"),
     fires_on=("oneflow-cuda-mismatch", "oneflow-driver-too-old"),
-    quiet_on=("oneflow-incident2", "oneflow-import-fails", "apex-cuda11"),
+    quiet_on=("oneflow-incident2", "oneflow-import-fails", "apex-cuda11", "oneflow-pypi-cpu"),
 )
 def cuda_mismatch(snap: Snapshot) -> Iterator[Finding]:
     """oneflow is built for another CUDA than torch, or for one the driver cannot run.

@@ -26,7 +26,7 @@ MOCK_ENV = ("ONEFLOW_MOCK_TORCH_LAZY", "ONEFLOW_MOCK_TORCH_VERBOSE", "ONEFLOW_DI
     "mock-torch-active",
     family=FAMILY,
     fires_on=("oneflow-mock-torch",),
-    quiet_on=("oneflow-incident2", "torch-leftover-directory", "oneflow-pypi-placeholder"),
+    quiet_on=("oneflow-incident2", "torch-leftover-directory", "oneflow-pypi-placeholder", "oneflow-pypi-cpu"),
 )
 def mock_torch_active(snap: Snapshot) -> Iterator[Finding]:
     """oneflow's mock-torch is on: `import torch` gives OneFlow, not PyTorch.
@@ -100,17 +100,38 @@ def _case(snap: Snapshot, name: str) -> CoexistCase | None:
     return next((case for case in _oneflow.facts(snap).runtime.coexist if case.name == name), None)
 
 
-def _measured(snap: Snapshot) -> list[str]:
-    """The coexistence probe's results, as evidence lines."""
-    lines = []
-    plain, under_torch, under_oneflow = (
-        _case(snap, name) for name in ("fp16 input", "torch.autocast", "oneflow.autocast")
+NO_KERNEL = "Cannot find the kernel matching"  # OneFlow's words when a build has no kernel for an op and dtype
+
+
+def no_fp16_kernel(snap: Snapshot) -> str:
+    """The fact, when measured: this OneFlow build cannot run an fp16 Linear on this device at all.
+
+    OneFlow's CPU build has no fp16 matmul kernel. That is a fact about the build,
+    not about autocast: with it, every fp16 case fails whatever the precision
+    manager, so none of them says anything about torch.autocast.
+    """
+    plain = _case(snap, "fp16 input")
+    if plain is None or plain.status == "ok":
+        return ""
+    what = "no fp16 Linear kernel" if NO_KERNEL in plain.detail else "an fp16 Linear does not run"
+    # OneFlow's error runs to a dozen lines (the OperatorConf, C++ frames): its first line names the failure.
+    raised = plain.detail.strip().splitlines()[0] if plain.detail.strip() else "an error"
+    return (
+        f"measured on {plain.device}: {what} in this OneFlow on the {plain.device} (an fp16 Linear on fp16 input, "
+        f"no autocast, raised {raised}): a fact about this OneFlow build, not evidence about autocast"
     )
-    if plain is not None and plain.status != "ok":
-        lines.append(
-            f"measured on {plain.device}: an fp16 OneFlow Linear did not run even on fp16 input "
-            f"({plain.detail}); what follows is inconclusive"
-        )
+
+
+def _measured(snap: Snapshot) -> list[str]:
+    """What the coexistence probe showed about the precision managers, as evidence lines.
+
+    Empty when the plain fp16 run failed: then the autocast cases fail for that
+    reason, and their results are no evidence either way (``no_fp16_kernel``).
+    """
+    if no_fp16_kernel(snap):
+        return []
+    lines = []
+    under_torch, under_oneflow = (_case(snap, name) for name in ("torch.autocast", "oneflow.autocast"))
     if under_torch is not None:
         seen = {True: "on", False: "off", None: "unknown"}[under_torch.oneflow_autocast]
         ran = f"gave {under_torch.output_dtype}" if under_torch.status == "ok" else f"raised {under_torch.detail}"
@@ -141,7 +162,7 @@ FIXES = [
     "two-precision-managers",
     family=FAMILY,
     needs=("project",),
-    fires_on=("oneflow-incident2",),
+    fires_on=("oneflow-incident2", "oneflow-pypi-cpu"),
     quiet_on=("apex-amp-mixed", "oneflow-mock-torch", "onediff-without-oneflow"),
 )
 def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
@@ -153,7 +174,10 @@ def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     hands OneFlow tensors whose dtypes torch's per-op rules chose, and OneFlow's
     type inference rejects them: `InferDataType Failed. Expected kFloat, but got
     kFloat16` (siliconflow/onediff#582). mpdoctor runs a tiny fp16 OneFlow
-    module under each context to show what happens here.
+    module under each context to show what happens here. Where fp16 does not
+    run at all (OneFlow's CPU build has no fp16 Linear kernel: `Cannot find the
+    kernel matching Current OperatorConf`), it says so as a fact about the
+    build: that failure is no evidence about autocast either way.
 
     ## Fix
     For an fp16 pipeline drop the `torch.autocast` context; otherwise use
@@ -165,8 +189,10 @@ def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
     autocast = [use for use in project.torch_amp_uses if use.what.endswith("autocast")]
     oneflow_code = _oneflow.project_uses(snap)
     measured = _measured(snap)
+    no_kernel = no_fp16_kernel(snap)
     under_torch = _case(snap, "torch.autocast")
-    reproduced = under_torch is not None and under_torch.status == "error"
+    # a failure counts only when fp16 itself runs here: otherwise it is the missing kernel, not autocast
+    reproduced = bool(measured) and under_torch is not None and under_torch.status == "error"
     versions = [
         f"torch {snap.torch.version or '?'}, oneflow {_oneflow.version(snap) or '?'}"
         + "".join(f", {d.name} {d.version}" for d in _oneflow.onediff_distributions(snap))
@@ -180,7 +206,7 @@ def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
         yield make(
             f"torch.autocast and OneFlow meet{where}: OneFlow does not follow torch's autocast, and an fp16 "
             "model fails with `InferDataType Failed. Expected kFloat, but got kFloat16`",
-            evidence + measured + versions,
+            evidence + measured + ([no_kernel] if no_kernel else []) + versions,
             FIXES,
         )
     elif measured and under_torch is not None and under_torch.oneflow_autocast is not True:

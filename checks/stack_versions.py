@@ -148,6 +148,14 @@ def _fix(snap: Snapshot, conflict: Conflict) -> list[FixStep]:
     torch = pinnable_version(snap, "torch")
     pin_torch = [f"torch=={torch}"] if torch else []
     wanted = f"{conflict.req.name}{conflict.req.specifier}"
+    if conflict.required == "torch" and conflict.installed is None:
+        # No torch to keep: the requirement is torch itself (TORCH001 says which build fits this machine).
+        return [
+            FixStep(
+                f"Install the torch {conflict.requirer.name} needs (TORCH001 names the build for this machine)",
+                fixes.pip(snap, "install", wanted),
+            )
+        ]
     if conflict.required == "torch":
         # Keep torch; move the package that disagrees to a release built for it.
         return [
@@ -178,7 +186,7 @@ def _install_once(snap: Snapshot, name: str) -> FixStep:
     "precision-stack-conflict",
     family=FAMILY,
     defers_to=("STACK002",),
-    fires_on=("precision-stack-conflicts",),
+    fires_on=("precision-stack-conflicts", "oneflow-pypi-cpu"),
     quiet_on=("onediff-without-oneflow", "apex-amp-removed", "h100-node-healthy"),
 )
 def precision_stack_conflict(snap: Snapshot) -> Iterator[Finding]:

@@ -39,6 +39,11 @@ float16, float32 = "float16", "float32"
 _state = {"enabled": False, "dtype": None}
 
 
+def randn(*size, device="cpu"):
+    import torch  # lazily, as nn.Linear: the stand-in's tensors are torch's
+    return torch.randn(*size, device=device)
+
+
 def is_autocast_enabled():
     return _state["enabled"]
 

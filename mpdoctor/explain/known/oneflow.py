@@ -1,6 +1,7 @@
 """OneFlow and OneDiff: two precision managers at once (torch.autocast over a OneFlow graph), PyPI's placeholder
-oneflow, a OneFlow without its native core or too old for OneDiff, OneDiff without OneFlow, and mock-torch
-handing torch's names to OneFlow."""
+oneflow, a OneFlow without its native core or too old for OneDiff, OneDiff without OneFlow, mock-torch
+handing torch's names to OneFlow, and what PyPI's real oneflow 0.9.0 prints: a missing cuDNN, numpy 2, and
+no fp16 kernel on the CPU."""
 
 from __future__ import annotations
 
@@ -242,5 +243,83 @@ SIGNATURES: list[Signature] = [
         near_misses=("ModuleNotFoundError: No module named 'oneflow'",),
         frames=ONEDIFF_FRAMES,
         notes="Needs a OneDiff frame: without OneDiff in the traceback, a missing oneflow is just a missing package.",
+    ),
+    Signature(
+        id="oneflow-missing-cuda-library",
+        family="oneflow",
+        title="`import oneflow` cannot load a CUDA library (cuDNN, cuBLAS) it links",
+        needles=("cannot open shared object file",),
+        patterns=(r"lib(?:cudnn|cublas|cublasLt|nvrtc)[\w.+-]{0,40}: cannot open shared object file",),
+        cause="OneFlow's CUDA wheels link cuDNN and cuBLAS but do not ship them: PyPI's oneflow 0.9.0 (a CUDA 11 "
+        "build) looks for them in NVIDIA's pip wheels beside it (nvidia-cudnn-cu11, nvidia-cublas-cu11), and "
+        "without them the dynamic loader fails while `import oneflow` loads its core. It is raised on a CPU "
+        "machine too: the libraries are needed to import, not only to run on a GPU.",
+        fixes=(
+            fix(
+                "Install NVIDIA's wheels into the same environment",
+                'pip install "nvidia-cudnn-cu11==8.*" nvidia-cublas-cu11',
+            ),
+            fix(
+                "Or install the community OneFlow build for torch's CUDA",
+                "pip uninstall -y oneflow && " + INSTALL_ONEFLOW,
+            ),
+        ),
+        checks=("ONEFLOW006",),
+        sources=("https://pypi.org/project/oneflow/0.9.0/", "https://github.com/Oneflow-Inc/oneflow/issues/10342"),
+        examples=(
+            # printed by PyPI's oneflow 0.9.0 (cp310) without nvidia-cudnn-cu11 (tests/test_oneflow_real.py)
+            "Traceback (most recent call last):\n"
+            '  File "<string>", line 1, in <module>\n'
+            '  File "/home/user/venv/lib/python3.10/site-packages/oneflow/__init__.py", line 25, in <module>\n'
+            "    import oneflow._oneflow_internal\n"
+            "ImportError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory",
+        ),
+        near_misses=(
+            "ImportError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory",
+        ),
+        frames=(r"/oneflow/",),
+        rank=1,
+        notes="Needs a oneflow frame: the same loader error from torch or apex is theirs.",
+    ),
+    Signature(
+        id="oneflow-numpy-2",
+        family="oneflow",
+        title="OneFlow, built against numpy 1, cannot use the numpy 2 installed",
+        needles=("unable to import numpy array",),
+        patterns=(r"Unable to import Numpy array, try to upgrade Numpy version",),
+        cause="OneFlow 0.9.x is compiled against numpy 1's C API. With numpy 2 installed its core cannot "
+        "initialise numpy's API and `import oneflow` raises; numpy also prints 'A module that was compiled "
+        "using NumPy 1.x cannot be run in NumPy 2'. The message says upgrade; the fix is the other way.",
+        fixes=(fix("Install numpy 1 into the same environment", 'pip install "numpy<2"'),),
+        checks=("ONEFLOW006",),
+        sources=("https://numpy.org/devdocs/numpy_2_0_migration_guide.html",),
+        examples=(
+            # printed by PyPI's oneflow 0.9.0 beside numpy 2.2.6 (tests/test_oneflow_real.py)
+            "oneflow._oneflow_internal.exception.Exception: . Unable to import Numpy array, try to upgrade Numpy "
+            "version!",
+        ),
+        near_misses=("RuntimeError: Numpy is not available",),
+    ),
+    Signature(
+        id="oneflow-no-kernel",
+        family="oneflow",
+        title="This OneFlow build has no kernel for the op at that dtype on that device (fp16 on the CPU)",
+        needles=("cannot find the kernel matching current operatorconf",),
+        patterns=(r"Cannot find the kernel matching Current OperatorConf",),
+        cause="OneFlow picks a kernel by op, device and dtype, and its CPU build registers no fp16 kernel for "
+        "matmul and many other ops: an fp16 model (`.half()`) run on the CPU fails whatever the precision "
+        "manager. It is a fact about the build and device, not a torch.autocast clash.",
+        fixes=(
+            fix("Run fp16 OneFlow models on a CUDA device (`.to('cuda')`), or keep them fp32 on the CPU"),
+            fix("Check that OneFlow sees the GPU", "python -c 'import oneflow; print(oneflow.cuda.is_available())'"),
+        ),
+        checks=("ONEFLOW005", "ONEFLOW003"),
+        sources=("https://github.com/Oneflow-Inc/oneflow/issues/10342",),
+        examples=(
+            # printed by PyPI's oneflow 0.9.0 on a CPU machine (tests/test_oneflow_real.py)
+            "RuntimeError: Cannot find the kernel matching Current OperatorConf.  The Info of OperatorConf are \n"
+            " op_name: matmul5\n op_type_name: matmul\n DeviceType_Name: kCPU\n DataType_Name of a_0: kFloat16",
+        ),
+        near_misses=("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'",),
     ),
 ]

@@ -8,11 +8,11 @@ Loaded beside ``target.py`` (stdlib only, Python 3.8+, judges nothing). Two uses
   into this interpreter (a ``torch`` that is really OneFlow);
 * the ``oneflow`` part, a process of its own with a timeout, then imports
   oneflow for real: it confirms what the static look found, reads the build, and
-  runs a tiny fp16 OneFlow module under ``torch.autocast`` and under
-  ``oneflow.autocast`` to record what each does.
+  runs a tiny fp16 OneFlow module alone (does this build have fp16 kernels on
+  this device?), then under ``torch.autocast`` and under ``oneflow.autocast`` to
+  record what each does.
 """
 
-import contextlib
 import importlib.util
 import os
 import re
@@ -222,6 +222,8 @@ def oneflow_build(flow):
     _call(facts, "version", lambda: flow.__version__)
     _call(facts, "git_commit", lambda: getattr(flow, "__git_commit__", ""))
     sysconfig = getattr(flow, "sysconfig", None)
+    if sysconfig is None:  # a submodule that OneFlow 0.9.0's `import oneflow` does not load
+        sysconfig, _ = _import(flow.__name__ + ".sysconfig")
     for name in ("with_cuda", "get_cuda_version", "with_enterprise", "with_mlir", "cmake_build_type"):
         if sysconfig is not None and hasattr(sysconfig, name):
             _call(facts, name, getattr(sysconfig, name))
@@ -248,15 +250,41 @@ def _sees_autocast(flow, device):
         return bool(check(device))
 
 
+def _fp16_linear(flow, device):
+    """An fp16 OneFlow Linear on fp16 input, with no precision manager: does this build have the kernel?
+
+    OneFlow's CPU build has no fp16 matmul kernel ("Cannot find the kernel matching
+    Current OperatorConf"): a fact about the build, measured with OneFlow alone so that
+    it is known with or without torch, and never read as evidence about autocast.
+    """
+    record = {"name": "fp16 input", "device": device}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            linear = flow.nn.Linear(16, 16).to(device).half()
+            record["output_dtype"] = _dtype(linear(flow.randn(4, 16, device=device).half()))
+            record["status"] = "ok"
+        except Exception as exc:
+            record["status"], record["detail"] = "error", _error(exc)
+    record["warnings"] = [redact_clip(w.message, 300) for w in caught][:5]
+    return record
+
+
 def coexistence(torch, flow):
     """A tiny fp16 OneFlow module fed the fp32 tensor torch code would hand it.
 
     Under ``torch.autocast`` a torch user expects that input cast to fp16; the
     question is whether OneFlow does it. Then the same under ``oneflow.autocast``.
-    A plain fp16 run first tells whether fp16 runs on this device at all.
+    A plain fp16 run first tells whether fp16 runs on this device at all; it needs
+    no torch, and is all that runs when ``torch`` is None (no PyTorch here, or
+    mock-torch answers for it).
     """
-    use_cuda = bool(torch.cuda.is_available()) and bool(getattr(flow, "cuda", None) and flow.cuda.is_available())
+    flow_cuda = bool(getattr(flow, "cuda", None) and flow.cuda.is_available())
+    use_cuda = flow_cuda and (torch is None or bool(torch.cuda.is_available()))
     device = "cuda" if use_cuda else "cpu"
+    plain = _fp16_linear(flow, device)
+    if torch is None:
+        return {"device": device, "cases": [plain]}
     torch.manual_seed(0)
     x32 = torch.randn(4, 16, device=device)
     w16 = torch.randn(16, 16, device=device, dtype=torch.float16)
@@ -287,7 +315,7 @@ def coexistence(torch, flow):
     return {
         "device": device,
         "cases": [
-            case("fp16 input", contextlib.nullcontext, x32.half()),
+            plain,
             case("torch.autocast", lambda: torch.autocast(device_type=device, dtype=torch.float16), x32),
             case("oneflow.autocast", lambda: flow.autocast(device, dtype=flow.float16), x32),
         ],
@@ -321,5 +349,6 @@ def run(out, guard):
     if flow is None:
         return
     guard(out, steps.ONEFLOW_BUILD, lambda: oneflow_build(flow))
-    if torch is not None and imported_as(torch) == "torch":
-        guard(out, steps.COEXIST, lambda: coexistence(torch, flow))
+    # without a real PyTorch (none here, or mock-torch answers for it) only OneFlow's own fp16 run is measured
+    usable = torch if torch is not None and imported_as(torch) == "torch" else None
+    guard(out, steps.COEXIST, lambda: coexistence(usable, flow))
