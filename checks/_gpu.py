@@ -6,6 +6,7 @@ from typing import Optional
 
 from mpdoctor.analysis import capability
 from mpdoctor.analysis.gpu_table import DeviceRow, GpuView
+from mpdoctor.analysis.visible_devices import shown_value
 
 
 def gib(size: Optional[int]) -> str:
@@ -37,7 +38,9 @@ def env_evidence(view: GpuView) -> list[str]:
         f"CUDA_DEVICE_ORDER={order}"
         if order is not None
         else "CUDA_DEVICE_ORDER unset (CUDA's default: FASTEST_FIRST)",
-        f"CUDA_VISIBLE_DEVICES={cvd!r}" if cvd is not None else "CUDA_VISIBLE_DEVICES unset (every GPU visible)",
+        f"CUDA_VISIBLE_DEVICES={shown_value(cvd)!r}"
+        if cvd is not None
+        else "CUDA_VISIBLE_DEVICES unset (every GPU visible)",
     ]
 
 

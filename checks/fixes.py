@@ -58,7 +58,7 @@ def ways(steps: list[FixStep]) -> list[list[FixStep]]:
 
 def pip(snap: Snapshot, *args: str) -> str:
     """``<target python> -m pip <args>``, each argument shell-quoted."""
-    return " ".join(shlex.quote(a) for a in (snap.python_command(), "-m", "pip", *args))
+    return command(snap.python_command(), "-m", "pip", *args)
 
 
 def mpdoctor_check(
@@ -90,7 +90,7 @@ def mpdoctor_check(
     else:
         words += [w for code in given.select for w in ("--select", code)]
         words += [w for code in given.ignore for w in ("--ignore", code)]
-    return " ".join(shlex.quote(w) for w in (*words, *extra))
+    return command(*words, *extra)
 
 
 def more_time(snap: Snapshot, at_least: float) -> float:
@@ -107,13 +107,27 @@ def timed(seconds: int, command: str) -> str:
     return f"timeout {seconds} {command}"
 
 
+def command(*words: str) -> str:
+    """A shell command from its words, each quoted for a POSIX shell (``shlex.join``).
+
+    Words come from the machine (UUIDs, paths, env values): quoting keeps ``;``, ``$(...)``, backticks,
+    spaces and newlines in one word, so a pasted fix runs one command and nothing a value smuggled in.
+    """
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def with_env(name: str, value: str, then: str) -> str:
+    """``NAME=value command``: ``then`` (already a quoted command) run with one variable set, the value quoted."""
+    return f"{name}={shlex.quote(value)} {then}"
+
+
 def export(name: str, value: str) -> str:
     """``export NAME=value`` for a POSIX shell, the value quoted when it needs to be."""
     return f"export {name}={shlex.quote(value)}"
 
 
 def python(snap: Snapshot, *args: str) -> str:
-    return " ".join(shlex.quote(a) for a in (snap.python_command(), *args))
+    return command(snap.python_command(), *args)
 
 
 def cuda_tag(cuda_version: str) -> str:

@@ -26,11 +26,16 @@ RANK_MISSING = rule(
     The job would meet the same rank at its first collective and hang there: a rank
     stuck importing torch, one whose node cannot reach rank 0's store, or one that
     crashed. Its heartbeat (a store key updated every second) says where it stopped.
+    A report or heartbeat that is not what mpdoctor writes (not JSON, nested too
+    deeply, a number of thousands of digits, a field of the wrong type) is this
+    finding too, for that rank alone, with what was wrong: something other than this
+    mpdoctor wrote the run's keys.
 
     ## Fix
     Run `mpdoctor check` on that node, in the rank's environment, and read its
     findings; when it stopped at `connecting`, check that MASTER_ADDR/MASTER_PORT are
-    reachable from that node.
+    reachable from that node. For a value that could not be read, run the same
+    mpdoctor version on every rank, and check what else can reach MASTER_PORT.
     """,
     severities=("error",),
 )

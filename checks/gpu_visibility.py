@@ -9,6 +9,7 @@ from mpdoctor.checks._gpu import describe, env_evidence
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.analysis.gpu_map import gpu_view, visible_devices_as_meant
 from mpdoctor.analysis.gpu_table import ORDERS, GpuView
+from mpdoctor.analysis.visible_devices import shown_value
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 
@@ -74,7 +75,7 @@ def visible_devices_drop(snap: Snapshot) -> Iterator[Finding]:
         )
     steps.append(fixes.inspect("Check the UUIDs", "nvidia-smi -L"))
     yield warning(
-        f"CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} does not select what it lists: "
+        f"CUDA_VISIBLE_DEVICES={shown_value(view.cuda_visible_devices)!r} does not select what it lists: "
         f"{problems[0] if problems else 'entries are dropped'}",
         evidence,
         steps,
@@ -114,7 +115,7 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
         # allocated to other jobs where Slurm does not fence devices off (no ConstrainDevices): the only
         # fix is to ask Slurm for GPUs.
         yield error(
-            f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}",
+            f"CUDA_VISIBLE_DEVICES={shown_value(raw)!r} hides every GPU from CUDA: {reason}",
             evidence,
             [
                 FixStep("Ask Slurm for GPUs (in the job script: #SBATCH --gres=gpu:1)", "srun --gres=gpu:1 --pty bash"),
@@ -127,7 +128,7 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
         steps.append(fixes.alternative("Or select GPUs by UUID, from this list"))
         steps.append(fixes.inspect("List the GPUs and their UUIDs", "nvidia-smi -L"))
     make = warning if raw.strip() in DELIBERATE_HIDING else error
-    yield make(f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from CUDA: {reason}", evidence, steps)
+    yield make(f"CUDA_VISIBLE_DEVICES={shown_value(raw)!r} hides every GPU from CUDA: {reason}", evidence, steps)
 
 
 @check(
@@ -227,7 +228,10 @@ def several_mig_devices(snap: Snapshot) -> Iterator[Finding]:
         f"CUDA_VISIBLE_DEVICES selects {len(migs)} MIG devices, but a CUDA process uses only the first ({migs[0].text})",
         evidence,
         [
-            FixStep("Give each process its own MIG device", f"CUDA_VISIBLE_DEVICES={migs[0].text} python train.py"),
+            FixStep(
+                "Give each process its own MIG device",
+                fixes.with_env("CUDA_VISIBLE_DEVICES", migs[0].text, "python train.py"),
+            ),
             fixes.inspect("List the MIG devices", "nvidia-smi -L"),
         ],
     )

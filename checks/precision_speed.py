@@ -290,7 +290,7 @@ def kernel_timings_disturbed(snap: Snapshot) -> Iterator[Finding]:
                 steps.append(
                     fixes.alternative(
                         f"Or measure on an idle GPU (nvidia-smi {idle[0].index})",
-                        f"CUDA_VISIBLE_DEVICES={idle[0].uuid} {again}",
+                        fixes.with_env("CUDA_VISIBLE_DEVICES", idle[0].uuid, again),
                     )
                 )
         else:

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 from mpdoctor.checks import fixes
 from mpdoctor.checks._common import arch_fix_steps, capability, driver_evidence, gpus, is_cuda_build, tail
 from mpdoctor.analysis.gpu_map import gpu_view
+from mpdoctor.analysis.visible_devices import shown_value
 from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.checks.registry import check, defer
 from mpdoctor.snapshot import Snapshot
@@ -294,7 +295,7 @@ def cuda_unavailable(snap: Snapshot) -> Iterator[Finding]:
     view = gpu_view(snap)
     hidden = view.hides_all
     if hidden:
-        title += f": CUDA_VISIBLE_DEVICES={view.cuda_visible_devices!r} hides every GPU"
+        title += f": CUDA_VISIBLE_DEVICES={shown_value(view.cuda_visible_devices)!r} hides every GPU"
     if "CUDA_VISIBLE_DEVICES" in env:
         evidence.append(f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r}")
         steps.append(

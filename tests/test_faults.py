@@ -656,11 +656,13 @@ def test_nvml_that_crashes_is_an_error_fact_and_mpdoctor_survives(tmp_path, monk
 
 
 def test_check_survives_an_nvml_that_crashes(tmp_path):
-    (tmp_path / "pynvml.py").write_text(
+    # On PYTHONPATH in a directory of its own: mpdoctor's children drop an entry that names the working directory.
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "pynvml.py").write_text(
         "import os, signal\n\ndef nvmlInit():\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHOME"}
-    env["PYTHONPATH"] = str(tmp_path)
+    env["PYTHONPATH"] = str(tmp_path / "site")
     proc = subprocess.run(
         [sys.executable, "-m", "mpdoctor", "check", "--no-kernels", "--format", "json", "--timeout", "20"],
         capture_output=True,
@@ -740,11 +742,9 @@ def test_real_pynvml_without_a_driver_is_unavailable():
 
 
 def test_a_python_too_old_to_probe_says_so():
-    import glob
+    from interpreters import find_pythons
 
-    old = sorted(
-        glob.glob("/root/.pyenv/versions/2.7*/bin/python") + glob.glob("/root/.pyenv/versions/3.6*/bin/python")
-    )
+    old = find_pythons("2.7", "3.6")
     if not old:
         pytest.skip("no Python older than 3.8 on this machine")
     proc = cli("check", "--python", old[0], "--format", "json", "--timeout", "20")

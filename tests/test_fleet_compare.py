@@ -427,3 +427,52 @@ def test_every_fleet_finding_is_stamped_with_its_registered_rule(odd_fleet):
         rule = FLEET_RULES[finding.code]
         assert (finding.name, finding.family) == (rule.name, "fleet"), finding.title
         assert finding.severity in rule.severities, finding.title
+
+
+def _capped():
+    """In the child: at most 2 GB of address space, so an unbounded read fails fast instead of eating the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: "/dev/zero", "cannot read /dev/zero: it is a character device, not a regular file"),
+        (lambda tmp: _fifo(tmp), "it is a FIFO (named pipe), not a regular file"),
+        (lambda tmp: _written(tmp, '{"a": ' + "7" * 5000 + "}"), "an integer of 5000 digits (at most 40 are read)"),
+        (lambda tmp: _written(tmp, "[" * 100_000), "nested too deeply (at most 64 levels are read)"),
+        (lambda tmp: _written(tmp, "\ufeff{}".encode("utf-16")), "not a JSON snapshot or report"),
+    ],
+    ids=["dev-zero", "fifo", "5000-digits", "100k-deep", "utf-16"],
+)
+def test_fleet_compare_reads_through_the_bounded_reader(tmp_path, make, message):
+    """Once plain open() + json.load: /dev/zero grew to 24 GB, a FIFO hung, a 5000-digit number exited 3."""
+    import subprocess
+    import sys
+
+    good = save(tmp_path, "good.json", h100_node())
+    result = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", "fleet", "compare", make(tmp_path), good],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_capped,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def _fifo(tmp_path) -> str:
+    import os
+
+    path = tmp_path / "pipe.json"
+    os.mkfifo(path)
+    return str(path)
+
+
+def _written(tmp_path, content) -> str:
+    path = tmp_path / "hostile.json"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    return str(path)

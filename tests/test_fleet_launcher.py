@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpdoctor.fleet.launcher import LaunchError, detect, expand_hostlist
+from mpdoctor.fleet.launcher import LaunchError, detect, expand_hostlist, host_count, hostlist
 
 TORCHRUN = {
     "RANK": "2",
@@ -154,3 +154,49 @@ def test_full_snapshots_need_a_directory_to_save_them(monkeypatch):
     result = CliRunner().invoke(app, ["fleet", "--full-snapshots"])
     assert result.exit_code == 2 and "--full-snapshots needs --save-snapshots DIR" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "nodes, message",
+    [
+        ("gpu[0-9999999999]", "node number '0-9999999999' has more than 9 digits"),
+        ("gpu[0-" + "9" * 5000 + "]", "has more than 9 digits"),
+        ("gpu[0-999999999]", "names more than 1048576 hosts"),
+        ("n[0-999999],m[0-99999]", "names more than 1048576 hosts"),
+    ],
+)
+def test_an_absurd_slurm_node_list_is_refused_in_words_without_expanding_it(nodes, message):
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": nodes}
+    with pytest.raises(LaunchError, match=message):
+        detect(env, host="h")
+
+
+def test_the_first_slurm_host_is_taken_lazily():
+    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "gpu[007-900000]"}
+    assert detect(env, host="h").master_addr == "gpu007"
+    assert next(hostlist("gpu[007-900000],x")) == "gpu007" and host_count("gpu[007-900000],x") == 899995
+
+
+def test_fleet_under_an_absurd_slurm_node_list_is_a_usage_error_not_2_9_gb(tmp_path):
+    """Once the whole list was expanded: 2.9 GB, then MemoryError, exit 3. Capped at 1 GB here, so it fails fast."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def capped():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env.update(SLURM_PROCID="0", SLURM_NTASKS="1", SLURM_JOB_ID="42", SLURM_JOB_NODELIST="gpu[0-9999999999]")
+    result = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", "fleet", "--no-kernels"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=capped,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Slurm node list" in result.stderr and "set MASTER_ADDR" in result.stderr

@@ -100,8 +100,11 @@ def test_escapes_round_trip_and_nothing_can_start_a_command():
     assert "\n" not in line and "\r" not in line
     command, properties, text = parse(line)
     assert command == "error" and set(properties) == {"title"}
-    assert unescape(properties["title"]) == f"TORCH005 {hostile}"
+    # The title's newline is shown (issue 33: one-line fields show their controls), never a line break.
+    assert unescape(properties["title"]) == "TORCH005 " + hostile.replace("\r\n", "\\r\\n")
     assert unescape(text) == message(finding)
+    assert message(finding).count("\n") == len(message(finding).split("\n")) - 1
+    assert "\\r" in message(finding).split("\n")[0]  # the title's carriage return, visible in the message
     assert escape_property(":,") == "%3A%2C" and escape_data(":,%\r\n") == ":,%25%0D%0A"
 
 

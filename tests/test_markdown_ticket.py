@@ -236,3 +236,39 @@ def test_other_formats_write_no_snapshot_beside_their_output(tmp_path):
         )
         assert result.returncode == 0, result.stderr
     assert not list(tmp_path.glob("*.snapshot.json"))
+
+
+# ---------------------------------------------------------------- issue 30, item 7: the legend says what the data says
+
+
+def _partly_disturbed():
+    """kernels-cpu-busy, as a run where 5 of each op's 30 rounds were disturbed: every ratio rests on 25 of 30."""
+    snap = load_fixture("kernels-cpu-busy")
+    device = snap.kernels.devices[0]
+    device.results = [
+        dataclasses.replace(r, rounds=25, rounds_disturbed=5) if r.rounds is not None else r for r in device.results
+    ]
+    return snap
+
+
+def test_the_legend_claims_no_busy_round_the_data_does_not_show():
+    import io
+
+    from mpdoctor.render.console import make_console
+    from mpdoctor.render.text import render_text
+
+    for snap, busy, said in (
+        (load_fixture("kernels-cpu-busy"), True, "matmul 0 of 9; conv2d, layer norm, softmax, sdpa 0 of 5"),
+        (_partly_disturbed(), False, "matmul, conv2d, layer norm, softmax, sdpa 25 of 30"),
+    ):
+        view = kernel_table(snap)
+        assert any(cell.startswith("busy ") for d, _ in view.shown for r in d.rows for cell in r.cells) == busy
+        assert ("every timing round" in view.legend) == busy
+        assert f"cpu: undisturbed timing rounds behind each speed ratio: {said}" in view.notes
+        report = Report(created="", findings=judge(snap), snapshot=snap, gpus=device_table(snap), kernels=view)
+        out = io.StringIO()
+        render_text(report, make_console(out, width=200, plain=True))
+        for text in (render_markdown(report), out.getvalue()):
+            assert said in text and ("every timing round" in text) == busy
+    # A quiet run's matrix (no round disturbed) has nothing about rounds to add.
+    assert not [n for n in kernel_table(load_fixture("cpu-kernels")).notes if "undisturbed" in n]

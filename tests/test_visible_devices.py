@@ -90,3 +90,21 @@ def test_never_raises_on_any_string(raw):
     assert len(sel.valid) <= len(sel.entries)
     for entry in sel.valid:
         assert entry.kind in ("index", "gpu-uuid", "mig-uuid")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    uuids=st.lists(st.text(alphabet="ab\U0010ffff", min_size=1, max_size=4), min_size=1, max_size=8),
+    prefix=st.text(alphabet="ab\U0010ffff", min_size=1, max_size=3),
+)
+def test_the_uuid_index_finds_exactly_what_a_scan_finds(uuids, prefix):
+    """The bisected prefix search (issue 33: a scan per entry was quadratic) against the scan it replaced."""
+    devices = [Device(f"GPU-{u}", i) for i, u in enumerate(uuids)]
+    text = f"GPU-{prefix}"
+    scanned = [d for d in devices if d.uuid.startswith(text)]
+    (entry,) = read_visible_devices(text, devices).entries
+    if len(scanned) == 1:
+        assert entry.device == scanned[0]
+    else:
+        assert entry.kind == "invalid" and entry.device is None
+        assert (f"of {len(scanned)} devices" in entry.problem) if scanned else ("no GPU has" in entry.problem)

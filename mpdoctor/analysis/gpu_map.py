@@ -23,7 +23,7 @@ from mpdoctor.analysis import capability
 from mpdoctor.analysis.versions import version_tuple
 from mpdoctor.analysis.gpu_table import ORDERS, DeviceRow, GpuView, VisibleEntry
 from mpdoctor.snapshot import CudaDevice, MigDevice, NvmlGpu, Snapshot
-from mpdoctor.analysis.visible_devices import Device, read_visible_devices
+from mpdoctor.analysis.visible_devices import Device, read_each_entry, read_visible_devices
 
 
 def effective_order(raw: Optional[str]) -> str:
@@ -48,7 +48,11 @@ Target = Union[NvmlGpu, tuple[NvmlGpu, MigDevice]]
 
 
 class _Mapper:
-    """Builds one GpuView; holds the facts the steps share."""
+    """Builds one GpuView; holds the facts the steps share.
+
+    Every lookup of a GPU (by UUID, PCI id, properties or CUDA_VISIBLE_DEVICES entry) goes through an index
+    built once: a scan per device made judging quadratic, minutes for a snapshot of 60k GPUs (issue 33).
+    """
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
@@ -66,7 +70,17 @@ class _Mapper:
             *_named_devices(self.gpus),
             [Device(g.uuid, g.index) for g in self.cuda_order] if self.cuda_order is not None else None,
         )
+        # properties that build a list: read once, not once per device
+        self.valid = self.selection.valid
+        self.hides_all = self.selection.hides_all
         self.claimed: set[int] = set()  # NVML indices already tied to a CUDA ordinal
+        self.uuids = _uuid_index(self.gpus)
+        self.by_pci: dict[str, list[NvmlGpu]] = {}
+        self.by_properties: dict[tuple[str, str], list[NvmlGpu]] = {}
+        for gpu in self.gpus:
+            if not gpu.mig_enabled:
+                self.by_pci.setdefault(gpu.pci_bus_id, []).append(gpu)
+            self.by_properties.setdefault((gpu.name, gpu.compute_capability), []).append(gpu)
         if nvml.status not in ("ok", "not-run") and (snap.torch.devices or nvml.status != "unavailable"):
             self.view.notes.append(
                 f"NVML is unusable ({nvml.reason or nvml.status}): CUDA devices cannot be tied to physical GPUs"
@@ -96,14 +110,7 @@ class _Mapper:
     # ------------------------------------------------------------ matching
 
     def _by_uuid(self, uuid: str) -> Optional[Target]:
-        wanted = strip_prefix(uuid)
-        for gpu in self.gpus:
-            if gpu.uuid and strip_prefix(gpu.uuid) == wanted:
-                return gpu
-            for mig in gpu.mig_devices:
-                if mig.uuid and strip_prefix(mig.uuid) == wanted:
-                    return gpu, mig
-        return None
+        return self.uuids.get(strip_prefix(uuid))
 
     def _unique(self, candidates: list[NvmlGpu]) -> Optional[NvmlGpu]:
         """The one candidate, if there is exactly one on the machine and it is not taken yet.
@@ -116,14 +123,14 @@ class _Mapper:
     def _expected_target(self, ordinal: int) -> Optional[Target]:
         """The device CUDA's rules say cuda:ordinal is."""
         if self.selection.is_set:
-            valid = self.selection.valid
-            entry = valid[ordinal] if ordinal < len(valid) else None
+            valid = self.valid
+            entry = valid[ordinal] if 0 <= ordinal < len(valid) else None
             if entry is None or entry.device is None:
                 return None
             if entry.kind == "index":
                 self._note_assumed_order()
             return self._by_uuid(entry.device.uuid)
-        if self.cuda_order is not None and ordinal < len(self.cuda_order):
+        if self.cuda_order is not None and 0 <= ordinal < len(self.cuda_order):
             self._note_assumed_order()
             return self.cuda_order[ordinal]
         return None
@@ -134,12 +141,10 @@ class _Mapper:
             if target is not None:
                 return target, "uuid"
         if dev.pci_bus_id:
-            hit = self._unique([g for g in self.gpus if g.pci_bus_id == dev.pci_bus_id and not g.mig_enabled])
+            hit = self._unique(self.by_pci.get(dev.pci_bus_id, []))
             if hit:
                 return hit, "pci-bus-id"
-        hit = self._unique(
-            [g for g in self.gpus if g.name == dev.name and g.compute_capability == dev.compute_capability]
-        )
+        hit = self._unique(self.by_properties.get((dev.name, dev.compute_capability), []))
         if hit:
             return hit, "properties"
         target = self._expected_target(dev.ordinal)
@@ -150,8 +155,8 @@ class _Mapper:
     def _expected_nvml_index(self, ordinal: int) -> Optional[int]:
         if not self.selection.is_set:
             return ordinal if self.gpus else None
-        valid = self.selection.valid
-        if ordinal >= len(valid):
+        valid = self.valid
+        if not 0 <= ordinal < len(valid):
             return None
         entry = valid[ordinal]
         if entry.kind == "index":
@@ -203,11 +208,11 @@ class _Mapper:
         )
         if self.selection.is_set:
             targets: list[Optional[Target]] = []
-            for entry in self.selection.valid:
+            for entry in self.valid:
                 targets.append(self._by_uuid(entry.device.uuid) if entry.device else None)
                 if entry.kind == "mig-uuid":
                     break  # CUDA enumerates a single MIG device per process
-            how = "uuid" if all(e.kind != "index" for e in self.selection.valid) else "order-rules"
+            how = "uuid" if all(e.kind != "index" for e in self.valid) else "order-rules"
             if how == "order-rules":
                 self._note_assumed_order()
         elif self.cuda_order is not None:
@@ -238,7 +243,7 @@ class _Mapper:
             self.view.devices.append(self._row(ordinal, target, "predicted", how))
 
     def hidden_rows(self, torch_reason: str) -> None:
-        selected = {e.device.index for e in self.selection.valid if e.device}
+        selected = {e.device.index for e in self.valid if e.device}
         unclaimed = [gpu for gpu in self.gpus if gpu.index not in self.claimed]
         for gpu in unclaimed:
             row = self._row(None, gpu, "nvml")
@@ -246,7 +251,7 @@ class _Mapper:
             self.view.devices.append(row)
 
     def _hidden_reason(self, gpu: NvmlGpu, selected: set[int], torch_reason: str) -> str:
-        if self.selection.hides_all:
+        if self.hides_all:
             return "CUDA_VISIBLE_DEVICES hides every GPU"
         if self.selection.is_set and gpu.index not in selected:
             return "not selected by CUDA_VISIBLE_DEVICES"
@@ -265,6 +270,18 @@ def _named_devices(gpus: list[NvmlGpu]) -> tuple[list[Device], list[Device]]:
         [Device(g.uuid, g.index) for g in gpus if g.uuid],
         [Device(m.uuid, g.index) for g in gpus for m in g.mig_devices if m.uuid],
     )
+
+
+def _uuid_index(gpus: list[NvmlGpu]) -> dict[str, Target]:
+    """Every GPU and MIG device by its UUID's hex part; the first of a repeated UUID wins, as a scan would find it."""
+    index: dict[str, Target] = {}
+    for gpu in gpus:
+        if gpu.uuid:
+            index.setdefault(strip_prefix(gpu.uuid), gpu)
+        for mig in gpu.mig_devices:
+            if mig.uuid:
+                index.setdefault(strip_prefix(mig.uuid), (gpu, mig))
+    return index
 
 
 def _gpu_of(target: Target) -> NvmlGpu:
@@ -330,10 +347,8 @@ def visible_devices_as_meant(snap: Snapshot) -> str:
     found = snap.machine.nvml.usable_gpus
     gpus, migs = _named_devices(found)
     by_index = [Device(g.uuid, g.index) for g in found]  # nvidia-smi numbering
-    out: list[str] = []
-    for piece in raw.split(","):
-        entries = read_visible_devices(piece, gpus, migs, by_index).valid
-        uuid = entries[0].device.uuid if entries and entries[0].device else ""
-        if uuid and uuid not in out:
-            out.append(uuid)
+    out: dict[str, None] = {}  # ordered, and a repeat found in one step
+    for entry in read_each_entry(raw, gpus, migs, by_index):
+        if entry.kind != "invalid" and entry.device and entry.device.uuid:
+            out.setdefault(entry.device.uuid)
     return ",".join(out)

@@ -24,12 +24,15 @@ from mpdoctor.snapshot.vocab import (
 
 # What the matrix's words mean, under every matrix drawn. The device table's precision columns are the
 # compute capability's prediction and use other words (render/devices.LEGEND): "slow" here is measured.
+# It claims nothing about how busy the machine was: that differs per ratio, and the notes say it from the data
+# (kernel_view.rounds_note: undisturbed rounds of how many); "busy" is explained only under a matrix that shows it.
 MATRIX_LEGEND = (
-    "fp32: time per call (busy: every timing round shared the CPU with another process); others: "
+    "fp32: time per call; others: "
     "speed vs fp32 on the same device (2x: twice as fast, 1/8: eight times slower); slow: measured far "
     "slower than fp32, or no real gain where the hardware emulates the dtype; inconclusive: the "
     "timings were disturbed or too close to call; fails: raised; WRONG: outside tolerance"
 )
+BUSY_LEGEND = "busy (fp32): every timing round of that fp32 kernel was disturbed, so its time is the busy machine's"
 
 
 @dataclass
@@ -140,6 +143,12 @@ class KernelView:
     notes: list[str] = fact(
         "Why the matrix is missing or incomplete, and which ratios are inconclusive and why, a line each", factory=list
     )
+
+    @property
+    def legend(self) -> str:
+        """What the drawn matrices' words mean: :data:`MATRIX_LEGEND`, and "busy" only where a drawn cell says it."""
+        busy = any(cell.startswith("busy ") for d, _ in self.shown for row in d.rows for cell in row.cells)
+        return MATRIX_LEGEND + ("; " + BUSY_LEGEND if busy else "")
 
     @property
     def shown(self) -> list[tuple[KernelDevice, list[str]]]:

@@ -21,13 +21,20 @@ This module is pure: it never raises on any string, and knows nothing of probes.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, TypeVar
 
 _LEADING_INT = re.compile(r"[+-]?\d+")
 EntryLike = TypeVar("EntryLike")  # anything with a ``kind``: Entry, or the report's VisibleEntry
+SHOWN_CHARS = 60  # of an entry, in a problem's words
+# Digits of the longest index read as a number: CUDA reads an index as an unsigned long (strtoul), so anything
+# longer is out of range; reading thousands of digits with int() is refused by Python itself (4300 digits), and
+# a malformed value deserves a finding about the value, not a crashed check.
+MAX_INDEX_DIGITS = 20
 HIDING_WORDS = {"NoDevFiles": "Slurm sets NoDevFiles when the job was given no GPU (no --gres=gpu)"}
 
 
@@ -82,14 +89,51 @@ class Selection:
         return [e for e in self.valid if e.kind == "mig-uuid"]
 
 
-def _match_uuid(text: str, devices: Sequence[Device]) -> tuple[Optional[Device], str]:
-    """Prefix match as CUDA does: exactly one device must start with ``text``."""
-    hits = [d for d in devices if d.uuid.startswith(text)]
-    if len(hits) == 1:
-        return hits[0], ""
-    if not hits:
-        return None, f"no GPU has a UUID starting with {text}"
-    return None, f"{text} is ambiguous: it starts the UUIDs of {len(hits)} devices"
+class _Prefixes:
+    """Devices sorted by UUID, so that a prefix finds its devices by bisection rather than by a scan of all.
+
+    A node, or a snapshot, may list thousands of GPUs and CUDA_VISIBLE_DEVICES as many entries: one scan
+    per entry made reading it quadratic (issue 33).
+    """
+
+    def __init__(self, devices: Sequence[Device]) -> None:
+        self.devices = sorted(devices, key=lambda d: d.uuid)
+        self.keys = [d.uuid for d in self.devices]
+
+    def starting_with(self, text: str) -> list[Device]:
+        """Every device whose UUID starts with ``text`` (they sit together in UUID order)."""
+        low = bisect.bisect_left(self.keys, text)
+        high = low
+        if text and ord(text[-1]) < sys.maxunicode:  # the first string past every one that starts with text
+            high = bisect.bisect_left(self.keys, text[:-1] + chr(ord(text[-1]) + 1), low)
+        else:
+            while high < len(self.keys) and self.keys[high].startswith(text):
+                high += 1
+        return self.devices[low:high]
+
+    def match(self, text: str) -> tuple[Optional[Device], str]:
+        """Prefix match as CUDA does: exactly one device must start with ``text``."""
+        hits = self.starting_with(text)
+        if len(hits) == 1:
+            return hits[0], ""
+        if not hits:
+            return None, f"no GPU has a UUID starting with {shown(text)}"
+        return None, f"{shown(text)} is ambiguous: it starts the UUIDs of {len(hits)} devices"
+
+
+def shown(text: str, limit: int = SHOWN_CHARS) -> str:
+    """An entry as a problem quotes it: a hostile 5000-character entry is not repeated whole in every finding."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+# A whole CUDA_VISIBLE_DEVICES as findings quote it: a list of 20 MIG UUIDs (about 900 characters) whole, a
+# hostile 5000-digit value cut.
+SHOWN_VALUE_CHARS = 1024
+
+
+def shown_value(text: str) -> str:
+    """A whole ``CUDA_VISIBLE_DEVICES`` value as a finding quotes it (see ``SHOWN_VALUE_CHARS``)."""
+    return shown(text, SHOWN_VALUE_CHARS)
 
 
 def read_visible_devices(
@@ -112,6 +156,7 @@ def read_visible_devices(
         selection.problems.append("CUDA_VISIBLE_DEVICES is set but empty: CUDA sees no GPU")
         return selection
     count = len(gpus)
+    gpus, migs = _Prefixes(gpus), _Prefixes(migs)
     seen: dict[str, int] = {}
     kinds = set()
     stopped = False
@@ -132,36 +177,58 @@ def read_visible_devices(
         seen.setdefault(key, position)
     if selection.ignored:
         selection.problems.append(
-            f"entries after the invalid {selection.entries[-1].text!r} are ignored: {', '.join(selection.ignored)}"
+            f"entries after the invalid {shown(selection.entries[-1].text)!r} are ignored: "
+            f"{shown(', '.join(selection.ignored))}"
         )
     if len(kinds) > 1:
         selection.problems.append("mixes integer indices and UUIDs; PyTorch's device count stops at the switch")
     return selection
 
 
+def read_each_entry(
+    raw: str, gpus: Sequence[Device], migs: Sequence[Device] = (), cuda_order: Optional[Sequence[Device]] = None
+) -> list[Entry]:
+    """Every non-empty comma-separated entry of ``raw`` read on its own, as if it were the whole variable.
+
+    For rewriting a value entry by entry (CUDA's stop at the first invalid entry does not apply): the devices
+    are indexed once for all entries.
+    """
+    gpu_index, mig_index = _Prefixes(gpus), _Prefixes(migs)
+    texts = (piece.strip() for piece in raw.split(","))
+    return [_read_entry(text, gpu_index, mig_index, cuda_order, len(gpus)) for text in texts if text]
+
+
 def _read_entry(
-    text: str, gpus: Sequence[Device], migs: Sequence[Device], cuda_order: Optional[Sequence[Device]], count: int
+    text: str, gpus: _Prefixes, migs: _Prefixes, cuda_order: Optional[Sequence[Device]], count: int
 ) -> Entry:
     if text in HIDING_WORDS:
         return Entry(text, "invalid", problem=HIDING_WORDS[text])
-    if not gpus and text.startswith(("GPU-", "MIG-")):
+    if not gpus.devices and text.startswith(("GPU-", "MIG-")):
         return Entry(text, "gpu-uuid" if text.startswith("GPU-") else "mig-uuid")
     if text.startswith("GPU-"):
-        device, problem = _match_uuid(text, gpus)
+        device, problem = gpus.match(text)
         return Entry(text, "gpu-uuid", device) if device else Entry(text, "invalid", problem=problem)
     if text.startswith("MIG-"):
-        device, problem = _match_uuid(text, migs)
+        device, problem = migs.match(text)
         return Entry(text, "mig-uuid", device) if device else Entry(text, "invalid", problem=problem)
     match = _LEADING_INT.match(text)
     if not match:
-        return Entry(text, "invalid", problem=f"{text!r} is neither an index nor a GPU-/MIG- UUID")
-    number = int(match.group())
+        return Entry(text, "invalid", problem=f"{shown(text)!r} is neither an index nor a GPU-/MIG- UUID")
+    digits = match.group().lstrip("+-").lstrip("0")
+    if len(digits) > MAX_INDEX_DIGITS:
+        sign = "negative" if match.group().startswith("-") else "too large to be a device index"
+        return Entry(
+            text,
+            "invalid",
+            problem=f"{shown(match.group())} ({len(digits)} digits) is {sign}: CUDA stops reading here",
+        )
+    number = -int(digits or "0") if match.group().startswith("-") else int(digits or "0")  # leading zeros count too
     if number < 0:
         return Entry(text, "invalid", problem=f"{number} is negative: CUDA stops reading here", number=number)
-    if gpus and number >= count:
+    if gpus.devices and number >= count:
         return Entry(text, "invalid", problem=f"index {number} is out of range: there are {count} GPUs", number=number)
     device = cuda_order[number] if cuda_order and number < len(cuda_order) else None
     entry = Entry(text, "index", device, number=number)
     if match.group() != text:
-        entry.problem = f"{text!r} is read as {number}"
+        entry.problem = f"{shown(text)!r} is read as {number}"
     return entry

@@ -21,13 +21,12 @@ and the entry-by-entry reader reads it again and says exactly what is wrong.
 from __future__ import annotations
 
 import json
-import math
 import re
 from itertools import accumulate
 from operator import lt, sub
 from typing import Optional
 
-from mpdoctor.checkpoint_audit import gc_pause
+from mpdoctor.checkpoint_audit import gc_pause, sizes
 from mpdoctor.portable import files
 
 # A JSON string as json.loads accepts it; the loop unrolled (a run of plain characters, then escapes each followed by
@@ -101,8 +100,12 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
     for kind in set(kinds):  # 'F16","shape":[4096,4096' -> F16, (4096, 4096), bytes
         dims = kind[kind.index("[") + 1 :]
         dtype_of[kind] = kind[: kind.index('"')]
-        shape_of[kind] = tuple(int(d) for d in dims.split(",")) if dims else ()
-        size_of[kind] = math.prod(shape_of[kind]) * item_size[dtype_of[kind]]
+        shape_of[kind] = shape = tuple(int(d) for d in dims.split(",")) if dims else ()
+        # bounded before it is multiplied: a lying shape would make an integer of thousands of digits
+        size = None if sizes.shape_problem(shape) else sizes.nbytes(shape, item_size[dtype_of[kind]], data_size)
+        if size is None:
+            return None  # the entry-by-entry reader names what is wrong
+        size_of[kind] = size
     nbytes = list(map(size_of.__getitem__, kinds))
     if starts and starts[0] == "0" and ends[:-1] == starts[1:]:
         # The usual layout: each tensor's data where the one before it ends, from the first byte (the numbers are

@@ -37,12 +37,13 @@ MAX_ATTEMPTS = 6  # children per audit, should one die with files unread
 SLACK = 5.0  # s: the child's start and end around its own limits
 
 
-def workers(paths: list[str]) -> int:
+def workers(paths: list[str], needs: Optional[list[int]] = None) -> int:
     """How many files to read at once: the cores this process may use, and memory for the largest file each.
 
     ``mmap=True`` keeps a zip checkpoint's data out of memory, but the old tar
     format (and a torch before 2.1) reads the whole file: each worker is allowed
-    twice the largest file of what the machine has available.
+    twice the largest file of what the machine has available. ``needs`` gives each
+    file's memory when it is more than its size (a zip's pickle, inflated: ``zip_bound``).
     """
     try:
         cores = len(os.sched_getaffinity(0))
@@ -50,7 +51,7 @@ def workers(paths: list[str]) -> int:
         cores = os.cpu_count() or 1
     count = max(1, min(MAX_WORKERS, cores, len(paths)))
     available = _available_memory()
-    largest = max((_size(p) for p in paths), default=0)
+    largest = max(needs if needs else [_size(p) for p in paths], default=0)
     if available is not None and largest:
         count = max(1, min(count, available // (2 * largest)))
     return count
@@ -81,6 +82,7 @@ class _Tail:
     def __init__(self, path: str) -> None:
         self.path, self.offset, self.rest = path, 0, b""
         self.data: dict[str, object] = {}
+        self.files_done = 0  # steps named by a file's index: counted as they come, not recounted at every look
         self.begun = ""
 
     def read(self) -> bool:
@@ -104,7 +106,9 @@ class _Tail:
                 if entry.get("begin"):
                     self.begun = str(entry["step"])
                 else:
-                    self.data[str(entry["step"])] = entry.get("data")
+                    step = str(entry["step"])
+                    self.files_done += step.isdigit() and step not in self.data
+                    self.data[step] = entry.get("data")
         return bool(lines)
 
     @property
@@ -139,7 +143,7 @@ class _Attempt:
             if self.imported is None and imports.read():
                 self.imported = imports.data.get(loader.IMPORT)  # type: ignore[assignment]
             if any([tail.read() for tail in tails]):
-                finished = sum(1 for tail in tails for key in tail.data if key.isdigit())
+                finished = sum(tail.files_done for tail in tails)
                 now = [tail.running for tail in tails if tail.running]
                 text = short(os.path.basename(self.paths[int(now[-1])])) if now else None
                 progress.update("audit", text, completed=done_before + finished, total=total)
@@ -191,7 +195,8 @@ def read_pickles(
             serial = bool(suspects)
             pending = suspects + [f for f in pending if f not in suspects]
             paths = [f.path for f in pending]
-            run = _Attempt(os.path.join(tmp, str(attempt)), paths, 1 if serial else workers(paths), budget)
+            count = 1 if serial else workers(paths, [max(f.memory, _size(f.path)) for f in pending])
+            run = _Attempt(os.path.join(tmp, str(attempt)), paths, count, budget)
             run.run(python, progress, done_before, total)
             for index, data in run.results.items():
                 try:

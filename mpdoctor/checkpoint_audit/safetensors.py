@@ -8,7 +8,6 @@ never a read past the end or a crash.
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import struct
@@ -16,7 +15,7 @@ from itertools import repeat
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from mpdoctor.checkpoint_audit import header_bulk
+from mpdoctor.checkpoint_audit import header_bulk, sizes
 
 from mpdoctor.portable import files
 
@@ -63,8 +62,9 @@ TORCH_NAME = {
 
 
 # AuditError.cause and WeightFile.cause: why a file was not read, when the fix is not "re-download it": a pickle
-# weights_only refused, no torch to read a pickle with, no temporary directory for the loading child.
-REFUSED, NO_TORCH, NO_TEMP = "refused", "no-torch", "no-temp"
+# weights_only refused, no torch to read a pickle with, no temporary directory for the loading child, an archive
+# that inflates past every bound (a decompression bomb: zip_bound.py).
+REFUSED, NO_TORCH, NO_TEMP, BOMB = "refused", "no-torch", "no-temp", "bomb"
 
 
 class AuditError(ValueError):
@@ -190,6 +190,12 @@ def _no_overlap(path: str, header: dict) -> None:
             end, owner = stop, name
 
 
+def _shown(value: object) -> str:
+    """A header's value as a message quotes it: repr, cut short (a shape of 200,000 numbers is not repeated)."""
+    text = repr(value) if not isinstance(value, list) or len(value) <= sizes.SHOWN_DIMS else f"a list of {len(value)}"
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
 def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:
     where = f"{path}: tensor {name!r}"
     if not isinstance(spec, dict):
@@ -198,17 +204,21 @@ def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:
     if dtype not in ITEM_SIZE:
         raise AuditError(f"{where}: unknown dtype {dtype!r}")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise AuditError(f"{where}: shape {shape!r} is not a list of sizes")
+        raise AuditError(f"{where}: shape {_shown(shape)} is not a list of sizes")
+    problem = sizes.shape_problem(shape)
+    if problem:
+        raise AuditError(f"{where}: shape {sizes.shape_text(shape)} {problem}")
     if not (
         isinstance(offsets, list)
         and len(offsets) == 2
         and all(isinstance(o, int) for o in offsets)
         and 0 <= offsets[0] <= offsets[1] <= data_size
     ):
-        raise AuditError(f"{where}: data offsets {offsets!r} fall outside the {data_size} data bytes")
-    nbytes = math.prod(shape) * ITEM_SIZE[dtype]
-    if offsets[1] - offsets[0] != nbytes:
-        raise AuditError(
-            f"{where}: {dtype} {shape} needs {nbytes} bytes, the header gives it {offsets[1] - offsets[0]}"
-        )
+        raise AuditError(f"{where}: data offsets {_shown(offsets)} fall outside the {data_size} data bytes")
+    span = offsets[1] - offsets[0]
+    # Exact up to 2**64 bytes (the size a message can name), never an integer much longer than that.
+    nbytes = sizes.nbytes(shape, ITEM_SIZE[dtype], max(data_size, sizes.MAX_NAMED))
+    if nbytes != span:
+        needs = f"{nbytes} bytes" if nbytes is not None else f"more than {sizes.MAX_NAMED} bytes"
+        raise AuditError(f"{where}: {dtype} {sizes.shape_text(shape)} needs {needs}, the header gives it {span}")
     return TensorEntry(name, TORCH_NAME[dtype], tuple(shape), nbytes, path)

@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.progress_text import short as _short
-from mpdoctor.checkpoint_audit.safetensors import NO_TEMP, NO_TORCH, REFUSED, AuditError, TensorEntry, read_header
+from mpdoctor.checkpoint_audit import zip_bound
+from mpdoctor.checkpoint_audit.safetensors import (
+    BOMB,
+    NO_TEMP,
+    NO_TORCH,
+    REFUSED,
+    AuditError,
+    TensorEntry,
+    read_header,
+)
 from mpdoctor.findings import FixStep
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.portable import files as safe_files
@@ -38,7 +47,8 @@ class WeightFile:
     format: str = ""  # safetensors or pickle
     tensors: Sequence[TensorEntry] = field(default_factory=list)  # a TensorTable from the bulk header reader
     error: str = ""
-    cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, or ""
+    cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, BOMB or ""
+    memory: int = 0  # bytes torch.load may hold for it: its size, or what a zip's pickle inflates to when more
 
 
 def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
@@ -66,6 +76,13 @@ def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
             FixStep(
                 "Give mpdoctor a writable temporary directory, then rerun",
                 command=f"TMPDIR=$HOME/tmp mpdoctor audit {shlex.quote(path)}",
+            )
+        )
+    if BOMB in causes:
+        steps.append(
+            FixStep(
+                "The file inflates far past its size (the message says which entry, to how much): do not load "
+                "it; if it should be a checkpoint, get it again from its source, better as safetensors"
             )
         )
     if "" in causes:
@@ -160,6 +177,9 @@ def read_all(
                     raise AuditError(f"{file.path}: it is {why}, not a regular file: not read")
                 if not os.path.isfile(file.path):
                     raise AuditError(f"{file.path}: listed, but missing")
+                file.memory = os.path.getsize(file.path)
+                if zip_bound.is_zip(file.path):  # what it inflates to, bounded before torch.load sees it
+                    file.memory = max(file.memory, zip_bound.memory(zip_bound.check(file.path)))
                 pickles.append(file)
                 continue
             elif not os.path.exists(file.path):

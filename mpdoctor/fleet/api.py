@@ -21,7 +21,7 @@ from mpdoctor.findings import Severity
 from mpdoctor.fleet import activity
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.model import FleetReport
-from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
+from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer, Malformed
 from mpdoctor.fleet.rank import RankOptions, check_rank
 from mpdoctor.fleet.gathered import judge_gathered, summary_line
 from mpdoctor.fleet.launcher import Launch
@@ -103,7 +103,11 @@ def fleet_check(
     else:
         while verdict is None and time.monotonic() < until + 15.0:
             beater.tick()
-            verdict = channel.verdict()
+            try:
+                verdict = channel.verdict()
+            except Malformed as exc:  # a FleetCheckFailed in words, not a ValueError from inside mpdoctor
+                beater.post(state="done", step=activity.DONE)
+                raise FleetCheckFailed(f"mpdoctor fleet_check: rank 0's verdict could not be read: {exc}") from None
             if verdict is None:
                 time.sleep(POLL)
     beater.post(state="done", step=activity.DONE)

@@ -278,6 +278,9 @@ def _fix(label: str, common: str) -> list[FixStep]:
 # ---------------------------------------------------------------- missing ranks
 
 
+UNREADABLE = "its report could not be read"  # a RankState's detail begins so for a rank whose report was garbage
+
+
 def _missing(state: RankState, world_size: int) -> Finding:
     where = (
         f" on {state.host}" + (f" (local rank {state.local_rank})" if state.local_rank is not None else "")
@@ -285,7 +288,9 @@ def _missing(state: RankState, world_size: int) -> Finding:
         else ""
     )
     since = f" for {state.step_seconds:.0f} s" if state.step_seconds is not None else ""
-    if not state.last_step:
+    if state.detail.startswith(UNREADABLE):  # it reached the store, and what it wrote there is not a report
+        step = ", only a value mpdoctor could not read"
+    elif not state.last_step:
         step = "; it never reached the store"
     elif state.status == "crashed":
         step = f"; last step: {state.last_step}{since}"

@@ -12,6 +12,7 @@ from dataclasses import replace
 from mpdoctor.fleet.devices import select_device
 from mpdoctor.fleet.model import Fingerprint, RankReport
 from mpdoctor.findings import Finding
+from mpdoctor.portable.redact import redact_env_value
 from mpdoctor.snapshot import Snapshot, canonical_name
 from mpdoctor.probes.remote.kernel_measure import kernel_key
 
@@ -48,9 +49,13 @@ PER_RANK_ENV = (
 
 
 def env_that_matters(env: dict[str, str]) -> dict[str, str]:
-    """The variables of ``env`` (already redacted by the probe) that ranks should agree on."""
+    """The variables of ``env`` that ranks should agree on, each redacted by its name.
+
+    The probe redacts what it takes, but ``fleet compare`` also reads snapshots made elsewhere, and a finding's
+    title quotes the value without its name (redaction by name could no longer see it there).
+    """
     return {
-        name: value
+        name: redact_env_value(name, value)
         for name, value in sorted(env.items())
         if (name.startswith(ENV_PREFIXES) or name in ENV_NAMES) and not name.startswith(PER_RANK_ENV)
     }

@@ -11,9 +11,10 @@ import json
 from dataclasses import replace
 
 from mpdoctor.findings import Finding
-from mpdoctor.fleet.compare import compare, who, worst
+from mpdoctor.fleet.compare import UNREADABLE, compare, who, worst
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import Fingerprint, FleetReport, RankReport, RankState
+from mpdoctor.fleet.protocol import Malformed, heartbeat_of, unreadable_beat
 from mpdoctor.schema.serde import DataError, from_data
 
 
@@ -38,9 +39,14 @@ def summary_line(report: FleetReport) -> str:
 def absent_states(gathered, world_size: int) -> list[RankState]:
     states = []
     for rank in range(world_size):
-        if rank in gathered.reports:
+        if rank in gathered.reports or rank in gathered.unreadable:
             continue
         beat = gathered.heartbeats.get(rank)
+        if beat:
+            try:  # the Gatherer checked it; a Gathered from elsewhere (a file, fleet_check's caller) is checked too
+                beat = heartbeat_of(beat)
+            except Malformed as exc:
+                beat = unreadable_beat(str(exc))
         if not beat:
             states.append(
                 RankState(
@@ -80,8 +86,10 @@ def judge_gathered(gathered, launch: Launch) -> FleetReport:
     for rank, data in sorted(gathered.reports.items()):
         try:
             reports.append(_decode(data, decoded))
-        except (DataError, TypeError, KeyError) as exc:
-            absent.append(RankState(rank=rank, status="missing", detail=f"its report could not be read: {exc}"))
+        except (DataError, TypeError, KeyError, ValueError) as exc:
+            absent.append(RankState(rank=rank, status="missing", detail=f"{UNREADABLE}: {exc}"))
+    for rank, why in sorted(gathered.unreadable.items()):  # not even JSON: what the store held, said in words
+        absent.append(RankState(rank=rank, status="missing", detail=f"{UNREADABLE}: {why}"))
     return compare(reports, launch.world_size, launch.launcher, absent_states(gathered, launch.world_size) + absent)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import socket
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Iterator, Mapping, Optional
 
 
 class LaunchError(ValueError):
@@ -60,7 +60,10 @@ def detect(env: Mapping[str, str], host: Optional[str] = None) -> Launch:
     if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
         nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or ""
         job = env.get("SLURM_JOB_ID", "")
-        addr = env.get("MASTER_ADDR") or (expand_hostlist(nodes) or [host])[0]
+        addr = env.get("MASTER_ADDR")
+        if not addr:  # the first node of the step's list, as the usual recipe (`scontrol show hostnames | head -1`)
+            host_count(nodes)  # an absurd list is refused in words; the first name costs one name (lazy)
+            addr = next(hostlist(nodes), "") or host
         port = env.get("MASTER_PORT") or (str(SLURM_PORT_BASE + int(job) % SLURM_PORT_SPAN) if job.isdigit() else "")
         return _launch(
             "slurm",
@@ -128,24 +131,68 @@ def _integer(env: Mapping[str, str], name: str, launcher: str) -> int:
     return int(value)
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm's compressed host list, expanded: ``node[01-03,07],gpu5`` -> node01 node02 node03 node07 gpu5.
+MAX_HOSTS = 1 << 20  # hosts a Slurm node list may name: the largest machines have some 10^5 nodes
+MAX_INDEX_DIGITS = 9  # digits of a node number in a range: "gpu[0-9999999999]" is refused before any counting
 
-    The forms ``scontrol show hostnames`` expands: comma-separated names, each with
-    at most one bracketed range list, zero-padding kept. Anything else is kept as it is.
+
+def hostlist(text: str) -> Iterator[str]:
+    """Slurm's compressed host list, expanded one name at a time: ``node[01-03,07],gpu5`` -> node01 node02 node03
+    node07 gpu5.
+
+    The forms ``scontrol show hostnames`` expands: comma-separated names, each with at most one bracketed range
+    list, zero-padding kept. Anything else is kept as it is. Lazy, so that the first host of
+    ``gpu[0-9999999999]`` costs one name, not 2.9 GB; ``host_count`` bounds the whole.
     """
-    hosts: list[str] = []
     for match in re.finditer(r"([^,\[]+)(?:\[([^\]]*)\])?([^,]*)", text):
         prefix, ranges, suffix = match.groups()
         if ranges is None:
-            hosts.append(prefix + suffix)
+            yield prefix + suffix
             continue
         for part in ranges.split(","):
-            low, _, high = part.partition("-")
-            if not high:
-                hosts.append(f"{prefix}{low}{suffix}")
-            elif low.isdigit() and high.isdigit():
-                hosts.extend(f"{prefix}{n:0{len(low)}d}{suffix}" for n in range(int(low), int(high) + 1))
-            else:
-                hosts.append(f"{prefix}{part}{suffix}")
-    return hosts
+            span = _range(part)
+            if span is None:  # "7", "a-b": one name, as the old expansion had it
+                low, _, high = part.partition("-")
+                yield f"{prefix}{part if high else low}{suffix}"
+                continue
+            width = len(part.partition("-")[0])
+            for n in range(span[0], span[1] + 1):
+                yield f"{prefix}{n:0{width}d}{suffix}"
+
+
+def _range(part: str) -> Optional[tuple]:
+    """``(low, high)`` of a numeric range part ("01-03"); None for a part that names one host ("7", "a-b", "5-").
+
+    Raises LaunchError for a number of more than MAX_INDEX_DIGITS digits: no node is numbered so, and
+    ``int()`` of thousands of digits is refused by Python itself.
+    """
+    low, _, high = part.partition("-")
+    if not (high and low.isdigit() and high.isdigit() and low.isascii() and high.isascii()):
+        return None
+    if len(low) > MAX_INDEX_DIGITS or len(high) > MAX_INDEX_DIGITS:
+        raise LaunchError(
+            f"Slurm node list: node number {part[:40]!r} has more than {MAX_INDEX_DIGITS} digits, which no "
+            "allocation has; set MASTER_ADDR to the host of rank 0"
+        )
+    return int(low), int(high)
+
+
+def host_count(text: str) -> int:
+    """How many hosts ``text`` names, counted without expanding it; LaunchError when no job could have that many."""
+    total = 0
+    for match in re.finditer(r"([^,\[]+)(?:\[([^\]]*)\])?([^,]*)", text):
+        ranges = match.group(2)
+        for part in [""] if ranges is None else ranges.split(","):
+            span = _range(part)
+            total += 1 if span is None else max(0, span[1] - span[0] + 1)
+            if total > MAX_HOSTS:
+                raise LaunchError(
+                    f"Slurm node list {text[:60]!r}{'...' if len(text) > 60 else ''} names more than {MAX_HOSTS} "
+                    "hosts: it is not a real allocation; set MASTER_ADDR to the host of rank 0"
+                )
+    return total
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's compressed host list as a list (see ``hostlist``); LaunchError when it names over MAX_HOSTS hosts."""
+    host_count(text)
+    return list(hostlist(text))

@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any, Optional
 
+from mpdoctor.portable import files
+
 # From the rank (mpdoctor's own process) to its store child:
 STEP, REPORT, FAIL, VERDICT, EXIT = "step", "report.json", "fail", "verdict.json", "exit"
 # From the store child to the rank:
@@ -30,10 +32,16 @@ def has(directory: str, name: str) -> bool:
     return os.path.exists(os.path.join(directory, name))
 
 
+MAX_MESSAGE = 1 << 30  # bytes: ``gathered`` holds every rank's report, each read from the store to its own bound
+MAX_DEPTH = 128  # a report from the store (protocol.MAX_DEPTH) inside ``gathered``
+
+
 def take(directory: str, name: str) -> Optional[Any]:
-    """The message ``name`` (its JSON), or None when it has not been written."""
+    """The message ``name`` (its JSON), or None when it has not been written.
+
+    Read like every file mpdoctor reads (``portable.files``): a regular file, to a bound, parsed to a depth.
+    """
     try:
-        with open(os.path.join(directory, name), encoding="utf-8") as handle:
-            return json.load(handle)
+        return files.read_json(os.path.join(directory, name), MAX_MESSAGE, max_depth=MAX_DEPTH)
     except FileNotFoundError:
         return None

@@ -9,7 +9,6 @@ on the cluster" diff.
 
 from __future__ import annotations
 
-import json
 import os
 
 from mpdoctor.doctor.judge import judge
@@ -20,17 +19,14 @@ from mpdoctor.fleet.judging import ManyJudge
 from mpdoctor.fleet.loading import SectionCache
 from mpdoctor.fleet.model import Fingerprint, FleetReport, RankReport
 from mpdoctor.schema.serde import DataError, from_data
-from mpdoctor.snapshot import SnapshotError, snapshot_from_data
+from mpdoctor.snapshot import SnapshotError, read_json_document, snapshot_from_data
 
 
 def _read_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except OSError as exc:
-        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as exc:
-        raise SnapshotError(f"{path}: not a JSON snapshot or report ({type(exc).__name__})") from None
+    """A file's JSON through the bounded reader ``check --snapshot`` uses: regular files only, at most
+    MAX_SNAPSHOT_BYTES, nesting and integers bounded. ``/dev/zero``, a FIFO or a 5,000-digit number is a refusal
+    in one line, never an unbounded read, a hang or a crash."""
+    return read_json_document(path, f"cannot read {path}", f"{path}: not a JSON snapshot or report")
 
 
 def read_rank(path: str, rank: int, select: list[str] = (), ignore: list[str] = ()) -> RankReport:

@@ -26,16 +26,101 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from mpdoctor.fleet.model import PER_RANK
+from mpdoctor.portable import files
 
 PREFIX = "mpdoctor-fleet"
 POLL = 0.2  # seconds between looks at the store while waiting
 BEAT = 1.0  # seconds between heartbeats
 SILENT = 5.0  # a heartbeat that has not moved for this long is a rank that stopped beating
+MAX_VALUE = 64 << 20  # bytes of one value read from the store: a report with its whole snapshot is some 100 KB
+MAX_DEPTH = 96  # nesting of a value: a report, its fingerprint and its snapshot need under 20 levels
+MAX_TEXT = 2000  # characters kept of a heartbeat's host, step or detail
+SEVERITIES = ("error", "warning", "info")  # findings.Severity's values: what a verdict's "worst" may be
+STATES = ("running", "crashed", "done")
+
+
+class Malformed(ValueError):
+    """A value in the store that is not what the protocol writes: it costs the rank that wrote it, no other."""
+
+
+def decode(raw: Any) -> Any:
+    """A store value's JSON, parsed without trusting it (any rank, or anyone who reaches the port, can write it).
+
+    Raises Malformed, saying what is wrong in words: too large, not UTF-8, not JSON, nested too deeply, an
+    integer of thousands of digits (``files.json_value``'s limits).
+    """
+    if isinstance(raw, (bytes, bytearray)):
+        if len(raw) > MAX_VALUE:
+            raise Malformed(f"{len(raw)} bytes, more than the {MAX_VALUE} read")
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Malformed(f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return files.json_value(raw, max_depth=MAX_DEPTH)
+    except json.JSONDecodeError as exc:
+        raise Malformed(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (ValueError, TypeError) as exc:
+        raise Malformed(f"not a value mpdoctor reads: {exc}") from None
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise Malformed(f"{name}: expected a string, got {type(value).__name__}")
+    return value[:MAX_TEXT]
+
+
+def heartbeat_of(value: Any) -> dict:
+    """A heartbeat as ``Beater`` posts it, checked field by field (missing fields get their defaults)."""
+    if not isinstance(value, dict):
+        raise Malformed(f"expected an object, got {type(value).__name__}")
+    beat = {
+        "host": _text(value.get("host", ""), "host"),
+        "step": _text(value.get("step", ""), "step"),
+        "detail": _text(value.get("detail", ""), "detail"),
+        "state": _text(value.get("state", "running"), "state"),
+    }
+    if beat["state"] not in STATES:
+        raise Malformed(f"state: expected one of {', '.join(STATES)}, got {beat['state'][:40]!r}")
+    local_rank = value.get("local_rank")
+    if local_rank is not None and (type(local_rank) is not int or not 0 <= local_rank < 1 << 31):
+        raise Malformed(f"local_rank: expected a rank, got {_shown(local_rank)}")
+    seconds = value.get("step_seconds", 0.0)
+    if type(seconds) not in (int, float) or not math.isfinite(seconds) or not 0 <= seconds < 1e9:
+        raise Malformed(f"step_seconds: expected seconds, got {_shown(seconds)}")
+    counter = value.get("beat", 0)
+    if type(counter) is not int:
+        raise Malformed(f"beat: expected a counter, got {_shown(counter)}")
+    beat.update(local_rank=local_rank, step_seconds=float(seconds), beat=counter)
+    return beat
+
+
+def unreadable_beat(why: str) -> dict:
+    """What stands for a heartbeat that could not be read: the rank is named with why, and waited for."""
+    return heartbeat_of({"detail": f"its heartbeat in the store could not be read: {why}"})
+
+
+def verdict_of(value: Any) -> dict:
+    """Rank 0's verdict, checked: ``worst`` one of SEVERITIES (or null), ``summary`` a string."""
+    if not isinstance(value, dict):
+        raise Malformed(f"expected an object, got {type(value).__name__}")
+    worst = value.get("worst")
+    if worst is not None and worst not in SEVERITIES:
+        raise Malformed(f"worst: expected one of {', '.join(SEVERITIES)} or null, got {_shown(worst)}")
+    return {"worst": worst, "summary": _text(value.get("summary", ""), "summary")}
+
+
+def _shown(value: Any) -> str:
+    """A bad value as a message quotes it: short, whatever its type."""
+    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
@@ -46,22 +131,29 @@ class Gathered:
     heartbeats: dict[int, dict] = field(default_factory=dict)  # rank -> its last heartbeat, for the others
     silent: dict[int, float] = field(default_factory=dict)  # rank -> seconds its heartbeat had not moved
     seconds: float = 0.0
+    unreadable: dict[int, str] = field(default_factory=dict)  # rank -> why the report it sent could not be read
+
+    def has(self, rank: int) -> bool:
+        """Whether ``rank``'s report was read: in ``reports``, or found unreadable."""
+        return rank in self.reports or rank in self.unreadable
 
     def to_data(self) -> dict:
         return {
             "reports": {str(k): v for k, v in self.reports.items()},
             "heartbeats": {str(k): v for k, v in self.heartbeats.items()},
             "silent": {str(k): v for k, v in self.silent.items()},
+            "unreadable": {str(k): v for k, v in self.unreadable.items()},
             "seconds": self.seconds,
         }
 
     @classmethod
     def from_data(cls, data: dict) -> "Gathered":
         return cls(
-            {int(k): v for k, v in data.get("reports", {}).items()},
-            {int(k): v for k, v in data.get("heartbeats", {}).items()},
-            {int(k): v for k, v in data.get("silent", {}).items()},
-            data.get("seconds", 0.0),
+            reports={int(k): v for k, v in data.get("reports", {}).items()},
+            unreadable={int(k): v for k, v in data.get("unreadable", {}).items()},
+            heartbeats={int(k): v for k, v in data.get("heartbeats", {}).items()},
+            silent={int(k): v for k, v in data.get("silent", {}).items()},
+            seconds=data.get("seconds", 0.0),
         )
 
 
@@ -85,13 +177,28 @@ class Channel:
         return bool(self.store.check([self._key(name)]))
 
     def _get_json(self, name: str) -> Any:
-        raw = self.store.get(self._key(name))
-        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+        """The value at ``name``, parsed without trusting it: raises Malformed (see ``decode``)."""
+        return decode(self.store.get(self._key(name)))
 
     def _set_json(self, name: str, value: Any) -> None:
         self.store.set(self._key(name), json.dumps(value, separators=(",", ":")))
 
-    def _add(self, name: str, amount: int) -> int:
+    def _count(self, name: str) -> Optional[int]:
+        """A counter's value (0 when absent), read with ``get``; None when the key holds no integer.
+
+        Never ``add(key, 0)`` to read one: on a key that a rank set to something else ("abc"), c10d's server
+        fails to parse it and closes this connection, and with it every later read of this rank.
+        """
+        if not self._has(name):
+            return 0
+        raw = self.store.get(self._key(name))
+        text = raw.decode("ascii", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+        return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text.strip()) else None
+
+    def _add(self, name: str, amount: int) -> Optional[int]:
+        """Add to a counter; None, and nothing added, when the key holds no integer (see ``_count``)."""
+        if self._count(name) is None:
+            return None
         return int(self.store.add(self._key(name), amount))
 
     # ------------------------------------------------------------ every rank
@@ -120,8 +227,8 @@ class Channel:
         self._add("reported", 1)
 
     def verdict(self) -> Optional[dict]:
-        """Rank 0's verdict when it is there (one look, no wait)."""
-        return self._get_json("verdict") if self._has("verdict") else None
+        """Rank 0's verdict when it is there (one look, no wait); raises Malformed for one that is not a verdict."""
+        return verdict_of(self._get_json("verdict")) if self._has("verdict") else None
 
     def wait_verdict(self, until: float) -> Optional[dict]:
         """Rank 0's verdict, or None when it has not come by ``until`` (on ``clock``)."""
@@ -143,12 +250,13 @@ class Channel:
         try:
             if self._has("arrivals"):
                 raw = self.store.get(self._key("arrivals"))
-                text = raw.decode("ascii") if isinstance(raw, bytes) else raw
-                listed = {int(part) for part in text.split(",") if part.strip().isdigit()}
-                return sorted(r for r in listed if r not in got.reports and 0 <= r < world_size)
+                text = raw.decode("ascii", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+                # at most 9 digits: a rank is below the world size, and "9" * 5000 is no rank (nor an int() to do)
+                listed = {int(part) for part in text.split(",") if re.fullmatch(r"[0-9]{1,9}", part.strip())}
+                return sorted(r for r in listed if not got.has(r) and 0 <= r < world_size)
         except (AttributeError, RuntimeError, ValueError):
             pass
-        return [r for r in range(world_size) if r not in got.reports and self._has(f"report/{r}")]
+        return [r for r in range(world_size) if not got.has(r) and self._has(f"report/{r}")]
 
     def gather(self, world_size: int, until: float) -> "Gathered":
         """Every rank's report, until all reported (or crashed) or ``until``; the heartbeats of the rest."""
@@ -161,7 +269,7 @@ class Channel:
         self._set_json("verdict", verdict)
 
     def acks(self) -> int:
-        return self._add("ack", 0)
+        return self._count("ack") or 0
 
     def wait_acks(self, expected: int, until: float) -> int:
         """Wait until ``expected`` ranks are done with the verdict (its store must outlive their reads), or ``until``."""
@@ -181,6 +289,7 @@ class Gatherer:
         self.start = channel.clock()
         self.moved: dict[int, tuple[int, float]] = {}  # rank -> (last beat counter, when it last changed)
         self.seen_count, self.next_beats = -1, self.start
+        self.garbled: set[int] = set()  # ranks whose last heartbeat was unreadable: given up like a crashed one
         self.finished = False
 
     def poll(self, until: float) -> bool:
@@ -189,29 +298,41 @@ class Gatherer:
             return True
         channel, got = self.channel, self.got
         now = channel.clock()
-        count = channel._add("reported", 0)
-        if count != self.seen_count:  # look for reports only when the counter moved
+        count = channel._count("reported")
+        if count is None or count != self.seen_count:  # look when the counter moved, or always when it is garbage
             self.seen_count = count
             for rank in channel.arrived(self.world_size, got):
-                got.reports[rank] = channel._get_json(f"report/{rank}")
-        pending = [r for r in range(self.world_size) if r not in got.reports]
+                try:
+                    report = channel._get_json(f"report/{rank}")
+                    if not isinstance(report, dict):
+                        raise Malformed(f"expected an object, got {type(report).__name__}")
+                    got.reports[rank] = report
+                except Malformed as exc:  # costs this rank only: it is named with why, and no longer waited for
+                    got.unreadable[rank] = str(exc)
+        pending = [r for r in range(self.world_size) if not got.has(r)]
         if now >= self.next_beats or not pending or now >= until:
             # Heartbeats of the missing ranks, once a second, or less often when one pass takes long
             # (thousands of missing ranks): at most a fifth of rank 0's time goes to them.
             passed = channel.clock()
             for rank in pending:
                 if channel._has(f"hb/{rank}"):
-                    beat = channel._get_json(f"hb/{rank}")
+                    try:
+                        beat = heartbeat_of(channel._get_json(f"hb/{rank}"))
+                    except Malformed as exc:  # no mpdoctor wrote it: the rank is named with why, and not waited for
+                        beat = unreadable_beat(str(exc))
+                        self.garbled.add(rank)
+                    else:
+                        self.garbled.discard(rank)
                     got.heartbeats[rank] = beat
                     counter = beat.get("beat", 0)
                     if rank not in self.moved or self.moved[rank][0] != counter:
                         self.moved[rank] = (counter, now)
                     got.silent[rank] = round(now - self.moved[rank][1], 1)
             self.next_beats = now + max(BEAT, 5 * (channel.clock() - passed))
-        crashed = {r for r in pending if got.heartbeats.get(r, {}).get("state") == "crashed"}
+        crashed = {r for r in pending if got.heartbeats.get(r, {}).get("state") == "crashed"} | self.garbled
         if set(pending) - crashed and now < until:
             return False
-        for rank in got.reports:
+        for rank in [*got.reports, *got.unreadable]:
             got.heartbeats.pop(rank, None)
             got.silent.pop(rank, None)
         got.seconds = round(channel.clock() - self.start, 2)

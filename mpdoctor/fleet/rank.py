@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,12 +25,12 @@ from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.fingerprint import rank_report
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import FleetReport
-from mpdoctor.fleet.protocol import Gathered
+from mpdoctor.fleet.protocol import Gathered, Malformed, verdict_of
 from mpdoctor.fleet.activity import check_step
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
 from mpdoctor.fleet.gathered import judge_gathered, summary_line
 from mpdoctor.probes.budget import Budget
-from mpdoctor.probes.child import run_child
+from mpdoctor.probes.child import own_argv, run_child
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.schema.serde import to_data
 
@@ -78,6 +77,14 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     start = time.time()
     until = start + options.deadline
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
+    try:
+        return _run_in(box, launch, options, start, until)
+    except BaseException:  # a crash, Ctrl-C or SIGTERM (Interrupted) before the outcome exists: the files go too
+        shutil.rmtree(box, ignore_errors=True)
+        raise
+
+
+def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until: float) -> Outcome:
     config = {
         "addr": launch.master_addr,
         "port": launch.master_port,
@@ -96,7 +103,7 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mpdoctor-fleet")
     child = pool.submit(
         run_child,
-        [sys.executable, "-m", "mpdoctor.fleet.store_child", json.dumps(config)],
+        own_argv("mpdoctor.fleet.store_child", json.dumps(config)),  # not `-m`: nothing from the working directory
         until + GRACE + 2 * ACK_WAIT + 30 - time.time(),
     )
     checked: dict = {}
@@ -149,7 +156,13 @@ def _take_part(
             verdict = mailbox.take(box, mailbox.HEARD)
             if verdict is None:
                 return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
-            return Outcome(worst=verdict.get("worst"), summary=verdict.get("summary", ""), abandoned=not checker.done())
+            if "problem" in verdict:  # the store child found something there that is no verdict
+                return Outcome(problem=str(verdict["problem"]))
+            try:  # the child checked it (protocol.verdict_of); a severity we cannot name must not end this rank
+                verdict = verdict_of(verdict)
+            except Malformed as exc:
+                return Outcome(problem=f"rank 0's verdict could not be read: {exc}")
+            return Outcome(worst=verdict["worst"], summary=verdict["summary"], abandoned=not checker.done())
         if child.done():
             return Outcome(problem=f"the store child ended: {child.result().describe()}")
         time.sleep(TICK)

@@ -1,7 +1,7 @@
 """The rank's store child: imports torch, holds the TCPStore connection, beats, gathers and carries the verdict.
 
-Run by ``mpdoctor.fleet.rank`` through ``run_child`` as ``python -m
-mpdoctor.fleet.store_child CONFIG`` (the job's own interpreter), because ``import
+Run by ``mpdoctor.fleet.rank`` through ``run_child`` (``child.own_argv``: its ``main(CONFIG)``, with nothing
+from the working directory on the path) in the job's own interpreter, because ``import
 torch`` can hang or crash and mpdoctor's own process never imports it. It talks to
 its parent through files in one directory (``mailbox``), in one loop, with no
 thread: the parent writes its ``step``, its ``report`` (or why it has none) and, on
@@ -21,7 +21,7 @@ import time
 from datetime import timedelta
 
 from mpdoctor.fleet import activity, mailbox
-from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer
+from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer, Malformed
 
 GRACE = 15.0  # seconds the other ranks wait for the verdict beyond the deadline: rank 0 compares and renders
 ACK_WAIT = 5.0  # seconds rank 0 waits for the others to be done with the verdict; they wait as long to be let go
@@ -114,7 +114,10 @@ class Rank:
         if now < self.next_verdict_look:
             return False
         self.next_verdict_look = now + POLL
-        verdict = self.channel.verdict()
+        try:
+            verdict = self.channel.verdict()
+        except Malformed as exc:  # handed over as this rank's problem: no verdict it can trust came
+            verdict = {"problem": f"rank 0's verdict in the store could not be read: {exc}"}
         if verdict is None and now < self.until + GRACE:
             return False
         self.beater.post(state="done", step=activity.DONE)
@@ -122,7 +125,7 @@ class Rank:
         until = time.monotonic() + ACK_WAIT  # the parent prints the verdict, then says exit
         while not mailbox.has(self.box, mailbox.EXIT) and time.monotonic() < until and not self.parent_died():
             time.sleep(TICK)
-        if verdict is not None:
+        if verdict is not None and "problem" not in verdict:
             self.channel.ack()
         mailbox.put(self.box, mailbox.DONE, True)
         return True
@@ -143,8 +146,12 @@ def main(argv: list[str]) -> int:
     rank = Rank(config, channel)
     rank.beater.post()
     mailbox.put(config["dir"], mailbox.CONNECTED, True)
-    while not rank.step():
-        time.sleep(TICK)
+    try:
+        while not rank.step():
+            time.sleep(TICK)
+    except Exception as exc:  # noqa: BLE001 - the parent names it in one line, not "exited with status 1"
+        mailbox.put(config["dir"], mailbox.ERROR, f"the store child failed: {type(exc).__name__}: {str(exc)[:500]}")
+        return 1
     return 0
 
 

@@ -149,3 +149,14 @@ def json_value(data, max_depth=64, max_digits=40):
                 raise ValueError("nested too deeply (at most %d levels are read)" % max_depth)
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return value
+
+
+def read_json(path, limit, max_depth=64, max_digits=40):
+    """The JSON in the regular file ``path`` (at most ``limit`` bytes), parsed as ``json_value`` parses it.
+
+    The one way mpdoctor reads a JSON file it was handed (a snapshot, a report, an index): raises ``Refused``
+    (not a regular file, too large), ``OSError`` (cannot be read) or ``ValueError`` (not UTF-8 text, not JSON,
+    too deep, an integer too long; ``json.JSONDecodeError`` says where).
+    """
+    # UTF-8 as JSON files are (RFC 8259): json.loads would also take bytes in UTF-16 or UTF-32, guessed from them.
+    return json_value(read_bytes(path, limit).decode("utf-8"), max_depth, max_digits)

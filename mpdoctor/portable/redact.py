@@ -7,14 +7,23 @@ Python the user points ``--python`` at.
 Two layers, both applied by default:
 
 * by name: an environment variable whose name says it holds a secret
-  (``HF_TOKEN``, ``WANDB_API_KEY``, ``AWS_SECRET_ACCESS_KEY``...) has its value
-  replaced whole, at collection time, so the secret never leaves the target
-  process;
+  (``HF_TOKEN``, ``HF_TOKEN2``, ``WANDB_API_KEY``, ``PGPASSWORD``, ``MYSQL_PWD``,
+  ``AWS_SECRET_ACCESS_KEY``... see ``is_secret_name``) has its value replaced
+  whole, at collection time, so the secret never leaves the target process;
 * by shape: any string that reaches a report is scanned for credentials in URLs
-  (``https://user:<password>@``, ``https://<token>@``), ``NAME=value``,
-  ``NAME: value``, ``"name": "value"``, ``--name value`` and
+  (``https://user:<password>@``, ``https://<token>@``), webhook URLs whose path
+  is the secret (Slack, Discord, Teams, any ``.../webhook/...``), ``NAME=value``,
+  ``NAME: value``, ``"name": "value"``, ``{b'name': b'value'}``, ``--name value``,
+  ``curl -u login:password``, netrc's ``password value`` and
   ``Authorization: Bearer value`` where the name says secret, private key blocks,
   and the token formats of the major providers.
+
+What is masked after a name: a quoted value whole, up to its own closing quote
+(``password="it's-X"``); a bare one to the next space, except after a name that
+says password, whose value may be several words and runs to the end of the line
+(or a closing quote, an ``&``, or the next ``name=`` or ``--flag``), since
+``password: correct horse battery staple`` is one password. Versions, paths,
+package names, GPU UUIDs and dtypes are left alone: a diagnosis needs them.
 
 The scan is one pass of one regular expression over the text, in linear time:
 every alternative either starts with a literal, or may start only where a word
@@ -24,19 +33,31 @@ nothing is scanned twice. ``redact_clip`` redacts *before* it cuts, so a cut can
 never leave the first characters of a token behind.
 """
 
+import functools
 import re
 
 REDACTED = "<redacted>"
 
-# Words that, as a ``_``/``-``/``.``-separated part of a name, mark its value as a
-# secret. ``PWD`` is deliberately absent: it is the shell's working directory.
+# Words that, as a ``_``/``-``/``.``-separated or camelCase part of a name, mark its value as a secret. Digits
+# after a part do not change it (``HF_TOKEN2``, ``DB_PASSWORD1``). ``PWD`` alone is the shell's working directory:
+# it counts only as a later part of a name (``MYSQL_PWD``).
 _SECRET_NAME_WORDS = frozenset(
     """
     TOKEN TOKENS SECRET SECRETS PASSWORD PASSWD PASS PASSPHRASE KEY KEYS APIKEY
-    CREDENTIAL CREDENTIALS CREDS AUTH AUTHORIZATION COOKIE COOKIES COOKIEJAR
-    SESSION SESSIONID SIGNATURE SIG PRIVATE DSN BEARER APITOKEN ACCESSTOKEN
+    CREDENTIAL CREDENTIALS CREDS AUTH AUTHN AUTHZ AUTHORIZATION OAUTH COOKIE COOKIES COOKIEJAR
+    SESSION SESSIONID SIGNATURE SIG PRIVATE DSN BEARER APITOKEN ACCESSTOKEN WEBHOOK WEBHOOKS WEBHOOKURL SAS
+    SSHPASS SMBPASS
     """.split()
 )
+# A part that holds one of these is a secret word too: PGPASSWORD, HTPASSWD, DBPASSWORD...
+_SECRET_INFIXES = ("PASSWORD", "PASSWD", "PASSPHRASE")
+# ...and one that starts or ends with one of these: HFTOKEN, CLIENTSECRET, SECRETKEY, AUTHTOKEN, OPENAIAPIKEY.
+_SECRET_PREFIXES = ("SECRET", "AUTHTOKEN", "AUTHKEY", "APIKEY", "APITOKEN")
+_SECRET_SUFFIXES = ("TOKEN", "SECRET", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "WEBHOOK")
+# The words of a password: its value may be several words (``password: correct horse battery staple``).
+_PASSWORD_WORDS = frozenset(("PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PWD", "SSHPASS", "SMBPASS"))
+# A name whose last part is one of these names a type, not a variable: ``KeyError: 'weight'``.
+_TYPE_WORDS = frozenset(("ERROR", "EXCEPTION", "WARNING", "ERR"))
 # A name whose only secret word is TOKEN(S) counts tokens, not credentials, when it
 # also has one of these parts: ``max_new_tokens``, ``pad_token_id``, ``eos_token``.
 _TOKEN_COUNT_WORDS = frozenset(
@@ -63,6 +84,8 @@ _TOKENS = (
     r"npm_[A-Za-z0-9]{30,}",  # npm
     r"pypi-[A-Za-z0-9_\-]{30,}",  # PyPI
     r"wandb_v1_[A-Za-z0-9_]{20,}",  # Weights & Biases (newer keys)
+    r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",  # HashiCorp Vault service, batch and recovery tokens
+    r"dckr_pat_[A-Za-z0-9_\-]{20,}",  # Docker Hub personal access token
     # JWT, also without its signature (a name split at dots, a line cut); header and payload are bounded so that
     # a failed attempt costs a bounded scan.
     r"eyJ[A-Za-z0-9_\-]{8,256}\.eyJ[A-Za-z0-9_\-]{8,8192}(?:\.[A-Za-z0-9_\-]*)?",
@@ -72,49 +95,139 @@ _KEY_TAIL = r"[A-Za-z0-9_\-]{0,80}"  # names are bounded: a failed attempt costs
 # newline or tab, as in a repr'd or JSON-escaped string (a traceback's source line, a log that logs JSON).
 _WORD_START = r"(?:(?<![A-Za-z0-9_\-\\])|(?<=\\[nrt]))"
 _TOKEN_START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
+# Webhook URLs whose path is the secret: the path after these is masked, up to a space, a quote or a query.
+_HOOKS = (
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/",  # Slack incoming webhooks and workflow triggers
+    r"discord(?:app)?\.com/api/webhooks/",  # Discord
+    r"webhook\.office\.com/webhookb2/",  # Microsoft Teams
+    r"hooks\.zapier\.com/hooks/catch/",  # Zapier
+)
+# Words after netrc's ``password`` that make it prose, not a netrc entry ("password authentication failed").
+_PROSE = (
+    r"(?:for|is|was|are|were|and|or|of|to|the|a|an|in|on|at|by|from|with|must|cannot|can|not|no|required|"
+    r"incorrect|invalid|wrong|missing|expired|authentication|auth|prompt|reset|change|changed|field|file|hash|"
+    r"manager|policy|protected|length|characters|based|login|via|has|have|did|does|do|will|should|may|set|"
+    r"too|mismatch|needed|given|supplied|provided|empty|none|null|true|false)\b"
+)
+# Between a name and its value: a closing quote (also escaped, at any depth), a bracket, and = or :, not == or ://
+_NAME_END = r"\\{0,8}[\"']?\]?[ \t]{0,8}[:=](?![=/:])[ \t]{0,8}"
+_NETRC_ENTRY = r"(?:login|machine|account)[ \t]+[^\s]{1,253}[ \t]+"
+_NETRC_PASSWORD = r"(?:[Pp]ass(?:word|wd)|PASS(?:WORD|WD))[ \t]+(?!(?i:" + _PROSE + r"))"
+# netrc's ``password X``: after ``login u`` (``machine h login u password X``) or first on its line (a .netrc
+# written one keyword a line), but not prose about a password ("password authentication failed"); elsewhere in
+# a line only when X does not read as a word: a digit or a symbol in it, or a capital inside it.
+_NETRC_ANYWHERE = r"(?=[A-Za-z]{0,80}[0-9_\-+/=!@#$%^*~]|[A-Za-z][a-z]{0,80}[A-Z])"
+_NETRC = (
+    r"(?:(?<![^\n])|(?<=\\n)|" + _WORD_START + _NETRC_ENTRY + r")[ \t]{0,80}" + _NETRC_PASSWORD + r"(?=[^\s:=])"
+    r"|" + _WORD_START + _NETRC_PASSWORD + _NETRC_ANYWHERE
+)
 _SCAN = re.compile(
     # A PEM private key block; its end is found by the caller, within a bound.
     r"(?P<pem>-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
     # URL userinfo: everything between :// and the last @ before the host (a password may hold a raw @).
     r"|(?P<url>://(?P<userinfo>[^/?#\s\"]*)@)"
     r"|(?P<token>" + _TOKEN_START + r"(?:" + "|".join(_TOKENS) + r"))"
+    r"|(?P<hook>(?=[hdw])" + _TOKEN_START + r"(?:" + "|".join(_HOOKS) + r"))"
+    # Any other URL with a webhooks/ or hooks/ directory: the rest of its path is the secret. Host and directories
+    # are bounded, so that a failed attempt costs a bounded scan.
+    r"|(?P<hookurl>://[A-Za-z0-9.\-]{1,253}(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%\-]{1,100}){0,8}?/(?:webhooks?|hooks)/)"
     # --name value, --name=value (a command line that echoes --hf_token ...)
     r"|(?P<flag>" + _WORD_START + r"--?(?P<flagname>[A-Za-z]" + _KEY_TAIL + r")(?:=|[ \t]+))"
-    # name=value, name: value, "name": "value", os.environ["NAME"] = "value", {\"name\": \"value\"}
-    r"|(?P<pair>" + _WORD_START + r"(?P<name>[A-Za-z_]" + _KEY_TAIL + r")\\?[\"']?\]?[ \t]{0,8}[:=](?![=/:])[ \t]{0,8})"
+    # name=value, name: value, "name": "value", os.environ["NAME"] = "value", {\"name\": \"value\"}, {b'name': b'v'}
+    r"|(?P<pair>" + _WORD_START + r"(?P<name>[A-Za-z_]" + _KEY_TAIL + r")" + _NAME_END + r")"
     # Bearer X on its own (a curl -H line cut before its header name)
     r"|(?P<bearer>" + _WORD_START + r"(?:[Bb]earer|BEARER)[ \t]+)"
+    # a netrc entry (see _NETRC)
+    r"|(?P<netrc>(?=[ \tPplma])(?:" + _NETRC + r"))"
 )
-# The value after a name that says secret: an optional auth scheme kept, then one quoted (also \"escaped\") or
-# bare value. A bare value ends at an escape (``\\n``): in a repr'd string the next line's name follows it.
+# The value after a name that says secret: an optional auth scheme kept, then one quoted value or a bare one.
+# Quoted: either quote style, also \"escaped\" at any depth (JSON in JSON: ``\\\"`` holding ``\\\\\\\"``), a b/r/u
+# string prefix kept (``{b'api_key': b'X'}``). A double-quoted value ends at the next double quote that is not
+# escaped, so an apostrophe inside it is part of it (``password="it's-X"``); a single-quoted one ends at a quote
+# that no letter or digit follows (``'it's-X'`` is one value). A bare value ends at a space, a quote, an ``&`` or
+# an escape (``\\n``): in a repr'd string the next line's name follows it.
 _VALUE = re.compile(
     r"(?P<scheme>(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN|[Dd]igest|DIGEST)[ \t]+(?=[^\s]))?"
-    r"(?:(?P<open>\\?[\"'])(?P<quoted>(?:[^\"'\n\\]|\\[^\"'\n])*)(?P<close>\\?[\"'])?"
+    r"(?:(?P<prefix>[bBrRuU]{1,2}(?=\\*[\"']))?"
+    r"(?:(?P<open>(?P<bs>\\+)\")(?P<quoted>(?:[^\"\n\\]|\\+[^\"\\\n]|(?P=bs)\\+\")*)(?P<close>(?P=bs)\")?"
+    r"|(?P<dopen>\")(?P<dquoted>(?:[^\"\n\\]|\\.)*)(?P<dclose>\")?"
+    r"|(?P<sopen>\\?')(?P<squoted>(?:[^'\n\\]|\\[^'\n]|'(?=[A-Za-z0-9]))*)(?P<sclose>\\?')?)"
     r"|(?P<bare>(?:[^\s\"'&\\]|\\(?![nrt\"'\\]))+))"
 )
+# The bare value of a password: words up to the end of the line, a quote or a backquote (Markdown's code) that
+# no letter or digit follows (``it's`` is kept together), an ``&`` (a query's next parameter), an escape
+# (``\\n``), or a space before what starts the next setting on a command line (``name=``, ``--flag``). Not before
+# ``name:``: a password word may end in a colon, and a report may add one after it (``password=correct horse X:
+# rank 0``). A password may hold spaces; a token, key or URL never does, so only names that say password take
+# more than one word.
+_WORD = r"(?:[^\s\"'&\\`]|['`](?=[A-Za-z0-9])|\\(?![nrt\"'\\]))+"
+_WORDS = re.compile(_WORD + r"(?:[ \t]+(?!--?[A-Za-z]|[A-Za-z_][A-Za-z0-9_.\-]{0,80}[ \t]{0,8}=)" + _WORD + r")*")
+# A login and its password on a command line: ``curl -u alice:X``; the login is kept, it helps support.
+_USER_FLAGS = frozenset(("u", "user", "proxy-user", "U"))
+_USER_PASSWORD = re.compile(r"(?P<login>[^\s:\"'@/]{1,80}):(?P<password>[^\s\"']+)")
 # A login as people choose them (alice, git, oauth2, j.smith); random tokens mix case or run to many digits.
 _PLAIN_USER = re.compile(r"[A-Za-z][a-z0-9._\-]{0,23}\Z")
 # Passwords that say the user name is the token: GitHub's x-oauth-basic, or an empty one.
 _TOKEN_USER_PASSWORDS = frozenset(("", "x-oauth-basic"))
 _PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_HOOK_PATH = re.compile(r"[^\s\"'<>?#\\]+")
 PEM_WINDOW = 65536  # a private key block is a few KB; an unterminated one is masked this far
 # Characters redacted beyond a cut: enough for a token or URL that starts before the cut to be recognised whole.
 CLIP_MARGIN = 4096
 _PARTS = re.compile(r"[^A-Z0-9]+")
-_CAMEL_LAST = re.compile(r"[A-Z]?[a-z0-9]+\Z")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_DIGITS = re.compile(r"[0-9]+\Z")
 
 
+def _name_parts(name):
+    """The upper-case words of a name, camelCase split and trailing digits dropped: hfToken2 -> HF, TOKEN."""
+    parts = _PARTS.split(_CAMEL.sub("_", name).upper())
+    return [_DIGITS.sub("", part) or part for part in parts if part]
+
+
+def _secret_part(part, index):
+    if part in _SECRET_NAME_WORDS:
+        return True
+    if part == "PWD":
+        return index > 0  # MYSQL_PWD; PWD alone is the working directory
+    if part.startswith("AUTH"):  # AUTH_HEADER, AUTHTOKEN; not GIT_AUTHOR_NAME, nor AUTHENTICATION=required
+        return not part.startswith(("AUTHOR", "AUTHENTICAT")) or part.startswith("AUTHORIZ")
+    return (
+        any(word in part for word in _SECRET_INFIXES)
+        or part.startswith(_SECRET_PREFIXES)
+        or part.endswith(_SECRET_SUFFIXES)
+    )
+
+
+@functools.lru_cache(maxsize=4096)  # the same names come again and again (JSON keys, a report's variables)
 def is_secret_name(name):
-    """True when a variable's (or a field's, or an option's) name says its value is a secret."""
-    upper = name.upper()
-    parts = [part for part in _PARTS.split(upper) if part]
-    secret = [part for part in parts if part in _SECRET_NAME_WORDS]
+    """True when a variable's (or a field's, or an option's) name says its value is a secret.
+
+    By its words (``*_TOKEN*``, ``*_SECRET*``, ``*_KEY``, ``*PASSWORD*``, ``*PASSWD*``, ``*_PWD``,
+    ``*_CREDENTIALS``, ``*_AUTH*``, ``*_DSN``, ``*_WEBHOOK``, ``*_CONNECTION_STRING``), digits after a word
+    changing nothing (``HF_TOKEN2``); but not a count of tokens (``max_new_tokens``), nor a type (``KeyError``).
+    """
+    parts = _name_parts(name)
+    if not parts or parts[-1] in _TYPE_WORDS:
+        return False
+    secret = [part for index, part in enumerate(parts) if _secret_part(part, index)]
     if not secret:
-        last = _CAMEL_LAST.search(name)  # accessToken, apiKey, SecretAccessKey (but not KeyError)
-        return upper.endswith("KEY") or bool(last and last.group(0).upper() in _SECRET_NAME_WORDS)
-    if all(part in ("TOKEN", "TOKENS") for part in secret):
+        if "CONNECTION" in parts and ("STRING" in parts or "STR" in parts):
+            return True  # AZURE_STORAGE_CONNECTION_STRING holds an account key
+        return name.upper().endswith("KEY")
+    if all(part.endswith(("TOKEN", "TOKENS")) for part in secret):
         return not any(part in _TOKEN_COUNT_WORDS for part in parts)
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_password_name(name):
+    """True when ``name`` says password: its value may be several words."""
+    parts = _name_parts(name)
+    return any(
+        (part in _PASSWORD_WORDS and (part != "PWD" or index > 0)) or any(word in part for word in _SECRET_INFIXES)
+        for index, part in enumerate(parts)
+    )
 
 
 def _userinfo(userinfo):
@@ -131,17 +244,23 @@ def _userinfo(userinfo):
     return user + ":" + REDACTED if colon else user
 
 
-def _value(text, start, out):
-    """Mask the value that starts at ``start`` (after a secret name); return where scanning goes on."""
+def _value(text, start, out, words=False):
+    """Mask the value that starts at ``start`` (after a secret name); return where scanning goes on.
+
+    With ``words`` (a name that says password), a bare value runs over several words (see ``_WORDS``).
+    """
     found = _VALUE.match(text, start)
     if found is None:
         return start
     if found.group("scheme"):
         out.append(found.group("scheme"))
-    if found.group("open") is not None:
-        out.append(found.group("open") + REDACTED + (found.group("close") or ""))
-    else:
+    if found.group("bare") is not None:
+        more = _WORDS.match(text, found.start("bare")) if words else None
         out.append(REDACTED)
+        return more.end() if more else found.end()
+    for opener, closer in (("open", "close"), ("dopen", "dclose"), ("sopen", "sclose")):
+        if found.group(opener) is not None:
+            out.append((found.group("prefix") or "") + found.group(opener) + REDACTED + (found.group(closer) or ""))
     return found.end()
 
 
@@ -162,16 +281,32 @@ def redact_text(text):
         elif kind == "url":
             out.append("://" + _userinfo(found.group("userinfo")) + "@")
             pos = found.end()
+        elif kind in ("hook", "hookurl"):
+            out.append(found.group(0))
+            pos = found.end()
+            path = _HOOK_PATH.match(text, pos)
+            if path:
+                out.append(REDACTED)
+                pos = path.end()
         elif kind == "pem":
             end = _PEM_END.search(text, found.end(), found.end() + PEM_WINDOW)
             out.append(REDACTED)
             pos = end.end() if end else min(len(text), found.end() + PEM_WINDOW)
+        elif kind == "flag" and found.group("flagname") in _USER_FLAGS:
+            out.append(found.group(0))
+            pos = found.end()
+            login = _USER_PASSWORD.match(text, pos)
+            if login:
+                out.append(login.group("login") + ":" + REDACTED)
+                pos = login.end()
         else:
             out.append(found.group(0))
             pos = found.end()
             name = found.group("name") or found.group("flagname")
-            if kind == "bearer" or is_secret_name(name):
+            if kind in ("bearer", "netrc"):
                 pos = _value(text, pos, out)
+            elif is_secret_name(name):
+                pos = _value(text, pos, out, words=kind == "pair" and _is_password_name(name))
     out.append(text[pos:])
     return "".join(out)
 

@@ -22,11 +22,12 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Mapping, Optional
 
 from mpdoctor import portable
 from mpdoctor.portable.redact import redact_text
@@ -61,6 +62,9 @@ if sys.version_info < (3, 8):
     sys.exit(3)
 if sys.path and sys.path[0] == "":
     del sys.path[0]  # `-c` put the working directory first; a training script would not
+import os
+if "MPDOCTOR_PYTHONPATH" in os.environ:  # run_child left out the entries naming the working directory: see child_env
+    os.environ["PYTHONPATH"] = os.environ.pop("MPDOCTOR_PYTHONPATH")  # the fact the probe reports is the user's
 """
     + LOAD_PACKAGES
     + """\
@@ -72,6 +76,66 @@ sys.stderr.flush()
 os._exit(0)
 """
 )
+
+
+# Runs ``<sys.argv[2]>.main(sys.argv[3:])`` of this very mpdoctor (its package's parent is sys.argv[1]) in
+# mpdoctor's own interpreter, exiting with what main returns. Not `python -m`, which puts the working directory
+# first on sys.path, so that a `shutil.py` or `json.py` where the job is launched would run inside the child; and
+# not `-I` (isolated mode), which would also drop PYTHONPATH and the user's site-packages, where torch (which the
+# store child imports) or mpdoctor itself may be installed.
+OWN_BOOTSTRAP = """\
+import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]  # `-c` put the working directory first
+sys.path.insert(0, sys.argv[1])  # this mpdoctor, ahead of any other on the path
+import importlib
+sys.exit(importlib.import_module(sys.argv[2]).main(sys.argv[3:]))
+"""
+
+
+def own_argv(module: str, *args: str) -> list[str]:
+    """The command that runs ``<module>.main(args)`` (``mpdoctor.fleet.store_child``) in mpdoctor's own interpreter.
+
+    The module comes from this very mpdoctor, and nothing from the working directory runs first (OWN_BOOTSTRAP).
+    """
+    # mpdoctor/portable/__init__.py -> the directory holding the mpdoctor package
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(portable.__file__))))
+    return [sys.executable, "-c", OWN_BOOTSTRAP, package_parent, module, *args]
+
+
+def child_env(env: Optional[Mapping[str, str]], cwd: Optional[str] = None) -> Optional[dict]:
+    """``env`` (None: this process's) for a child, without the PYTHONPATH entries that name its working directory.
+
+    Such an entry (``.``, an empty one, ``./`` or the directory's own path) puts the directory's files ahead of
+    the standard library in every Python the child starts, before any line of mpdoctor's runs (``sitecustomize``
+    is imported at startup): a ``shutil.py``, ``json.py`` or ``torch/`` where the job is launched would run
+    inside it. Every other entry is kept, in its order, subdirectories of the working directory included: a
+    cluster's module system or a hand-built torch is often found through PYTHONPATH, and so is OneFlow's
+    ``mock_torch`` in a ``./.venv``; the target interpreter must import the torch the job imports. The user's
+    value goes along as MPDOCTOR_PYTHONPATH, which BOOTSTRAP puts back, so the environment the probe reports is
+    the user's. Returns None (inherit unchanged) when ``env`` is None and nothing needs to change.
+    """
+    source = os.environ if env is None else env
+    value = source.get("PYTHONPATH")
+    try:
+        here = os.path.realpath(cwd or os.getcwd())
+    except OSError:  # the working directory was removed: no file in it can be imported either
+        return None if env is None else dict(env)
+    kept = [] if value is None else [entry for entry in value.split(os.pathsep) if not _names(entry, here)]
+    if value is None or os.pathsep.join(kept) == value:
+        return None if env is None else dict(env)
+    result = dict(source)
+    result["MPDOCTOR_PYTHONPATH"] = value
+    if kept:
+        result["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        del result["PYTHONPATH"]
+    return result
+
+
+def _names(entry: str, directory: str) -> bool:
+    """Whether the path entry ``entry`` (a relative one, or the empty one, taken from ``directory``) is it."""
+    return os.path.realpath(os.path.join(directory, entry)) == directory
 
 
 def package_inits() -> list[str]:
@@ -268,6 +332,7 @@ def run_child(
     raises :class:`Interrupted` rather than start a child or report a killed one.
     """
     start = time.monotonic()
+    env = child_env(env, cwd)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         _raise_if_stopped()
         _local.starting = True  # a signal now is raised below, once the child is registered

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview
 from mpdoctor.checkpoint_audit.tree import describe
+from mpdoctor.render import sanitise
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,14 +52,15 @@ def render_text(report: AuditReport, console: Console, show_all: bool = False) -
     from mpdoctor.render.text import render_finding, summary_line
     from mpdoctor.render.wrap import print_prose
 
-    print_prose(console, f"mpdoctor audit: {report.path}", style="bold")
+    # The path and every module and tensor name come from the file: each line is made safe to show.
+    print_prose(console, sanitise.line(f"mpdoctor audit: {report.path}"), style="bold")
     for line in overview(report, show_all):
-        print_prose(console, line, "  ", style="dim")
+        print_prose(console, sanitise.line(line), "  ", style="dim")
     console.print()
     for heading, lines in listing(report) if show_all else ():
         print_prose(console, heading, style="bold")
         for line in lines:
-            print_prose(console, line, "  ")
+            print_prose(console, sanitise.line(line), "  ")
         console.print()
     for finding in report.findings:
         render_finding(console, finding)
@@ -69,9 +71,10 @@ def render_markdown(report: AuditReport, show_all: bool = False) -> str:
     from mpdoctor.render.markdown import finding_lines
     from mpdoctor.render.text import summary_line
 
-    out = [f"# mpdoctor audit: `{report.path}`", "", *[f"- {line}" for line in overview(report, show_all)], ""]
+    overviews = [f"- {sanitise.markdown(line)}" for line in overview(report, show_all)]
+    out = [f"# mpdoctor audit: {sanitise.code(report.path)}", "", *overviews, ""]
     for heading, lines in listing(report) if show_all else ():
-        out += [f"## {heading}", "", *[f"- `{line}`" for line in lines], ""]
+        out += [f"## {heading}", "", *[f"- {sanitise.code(line)}" for line in lines], ""]
     for finding in report.findings:
         out += finding_lines(finding)
     out.append(f"**{summary_line(report.findings)}**")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mpdoctor.analysis.gpu_table import DeviceRow, GpuView
+from mpdoctor.render import sanitise
 
 HEADERS = ("cuda", "nvidia-smi", "name", "PCI bus", "cc", "memory", "fp16", "bf16", "tf32", "fp8", "how")
 # The compute capability's prediction, in words of its own: "slow" is the measured matrix's word (a dtype timed far
@@ -48,7 +49,8 @@ def device_rows(view: GpuView, compact: bool = False) -> list[tuple[str, ...]]:
         ]
         if not compact:
             cells.append(_how(row))
-        rows.append(tuple(cells))
+        # Cells quote NVML and torch (a name, a bus id): made safe to show here, for every format that draws them.
+        rows.append(tuple(sanitise.line(cell) for cell in cells))
     return rows
 
 

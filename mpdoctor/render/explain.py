@@ -10,6 +10,7 @@ from rich.text import Text
 from mpdoctor.explain.explainer import selected_codes
 from mpdoctor.explain.report import ExplainReport, Explanation, explain_data
 from mpdoctor.explain.signature import Signature
+from mpdoctor.render import sanitise
 from mpdoctor.render.wrap import print_command, print_head, print_prose
 
 
@@ -30,13 +31,18 @@ def headline(report: ExplainReport) -> str:
 
 
 def _dim(console: Console, text: str, indent: int = 2) -> None:
-    print_prose(console, text, " " * indent, style="dim")
+    print_prose(console, sanitise.line(text), " " * indent, style="dim")
+
+
+def _prose(console: Console, text: str, indent: str = "", **style) -> None:
+    """Prose of the explanation, made safe to show; its own lines are kept (a fix may end in a code block)."""
+    print_prose(console, sanitise.block(text), indent, **style)
 
 
 def render_explanation(console: Console, item: Explanation, checked: bool) -> None:
     head = Text()
-    head.append(item.title, style="bold")
-    head.append(f"  [{item.id}]", style="cyan")
+    head.append(sanitise.line(item.title), style="bold")
+    head.append(f"  [{sanitise.line(item.id)}]", style="cyan")
     print_head(console, head, 2)
     for line in item.lines:
         _dim(console, f"line {line.line}: {line.text}")
@@ -44,20 +50,20 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
         console.print("  where:", highlight=False)
         for frame in item.frames:
             _dim(console, frame, 4)
-    print_prose(console, item.cause, "  why: ")
+    _prose(console, item.cause, "  why: ")
     for number, step in enumerate(item.fixes, 1):
-        print_prose(console, step.text, f"  {number}. ")
+        _prose(console, step.text, f"  {number}. ")
         if step.command:
-            print_command(console, step.command)
+            print_command(console, sanitise.line(step.command))
     for other in item.alternatives:  # the same words can mean something else: rank it and say what tells them apart
-        print_prose(console, other.cause, "  or (less likely): ", hanging="    ")
+        _prose(console, other.cause, "  or (less likely): ", hanging="    ")
         _dim(console, f"tells them apart: {other.tell}", 4)
         if other.checks:
             _dim(console, f"check: mpdoctor check --select {','.join(other.checks)}", 4)
         for step in other.fixes:
             _dim(console, f"fix: {step.text}" + (f"  $ {step.command}" if step.command else ""), 4)
     if item.checks:
-        print_prose(console, f"mpdoctor check --select {','.join(item.checks)}", "  confirm: ", style="dim")
+        _prose(console, f"mpdoctor check --select {','.join(item.checks)}", "  confirm: ", style="dim")
     if checked:
         if item.findings:
             from mpdoctor.render.text import render_finding
@@ -79,12 +85,12 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
 
 
 def render_text(report: ExplainReport, console: Console) -> None:
-    print_prose(console, headline(report), style="bold")
+    print_prose(console, sanitise.line(headline(report)), style="bold")  # it names the file: one line
     console.print()
     for item in report.recognised:
         render_explanation(console, item, report.checked)
     if report.check_error:
-        print_prose(console, f"--check could not run the checks: {report.check_error}", style="yellow")
+        print_prose(console, sanitise.line(f"--check could not run the checks: {report.check_error}"), style="yellow")
     codes = selected_codes(report)
     if codes and not report.checked:
         print_prose(

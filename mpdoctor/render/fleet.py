@@ -9,6 +9,7 @@ from rich.text import Text
 
 from mpdoctor.fleet.compare import group_lines, rank_list
 from mpdoctor.fleet.model import FleetReport, fleet_data
+from mpdoctor.render import sanitise
 from mpdoctor.render.text import HEAD, STYLE, render_finding, summary_line
 from mpdoctor.render.wrap import print_head, print_prose
 
@@ -46,9 +47,11 @@ def _where(shared, report: FleetReport) -> str:
 
 def render_fleet_text(report: FleetReport, console: Console) -> None:
     """Wrapped at words on a terminal, one whole line per fact when piped (``render/wrap.py``), as ``check``'s."""
-    print_prose(console, f"mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", style="bold")
+    # Hosts, details and findings arrive from the ranks through the store: each is made safe to show.
+    title = f"mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}"
+    print_prose(console, sanitise.line(title), style="bold")
     for line in group_lines(report) + _absent_lines(report):
-        print_prose(console, line, "  ", hanging="    ")
+        print_prose(console, sanitise.line(line), "  ", hanging="    ")
     if report.findings:
         console.print()
         print_prose(console, "How the ranks differ", style="bold")
@@ -59,9 +62,9 @@ def render_fleet_text(report: FleetReport, console: Console) -> None:
         print_prose(console, "What the ranks found (each finding once)", style="bold")
         for shared in report.rank_findings:
             head = Text()
-            head.append(f"{shared.finding.severity:<8}", style=STYLE.get(shared.finding.severity, ""))
-            head.append(f"{shared.finding.code:<10} ", style="bold")
-            head.append(f"{shared.finding.title}  [{_where(shared, report)}]")
+            head.append(f"{sanitise.line(shared.finding.severity):<8}", style=STYLE.get(shared.finding.severity, ""))
+            head.append(f"{sanitise.line(shared.finding.code):<10} ", style="bold")
+            head.append(sanitise.line(f"{shared.finding.title}  [{_where(shared, report)}]"))
             print_head(console, head, HEAD)
     console.print()
     print_prose(
@@ -72,17 +75,23 @@ def render_fleet_text(report: FleetReport, console: Console) -> None:
 
 
 def render_fleet_markdown(report: FleetReport) -> str:
-    out = [f"# mpdoctor fleet: {report.world_size} rank(s), launched by {report.launcher}", ""]
-    out += [f"- {line}" for line in group_lines(report) + _absent_lines(report)]
+    md = sanitise.markdown
+    out = [f"# mpdoctor fleet: {md(f'{report.world_size} rank(s), launched by {report.launcher}')}", ""]
+    out += [f"- {md(line)}" for line in group_lines(report) + _absent_lines(report)]
     if report.findings:
         out += ["", "## How the ranks differ", ""]
         for finding in report.findings:
-            out.append(f"- **{finding.severity}** `{finding.code}` {finding.title}")
-            out += [f"  - {line}" for line in finding.evidence]
-            out += [f"  - fix: {step.text}" + (f": `{step.command}`" if step.command else "") for step in finding.fix]
+            out.append(f"- **{md(finding.severity)}** {sanitise.code(finding.code)} {md(finding.title)}")
+            out += [f"  - {md(line)}" for line in finding.evidence]
+            out += [
+                f"  - fix: {md(step.text)}" + (f": {sanitise.code(step.command)}" if step.command else "")
+                for step in finding.fix
+            ]
     if report.rank_findings:
         out += ["", "## What the ranks found", "", "| severity | code | finding | where |", "|---|---|---|---|"]
         for shared in report.rank_findings:
-            title = shared.finding.title.replace("|", "\\|")
-            out.append(f"| {shared.finding.severity} | `{shared.finding.code}` | {title} | {_where(shared, report)} |")
+            f = shared.finding
+            cells = [md(f.severity, cell=True), sanitise.code(f.code).replace("|", "\\|")]
+            cells += [md(f.title, cell=True), md(_where(shared, report), cell=True)]
+            out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -23,6 +23,7 @@ from typing import Optional
 
 from mpdoctor.doctor.report import Report
 from mpdoctor.findings import Finding, Severity
+from mpdoctor.render import sanitise
 from mpdoctor.render.text import summary_line
 from mpdoctor.snapshot import Snapshot
 
@@ -58,12 +59,18 @@ def site(finding: Finding, sites: list[tuple[str, int]]) -> Optional[tuple[str, 
 
 
 def message(finding: Finding) -> str:
-    """The title, the evidence and the fix steps, one per line."""
-    lines = [finding.title] + [f"- {line}" for line in finding.evidence]
+    """The title, the evidence and the fix steps, one per line.
+
+    Each field is made safe to show (``render/sanitise.py``): GitHub draws an annotation as plain text, and the
+    runner's log shows the line raw, so a control or bidi character from the machine is shown, never obeyed.
+    Markdown escapes would print as backslashes there: plain text needs none.
+    """
+    lines = [sanitise.line(finding.title)] + [f"- {sanitise.block(line)}" for line in finding.evidence]
     if finding.fix:
         lines.append("Fix:")
         for number, step in enumerate(finding.fix, 1):
-            lines.append(f"{number}. {step.text}" + (f"\n   $ {step.command}" if step.command else ""))
+            command = f"\n   $ {sanitise.line(step.command)}" if step.command else ""
+            lines.append(f"{number}. {sanitise.line(step.text)}{command}")
     text = "\n".join(lines)
     if len(text) > MESSAGE:
         text = f"{text[:MESSAGE]}\n... ({len(text) - MESSAGE} more characters in `mpdoctor check --format json`)"
@@ -72,8 +79,8 @@ def message(finding: Finding) -> str:
 
 def annotation(finding: Finding, sites: list[tuple[str, int]]) -> str:
     where = site(finding, sites)
-    properties = [f"file={escape_property(where[0])}", f"line={where[1]}"] if where else []
-    properties.append(f"title={escape_property(f'{finding.code} {finding.name}'.strip())}")
+    properties = [f"file={escape_property(sanitise.line(where[0]))}", f"line={where[1]}"] if where else []
+    properties.append(f"title={escape_property(sanitise.line(f'{finding.code} {finding.name}'.strip()))}")
     command = COMMANDS.get(finding.severity, "notice")
     return f"::{command} {','.join(properties)}::{escape_data(message(finding))}"
 

@@ -21,12 +21,12 @@ import shlex
 from collections import Counter
 from typing import Callable
 
-from mpdoctor.analysis.kernel_table import MATRIX_LEGEND
 from mpdoctor.analysis.kernel_view import short
 from mpdoctor.checks.fixes import mpdoctor_check
 from mpdoctor.doctor.report import Report
 from mpdoctor.findings import Finding
 from mpdoctor.portable.redact import redact_text
+from mpdoctor.render import sanitise
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes
 from mpdoctor.render.text import environment_line, summary_line
 
@@ -49,7 +49,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _cell(text: str) -> str:
-    return _clip(text.replace("\n", " "), CELL).replace("|", "\\|") or " "
+    return sanitise.markdown(_clip(text, CELL), cell=True) or " "
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -96,9 +96,12 @@ def finding_lines(finding: Finding, bounded: bool = False) -> list[str]:
     def clip(text: str) -> str:
         return _clip(text, LINE) if bounded else text
 
-    lines = [f"### {finding.severity.upper()} `{finding.code}` {clip(finding.title)}", ""]
+    # What the finding quotes from the machine is made inert (sanitise.markdown) in prose; inside a fence only its
+    # controls need showing, and the fence is longer than any backtick run in it.
+    code = sanitise.code(finding.code)
+    lines = [f"### {sanitise.line(finding.severity.upper())} {code} {sanitise.markdown(clip(finding.title))}", ""]
     shown = finding.evidence[:EVIDENCE_LINES] if bounded else finding.evidence
-    evidence = [clip(line) for line in shown]
+    evidence = [sanitise.block(clip(line)) for line in shown]
     if len(finding.evidence) > len(shown):
         evidence.append(f"... {len(finding.evidence) - len(shown)} more lines of evidence, see the snapshot")
     if evidence:
@@ -106,9 +109,9 @@ def finding_lines(finding: Finding, bounded: bool = False) -> list[str]:
     if finding.fix:
         lines += ["Fix:", ""]
         for number, step in enumerate(finding.fix, 1):
-            lines.append(f"{number}. {clip(step.text)}")
+            lines.append(f"{number}. {sanitise.markdown(clip(step.text))}")
             if step.command and (len(step.command) <= COMMAND or not bounded):
-                lines += ["", _indent(_fence(step.command, "sh"), 3)]
+                lines += ["", _indent(_fence(sanitise.line(step.command), "sh"), 3)]
             elif step.command:
                 lines += [
                     "",
@@ -120,7 +123,8 @@ def finding_lines(finding: Finding, bounded: bool = False) -> list[str]:
 
 
 def _one_line(finding: Finding) -> list[str]:
-    return [f"- **{finding.severity.upper()}** `{finding.code}` {_clip(finding.title, LINE)}"]
+    title = sanitise.markdown(_clip(finding.title, LINE))
+    return [f"- **{sanitise.line(finding.severity.upper())}** {sanitise.code(finding.code)} {title}"]
 
 
 def _counted(findings: list[Finding]) -> str:
@@ -182,7 +186,7 @@ def _environment(report: Report) -> list[str]:
 
 
 def _notes(lines: list[str]) -> list[str]:
-    shown = [f"- {_clip(line, LINE)}" for line in lines[:NOTES]]
+    shown = [f"- {sanitise.markdown(_clip(line, LINE))}" for line in lines[:NOTES]]
     return shown + ([f"- ... {len(lines) - NOTES} more notes, see the snapshot"] if len(lines) > NOTES else [])
 
 
@@ -202,16 +206,16 @@ def _devices(report: Report) -> list[str]:
 def _kernels(report: Report) -> list[str]:
     head = ["## Precision, measured", ""]
     shown = report.kernels.shown  # judged once, in the report: drawn here, never re-judged
-    notes = _notes(report.kernels.notes + ([MATRIX_LEGEND] if shown else [])) + [""]
+    notes = _notes(report.kernels.notes + ([report.kernels.legend] if shown else [])) + [""]
     tables = []
     for device, alike in shown:
-        also = f" ({_clip(', '.join(alike), CELL)} alike)" if alike else ""
+        also = f" ({sanitise.markdown(_clip(', '.join(alike), CELL))} alike)" if alike else ""
         headers = ["op"] + [short(dtype) for dtype in device.dtypes]
         tables.append(
             [
-                f"**{_clip(device.label, CELL)}**{also}",
+                f"**{sanitise.markdown(_clip(device.label, CELL))}**{also}",
                 "",
-                "| " + " | ".join(headers) + " |",
+                "| " + " | ".join(_cell(h) for h in headers) + " |",
                 "|" + "---|" * len(headers),
             ]
             + ["| " + " | ".join(_cell(c) for c in [row.name, *row.cells]) + " |" for row in device.rows]
@@ -230,7 +234,7 @@ def _kernels(report: Report) -> list[str]:
 
 def _file_name(path: str) -> str:
     """The snapshot file as the ticket names it: beside the report, so by its name; a token in it masked."""
-    return redact_text(os.path.basename(path) or path)
+    return sanitise.line(redact_text(os.path.basename(path) or path))
 
 
 def _snapshot_note(report: Report, snapshot_file: str) -> list[str]:
@@ -250,6 +254,7 @@ def _snapshot_note(report: Report, snapshot_file: str) -> list[str]:
             "FILE`, or write the report to a file, which saves `mpdoctor-report.snapshot.json` beside it:",
             "",
         ]
+        command = sanitise.line(command)
         lines += [_fence(command, "sh")] if len(command) <= COMMAND else ["(the command is too long to show)"]
     return ["## Snapshot", ""] + lines + [""]
 
@@ -267,9 +272,10 @@ def render_markdown(report: Report, snapshot_file: str = "") -> str:
     head = [
         "## mpdoctor report",
         "",
-        f"**{summary_line(report.findings)}** - {_clip(environment_line(report.snapshot), 4 * CELL)}",
+        f"**{summary_line(report.findings)}** - {sanitise.markdown(_clip(environment_line(report.snapshot), 4 * CELL))}",
         "",
-        f"Created {_clip(report.created, 40)} by mpdoctor {_clip(report.mpdoctor_version, 40)}. Secrets are redacted.",
+        f"Created {sanitise.markdown(_clip(report.created, 40))} by mpdoctor "
+        f"{sanitise.markdown(_clip(report.mpdoctor_version, 40))}. Secrets are redacted.",
         "",
     ]
     environment = _environment(report) + [""]

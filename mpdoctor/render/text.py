@@ -11,8 +11,9 @@ from rich.text import Text
 
 from mpdoctor.findings import Finding
 from mpdoctor.analysis.gpu_table import GpuView
-from mpdoctor.analysis.kernel_table import MATRIX_LEGEND, KernelView
+from mpdoctor.analysis.kernel_table import KernelView
 from mpdoctor.analysis.kernel_view import short
+from mpdoctor.render import sanitise
 from mpdoctor.render.devices import HEADERS, device_rows, footnotes, grouped_how, longest_word
 from mpdoctor.render.wrap import join_parts, print_command, print_head, print_prose, wraps
 from mpdoctor.doctor.report import Report
@@ -28,7 +29,15 @@ def environment_line(snap: Snapshot) -> str:
 
 
 def environment_parts(snap: Snapshot) -> list[str]:
-    """What was examined, part by part (interpreter, torch, driver): a narrow terminal breaks between them."""
+    """What was examined, part by part (interpreter, torch, driver): a narrow terminal breaks between them.
+
+    Each part quotes the snapshot (an interpreter path, a version, NVML's reason), so each is made safe to show
+    (``render/sanitise.py``); the Markdown ticket escapes them further.
+    """
+    return [sanitise.line(part) for part in _environment_parts(snap)]
+
+
+def _environment_parts(snap: Snapshot) -> list[str]:
     py = snap.environment.python
     parts = [f"python {py.version} ({py.executable})" if py else "python: unknown"]
     torch = snap.torch
@@ -59,18 +68,21 @@ def summary_line(findings: list[Finding]) -> str:
 
 
 def render_finding(console: Console, finding: Finding) -> None:
+    """One finding. Every field may quote what the machine said (a path, an env value, a traceback, a tensor name):
+    each goes through ``render/sanitise.py``; evidence and fix steps keep their lines (a traceback, a code block
+    in a fix), the title and the command are one line."""
     head = Text()
-    head.append(f"{finding.severity:<8}", style=STYLE.get(finding.severity, ""))
-    head.append(f"{finding.code:<10} ", style="bold")
-    head.append(finding.title)
+    head.append(f"{sanitise.line(finding.severity):<8}", style=STYLE.get(finding.severity, ""))
+    head.append(f"{sanitise.line(finding.code):<10} ", style="bold")
+    head.append(sanitise.line(finding.title))
     print_head(console, head, HEAD)
     for line in finding.evidence:
-        for i, part in enumerate(line.splitlines() or [""]):
+        for i, part in enumerate(sanitise.lines(line)):
             print_prose(console, part, f"  {'-' if i == 0 else ' '} ", style="dim")
     for number, step in enumerate(finding.fix, 1):
-        print_prose(console, step.text, f"  {number}. ")
+        print_prose(console, sanitise.block(step.text), f"  {number}. ")  # its own lines: a code block in a fix
         if step.command:
-            print_command(console, step.command)
+            print_command(console, sanitise.line(step.command))
     console.print()
 
 
@@ -83,7 +95,7 @@ def render_devices(view: GpuView, console: Console) -> None:
     """The device table, when there is any GPU to show (or a note on why there is none)."""
     if not view.devices:
         for line in view.notes:
-            print_prose(console, line, "  ", style="dim")
+            print_prose(console, sanitise.line(line), "  ", style="dim")
         if view.notes:
             console.print()
         return
@@ -103,7 +115,7 @@ def render_devices(view: GpuView, console: Console) -> None:
         table.add_row(*(Text(cell) for cell in row))
     console.print(table)
     for line in grouped_how(view) + footnotes(view):
-        print_prose(console, line, "  ", style="dim")
+        print_prose(console, sanitise.line(line), "  ", style="dim")
     console.print()
 
 
@@ -112,16 +124,16 @@ def render_kernels(view: KernelView, console: Console) -> None:
     shown = view.shown
     for device, alike in shown:
         also = f"; {', '.join(alike)} alike" if alike else ""
-        print_prose(console, f"Measured on {device.label}{also}", style="bold")
+        print_prose(console, sanitise.line(f"Measured on {device.label}{also}"), style="bold")
         table = _table()
         table.add_column("op", no_wrap=True, justify="left")
         for dtype in device.dtypes:
-            table.add_column(short(dtype), no_wrap=True, justify="right")
+            table.add_column(sanitise.line(short(dtype)), no_wrap=True, justify="right")  # a hand-edited dtype
         for row in device.rows:
-            table.add_row(*(Text(c) for c in [row.name, *row.cells]))
+            table.add_row(*(Text(sanitise.line(c)) for c in [row.name, *row.cells]))
         console.print(table)
-    for line in view.notes + ([MATRIX_LEGEND] if shown else []):
-        print_prose(console, line, "  ", style="dim")
+    for line in view.notes + ([view.legend] if shown else []):
+        print_prose(console, sanitise.line(line), "  ", style="dim")
     console.print()
 
 

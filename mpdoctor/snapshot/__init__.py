@@ -386,9 +386,50 @@ def snapshot_from_data(data: object) -> Snapshot:
         _checked_version(report, "report")
     _checked_version(data, "snapshot")
     try:
-        return from_data(Snapshot, data)
+        snap = from_data(Snapshot, data)
     except DataError as exc:
         raise SnapshotError(f"corrupt snapshot: {exc}") from None
+    _check_device_numbers(snap)
+    return snap
+
+
+# The most devices, and so the highest ordinal or index, a snapshot may name. A real node has a handful; a
+# synthetic snapshot of a whole fleet may have tens of thousands. What matters is that -1e300 (which loads as a
+# 301-digit integer) or -1 never reaches code that indexes a list with it.
+MAX_DEVICE_NUMBER = (1 << 31) - 1
+
+
+def _check_device_numbers(snap: Snapshot) -> None:
+    """Refuse a snapshot whose device ordinals, indices or counts no machine can have, naming the field.
+
+    The types were checked by the loader; these are ranges. A hand-edited ``ordinal: -1e300`` once crashed
+    every gpu check with IndexError; it is a fact about the file, said once, before any check runs.
+    """
+    torch = snap.torch
+    numbers: list[tuple[str, Optional[int]]] = [
+        ("$.torch.device_count", torch.device_count),
+        ("$.torch.runtime_device_count", torch.runtime_device_count),
+        ("$.environment.oneflow.runtime.device_count", snap.environment.oneflow.runtime.device_count),
+    ]
+    numbers += [(f"$.torch.devices[{i}].ordinal", dev.ordinal) for i, dev in enumerate(torch.devices)]
+    for i, gpu in enumerate(snap.machine.nvml.gpus):
+        numbers.append((f"$.machine.nvml.gpus[{i}].index", gpu.index))
+        numbers += [
+            (f"$.machine.nvml.gpus[{i}].mig_devices[{j}].index", m.index) for j, m in enumerate(gpu.mig_devices)
+        ]
+    for where, number in numbers:
+        if number is not None and not 0 <= number <= MAX_DEVICE_NUMBER:
+            raise SnapshotError(
+                f"corrupt snapshot: {where}: expected a device number from 0 to {MAX_DEVICE_NUMBER}, "
+                f"got {_shown_number(number)}"
+            )
+
+
+def _shown_number(number: int) -> str:
+    """A number as an error quotes it: -1e300 loads as 301 digits, which say less than their count does."""
+    if number.bit_length() <= 64:
+        return str(number)
+    return f"a {'negative ' if number < 0 else ''}{len(str(abs(number)))}-digit number"
 
 
 MAX_SNAPSHOT_BYTES = 64 << 20  # a real snapshot is some 100 KB; /dev/zero or a 1 GB file is refused, not read
@@ -399,20 +440,26 @@ def load_snapshot(path: str) -> Snapshot:
 
     st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.portable.files``.
     """
-    try:
-        raw = files.read_bytes(path, MAX_SNAPSHOT_BYTES)
-    except files.Refused as exc:
-        raise SnapshotError(f"cannot read snapshot {path}: it is {exc.why}") from None
-    except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-    try:
-        data = files.json_value(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SnapshotError(f"cannot read snapshot {path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"corrupt snapshot {path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
-        ) from None
-    except ValueError as exc:
-        raise SnapshotError(f"corrupt snapshot {path}: {exc}") from None
+    data = read_json_document(path, f"cannot read snapshot {path}", f"corrupt snapshot {path}")
     return snapshot_from_data(data)
+
+
+def read_json_document(path: str, cannot_read: str, not_json: str) -> object:
+    """The JSON in file ``path``, through the one bounded reader (``mpdoctor.portable.files.read_json``).
+
+    Every way it fails is a SnapshotError of one line: ``cannot_read`` leads when the file cannot be read (missing,
+    a device, a FIFO, too large), ``not_json`` when what it holds is not JSON mpdoctor reads (not UTF-8 text,
+    invalid, nested too deep, an integer too long).
+    """
+    try:
+        return files.read_json(path, MAX_SNAPSHOT_BYTES)
+    except files.Refused as exc:
+        raise SnapshotError(f"{cannot_read}: it is {exc.why}") from None
+    except OSError as exc:
+        raise SnapshotError(f"{cannot_read}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{not_json}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{not_json}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
+    except ValueError as exc:
+        raise SnapshotError(f"{not_json}: {exc}") from None
