@@ -475,6 +475,8 @@ FACT_NOT_TAKEN = rule(
     ## Fix
     Take the snapshot again with the checks you want selected (on the machine
     and in the directory it describes), or run `mpdoctor check` there directly.
+    The finding says why the fact is missing; when `--no-kernels` took it away,
+    its fix says to run again without it, and its command does.
     """,
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Iterator
 
@@ -21,20 +22,25 @@ IMPORT_SECONDS = 300
     "TORCH001",
     "torch-not-installed",
     family=FAMILY,
-    fires_on=("torch-missing", "visible-devices-duplicate"),
+    fires_on=("torch-missing", "visible-devices-duplicate", "oneflow-pypi-cpu"),
     quiet_on=("torch-import-error", "torch-leftover-directory", "environment-probe-failed"),
 )
 def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     """torch cannot be found by the interpreter under diagnosis.
 
     ## Why it matters
-    Nothing in a PyTorch mixed-precision setup can run. Often the wrong interpreter
-    is active (a venv not activated, a conda env other than the one you installed
-    into), so check the path in the evidence first.
+    Nothing in a PyTorch mixed-precision setup can run. Most often this is first
+    contact: mpdoctor was installed on its own (pipx, or a venv of its own) and
+    diagnosed that environment, not the one you train with. Or the wrong
+    interpreter is active (a venv not activated, a conda env other than the one
+    you installed into): check the path in the evidence first.
 
     ## Fix
-    Activate the environment that has torch, or install torch into this one with the
-    CUDA variant your driver supports (the finding gives the command).
+    Point mpdoctor at the environment you train with:
+    `mpdoctor check --python /path/to/your/venv/bin/python`. The finding lists the
+    other environments it can see from here (the active conda env, `./.venv`,
+    `$VIRTUAL_ENV`), ready to paste. Or install torch into this one with the CUDA
+    variant your driver supports (the finding gives the command).
     """
     if snap.torch.status != "missing":
         return
@@ -42,17 +48,66 @@ def torch_not_installed(snap: Snapshot) -> Iterator[Finding]:
     evidence = [f"`import torch` finds nothing on {snap.python_command()}"]
     if cards:
         evidence += driver_evidence(snap)
-    yield error(
-        "torch is not installed in this environment",
-        evidence,
-        [
-            fixes.inspect(
-                "Check that this is the interpreter you train with",
-                fixes.python(snap, "-c", "import sys; print(sys.executable)"),
-            ),
-            _install_torch(snap, "Or install torch here", role="alternative"),
-        ],
-    )
+    # Checking another environment only looks (role "inspect"): it changes nothing here, and the one way that
+    # does is installing torch.
+    steps = [
+        fixes.inspect(
+            "Run mpdoctor on the environment you train with (mpdoctor may live in a venv or pipx of its own)",
+            "mpdoctor check --python /path/to/your/venv/bin/python",
+        )
+    ]
+    for where, python in other_interpreters(snap):
+        steps.append(
+            fixes.inspect(f"Or check {where}, found here", fixes.command("mpdoctor", "check", "--python", python))
+        )
+    steps.append(_install_torch(snap, "Or install torch here", role="alternative"))
+    yield error("torch is not installed in this environment", evidence, steps)
+
+
+def other_interpreters(snap: Snapshot) -> list[tuple[str, str]]:
+    """(where it comes from, its python) for the environments other than the snapshot's that can be seen here:
+    the active conda env (CONDA_PREFIX), ``./.venv``, and an activated venv (VIRTUAL_ENV).
+
+    Only those whose interpreter exists, and only when the snapshot's own interpreter exists here too: a
+    snapshot judged on another machine (a saved file, a fixture) says nothing of this one's directories. The
+    environment variables are the snapshot's (as the probe saw them); ``./.venv`` is relative to the working
+    directory and written so, as a user would type it.
+    """
+    info = snap.environment.python
+    own = info.prefix if info and info.prefix else ""
+    if not own or not info.executable or not os.path.exists(info.executable):
+        return []
+    env = snap.environment.env
+    candidates = [
+        ("the active conda env (CONDA_PREFIX)", env.get("CONDA_PREFIX", "")),
+        ("./.venv", os.path.join(os.curdir, ".venv")),
+        ("the activated venv (VIRTUAL_ENV)", env.get("VIRTUAL_ENV", "")),
+    ]
+    found, seen = [], [own]
+    for where, prefix in candidates:
+        python = _env_python(prefix) if prefix else ""
+        if python and not any(_same_dir(prefix, other) for other in seen):
+            found.append((where, python))
+            seen.append(prefix)
+    return found
+
+
+def _env_python(prefix: str) -> str:
+    """The interpreter of the environment at ``prefix`` (bin/python, or Scripts\\python.exe), "" when none."""
+    for relative in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe"), ("python.exe",)):
+        path = os.path.join(prefix, *relative)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return ""
+
+
+def _same_dir(one: str, other: str) -> bool:
+    """Whether two environment directories are the same one (a venv's python is a symlink to the base
+    interpreter, so the interpreters' real paths cannot tell venvs apart; their directories can)."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return os.path.abspath(one) == os.path.abspath(other)
 
 
 def _install_torch(snap: Snapshot, lead: str, role: StepRole = "step") -> FixStep:

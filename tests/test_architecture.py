@@ -1,6 +1,6 @@
 """The layout keeps its promises: the flow has no import circles, and code that runs in the target stays portable.
 
-README "Architecture" states the rules these tests hold the tree to:
+docs/architecture.md states the rules these tests hold the tree to:
 
 * no import circles among mpdoctor's modules (``mpdoctor/`` and ``checks/``);
 * ``mpdoctor/probes/remote/`` runs inside the interpreter under diagnosis: it imports
@@ -19,7 +19,6 @@ README "Architecture" states the rules these tests hold the tree to:
 from __future__ import annotations
 
 import ast
-import glob
 import json
 import os
 import shutil
@@ -307,12 +306,9 @@ def test_the_bridge_hands_over_every_portable_module_as_one_object():
 def _oldest_python() -> str | None:
     """An interpreter of the oldest version mpdoctor diagnoses, if this machine has one."""
     version = ".".join(map(str, OLDEST_PYTHON))
-    candidates = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))
-    candidates.append(shutil.which(f"python{version}"))  # may be a pyenv shim that refuses: tried last, and run
-    for candidate in candidates:
-        if candidate and subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
-            return candidate
-    return None
+    from interpreters import find_python
+
+    return find_python(version)
 
 
 @pytest.mark.parametrize("path", _target_files(), ids=_where)

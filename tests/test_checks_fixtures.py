@@ -130,7 +130,7 @@ def test_stack_conflict_keeps_torch_pinned():
 
 def test_duplicate_and_broken_metadata_name_the_directories():
     findings = {f.code: f for f in judge(load_fixture("precision-stack-conflicts"))}
-    assert any("/root/.local" in line for line in findings["STACK003"].evidence)
+    assert any("/home/user/.local" in line for line in findings["STACK003"].evidence)
     assert "~orch-2.4.0.dist-info" in findings["ENV002"].evidence[0]
 
 

@@ -178,3 +178,39 @@ def test_python_option_diagnoses_another_interpreter():
 def test_rule_documents_the_internal_crash_code():
     result = runner.invoke(app, ["rule", "MPD001"])
     assert result.exit_code == 0 and "check-crashed" in result.output and "## Fix" in result.output
+
+
+# ---------------------------------------------------------------- MPD002: which option took the fact away (issue 30)
+
+
+def _skipped_kernels(**given):
+    from helpers import load_fixture
+
+    snap = load_fixture("kernels-skipped")
+    for name, value in given.items():
+        setattr(snap.invocation, name, value)
+    return snap
+
+
+def _fact_not_taken(snap, select):
+    from mpdoctor.doctor.judge import judge
+
+    [finding] = [f for f in judge(snap, select) if f.code == "MPD002"]
+    return finding
+
+
+def test_mpd002_names_no_kernels_when_it_took_the_kernels_away():
+    """`--select PREC004 --no-kernels`: the fix says to drop --no-kernels, and its command does."""
+    finding = _fact_not_taken(_skipped_kernels(no_kernels=True, select=["PREC004"]), ["PREC004"])
+    assert "skipped: --no-kernels was given" in finding.title
+    [step] = finding.fix
+    assert "without --no-kernels" in step.text
+    assert step.command == "mpdoctor check --select PREC004 --save-snapshot snapshot.json"
+
+
+def test_mpd002_names_the_selection_when_no_selected_check_needed_them():
+    finding = _fact_not_taken(_skipped_kernels(select=["TORCH"]), ["PREC004"])
+    assert "the run's selection (--select TORCH) needed none of them" in finding.title
+    assert "--no-kernels" not in finding.title
+    [step] = finding.fix
+    assert "--no-kernels" not in step.text and "with these checks selected" in step.text

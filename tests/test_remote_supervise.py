@@ -15,7 +15,6 @@ that hangs, one that raises, a first step that fails. Proven:
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -205,10 +204,9 @@ def test_a_supervisor_record_after_a_line_cut_short_stays_readable(tmp_path):
 
 
 def _python38() -> str | None:
-    for candidate in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8"))):
-        if subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
-            return candidate
-    return None
+    from interpreters import find_python
+
+    return find_python("3.8")
 
 
 # Loads portable/ and probes/remote/ as the private packages the bootstrap makes of them (child.LOAD_PACKAGES),

@@ -21,11 +21,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from interpreters import find_python
 
 from mpdoctor.probes.child import LOAD_PACKAGES, package_inits
 from mpdoctor.probes.remote import listing, scan, windows
 
-PYTHON38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
+PYTHON38 = Path(find_python("3.8") or "python3.8")  # on PATH or in pyenv; a relative name that exists nowhere if none
 
 
 def reference_files(top: str, max_files: int):

@@ -1,6 +1,6 @@
 """The shipped JSON Schemas say what the loader does: fields and vocabulary values may be added within a version.
 
-README "The JSON contract": within schema version 1 a newer mpdoctor may add keys
+docs/json.md: within schema version 1 a newer mpdoctor may add keys
 anywhere and values to the vocabularies (``mpdoctor.snapshot.vocab``); a field with a
 default may be missing; a value of the wrong type is refused. These tests hold the
 shipped schemas, the loader and ``mpdoctor check --snapshot`` to each of those.

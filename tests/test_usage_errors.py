@@ -1,5 +1,7 @@
 """Every usage error, typer's own validation included, is one line on stderr and exit status 2.
 
+One shape for all of them, ours and click's: ``mpdoctor: error: WHAT (see 'mpdoctor CMD --help')``.
+
 Real processes (``python -m mpdoctor``), so the path through ``main()`` is the one users
 get. The other exits stay as they were: help and version 0, a finding 1, nothing
 recognised 1, no arguments prints the help.
@@ -13,7 +15,7 @@ from helpers import fixture_path, run_cli
 
 BOX = set("╭╮╰╯─│┌┐└┘")
 
-BAD = [
+BAD = [  # at least one of each kind a command can refuse: a value, a missing file, an output, an option pair
     # root
     (["nosuch"], "No such command 'nosuch'", "mpdoctor --help"),
     (["chek"], "Did you mean 'check'", "mpdoctor --help"),
@@ -28,28 +30,47 @@ BAD = [
     (["check", "--bogus"], "No such option: --bogus", "mpdoctor check --help"),
     (["check", "extra"], "unexpected extra argument", "mpdoctor check --help"),
     (["check", "--output"], "requires an argument", "mpdoctor check --help"),
-    (["check", "--select", "BOGUS"], "no check code starts with 'BOGUS'", ""),
+    (["check", "--select", "BOGUS"], "no check code starts with 'BOGUS'", "mpdoctor check --help"),
+    (["check", "--select", "AUDIT"], "names checkpoint-audit codes", "mpdoctor check --help"),
+    (["check", "--ignore", "FLEET"], "names fleet codes", "mpdoctor check --help"),
+    (["check", "--select", "MPD"], "names mpdoctor's own codes", "mpdoctor check --help"),
+    (["check", "--timeout", "1e308"], "must be between 0.1 and 86400", "mpdoctor check --help"),
+    (["check", "--snapshot", "nosuch.json"], "nosuch.json", "mpdoctor check --help"),
+    (["check", "--python", "/nonexistent/python"], "no such interpreter", "mpdoctor check --help"),
+    (["check", "--output", "/dev/null"], "is a character device", "mpdoctor check --help"),
+    (["check", "--save-snapshot", "/nonexistent/dir/s.json"], "no such directory", "mpdoctor check --help"),
+    (["check", "--snapshot", "s.json", "--python", "p"], "exclude each other", "mpdoctor check --help"),
     # checks, rule
     (["checks", "extra"], "unexpected extra argument", "mpdoctor checks --help"),
     (["checks", "--bogus"], "No such option: --bogus", "mpdoctor checks --help"),
     (["rule"], "Missing argument 'CODE'", "mpdoctor rule --help"),
     (["rule", "A", "B"], "unexpected extra argument", "mpdoctor rule --help"),
-    (["rule", "NOPE999"], "no check 'NOPE999'", ""),
+    (["rule", "NOPE999"], "no check 'NOPE999'", "mpdoctor rule --help"),
     # explain
     (["explain", "--format", "xml", "x"], "Invalid value for '--format'", "mpdoctor explain --help"),
     (["explain", "--timeout", "abc", "x"], "Invalid value for '--timeout'", "mpdoctor explain --help"),
     (["explain", "a", "b"], "unexpected extra argument", "mpdoctor explain --help"),
-    (["explain"], "exactly one of them", ""),
+    (["explain"], "exactly one of them", "mpdoctor explain --help"),
+    (["explain", "--file", "nosuch.log"], "nosuch.log", "mpdoctor explain --help"),
+    (["explain", "--python", "p", "x"], "only applies with --check", "mpdoctor explain --help"),
+    (["explain", "--timeout", "inf", "x"], "must be between 0.1 and 86400", "mpdoctor explain --help"),
     # audit
     (["audit"], "Missing argument 'PATH'", "mpdoctor audit --help"),
     (["audit", "--fail-on", "bogus", "x"], "Invalid value for '--fail-on'", "mpdoctor audit --help"),
-    (["audit", "/does/not/exist.safetensors"], "/does/not/exist.safetensors", ""),
+    (["audit", "/does/not/exist.safetensors"], "/does/not/exist.safetensors", "mpdoctor audit --help"),
+    (["audit", "nosuch.pt"], "nosuch.pt", "mpdoctor audit --help"),
+    (["audit", "--output", "/dev/null", "x.pt"], "is a character device", "mpdoctor audit --help"),
+    (["audit", "--timeout", "-1", "x.pt"], "must be between 0.1 and 86400", "mpdoctor audit --help"),
+    (["audit", "--python", "/nonexistent/python", "x.pt"], "no such interpreter", "mpdoctor audit --help"),
     # fleet and its subcommands
     (["fleet", "--fail-on", "bogus"], "Invalid value for '--fail-on'", "mpdoctor fleet --help"),
     (["fleet", "--deadline", "abc"], "Invalid value for '--deadline'", "mpdoctor fleet --help"),
     (["fleet", "nosuch"], "No such command 'nosuch'", "mpdoctor fleet --help"),
-    (["fleet", "compare"], "Missing argument 'files'", "mpdoctor fleet compare --help"),
-    (["fleet", "compare", "one.json"], "at least two files", ""),
+    (["fleet", "compare"], "Missing argument 'FILES...'", "mpdoctor fleet compare --help"),
+    (["fleet", "compare", "one.json"], "at least two files", "mpdoctor fleet compare --help"),
+    (["fleet", "compare", "nosuch-a.json", "nosuch-b.json"], "nosuch-a.json", "mpdoctor fleet compare --help"),
+    (["fleet", "--deadline", "0"], "must be between 0.1 and 86400", "mpdoctor fleet --help"),
+    (["fleet", "--full-snapshots"], "needs --save-snapshots", "mpdoctor fleet --help"),
     (
         ["fleet", "compare", "--format", "xml", "a", "b"],
         "Invalid value for '--format'",
@@ -57,7 +78,7 @@ BAD = [
     ),
     (["fleet", "rules", "extra"], "unexpected extra argument", "mpdoctor fleet rules --help"),
     (["fleet", "rule"], "Missing argument 'CODE'", "mpdoctor fleet rule --help"),
-    (["fleet", "rule", "NOPE"], "no fleet code 'NOPE'", ""),
+    (["fleet", "rule", "NOPE"], "no fleet code 'NOPE'", "mpdoctor fleet rule --help"),
 ]
 
 
@@ -70,8 +91,7 @@ def test_a_usage_error_is_one_line_on_stderr(argv, message, see):
     line = lines[0]
     assert line.startswith("mpdoctor: error: "), line
     assert message.lower() in line.lower(), line
-    if see:
-        assert line.endswith(f"(see '{see}')"), line
+    assert line.endswith(f"(see '{see}')"), line
     assert "Traceback" not in result.stderr and not BOX & set(result.stderr), result.stderr
     assert result.stdout == ""
 

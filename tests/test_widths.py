@@ -128,16 +128,24 @@ def test_piped_text_keeps_every_fact_on_one_line():
 # ---------------------------------------------------------------- `mpdoctor checks`
 
 
-def test_checks_on_a_terminal_fits_it_with_an_ellipsis():
+@pytest.mark.parametrize("columns", [80, 120])
+def test_checks_on_a_terminal_fits_it_and_wraps_what_it_finds_at_words(columns):
     from test_plain_output import run_on_pty
 
-    code, out = run_on_pty(["checks"], {"TERM": "xterm-256color"}, columns=80)
+    from mpdoctor.checks.registry import builtin_registry
+
+    code, out = run_on_pty(["checks"], {"TERM": "xterm-256color"}, columns=columns)
     assert code == 0
-    lines = out.decode().replace("\r\n", "\n").splitlines()
+    text = out.decode().replace("\r\n", "\n")
+    lines = text.splitlines()
     assert lines[0].split()[:3] == ["CODE", "NAME", "FAMILY"]
-    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
-    assert any(line.endswith("…") for line in lines)
-    assert any(line.startswith("FLEET001 ") for line in lines)
+    assert all(len(line) <= columns for line in lines), max(lines, key=len)
+    assert "…" not in text
+    entries = list(builtin_registry())
+    expected = Counter(w for e in entries for w in (e.code, e.name, e.family, e.subject, *e.summary.split()))
+    expected.update("CODE NAME FAMILY JUDGES WHAT IT FINDS".split())
+    assert Counter(text.split()) == expected  # every summary whole: no word cut, split or lost
+    assert sum(line.startswith("FLEET001 ") for line in lines) == 1
 
 
 def test_checks_piped_is_whole_and_lists_the_fleet_codes():

@@ -1,12 +1,14 @@
 """Command-line interface. Thin: parse options, call one function, hand the result to a renderer.
 
-One module a command (check.py also lists the checks), options.py what they share, app.py the typer
-application they register on. Importing this package registers every command; nothing heavy is
-imported until a command runs (torch never: the probes run it in a child).
+One module a command (check.py also lists the checks), options.py what they share, help.py how --help
+is laid out, app.py the typer application they register on. Importing this package registers every
+command; nothing heavy is imported until a command runs (torch never: the probes run it in a child).
 
 Exit codes: 0 nothing at or above --fail-on; 1 something is; 2 usage error (bad
 option, unreadable or corrupt snapshot, an output that is not a regular file or
 cannot be written, no temporary directory); 3 internal error, and nothing else.
+A reader that went away (`| head -1`) or a closed stdout/stdin changes none of them:
+the output ends quietly and the status is the report's (mpdoctor.render.output.to_stdout).
 """
 
 from __future__ import annotations
@@ -46,15 +48,17 @@ def main() -> None:
             raise SystemExit(128 + signum)  # no probe was ever loaded, so no child is running
         handler(signum, frame)  # kills every child's group, then raises Interrupted (a SystemExit)
 
-    from mpdoctor.render.output import WRITE_ERRNOS, prepare_stdout, stdout_problem, target_problem
+    from mpdoctor.render.console import sane_columns
+    from mpdoctor.render.output import WRITE_ERRNOS, prepare_stdout, reader_gone, stdout_problem, target_problem
 
+    prepare_stdout()  # a closed stream reads and writes the null device; a lone surrogate is written escaped
+    sane_columns()  # COLUMNS=0 would make every report empty
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
     if sys.argv[1:2] == ["check"]:  # a plain `check` starts probing now (under `python -m mpdoctor`: did already)
         from mpdoctor.probes.prescan import start_check_early
 
         start_check_early(sys.argv[1:], target_problem)
-    prepare_stdout()  # a lone surrogate in a report is written escaped, never a UnicodeEncodeError
     try:
         run()  # app() without click's standalone mode: every usage error one line (mpdoctor.cli.app.run)
     except KeyboardInterrupt:
@@ -66,9 +70,9 @@ def main() -> None:
             sys.exit(EXIT_USAGE)
         raise
     except Exception as exc:  # the last line of defence
-        if isinstance(exc, BrokenPipeError):  # the reader went away (`| head`): quiet, as click makes it
+        if reader_gone(exc):  # a write outside render.output.to_stdout met a reader that went away: quiet
             stdout_problem()
-            sys.exit(1)
+            sys.exit(1)  # what the report deserved is not known here (every command writes through to_stdout)
         if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:  # the disk, not a bug
             stdout_problem()
             typer.echo(f"mpdoctor: error: cannot write the output: {exc.strerror or exc}", err=True)

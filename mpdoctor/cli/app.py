@@ -8,6 +8,7 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from mpdoctor import __version__
+from mpdoctor.cli.help import HELP, HelpGroup
 from mpdoctor.cli.options import EXIT_USAGE
 
 app = typer.Typer(
@@ -15,12 +16,17 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help, laid out by mpdoctor.cli.help
+    cls=HelpGroup,
+    context_settings=HELP,
 )
 
 
 def version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"mpdoctor {__version__}")
+        from mpdoctor.render.output import to_stdout
+
+        to_stdout(lambda: typer.echo(f"mpdoctor {__version__}"))
         raise typer.Exit()
 
 
@@ -44,14 +50,14 @@ def run(args: Optional[list[str]] = None) -> NoReturn:
     """
     from typer import _click  # typer vendors its own click: these are the exceptions it raises
 
-    from mpdoctor.render.console import plain_help, styling_off
-
     argv = sys.argv[1:] if args is None else list(args)
-    if styling_off() and (not argv or "--help" in argv):  # typer's help screen has its own console
-        plain_help()
     try:
         code = app(args=argv, prog_name="mpdoctor", standalone_mode=False)
-    except _click.exceptions.NoArgsIsHelpError as exc:  # `mpdoctor` alone: the help is already printed
+    except _click.exceptions.NoArgsIsHelpError as exc:  # `mpdoctor` alone: the help, on stdout as --help's
+        from mpdoctor.render.output import to_stdout
+
+        screen = exc.ctx.get_help()
+        to_stdout(lambda: typer.echo(screen))
         code = exc.exit_code
     except _click.exceptions.UsageError as exc:  # BadParameter, NoSuchOption, MissingParameter... are UsageErrors
         typer.echo(usage_line(exc), err=True)

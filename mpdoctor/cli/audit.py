@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
+from mpdoctor.cli.help import HelpCommand
 from mpdoctor.cli.options import (
     FailOn,
     Format,
@@ -21,20 +22,23 @@ from mpdoctor.cli.options import (
 from mpdoctor.probes.budget import AUDIT_TIMEOUT
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def audit(
     path: Annotated[
         str,
         typer.Argument(
+            metavar="PATH",
             help="A .safetensors/.pt/.bin/.ckpt file, a sharded checkpoint's "
-            "index.json, or a transformers/diffusers model folder."
+            "index.json, or a transformers/diffusers model folder.",
         ),
     ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")
+    ] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
     python: Annotated[
-        Optional[str], typer.Option(help="Read pickled checkpoints with this interpreter's torch.")
+        Optional[str], typer.Option(metavar="PYTHON", help="Read pickled checkpoints with this interpreter's torch.")
     ] = None,
     budget: Timeout = AUDIT_TIMEOUT,
     show_all: Annotated[

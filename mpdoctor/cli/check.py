@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
+from mpdoctor.cli.help import HelpCommand
 from mpdoctor.cli.options import (
     CheckFormat,
     FailOn,
@@ -26,7 +27,7 @@ from mpdoctor.cli.options import (
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def check(
     ctx: typer.Context,
     format: Annotated[
@@ -39,23 +40,31 @@ def check(
         ),
     ] = CheckFormat.text,
     output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="Write the report to FILE (atomically) instead of stdout.")
+        Optional[str],
+        typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout."),
     ] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
     select: Annotated[
         Optional[list[str]],
-        typer.Option(help="Only run checks whose code starts with one of these (comma-separated, repeatable)."),
+        typer.Option(
+            metavar="CODES", help="Only run checks whose code starts with one of these (comma-separated, repeatable)."
+        ),
     ] = None,
     ignore: Annotated[
-        Optional[list[str]], typer.Option(help="Skip checks whose code starts with one of these.")
+        Optional[list[str]], typer.Option(metavar="CODES", help="Skip checks whose code starts with one of these.")
     ] = None,
     python: Annotated[
-        Optional[str], typer.Option(help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own.")
+        Optional[str],
+        typer.Option(
+            metavar="PYTHON", help="Diagnose this interpreter (a venv or conda env) instead of mpdoctor's own."
+        ),
     ] = None,
     snapshot: Annotated[
-        Optional[str], typer.Option(help="Judge a saved snapshot instead of probing this machine.")
+        Optional[str], typer.Option(metavar="FILE", help="Judge a saved snapshot instead of probing this machine.")
     ] = None,
-    save_snapshot: Annotated[Optional[str], typer.Option(help="Also save the snapshot (redacted) to FILE.")] = None,
+    save_snapshot: Annotated[
+        Optional[str], typer.Option(metavar="FILE", help="Also save the snapshot (redacted) to FILE.")
+    ] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     kernels: Annotated[
         KernelMode,
@@ -198,36 +207,54 @@ def _emit(
         emit_text(output, lambda console: render_text(report, console))
 
 
-@app.command("checks")
+@app.command("checks", cls=HelpCommand)
 def list_checks() -> None:
     """List every code: the snapshot checks, the checkpoint-audit rules, the fleet's and mpdoctor's own."""
+    from mpdoctor.checks.registry import builtin_registry
+
+    header = ("CODE", "NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")
+    print_table(header, [(e.code, e.name, e.family, e.subject, e.summary) for e in builtin_registry()])
+
+
+MIN_ROOM = 30  # columns: a narrower last column reads as a word a line; it then goes under the others instead
+
+
+def print_table(header: Optional[tuple], rows: list[tuple]) -> None:
+    """Plain columns (:func:`table_lines`), one code a line, no box drawing: grep-able. On a terminal the last
+    column is wrapped at words to its width; piped, every line is whole."""
     import shutil
     import sys
 
-    from mpdoctor.checks.registry import builtin_registry
+    from mpdoctor.render.output import to_stdout
 
-    # Plain columns as wide as their longest entry, one line per code, no box drawing: grep-able. On a terminal
-    # the last column is cut to its width with an ellipsis (a wrapped line would break the columns); piped, whole.
-    header = ("CODE", "NAME", "FAMILY", "JUDGES", "WHAT IT FINDS")
-    rows = [(entry.code, entry.name, entry.family, entry.subject, entry.summary) for entry in builtin_registry()]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    room = shutil.get_terminal_size().columns - sum(widths) - 2 * len(widths) if sys.stdout.isatty() else None
-    for row in [header, *rows]:
-        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + _cut(row[-1], room))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    lines = table_lines(header, rows, width)
+    to_stdout(lambda: typer.echo("\n".join(lines)))
 
 
-def _cut(text: str, room: int | None) -> str:
-    """``text`` in at most ``room`` columns, cut at a space with an ellipsis where it can (None: whole)."""
-    if room is None or len(text) <= room:
-        return text
-    if room < 2:
-        return "…"
-    cut = text[: room - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > room // 2 else cut).rstrip(" ,;:") + "…"
+def table_lines(header: Optional[tuple], rows: list[tuple], width: Optional[int] = None) -> list[str]:
+    """Columns as wide as their longest entry, the last one prose. Within ``width`` columns (None: no limit) the
+    prose wraps at words under itself; where it would have fewer than MIN_ROOM columns it goes on the lines
+    below its row, indented, wrapped to the whole width. The code column is never broken."""
+    from mpdoctor.render.wrap import fill
+
+    table = ([header] if header else []) + list(rows)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    room = None if width is None else width - sum(widths) - 2 * len(widths)
+    lines: list[str] = []
+    for row in table:
+        columns = "  ".join(cell.ljust(wide) for cell, wide in zip(row, widths)) + "  "
+        if room is None:
+            lines.append(columns + row[-1])
+        elif room >= MIN_ROOM:
+            lines += [line.rstrip() for line in fill(row[-1], width, columns)]
+        else:
+            lines.append(columns.rstrip())
+            lines += fill(row[-1], width, "    ")
+    return lines
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def rule(
     code: Annotated[
         str, typer.Argument(help="A code (TORCH005, AUDIT002, MPD001, FLEET001) or name (cpu-only-torch-with-gpus).")
@@ -238,6 +265,8 @@ def rule(
 
     entry = builtin_registry().get(code)
     if entry is None:
-        usage_error(f"no check {code!r} (see `mpdoctor checks`)")
+        usage_error(f"no check {code!r}; `mpdoctor checks` lists every code")
+    from mpdoctor.render.output import to_stdout
+
     where = "" if entry.subject == SNAPSHOT else f", {SUBJECTS[entry.subject]}"
-    typer.echo(f"{entry.code} {entry.name} ({entry.family}{where})\n\n{entry.doc}")
+    to_stdout(lambda: typer.echo(f"{entry.code} {entry.name} ({entry.family}{where})\n\n{entry.doc}"))

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mpdoctor.cli.app import app
+from mpdoctor.cli.help import HelpCommand
 from mpdoctor.cli.options import Quiet, Timeout, check_temp, resolve_python, usage_error
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
@@ -18,13 +19,17 @@ class ExplainFormat(str, enum.Enum):
     json = "json"
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def explain(
-    text: Annotated[Optional[str], typer.Argument(help="The error message or traceback; - reads stdin.")] = None,
-    file: Annotated[Optional[str], typer.Option("--file", help="Read a log file instead.")] = None,
+    text: Annotated[
+        Optional[str], typer.Argument(metavar="[TEXT]", help="The error message or traceback; - reads stdin.")
+    ] = None,
+    file: Annotated[Optional[str], typer.Option("--file", metavar="LOG", help="Read a log file instead.")] = None,
     format: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
     check: Annotated[bool, typer.Option("--check", help="Also run the checks that confirm it, here.")] = False,
-    python: Annotated[Optional[str], typer.Option(help="With --check: diagnose this interpreter.")] = None,
+    python: Annotated[
+        Optional[str], typer.Option(metavar="PYTHON", help="With --check: diagnose this interpreter.")
+    ] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     list_known: Annotated[bool, typer.Option("--list", help="List the failures mpdoctor knows, and exit.")] = False,
     quiet: Quiet = False,
@@ -37,6 +42,7 @@ def explain(
     from mpdoctor.probes.progress import ProgressBoard
     from mpdoctor.render import explain as view
     from mpdoctor.render.console import make_console
+    from mpdoctor.render.output import to_stdout
     from mpdoctor.render.progress import live_progress, progress_wanted
 
     if list_known:
@@ -44,9 +50,9 @@ def explain(
 
         signatures = all_signatures()
         if format is ExplainFormat.json:
-            sys.stdout.write(view.list_json(signatures))
+            to_stdout(lambda: sys.stdout.write(view.list_json(signatures)))
         else:
-            view.render_list(signatures, make_console())
+            to_stdout(lambda: view.render_list(signatures, make_console()))
         return
     if (text is None) == (file is None):
         usage_error("give the message (or - for stdin), or --file LOG: exactly one of them")
@@ -71,10 +77,11 @@ def explain(
         interpreter = resolve_python(python)
         with live_progress(board, shown, label="explain"):
             _call(explainer.confirm, report, interpreter, budget, progress=board)
+    # A reader that went away (`| head -1`) ends the output quietly; the status is still the report's.
     if format is ExplainFormat.json:
-        sys.stdout.write(view.render_json(report))
+        to_stdout(lambda: sys.stdout.write(view.render_json(report)))
     else:
-        view.render_text(report, make_console())
+        to_stdout(lambda: view.render_text(report, make_console()))
     raise typer.Exit(0 if report.recognised else 1)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mpdoctor.cli.help import HELP, HelpCommand, HelpGroup
 from mpdoctor.cli.options import (
     FailOn,
     Format,
@@ -39,7 +40,11 @@ def _fleet_deadline(value: Optional[float]) -> Optional[float]:
 
 
 fleet_app = typer.Typer(
-    help='Check every rank of a distributed job and name the odd one out (see README "Fleet").', no_args_is_help=False
+    help="Check every rank of a distributed job and name the odd one out (see docs/fleet.md).",
+    no_args_is_help=False,
+    rich_markup_mode=None,  # plain help, as the root's (mpdoctor.cli.app)
+    cls=HelpGroup,
+    context_settings=HELP,
 )
 
 
@@ -47,18 +52,23 @@ fleet_app = typer.Typer(
 def fleet(
     ctx: typer.Context,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format (rank 0's report).")] = Format.text,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Rank 0 writes the report to FILE.")] = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", metavar="FILE", help="Rank 0 writes the report to FILE.")
+    ] = None,
     fail_on: Annotated[
         FailOn, typer.Option(help="Every rank exits 1 when a finding is at least this severe.")
     ] = FailOn.error,
     select: Annotated[
-        Optional[list[str]], typer.Option(help="Each rank's check: only these codes (as in check).")
+        Optional[list[str]], typer.Option(metavar="CODES", help="Each rank's check: only these codes (as in check).")
     ] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option(help="Each rank's check: skip these codes.")] = None,
+    ignore: Annotated[
+        Optional[list[str]], typer.Option(metavar="CODES", help="Each rank's check: skip these codes.")
+    ] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     deadline: Annotated[
         Optional[float],
         typer.Option(
+            metavar="SECONDS",
             help="Seconds from start for every rank's report (0.1 to 86400); "
             "rank 0 then reports the missing ones. Default: the "
             f"check's whole budget + {DEADLINE_SLACK:g}.",
@@ -76,9 +86,10 @@ def fleet(
     save_snapshots: Annotated[
         Optional[str],
         typer.Option(
+            metavar="DIR",
             help="Rank 0 saves whole snapshots (redacted, about 35 KB each) in this directory as rank-N.json, for "
             "`fleet compare`: one per group of identical ranks (the first to report), or all with "
-            "--full-snapshots."
+            "--full-snapshots.",
         ),
     ] = None,
     full_snapshots: Annotated[
@@ -98,7 +109,6 @@ def fleet(
     from mpdoctor.checks.registry import builtin_registry
     from mpdoctor.fleet.launcher import LaunchError, detect
     from mpdoctor.fleet.rank import RankOptions, run_rank
-    from mpdoctor.findings import Severity
 
     if full_snapshots and not save_snapshots:
         usage_error("--full-snapshots needs --save-snapshots DIR (where rank 0 saves them)")
@@ -123,6 +133,26 @@ def fleet(
         full_snapshots=full_snapshots,
     )
     outcome = run_rank(launch, options)
+    try:
+        code = _finish_rank(launch, outcome, format, output, save_snapshots, fail_on)
+    except BaseException:  # the report could not be written (or a signal came): the store child and files go anyway
+        outcome.done()
+        raise
+    outcome.done()  # printed: rank 0 may exit now (torchrun stops every worker once one fails)
+    if outcome.abandoned:  # this rank's own check still hangs in a thread: end without waiting for it
+        from mpdoctor.probes.child import kill_children
+
+        kill_children()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise typer.Exit(code)
+
+
+def _finish_rank(launch, outcome, format: Format, output: Optional[str], save_snapshots, fail_on: FailOn) -> int:
+    """Print this rank's part (rank 0: the report; the others: the verdict in a line); the exit status it deserves."""
+    from mpdoctor.findings import Severity
+
     if outcome.report is not None:
         _emit_fleet(outcome.report, format, output)
     if save_snapshots and outcome.snapshots:
@@ -144,22 +174,19 @@ def fleet(
             and Severity(outcome.worst).rank >= Severity(fail_on.value).rank
         )
         code = 1 if failed else 0
-    outcome.done()  # printed: rank 0 may exit now (torchrun stops every worker once one fails)
-    if outcome.abandoned:  # this rank's own check still hangs in a thread: end without waiting for it
-        from mpdoctor.probes.child import kill_children
-
-        kill_children()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    raise typer.Exit(code)
+    return code
 
 
-@fleet_app.command("compare")
+@fleet_app.command("compare", cls=HelpCommand)
 def fleet_compare(
-    files: Annotated[list[str], typer.Argument(help="Saved snapshots or JSON reports, one per node or environment.")],
+    files: Annotated[
+        list[str],
+        typer.Argument(metavar="FILES...", help="Saved snapshots or JSON reports, one per node or environment."),
+    ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")
+    ] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at least this severe.")] = FailOn.error,
 ) -> None:
     """Compare saved snapshots or reports as the ranks of one fleet (file N plays rank N)."""
@@ -178,24 +205,27 @@ def fleet_compare(
     raise typer.Exit(exit_code(report.all_findings(), fail_on.value))
 
 
-@fleet_app.command("rules")
+@fleet_app.command("rules", cls=HelpCommand)
 def fleet_rules() -> None:
     """List the fleet family's codes (FLEET001...): what each finds."""
     from mpdoctor.checks.registry import RANKS, builtin_registry
+    from mpdoctor.cli.check import print_table
 
-    for entry in builtin_registry().judging(RANKS):
-        typer.echo(f"{entry.code}  {entry.name:<34}  {entry.summary}")
+    entries = builtin_registry().judging(RANKS)
+    print_table(None, [(entry.code, entry.name, entry.summary) for entry in entries])
 
 
-@fleet_app.command("rule")
+@fleet_app.command("rule", cls=HelpCommand)
 def fleet_rule(code: Annotated[str, typer.Argument(help="A fleet code (FLEET001) or name.")]) -> None:
     """Print the documentation of one fleet code."""
     from mpdoctor.checks.registry import RANKS, builtin_registry
 
     entry = builtin_registry().get(code)
     if entry is None or entry.subject != RANKS:
-        usage_error(f"no fleet code {code!r} (see `mpdoctor fleet rules`)")
-    typer.echo(f"{entry.code} {entry.name} ({entry.family})\n\n{entry.doc}")
+        usage_error(f"no fleet code {code!r}; `mpdoctor fleet rules` lists them")
+    from mpdoctor.render.output import to_stdout
+
+    to_stdout(lambda: typer.echo(f"{entry.code} {entry.name} ({entry.family})\n\n{entry.doc}"))
 
 
 def _emit_fleet(report, format: Format, output: Optional[str]) -> None:

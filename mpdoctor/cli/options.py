@@ -43,11 +43,23 @@ class FailOn(str, enum.Enum):
 
 
 def usage_error(message: str) -> NoReturn:
-    """Bad input from the user: one line on stderr, exit status 2, no traceback."""
+    """Bad input from the user: one line on stderr, exit status 2, no traceback.
+
+    The same shape as typer's own usage errors (``mpdoctor.cli.app.run``):
+    ``mpdoctor: error: WHAT (see 'mpdoctor CMD --help')``, the command being the one that runs.
+    """
     from mpdoctor.portable.redact import redact_text
 
-    typer.echo(f"mpdoctor: error: {redact_text(message)}", err=True)  # it may quote a path or URL with a token
+    typer.echo(f"mpdoctor: error: {redact_text(message)}{see_help()}", err=True)  # it may quote a token
     raise typer.Exit(EXIT_USAGE)
+
+
+def see_help() -> str:
+    """`` (see 'mpdoctor check --help')`` for the command running now; "" outside any command."""
+    from typer._click.globals import get_current_context  # typer vendors its own click
+
+    ctx = get_current_context(silent=True)
+    return f" (see '{ctx.command_path} --help')" if ctx is not None else ""
 
 
 def codes(values: Optional[list[str]]) -> list[str]:
@@ -114,10 +126,10 @@ Timeout = Annotated[
         "--timeout",
         metavar="SECONDS",
         parser=_timeout_budget,
-        help=f"Seconds each probe may take before it is abandoned ({MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}): each part of "
+        help=f"Seconds each probe may take before it is abandoned, {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}: each part of "
         "the environment probe (explain --check and each fleet rank: as in check), one pickled file's listing "
-        "(audit); a device's microkernels get twice that, a single kernel a quarter. Every time limit derives "
-        "from it, in mpdoctor/probes/budget.py.",
+        "(audit); a device's microkernels get twice that, a single kernel a quarter. Every other time limit "
+        "derives from it.",
     ),
 ]
 
@@ -143,36 +155,39 @@ def check_selection(registry, prefixes: list[str]) -> None:
         if CHECKPOINT in subjects:
             usage_error(
                 f"{prefix!r} names checkpoint-audit codes, which judge a checkpoint, not this environment: "
-                "`mpdoctor audit PATH` reports them (see `mpdoctor checks`)"
+                "`mpdoctor audit PATH` reports them; `mpdoctor checks` lists every code"
             )
         if RANKS in subjects:
             usage_error(
                 f"{prefix!r} names fleet codes, which compare the ranks of one job, not this environment: "
-                "`mpdoctor fleet` reports them (see `mpdoctor checks`)"
+                "`mpdoctor fleet` reports them; `mpdoctor checks` lists every code"
             )
         if INTERNAL in subjects:
             usage_error(
                 f"{prefix!r} names mpdoctor's own codes (a check that crashed, facts a snapshot lacked): they "
-                "cannot be selected or ignored; --ignore the check concerned instead (see `mpdoctor checks`)"
+                "cannot be selected or ignored; --ignore the check concerned instead; `mpdoctor checks` lists every code"
             )
-        usage_error(f"no check code starts with {prefix!r} (see `mpdoctor checks`)")
+        usage_error(f"no check code starts with {prefix!r}; `mpdoctor checks` lists every code")
 
 
 def emit(output: Optional[str], text: str) -> None:
     """A rendered report to --output FILE (atomically, see render/output.py) or to stdout."""
+    from mpdoctor.render.output import to_stdout
+
     if output:
         write_output("--output", output, text)
     else:
-        sys.stdout.write(text)
+        to_stdout(lambda: sys.stdout.write(text))  # a reader that went away (`| head`) ends the output quietly
 
 
 def emit_text(output: Optional[str], draw: Callable) -> None:
     """The text format: drawn on the terminal's console (styled unless NO_COLOR or TERM=dumb), plain 100 columns
     in a file (see mpdoctor/render/console.py)."""
     from mpdoctor.render.console import make_console
+    from mpdoctor.render.output import to_stdout
 
     if not output:
-        draw(make_console())
+        to_stdout(lambda: draw(make_console()))
         return
     buffer = io.StringIO()
     draw(make_console(buffer, width=100, plain=True))

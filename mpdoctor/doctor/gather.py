@@ -57,4 +57,9 @@ def gather(options: Options) -> Snapshot:
             request.python, request.budget, request.kernels, request.project, progress=options.progress
         )
     snapshot.invocation = options.invocation
+    if kernels == "off" and snapshot.kernels.status == "skipped":
+        # The probe knows only that it was told "off"; which of the two reasons applied is known here.
+        snapshot.kernels.detail = (
+            "--no-kernels was given" if options.kernels == "off" else "no selected check needs them"
+        )
     return snapshot

@@ -43,7 +43,9 @@ def about_the_run(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
 def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
     """MPD002, once per fact that selected checks need and the snapshot never took.
 
-    A fact whose own check (``Fact.reported_by``) is selected is left to it.
+    A fact whose own check (``Fact.reported_by``) is selected is left to it. Its title says why the fact is
+    missing (``Fact.not_taken``); when an option the user gave took it away (``--no-kernels``), the fix says to
+    drop that option, and its command does.
     """
     checks = list(checks)
     selected = {c.code for c in checks}
@@ -54,6 +56,14 @@ def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
         if not why or not needing or fact.reported_by in selected:
             continue
         codes = ",".join(needing)
+        option = fact.taken_away_by(snap)
+        if option:  # the user's own option took it away: the fix says to drop it, not only to select
+            step = (
+                f"Run it again without {option} (it skipped the {name} these checks need), "
+                "on the machine and in the directory it describes"
+            )
+        else:
+            step = "Take it again with these checks selected, on the machine and in the directory it describes"
         out.append(
             FACT_NOT_TAKEN.stamp(
                 info(
@@ -61,7 +71,7 @@ def facts_not_taken(snap: Snapshot, checks: Iterable[Check]) -> list[Finding]:
                     [f"{name}: {fact.doc}", f"needed by {', '.join(needing)}"],
                     [
                         FixStep(
-                            "Take it again with these checks selected, on the machine and in the directory it describes",
+                            step,
                             fixes.mpdoctor_check(
                                 snap,
                                 select=codes,

@@ -38,7 +38,7 @@ class Report:
         "from snapshot.kernels",
         factory=KernelView,
     )
-    schema_version: int = version_fact("Version of this JSON layout; see the README", SCHEMA_VERSION)
+    schema_version: int = version_fact("Version of this JSON layout; see docs/json.md", SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote the report", __version__)
 
 

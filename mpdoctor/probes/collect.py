@@ -15,7 +15,7 @@ from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.snapshot import KernelInfo, Machine, NvmlInfo, Snapshot, utc_timestamp
 
 
-KERNELS_OFF = "--no-kernels, or no selected check needs them"
+KERNELS_OFF = "--no-kernels, or no selected check needs them"  # which of the two: doctor.gather says
 NVML_WORDS = {"ok": "done", "unavailable": "no NVIDIA driver", "error": "failed"}
 
 

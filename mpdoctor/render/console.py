@@ -8,20 +8,43 @@ bold and dim, so the console is made without a colour system at all, which makes
 rich write every style as plain text. A live display (progress) must also stay
 off then, since it moves the cursor with escape codes: it asks :func:`styling_off`.
 
-Every command's console comes from :func:`make_console`; typer's own help screen
-gets the same treatment from :func:`plain_help` (usage errors never reach typer's
-renderer: see ``mpdoctor.cli.app.run``).
+Every command's console comes from :func:`make_console`. Help screens are click's
+plain text, never styled (``mpdoctor.cli.help``); usage errors never reach typer's
+renderer (see ``mpdoctor.cli.app.run``).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
-from typing import IO, TYPE_CHECKING, Mapping, Optional
+from typing import IO, TYPE_CHECKING, Mapping, MutableMapping, Optional
 
 if TYPE_CHECKING:  # rich is imported where a console is made: every command asks styling_off, few draw
     from rich.console import Console
 
 DUMB_TERMS = ("dumb", "unknown")
+MIN_COLUMNS = 20  # a COLUMNS below this (0 included) or not a number is a mistake, not a terminal: it is ignored
+
+
+def sane_columns(environ: Optional[MutableMapping[str, str]] = None) -> None:
+    """Forget a ``COLUMNS`` that no terminal has: ``0``, ``5``, ``abc``.
+
+    rich, click and ``shutil.get_terminal_size`` all take ``COLUMNS`` at its word:
+    ``COLUMNS=0`` made the text reports of check, explain and audit empty. Unset,
+    the terminal's own width is used (80 columns off a terminal). Called once at
+    start-up, before anything measures the terminal.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get("COLUMNS")
+    if value is None:
+        return
+    try:
+        sane = int(value.strip()) >= MIN_COLUMNS
+    except ValueError:
+        sane = False
+    if not sane:
+        del env["COLUMNS"]
 
 
 def styling_off(environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -40,10 +63,8 @@ def make_console(
     colour numbers and paths by guesswork. emoji=False: rich would turn ``:ab:`` in a
     PCI bus id (0000:ab:00.0) or a path into an emoji.
     """
-    from rich.console import Console
-
     off = plain or styling_off()
-    return Console(
+    return _console_class()(
         file=file,
         stderr=stderr,
         width=width,
@@ -54,8 +75,17 @@ def make_console(
     )
 
 
-def plain_help() -> None:
-    """Make typer's help screen plain too (it makes its own rich console, coloured by default)."""
-    import typer.rich_utils  # only when help is shown with styling off: it costs a tenth of a second to import
+@functools.lru_cache(maxsize=None)
+def _console_class() -> type:
+    """rich's Console, but a reader that went away is not an exit: rich ends the program with status 1 there
+    (``Console.on_broken_pipe``), whatever the report deserved. Here the rest of what it draws is dropped and
+    the error reaches ``render.output.to_stdout``, which ends the output quietly and lets the command exit with
+    its report's status."""
+    from rich.console import Console
 
-    typer.rich_utils.COLOR_SYSTEM = None
+    class QuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # nothing more is written through it
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return QuietConsole

@@ -25,6 +25,7 @@ import errno
 import os
 import stat
 import sys
+from typing import Callable
 
 # What a failed write of the output means: the machine, not a bug in mpdoctor.
 WRITE_ERRNOS = frozenset(
@@ -105,7 +106,21 @@ def write_report(path: str, text: str) -> None:
 
 
 def prepare_stdout() -> None:
-    """Make standard output write what UTF-8 cannot hold (a lone surrogate) as a backslash escape."""
+    """Make the standard streams safe to use: closed ones read and write the null device, and what UTF-8 cannot
+    hold (a lone surrogate) is written as a backslash escape.
+
+    Started with a stream closed (``mpdoctor check >&-``, ``explain - <&-``), Python sets ``sys.stdout`` (or
+    ``sys.stdin``, ``sys.stderr``) to None and the first write would be an AttributeError. Nobody can read
+    what goes there, so it goes to the null device: the command runs as usual and exits with the status its
+    report deserves, and a closed stdin reads as empty. A new descriptor is opened rather than descriptor 1
+    reused: an early probe (``probes.prescan``) may already hold that number for one of its own files.
+    """
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            try:
+                setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115 (lives as long as we do)
+            except OSError:
+                pass
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -115,24 +130,57 @@ def prepare_stdout() -> None:
                 pass
 
 
+def reader_gone(exc: BaseException) -> bool:
+    """Whether a failed write to standard output means nobody reads it any more: a pipe whose reader ended
+    (``| head -1``) or a stream that was closed. Those end the output, not the run; a full disk does not."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EPIPE, errno.EBADF)
+    return isinstance(exc, ValueError) and "closed file" in str(exc)  # "I/O operation on closed file"
+
+
+def to_stdout(write: Callable[[], object]) -> None:
+    """Run ``write`` (which writes the report to standard output), then flush it. When the reader went away
+    (:func:`reader_gone`) the rest of the output goes to the null device, quietly: the reader had what it wanted,
+    as with git or grep, and the command still exits with the status its report deserves. Any other failure
+    (no space left) propagates, and the CLI reports it."""
+    try:
+        write()
+        sys.stdout.flush()
+    except (OSError, ValueError) as exc:
+        if not reader_gone(exc):
+            raise
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so that no later write or flush (the interpreter's own at exit
+    included) fails again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no descriptor to point anywhere: replace the stream itself
+        try:
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError:
+            pass
+
+
 def stdout_problem() -> str:
     """Flush standard output; why it failed ("No space left on device"), or "" when it did not.
 
     After a failure standard output is pointed at the null device, so that the
     interpreter's own flush at exit cannot fail a second time with a traceback.
-    A reader that went away (``mpdoctor checks | head -1``: a broken pipe) is not
-    a failure: it read what it wanted.
+    A reader that went away (``mpdoctor checks | head -1``: a broken pipe) or a
+    closed stream is not a failure: it read what it wanted.
     """
+    if sys.stdout is None:  # started with stdout closed and never prepared (prepare_stdout)
+        return ""
     try:
         sys.stdout.flush()
     except (OSError, ValueError) as exc:
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stdout.fileno())
-            os.close(null)
-        except (OSError, ValueError):
-            pass
-        if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        if reader_gone(exc):
             return ""
         return getattr(exc, "strerror", None) or str(exc)
     return ""

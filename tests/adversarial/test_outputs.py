@@ -4,7 +4,7 @@ Before issue 22 a report *replaced* whatever was at PATH: run as root, ``-o
 /dev/null`` would have replaced the system's ``/dev/null`` with a file; a FIFO or a
 symlink (the link, not its target) too. An existing 0644 file came back 0600, a
 write error was never reported, and standard output on ``/dev/full`` ended with a
-traceback. The chosen semantics (README "Writing reports"): only regular files are
+traceback. The chosen semantics (docs/check.md "Writing reports"): only regular files are
 replaced, symlinks are written through to their target, the mode is kept.
 
 The character device here is one made for the test (``mknod``, so as root) with

@@ -21,10 +21,11 @@ import pytest
 
 from adversarial.running import HANG, assert_clean, clean_env, mpdoctor
 from conftest import dist_info
+from interpreters import find_python
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import remote_argv
 
-PYTHON38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
+PYTHON38 = Path(find_python("3.8") or "python3.8")  # on PATH or in pyenv; a relative name that exists nowhere if none
 AMP_USE = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
 DEEP_CHAIN = "x = torch" + ".a" * 200_000 + ".autocast\n"
 
