@@ -18,7 +18,6 @@ weights, or from the live model). The rest are accidents until shown otherwise.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Iterable, Optional
 from mpdoctor.checks.audit import MODULE_IN_ANOTHER_DTYPE, MODULE_KEPT_IN_FLOAT32
 from mpdoctor.checks.fixes import alternative
 from mpdoctor.findings import Finding, FixStep, info, warning
+from mpdoctor.portable import files as bounded
 from mpdoctor.schema.serde import fact
 
 # Floating dtypes and their bytes per element. Dominance counts elements, not bytes: by bytes an fp32 norm
@@ -214,10 +214,8 @@ def keep_fp32_beside(files: Iterable[tuple[str, str]]) -> dict[str, tuple[list[s
         if component in found or not Path(path).is_file() or not config.is_file():
             continue
         try:
-            if config.stat().st_size > MAX_CONFIG:
-                continue
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            data = bounded.read_json(str(config), MAX_CONFIG)
+        except (bounded.Refused, OSError, ValueError):
             continue
         names = keep_names(data)
         if names:
