@@ -229,3 +229,29 @@ def test_a_bogus_verdict_is_this_ranks_problem_in_words_not_a_crash(tmp_path):
     assert "rank 0's verdict in the store could not be read: worst: expected one of" in result.stderr
     assert "Traceback" not in result.stderr
     assert leftovers(tmp_path) == []
+
+
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\u202e\x9b"  # clear screen, retitle, a bidi override, a C1 CSI
+
+
+def test_what_a_rank_sent_through_the_store_reaches_text_and_markdown_inert(store):
+    """A rank's heartbeat (its host and step, as it sent them) is quoted in rank 0's report: every control and
+    bidi character shows as its escape (``render/sanitise.py``), in text and in Markdown."""
+    import io
+
+    from rich.console import Console
+
+    from mpdoctor.render.fleet import render_fleet_markdown, render_fleet_text
+
+    channel = Channel(store, "s")
+    channel.post_report(0, {"rank": 0})
+    beat = {"host": f"n1{HOSTILE}", "step": f"checking{HOSTILE}", "step_seconds": 1.0, "beat": 3, "state": "crashed"}
+    put(store, "s", "hb/1", json.dumps(beat))
+    report = judged(channel.gather(2, time.monotonic() + 30), 2)
+    state = {s.rank: s for s in report.ranks}[1]
+    assert "\x1b" in state.detail + state.host  # the raw value arrived: the renderers are what is tested
+    buffer = io.StringIO()
+    render_fleet_text(report, Console(file=buffer, width=120, force_terminal=False, color_system=None))
+    for shown in (buffer.getvalue(), render_fleet_markdown(report)):
+        assert not any(ch in shown for ch in "\x1b\x07\u202e\x9b"), repr(shown)
+        assert "\\x1b" in shown and "\\u202e" in shown
