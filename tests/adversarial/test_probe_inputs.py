@@ -225,3 +225,34 @@ def test_a_child_that_floods_its_output_is_read_to_a_bound_keeping_its_last_line
     result = run_child([sys.executable, "-c", flood], 60)
     assert result.exit_code == 0
     assert len(result.stdout) <= MAX_OUTPUT and result.stdout.splitlines()[-1] == "RESULT"
+
+
+FIFO_READS = """
+import sys
+from mpdoctor.probes.remote import apex, oneflow
+root = sys.argv[1]
+assert [line["line"] for line in apex.pth_lines([root])] == ["import apex_hook  # apex"]
+assert apex.module_imports(root + "/apex/__init__.py") is not None
+assert apex.elf_needed(root + "/apex/amp_C.so") is None
+assert oneflow._read(root + "/oneflow/__init__.py") == b""
+print("read past every FIFO")
+"""
+
+
+def test_fifos_where_the_apex_and_oneflow_probes_read_are_refused_not_waited_on(tmp_path):
+    """A FIFO opened for reading blocks until a writer comes: as a .pth file, as apex's or oneflow's package
+    files, as an extension module, each is passed over (the readers go through ``portable.files``). In a child
+    with a deadline, so that a reader that waits fails the test instead of hanging it."""
+    os.mkfifo(tmp_path / "evil.pth")
+    (tmp_path / "good.pth").write_text("import apex_hook  # apex\n")
+    for package in ("apex", "oneflow"):
+        (tmp_path / package).mkdir()
+        os.mkfifo(tmp_path / package / "__init__.py")
+    os.mkfifo(tmp_path / "apex" / "amp_C.so")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", FIFO_READS, str(tmp_path)], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("a probe reader waited on a FIFO")
+    assert result.returncode == 0 and "read past every FIFO" in result.stdout, result.stderr[-2000:]

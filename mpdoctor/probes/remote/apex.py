@@ -13,7 +13,7 @@ import os
 import struct
 import warnings
 
-from ._portable import redact
+from ._portable import files, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
@@ -134,8 +134,7 @@ def package_contents(directory):
 def module_imports(path):
     """Modules a source file imports (``.x`` for relative ones), in order, read with ast, never run."""
     try:
-        with open(path, "rb") as handle:
-            source = handle.read(MAX_SOURCE)
+        source = files.read_bytes(path, MAX_SOURCE, cut=True)  # a FIFO named *.py is refused, not waited on
         tree = ast.parse(source, filename=path)
     except (OSError, SyntaxError, ValueError) as exc:
         return None, redact_clip("%s: %s" % (type(exc).__name__, exc), TEXT_LIMIT)
@@ -228,9 +227,8 @@ def pth_lines(entries, words=("apex",)):
         for name in names:
             path = os.path.join(entry, name)
             try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read(65536)
-            except OSError:
+                text = files.read_bytes(path, 65536, cut=True).decode("utf-8", "replace")
+            except (OSError, files.Refused):  # unreadable, or not a regular file (a FIFO would block the open)
                 continue
             lines += [
                 {"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)}
@@ -245,6 +243,8 @@ def pth_lines(entries, words=("apex",)):
 
 def elf_needed(path):
     """The DT_NEEDED entries (libraries it links) of an ELF shared object; None if not ELF."""
+    if files.not_regular(path):  # a FIFO would block the open, a device never end
+        return None
     try:
         with open(path, "rb") as handle:
             head = handle.read(64)

@@ -20,7 +20,7 @@ import sys
 import warnings
 
 from . import steps
-from ._portable import redact
+from ._portable import files, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
@@ -36,10 +36,10 @@ MAX_LIST = 40
 
 
 def _read(path, limit=65536):
+    """The first ``limit`` bytes of a regular file; b"" for anything else (a FIFO would block the open)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
-    except OSError:
+        return files.read_bytes(path, limit, cut=True)
+    except (OSError, files.Refused):
         return b""
 
 
