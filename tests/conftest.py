@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
@@ -260,3 +262,23 @@ def live_report_json() -> str:
     result = run_cli("check", "--format", "json", "--fail-on", "never", "--timeout", "60")
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on now (for a c10d store or a fleet rank 0)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture()
+def store():
+    """A client of a real torch.distributed.TCPStore served in this process, as a fleet's ranks see it."""
+    torch_distributed = pytest.importorskip("torch.distributed")
+    port = free_port()
+    server = torch_distributed.TCPStore(
+        "127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False, multi_tenant=True
+    )
+    client = torch_distributed.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+    yield client
+    del client, server

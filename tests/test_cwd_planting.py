@@ -11,7 +11,6 @@ with that directory as its working directory, and no marker may appear.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import traceback
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mpdoctor.probes.child import child_env, run_child
+from conftest import free_port
 
 STAND_INS = {
     "shutil.py": "shutil",
@@ -55,12 +55,6 @@ def cli() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-c", "import sys; del sys.path[0]; from mpdoctor.__main__ import run; sys.exit(run())"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def clean_env(**extra: str) -> dict:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 pytest.importorskip("torch.distributed")
 
@@ -35,12 +35,6 @@ except mpdoctor.fleet.api.FleetCheckFailed as exc:
 dist.destroy_process_group()
 print(json.dumps(out))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_fleet_check_after_init_process_group(tmp_path):

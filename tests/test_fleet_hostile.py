@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,26 +25,10 @@ torch_distributed = pytest.importorskip("torch.distributed")
 from mpdoctor.fleet.gathered import judge_gathered  # noqa: E402
 from mpdoctor.fleet.launcher import Launch  # noqa: E402
 from mpdoctor.fleet.protocol import Channel, Malformed  # noqa: E402
+from conftest import free_port  # noqa: E402
 
 DEEP = "[" * 100_000
 HUGE_INT = '{"rank": ' + "9" * 5000 + "}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture()
-def store():
-    port = free_port()
-    server = torch_distributed.TCPStore(
-        "127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False, multi_tenant=True
-    )
-    client = torch_distributed.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
-    yield client
-    del client, server
 
 
 def put(store, run: str, key: str, value) -> None:

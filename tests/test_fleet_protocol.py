@@ -7,9 +7,7 @@ second or two, and assert on what was gathered, never on how long it took).
 
 from __future__ import annotations
 
-import socket
 import time
-from datetime import timedelta
 
 import pytest
 
@@ -17,23 +15,6 @@ torch_distributed = pytest.importorskip("torch.distributed")
 
 from mpdoctor.fleet.protocol import Beater, Channel, Gathered  # noqa: E402
 from mpdoctor.fleet.gathered import absent_states  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture()
-def store():
-    port = free_port()
-    server = torch_distributed.TCPStore(
-        "127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False, multi_tenant=True
-    )
-    client = torch_distributed.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
-    yield client
-    del client, server
 
 
 def test_rank_zero_gathers_every_report(store):
