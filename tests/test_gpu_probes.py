@@ -9,6 +9,7 @@ signatures and error classes.
 
 from __future__ import annotations
 
+import os
 import types
 
 import pynvml
@@ -165,7 +166,7 @@ def test_the_nvml_childs_record_has_exactly_the_snapshots_fields():
 
     from mpdoctor.snapshot import MigDevice, NvmlGpu, NvmlInfo
 
-    record = nvml_record(_nvml_with_mig())
+    record = nvml_record(_nvml_with_mig(), asker=os.getpid())
     names = lambda cls: {f.name for f in fields(cls)}  # noqa: E731
     assert set(record) == names(NvmlInfo) - {"reason", "detail", "seconds"}  # set on failure; seconds by the host
     for gpu in record["gpus"]:

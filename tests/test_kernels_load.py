@@ -9,6 +9,7 @@ verdict or ``inconclusive``, and that accuracy verdicts do not move at all.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -136,6 +137,47 @@ def test_nvml_reports_what_else_runs_on_each_gpu():
     assert (foreign.pid, foreign.kind, foreign.memory_used, foreign.ours) == (999999, "compute", 31 * 1024**3, False)
     assert own.pid == os.getpid() and own.name and own.ours  # a descendant of the process that asked
     assert (quiet.utilization, quiet.processes, quiet.throttle_reasons) == (None, [], [])
+
+
+def test_a_job_started_from_mpdoctors_shell_is_not_mpdoctors_own():
+    """A GPU process is ``ours`` only when it descends from the mpdoctor that asked NVML.
+
+    This test process plays the user's shell: it starts "mpdoctor" (a process with a child, its
+    kernel worker) and, beside it, "the training job". The job shares every ancestor with mpdoctor
+    and is the sharer the timings must hear about; reading ancestors as ours hid it.
+    """
+    import types
+
+    from mpdoctor.probes.machine import nvml_record
+
+    spawn = "import subprocess, sys; w = subprocess.Popen(['sleep', '60']); print(w.pid, flush=True); w.wait()"
+    mpdoctor = subprocess.Popen([sys.executable, "-c", spawn], stdout=subprocess.PIPE, text=True)
+    job = subprocess.Popen(["sleep", "60"])
+    worker = int(mpdoctor.stdout.readline())
+    try:
+
+        class Proc:
+            def __init__(self, pid):
+                self.pid, self.usedGpuMemory = pid, 1024**3
+
+        fake = types.SimpleNamespace(
+            nvmlInit=lambda: None,
+            nvmlShutdown=lambda: None,
+            nvmlSystemGetDriverVersion=lambda: "550.54.14",
+            nvmlSystemGetNVMLVersion=lambda: "12.550.54.14",
+            nvmlSystemGetCudaDriverVersion=lambda: 12040,
+            nvmlDeviceGetCount=lambda: 1,
+            nvmlDeviceGetHandleByIndex=lambda i: i,
+            nvmlDeviceGetComputeRunningProcesses=lambda h: [Proc(job.pid), Proc(worker), Proc(mpdoctor.pid)],
+        )
+        (gpu,) = nvml_record(fake, asker=mpdoctor.pid)["gpus"]
+        ours = {p["pid"]: p["ours"] for p in gpu["processes"]}
+        assert ours == {job.pid: False, worker: True, mpdoctor.pid: True}
+    finally:
+        os.kill(worker, signal.SIGKILL)
+        for proc in (mpdoctor, job):
+            proc.kill()
+            proc.wait()
 
 
 def test_load_window_arithmetic():

@@ -112,24 +112,15 @@ THROTTLE_REASONS = {
 }
 
 
-def _ancestry() -> set[int]:
-    """This process's parent and its parents: the mpdoctor that started this NVML child (Linux /proc)."""
-    found, pid = set(), os.getppid()
-    while pid > 1 and pid not in found:
-        found.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-                pid = int(handle.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return found
+def _ours(pid: int, asker: int) -> bool:
+    """``pid`` is the mpdoctor that asked NVML or one of its descendants (the kernel runner's workers), read off /proc.
 
-
-def _ours(pid: int, mpdoctor: set[int]) -> bool:
-    """``pid`` is mpdoctor's own host process or one of its descendants (the kernel runner's workers)."""
+    Descendants only: the asker's own ancestors (the shell, tmux, sshd) also started
+    the user's training job, which is exactly the process this must not hide.
+    """
     seen = set()
     while pid > 1 and pid not in seen:
-        if pid in mpdoctor:
+        if pid == asker:
             return True
         seen.add(pid)
         try:
@@ -148,9 +139,8 @@ def _process_name(pid: int) -> str:
         return ""
 
 
-def _processes(nvml: ModuleType, handle: object) -> list[dict[str, Any]]:
+def _processes(nvml: ModuleType, handle: object, asker: int) -> list[dict[str, Any]]:
     """Compute and graphics processes on a GPU (``GpuProcess`` fields); none when NVML does not tell."""
-    mpdoctor = _ancestry() | {os.getppid()}
     out = []
     for kind, call in (
         ("compute", "nvmlDeviceGetComputeRunningProcesses"),
@@ -166,13 +156,13 @@ def _processes(nvml: ModuleType, handle: object) -> list[dict[str, Any]]:
                     "name": _process_name(pid) if pid else "",
                     "kind": kind,
                     "memory_used": int(used) if isinstance(used, int) and used >= 0 else None,
-                    "ours": bool(pid) and _ours(pid, mpdoctor),
+                    "ours": bool(pid) and _ours(pid, asker),
                 }
             )
     return out
 
 
-def _load(nvml: ModuleType, handle: object) -> dict[str, Any]:
+def _load(nvml: ModuleType, handle: object, asker: int) -> dict[str, Any]:
     """What the GPU is doing: utilisation, processes, clocks, throttle reasons; each call on its own."""
     rates = _optional(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
     clock_kind = getattr(nvml, "NVML_CLOCK_SM", 1)
@@ -181,7 +171,7 @@ def _load(nvml: ModuleType, handle: object) -> dict[str, Any]:
     sm_clock_max = _optional(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, clock_kind))
     return {
         "utilization": int(rates.gpu) if rates is not None and isinstance(getattr(rates, "gpu", None), int) else None,
-        "processes": _processes(nvml, handle),
+        "processes": _processes(nvml, handle, asker),
         "sm_clock": int(sm_clock) if isinstance(sm_clock, int) else None,
         "sm_clock_max": int(sm_clock_max) if isinstance(sm_clock_max, int) else None,
         "throttle_reasons": [
@@ -190,7 +180,7 @@ def _load(nvml: ModuleType, handle: object) -> dict[str, Any]:
     }
 
 
-def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
+def _gpu(nvml: ModuleType, index: int, asker: int) -> dict[str, Any]:
     """One GPU's ``NvmlGpu`` fields."""
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     pci = _optional(lambda: nvml.nvmlDeviceGetPciInfo(handle))
@@ -198,7 +188,7 @@ def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
     capability = _optional(lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle))
     mig_enabled, mig_devices = _mig_devices(nvml, handle)
     return {
-        **_load(nvml, handle),
+        **_load(nvml, handle, asker),
         "index": index,
         "name": _text(_optional(lambda: nvml.nvmlDeviceGetName(handle)) or ""),
         "uuid": _text(_optional(lambda: nvml.nvmlDeviceGetUUID(handle)) or ""),
@@ -210,8 +200,12 @@ def _gpu(nvml: ModuleType, index: int) -> dict[str, Any]:
     }
 
 
-def nvml_record(nvml: ModuleType) -> dict[str, Any]:
-    """Every NVML fact, or the error that stopped the collection: ``NvmlInfo``'s fields, as plain data."""
+def nvml_record(nvml: ModuleType, asker: int) -> dict[str, Any]:
+    """Every NVML fact, or the error that stopped the collection: ``NvmlInfo``'s fields, as plain data.
+
+    ``asker`` is the pid of the mpdoctor that wants the facts: a GPU process is ``ours``
+    when it is that process or one of its descendants.
+    """
     try:
         nvml.nvmlInit()
     except Exception as exc:
@@ -226,7 +220,7 @@ def nvml_record(nvml: ModuleType) -> dict[str, Any]:
         gpus = info["gpus"] = []
         for index in range(nvml.nvmlDeviceGetCount()):
             try:
-                gpus.append(_gpu(nvml, index))
+                gpus.append(_gpu(nvml, index, asker))
             except Exception as exc:  # e.g. NoPermission on a GPU of another container
                 gpus.append({"index": index, "error": f"{nvml_error_name(exc)}: {_text(exc)}"})
         info["status"] = "ok"
@@ -248,10 +242,10 @@ def nvml_facts(loader: Callable[[], ModuleType] = _import_pynvml) -> NvmlInfo:
     from mpdoctor.schema.serde import from_data
     from mpdoctor.snapshot import NvmlInfo
 
-    return from_data(NvmlInfo, _record(loader))
+    return from_data(NvmlInfo, _record(loader, asker=os.getpid()))
 
 
-def _record(loader: Callable[[], ModuleType]) -> dict[str, Any]:
+def _record(loader: Callable[[], ModuleType], asker: int) -> dict[str, Any]:
     try:
         nvml = loader()
     except Exception as exc:
@@ -260,12 +254,12 @@ def _record(loader: Callable[[], ModuleType]) -> dict[str, Any]:
             "reason": "PynvmlMissing",
             "detail": f"cannot import pynvml (nvidia-ml-py): {exc}",
         }
-    return nvml_record(nvml)
+    return nvml_record(nvml, asker)
 
 
 def nvml_child() -> None:
     """The NVML child's main: the facts as one line of JSON on stdout."""
-    sys.stdout.write(json.dumps(_record(_import_pynvml)) + "\n")
+    sys.stdout.write(json.dumps(_record(_import_pynvml, asker=os.getppid())) + "\n")  # the mpdoctor that started it
     sys.stdout.flush()
 
 
