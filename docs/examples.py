@@ -73,8 +73,9 @@ EXPLAIN_FAMILIES = {
     "dtype": "fp16/bf16 meeting fp32 inside one op (matmul, conv, SDPA, norms, RNNs, writes, optimizer updates), "
     "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings",
     "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512",
-    "scaler": "GradScaler misuse: fp16 or bf16 gradients, unscale twice, no inf checks, no CUDA; torch.amp "
-    "deprecations with their replacement call, autocast disabled (no CUDA, dtype not supported on the device)",
+    "scaler": "GradScaler misuse: fp16 or bf16 gradients, unscale twice, calls out of order (step twice, unscale_ "
+    "after step, no update), a closure, step without scale, no inf checks, no CUDA; torch.amp deprecations "
+    "with their replacement call, autocast disabled (no CUDA, dtype not supported on the device)",
     "overflow": "fp16 range: loss scale at minimum or collapsed, constants that do not fit fp16, inf/nan activations",
     "hardware": "bf16/tf32/fp8 refused by the GPU: transformers, accelerate, vLLM, torch.autocast, DeepSpeed, "
     "cuBLAS, Transformer Engine, Triton fp8, Inductor skipping bf16",

@@ -77,7 +77,8 @@ def python_messages(torch_dir: Path):
                 continue
             for arg in node.args[:1]:
                 text = _literal(arg)
-                if text and PRECISION.search(text) and len(text) > 15:
+                # every message of GradScaler's own files is about its contract, whatever words it uses
+                if text and (PRECISION.search(text) or "grad_scaler" in relative) and len(text) > 15:
                     yield text.strip(), f"torch/{relative}:{node.lineno}"
 
 
@@ -88,6 +89,8 @@ def _literal(node) -> str:
         return "".join(
             v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}" for v in node.values
         )
+    if isinstance(node, ast.Name):  # a string built elsewhere and joined on: a hole, like an f-string's
+        return "{" + node.id + "}"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal(node.left), _literal(node.right)
         return left + right if left and right else ""
@@ -140,7 +143,15 @@ REASONS = (
     ("unsupported autocast device_type", "a device string torch does not know: not a precision failure"),
     ("requires a callable", "autocast used as a decorator on a non-callable: API misuse, no precision story"),
     ("scripting mode", "TorchScript internals"),
-    ("_scale is none", "an internal assertion of GradScaler"),
+    ("_scale is none in", "an internal assertion of GradScaler"),
+    ("should not be none after lazy init", "an internal assertion of GradScaler"),
+    ("initialized before _scale", "an internal assertion of GradScaler"),
+    ("new_scale should be", "an argument check of GradScaler.update(new_scale=...)"),
+    ("_get_scale_async returned none", "an internal assertion of GradScaler"),
+    ("growth factor must be", "an argument check of GradScaler's constructor"),
+    ("backoff factor must be", "an argument check of GradScaler's constructor"),
+    ("must be a tensor or an iterable of tensors", "an argument check of GradScaler.scale(): not a precision failure"),
+    ("expected param to be torch.tensor", "an argument check of GradScaler's optimizer walk: not a precision failure"),
     ("state dict is empty", "a checkpoint of a disabled GradScaler: not a failure"),
     ("pickled", "GradScaler pickling"),
     ("tensorfloat32 tensor cores", "a performance hint (TF32), not a failure"),

@@ -49,6 +49,43 @@ def scaler_steps(dtype, unscale_twice=False, skip_backward=False):
         scaler.unscale_(optimizer)
 
 
+def scaler_out_of_order(then_call: str):
+    """One iteration stepped through GradScaler, then ``unscale_`` or a second ``step`` before ``update()``."""
+    p = torch.nn.Parameter(r(2))
+    optimizer = torch.optim.SGD([p], 0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(p.sum()).backward()
+    scaler.step(optimizer)
+    getattr(scaler, then_call)(optimizer)
+
+
+def scaler_with_closure(positional: bool):
+    """LBFGS needs a closure; GradScaler refuses one by keyword and forwards one by position unscaled."""
+    p = torch.nn.Parameter(r(2))
+    optimizer = torch.optim.LBFGS([p])
+    scaler = torch.amp.GradScaler("cpu")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = p.square().sum()
+        loss.backward()
+        return loss
+
+    if positional:
+        scaler.step(optimizer, closure)
+    else:
+        scaler.scale(p.sum())
+        scaler.step(optimizer, closure=closure)
+
+
+def scaler_never_scaled():
+    """``loss.backward()`` without ``scaler.scale``, then the scaler asked to unscale."""
+    p = torch.nn.Parameter(r(2))
+    optimizer = torch.optim.SGD([p], 0.1)
+    p.sum().backward()
+    torch.amp.GradScaler("cpu").unscale_(optimizer)
+
+
 def entered(manager):
     with manager:
         pass
@@ -259,6 +296,11 @@ def cases():
         "gradscaler-fp16-gradients": (AMP, None, lambda: scaler_steps(h)),
         "gradscaler-unscale-twice": (AMP, None, lambda: scaler_steps(f, unscale_twice=True)),
         "gradscaler-no-inf-checks": (AMP, None, lambda: scaler_steps(f, skip_backward=True)),
+        "gradscaler-unscale-after-step": (AMP, None, lambda: scaler_out_of_order("unscale_")),
+        "gradscaler-step-twice": (AMP, None, lambda: scaler_out_of_order("step")),
+        "gradscaler-closure-keyword": (AMP, None, lambda: scaler_with_closure(positional=False)),
+        "gradscaler-closure-positional": (AMP, None, lambda: scaler_with_closure(positional=True)),
+        "gradscaler-never-scaled": (AMP, None, scaler_never_scaled),
         "sdp-kernel-deprecated": (("attention",), "sdp_kernel", lambda: entered(torch.backends.cuda.sdp_kernel())),
     }
 

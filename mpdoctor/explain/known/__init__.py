@@ -28,6 +28,7 @@ from mpdoctor.explain.known import (
     numerics,
     oneflow,
     op_support,
+    overflow,
     quantization,
     scaler,
 )
@@ -38,6 +39,7 @@ MODULES = (
     dtype_legacy,
     cpu_half,
     scaler,
+    overflow,
     hardware,
     hardware_fp8,
     attention,
