@@ -21,7 +21,8 @@ from fixtures.machines import A100, H100_NODE, V100
 from mpdoctor.checks.registry import RANKS, builtin_registry
 from mpdoctor.cli import app
 from mpdoctor.findings import warning
-from mpdoctor.fleet.compare import compare, group_lines, rank_list, worst
+from mpdoctor.fleet.compare import compare, group_lines, worst
+from mpdoctor.fleet.naming import rank_list
 from mpdoctor.fleet.fingerprint import env_that_matters, rank_report
 from mpdoctor.fleet.model import SCHEMA_PATH, FleetReport, RankState, fleet_data
 from mpdoctor.fleet.schema import schema_text

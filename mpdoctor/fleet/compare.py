@@ -7,19 +7,19 @@ are grouped first, so the differences are computed across groups, not ranks (a
 
 from __future__ import annotations
 
-import bisect
 import copy
 import json
-import math
 from collections import defaultdict
 from dataclasses import fields, replace
 from typing import Iterable, Optional
 
 from mpdoctor.checks import fleet as rules
-from mpdoctor.checks.registry import builtin_registry
 from mpdoctor.findings import Finding, FixStep, error, info, triage, warning
 from mpdoctor.fleet.fingerprint import NCCL_WHEELS
-from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState, SharedFinding
+from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState
+from mpdoctor.fleet.naming import rank_list, who
+from mpdoctor.fleet.rank_findings import rank_findings
+from mpdoctor.fleet.slow_gpus import slow_gpus
 from mpdoctor.snapshot import utc_timestamp
 
 # The torch stack: a difference here hangs or corrupts collectives, so it is an error.
@@ -41,8 +41,6 @@ PRECISION_PACKAGES = (
     "onediff",
     "mpdoctor",
 )
-SLOW_RATIO = 1.5  # a GPU is slow at >= 1.5x the median time of its model's peers, as a geometric mean over kernels
-MIN_SHARED_KERNELS = 2  # ...over at least this many kernels both measured, so one noisy timing is not enough
 
 
 def compare(
@@ -66,9 +64,9 @@ def compare(
     absent = sorted(absent, key=lambda s: s.rank)
     findings = [_missing(state, world_size) for state in absent]
     findings += _differences(groups, reports)
-    findings += _slow_gpus(reports)
+    findings += slow_gpus(reports)
     findings += _without_own_gpu(reports)
-    shared, some = _rank_findings(reports)
+    shared, some = rank_findings(reports)
     findings += some
     return FleetReport(
         created=utc_timestamp(),
@@ -156,29 +154,6 @@ def flatten(print_: Fingerprint) -> dict[str, str]:
     )
     flat.update({f"env {name}": value for name, value in print_.env.items()})
     return flat
-
-
-def rank_list(ranks: Iterable[int]) -> str:
-    """0 1 2 3 5 -> "0-3, 5"."""
-    ranks = sorted(set(ranks))
-    spans: list[str] = []
-    start = previous = None
-    for rank in ranks + [None]:
-        if start is not None and rank == previous + 1:
-            previous = rank
-            continue
-        if start is not None:
-            spans.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = rank
-    return ", ".join(spans)
-
-
-def who(ranks: list[int], hosts: list[str]) -> str:
-    """ "ranks 0-13, 15 (15 ranks on 4 nodes)" or "rank 14 on node-c"."""
-    if len(ranks) == 1:
-        return f"rank {ranks[0]} on {hosts[0]}" if hosts and hosts[0] else f"rank {ranks[0]}"
-    nodes = len(set(hosts))
-    return f"ranks {rank_list(ranks)} ({len(ranks)} ranks on {nodes} node{'s' if nodes != 1 else ''})"
 
 
 def _differences(groups: list[Group], reports: list[RankReport]) -> list[Finding]:
@@ -363,129 +338,6 @@ def _without_own_gpu(reports: list[RankReport]) -> list[Finding]:
             )
         )
     return out
-
-
-# ---------------------------------------------------------------- measured speed
-
-
-def _slow_gpus(reports: list[RankReport]) -> list[Finding]:
-    """Devices whose kernels take >= SLOW_RATIO x the median of the same model elsewhere (geometric mean)."""
-    by_model: dict[str, list[tuple[str, str, dict[str, float]]]] = defaultdict(list)
-    owners: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for report in reports:
-        for device, times in report.fingerprint.kernels.items():
-            name = report.fingerprint.kernel_devices.get(device, "")
-            by_model[name].append((report.host or report.label, device, times))
-        if report.fingerprint.device:
-            owners[(report.host or report.label, report.fingerprint.device)].append(report.rank)
-    out = []
-    for model, devices in sorted(by_model.items()):
-        if len(devices) < 2:
-            continue
-        # Each key's times across the model, sorted once: a device's peers are these without its own time.
-        by_key: dict[str, list[float]] = defaultdict(list)
-        for _, _, times in devices:
-            for key, seconds in times.items():
-                by_key[key].append(seconds)
-        for values in by_key.values():
-            values.sort()
-        for host, device, times in devices:
-            ratios = {}
-            for key, seconds in times.items():
-                peers = by_key[key]
-                if len(peers) > 1 and seconds > 0:
-                    ratios[key] = seconds / _median_without(peers, seconds)
-            if len(ratios) < MIN_SHARED_KERNELS:
-                continue
-            mean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
-            if mean < SLOW_RATIO:
-                continue
-            ranks = owners.get((host, device), [])
-            whose = f" (rank {rank_list(ranks)})" if ranks else ""
-            worst = sorted(ratios.items(), key=lambda kv: -kv[1])[:5]
-            out.append(
-                rules.SLOW_GPU.stamp(
-                    warning(
-                        f"{device} on {host}{whose} ({model or 'unnamed'}) is {mean:.1f}x slower than the same model "
-                        f"on {len(devices) - 1} other device(s)",
-                        [f"{key}: {ratio:.2f}x the peers' median" for key, ratio in worst]
-                        + [
-                            f"threshold: {SLOW_RATIO}x as a geometric mean over {len(ratios)} kernels both measured "
-                            "(no per-kernel uncertainty in this snapshot version)"
-                        ],
-                        [
-                            FixStep(
-                                f"Look at {device}'s clocks, temperature and other processes on {host}",
-                                "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE",
-                            )
-                        ],
-                    )
-                )
-            )
-    return out
-
-
-def _median_without(ordered: list[float], value: float) -> float:
-    """The median of the sorted ``ordered`` with one occurrence of ``value`` left out, without copying it."""
-    gone = bisect.bisect_left(ordered, value)
-    n = len(ordered) - 1
-
-    def at(i: int) -> float:
-        return ordered[i + 1] if i >= gone else ordered[i]
-
-    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
-
-
-# ---------------------------------------------------------------- the ranks' own findings
-
-
-def kernel_codes() -> frozenset[str]:
-    """The codes of the checks that judge the microkernels (``needs=("kernels",)``)."""
-    return frozenset(entry.code for entry in builtin_registry() if "kernels" in entry.needs)
-
-
-def _findings_of(report: RankReport, runners: dict[str, RankReport], measured: frozenset[str]) -> list[Finding]:
-    """A rank's findings; one that ran no kernels takes the kernel findings of its node's rank that did."""
-    runner = runners.get(report.host)
-    if report.node_kernels or runner is None:
-        return report.findings
-    return [f for f in report.findings if f.code not in measured] + [f for f in runner.findings if f.code in measured]
-
-
-def _rank_findings(reports: list[RankReport]) -> tuple[list[SharedFinding], list[Finding]]:
-    everyone = {r.rank for r in reports}
-    hosts = {r.rank: r.host for r in reports}
-    runners = {r.host: r for r in reports if r.node_kernels}
-    measured = kernel_codes()
-    shared: dict[tuple[str, str], SharedFinding] = {}
-    for report in reports:
-        for finding in _findings_of(report, runners, measured):
-            entry = shared.setdefault((finding.code, finding.title), SharedFinding(finding=finding))
-            if report.rank not in entry.ranks:
-                entry.ranks.append(report.rank)
-    some = []
-    for entry in shared.values():
-        entry.on_all = set(entry.ranks) == everyone
-        if not entry.on_all and entry.finding.level.rank >= 2:
-            without = sorted(everyone - set(entry.ranks))
-            some.append(
-                rules.FINDING_ON_SOME.stamp(
-                    warning(
-                        f"{entry.finding.code or 'a finding'} on {who(entry.ranks, [hosts[r] for r in entry.ranks])} "
-                        f"only: {entry.finding.title}",
-                        [f"found on: ranks {rank_list(entry.ranks)}", f"not found on: ranks {rank_list(without)}"],
-                        [
-                            FixStep(
-                                f"Read its fix: mpdoctor rule {entry.finding.code}"
-                                if entry.finding.code
-                                else "Follow the finding's own fix on those ranks"
-                            )
-                        ],
-                    )
-                )
-            )
-    ordered = sorted(shared.values(), key=lambda s: (-s.finding.level.rank, not s.on_all, s.finding.code))
-    return ordered, some
 
 
 def group_lines(report: FleetReport, limit: int = 5) -> list[str]:

@@ -11,7 +11,8 @@ import json
 from dataclasses import replace
 
 from mpdoctor.findings import Finding
-from mpdoctor.fleet.compare import UNREADABLE, compare, who, worst
+from mpdoctor.fleet.compare import UNREADABLE, compare, worst
+from mpdoctor.fleet.naming import who
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import Fingerprint, FleetReport, RankReport, RankState
 from mpdoctor.fleet.protocol import Malformed, heartbeat_of, unreadable_beat

@@ -7,7 +7,8 @@ import json
 from rich.console import Console
 from rich.text import Text
 
-from mpdoctor.fleet.compare import group_lines, rank_list
+from mpdoctor.fleet.compare import group_lines
+from mpdoctor.fleet.naming import rank_list
 from mpdoctor.fleet.model import FleetReport, fleet_data
 from mpdoctor.render import sanitise
 from mpdoctor.render.text import HEAD, STYLE, render_finding, summary_line
