@@ -12,7 +12,7 @@ import pytest
 from helpers import fixture_path, load_fixture, run_cli, snapshot_fixture_names
 from mpdoctor.analysis.gpu_map import device_table
 from mpdoctor.doctor.judge import judge
-from mpdoctor.analysis.kernel_view import kernel_table
+from mpdoctor.analysis.kernel_matrix import kernel_table
 from mpdoctor.doctor.report import Report, redacted
 from mpdoctor.findings import Finding, FixStep
 from mpdoctor.render.markdown import LIMIT, render_markdown

@@ -6,7 +6,8 @@ import copy
 
 from helpers import load_fixture, run_cli
 from mpdoctor.doctor.judge import judge
-from mpdoctor.analysis.kernel_view import kernel_notes, kernel_table, matrix, speed
+from mpdoctor.analysis.kernel_matrix import kernel_notes, kernel_table, matrix
+from mpdoctor.analysis.kernel_view import speed
 from mpdoctor.render.markdown import render_markdown
 from mpdoctor.doctor.report import Report
 from mpdoctor.snapshot import KernelInfo

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from helpers import load_fixture, snapshot_fixture_names
 from mpdoctor.analysis.gpu_map import device_table
-from mpdoctor.analysis.kernel_view import kernel_table
+from mpdoctor.analysis.kernel_matrix import kernel_table
 from mpdoctor.doctor.judge import judge
 from mpdoctor.doctor.report import Report
 from mpdoctor.render.text import environment_parts, render_text

@@ -1,6 +1,6 @@
 """The measured precision matrix: each microkernel's verdict, judged once. Plain data, part of the JSON report.
 
-Built by :func:`mpdoctor.analysis.kernel_view.kernel_table` from the snapshot's
+Built by :func:`mpdoctor.analysis.kernel_matrix.kernel_table` from the snapshot's
 microkernel results (as :mod:`mpdoctor.analysis.gpu_map` builds the device table);
 carried in the report (``Report.kernels``) and drawn by the text and Markdown
 views, which judge nothing: every speed class, cell and note is decided here.
@@ -25,7 +25,7 @@ from mpdoctor.snapshot.vocab import (
 # What the matrix's words mean, under every matrix drawn. The device table's precision columns are the
 # compute capability's prediction and use other words (render/devices.LEGEND): "slow" here is measured.
 # It claims nothing about how busy the machine was: that differs per ratio, and the notes say it from the data
-# (kernel_view.rounds_note: undisturbed rounds of how many); "busy" is explained only under a matrix that shows it.
+# (kernel_matrix.rounds_note: undisturbed rounds of how many); "busy" is explained only under a matrix that shows it.
 MATRIX_LEGEND = (
     "fp32: time per call; others: "
     "speed vs fp32 on the same device (2x: twice as fast, 1/8: eight times slower); slow: measured far "

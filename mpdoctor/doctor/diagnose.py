@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpdoctor.analysis.gpu_map import device_table
-from mpdoctor.analysis.kernel_view import kernel_table
+from mpdoctor.analysis.kernel_matrix import kernel_table
 from mpdoctor.doctor.gather import Options, gather
 from mpdoctor.doctor.judge import judge
 from mpdoctor.doctor.report import Report

@@ -122,11 +122,11 @@ CudaOrder = Literal["FASTEST_FIRST", "PCI_BUS_ID", "unknown"]
 
 # ---------------------------------------------------------------- the kernel verdicts (analysis/kernel_table)
 
-# KernelVerdict.speed: analysis/kernel_view.judge_kernel. baseline: fp32 itself, what the others are measured
+# KernelVerdict.speed: analysis/kernel_matrix.judge_kernel. baseline: fp32 itself, what the others are measured
 # against; fast, fine, slow, inconclusive: its speed against fp32 (kernel_view.verdict); empty: no speed to judge.
 KernelSpeed = Literal["baseline", "fast", "fine", "slow", "inconclusive", ""]
 
-# KernelVerdict.accuracy: analysis/kernel_view.ACCURACY, from the test's status; empty: not recorded.
+# KernelVerdict.accuracy: analysis/kernel_matrix.ACCURACY, from the test's status; empty: not recorded.
 KernelAccuracy = Literal["ok", "wrong", "unchecked", ""]
 
 # ---------------------------------------------------------------- the audit report
