@@ -186,6 +186,11 @@ from mpdoctor.probes.remote import load_sample
 
 out = sys.argv[1]
 
+def publish(name, text):  # a file the test waits for appears whole, by rename: never read half written
+    with open(os.path.join(out, name + ".part"), "w") as handle:
+        handle.write(text)
+    os.rename(os.path.join(out, name + ".part"), os.path.join(out, name))
+
 def spin(seconds=60):
     parent, end, n = os.getppid(), time.monotonic() + seconds, 0
     while True:
@@ -204,8 +209,7 @@ def fork(body):
 
 def member():
     grandchild = fork(spin)
-    with open(os.path.join(out, "grandchild"), "w") as handle:
-        handle.write(str(grandchild))
+    publish("grandchild", str(grandchild))
     spin()
 
 def samples(n=60):
@@ -221,20 +225,17 @@ def worker():
     first = samples()
     family.refresh()
     members = sorted(family.members)
-    with open(os.path.join(out, "phase1.json"), "w") as handle:
-        json.dump({"runner": family.runner, "host": family.host, "members": members, "samples": first}, handle)
+    phase1 = {"runner": family.runner, "host": family.host, "members": members, "samples": first}
+    publish("phase1.json", json.dumps(phase1))
     end = time.monotonic() + 60
     while not os.path.exists(os.path.join(out, "go")) and time.monotonic() < end:
         time.sleep(0.01)
     second = samples()
     family.refresh()
-    with open(os.path.join(out, "phase2.json.part"), "w") as handle:
-        json.dump({"members": sorted(family.members), "samples": second}, handle)
-    os.rename(os.path.join(out, "phase2.json.part"), os.path.join(out, "phase2.json"))
+    publish("phase2.json", json.dumps({"members": sorted(family.members), "samples": second}))
 
 sibling = fork(member)
-with open(os.path.join(out, "sibling"), "w") as handle:
-    handle.write(str(sibling))
+publish("sibling", str(sibling))
 while not os.path.exists(os.path.join(out, "grandchild")):
     time.sleep(0.01)
 time.sleep(0.2)  # both spinning
