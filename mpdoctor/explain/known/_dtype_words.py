@@ -14,7 +14,7 @@ HALF = r"(?:Half|BFloat16)"
 FULL = r"(?:Float|Double)"
 HALF_CPP = r"(?:struct )?c10::(?:Half|BFloat16)"
 FULL_CPP = r"(?:float|double)"
-TENSOR_PREFIX = r"(?:torch\.cuda\.|torch\.)?"  # legacy tensor-type prefix: torch.cuda.HalfTensor, torch.HalfTensor
+TENSOR_PREFIX = r"(?:torch\.cuda\.|torch\.|CUDA|CPU)?"  # legacy tensor types: torch.cuda.HalfTensor, torch.HalfTensor, CUDAHalfTensor
 HALF_DTYPE = r"(?:float16|bfloat16)"  # torch.dtype names, as Python prints them
 FULL_DTYPE = r"(?:float32|float64)"
 

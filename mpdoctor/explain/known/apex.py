@@ -94,8 +94,12 @@ SIGNATURES: list[Signature] = [
         id="apex-python-only-build",
         family="apex",
         title="apex was installed without its CUDA/C++ extensions (a Python-only build)",
-        needles=("no module named", "apex was installed without"),
-        patterns=(r"No module named '" + APEX_EXTENSIONS + "'", r"apex was installed without --cuda_ext"),
+        needles=("no module named", "apex was installed without", "requires cuda extensions"),
+        patterns=(
+            r"No module named '" + APEX_EXTENSIONS + "'",
+            r"apex was installed without --cuda_ext",
+            r"apex\.optimizers\.\w{1,40} requires cuda extensions",  # FusedAdam, FusedLAMB... without their kernels
+        ),
         cause="apex imports, but its compiled kernels (fused_layer_norm_cuda, amp_C, apex_C, ...) were never built: "
         "a plain `pip install .` of the apex repository, or an older pip that ignored the build options, gives "
         "a Python-only apex. Libraries that find apex still swap in its fused norms, optimizers and scaler, "
@@ -113,10 +117,13 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/apex/issues/499",
             "https://github.com/NVIDIA/apex/issues/1208",
             "https://github.com/NVIDIA/apex/issues/86",
+            "https://github.com/openai/vdvae/issues/11",
             "https://github.com/NVIDIA/apex/blob/b82c6bd7613ffb9c4ea68e7306fa83aabe9fa9b5/apex/amp/scaler.py",
         ),
         examples=(
             "ModuleNotFoundError: No module named 'fused_layer_norm_cuda'",
+            "    raise RuntimeError('apex.optimizers.FusedAdam requires cuda extensions')\n"
+            "RuntimeError: apex.optimizers.FusedAdam requires cuda extensions",
             "Traceback (most recent call last):\n"
             '  File "/home/thinker/pythonProject/yolov3 train/yolov3-9.5.0/train.py", line 44, in <module>\n'
             "    from apex import amp\n"

@@ -222,8 +222,12 @@ SIGNATURES: list[Signature] = [
         id="attention-xformers-no-operator",
         family="attention",
         title="xFormers found no memory-efficient attention kernel for these inputs on this GPU",
-        needles=("no operator found for `memory_efficient_attention",),
-        patterns=(r"No operator found for `memory_efficient_attention_(?:forward|backward)`",),
+        needles=("no operator found for `memory_efficient_attention", "(supported: {torch."),
+        patterns=(
+            r"No operator found for `memory_efficient_attention_(?:forward|backward)`",
+            # one kernel's reason, when only that part of the list was pasted
+            r"dtype=torch\.float32 \(supported: \{torch\.b?float16, torch\.b?float16\}\)",
+        ),
         cause="`xformers.ops.memory_efficient_attention` tried each of its kernels and all refused; the indented "
         "lines after the error give each kernel's reasons. The common ones: bf16 on a pre-Ampere GPU ('bf16 "
         "is only supported on A100+ GPUs', with '(too old)' for the flash kernels), an xFormers build without "
@@ -246,6 +250,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/Comfy-Org/ComfyUI/issues/11602",
             "https://github.com/deepseek-ai/DeepSeek-VL2/issues/119",
             "https://github.com/kijai/ComfyUI-SUPIR/issues/167",
+            "https://github.com/facebookresearch/xformers/issues/1109",
             "https://github.com/facebookresearch/xformers/blob/main/xformers/ops/fmha/dispatch.py",
         ),
         examples=(
@@ -287,8 +292,10 @@ SIGNATURES: list[Signature] = [
             "`cutlassF` is not supported because:\n"
             "    xFormers wasn't build with CUDA support\n"
             "    operator wasn't built - see `python -m xformers.info` for more info",
+            "`ckF` is not supported because:\n    dtype=torch.float32 (supported: {torch.bfloat16, torch.float16})",
         ),
         near_misses=(
+            "    dtype=torch.float16 (supported: {torch.bfloat16, torch.float16})",
             "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
             "    PyTorch 2.0.1+cu118 with CUDA 1108 (you have 2.0.1+cpu)",
         ),

@@ -175,8 +175,10 @@ SIGNATURES: list[Signature] = [
             "https://github.com/vladmandic/sdnext/issues/1431",
             "https://github.com/AUTOMATIC1111/stable-diffusion-webui-feature-showcase/issues/24",
             "https://github.com/fpgaminer/joycaption/issues/3",
+            "https://github.com/ayooshkathuria/pytorch-yolo-v3/issues/7",
         ),
         examples=(
+            "RuntimeError: Input type (CUDAFloatTensor) and weight type (CUDAHalfTensor) should be the same",
             '  File "/GitHub/COLD-Attack/bleuloss.py", line 47, in batch_log_bleulosscnn_ae\n'
             "    term = nn.functional.conv2d(out, eye_filter)/ngram\n"
             "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be "

@@ -1,10 +1,11 @@
-"""Dtype mismatches in the words of torch 1.0-1.5 (``Expected object of scalar type``, ``expected type
-torch.cuda.FloatTensor``): old code and old containers still print them."""
+"""Dtype mismatches in older torch's words: 1.0-1.5 (``Expected object of scalar type``, ``expected type
+torch.cuda.FloatTensor``), and the matmul check that did not yet name its two dtypes. Old code and old
+containers still print them."""
 
 from __future__ import annotations
 
-from mpdoctor.explain.known._dtype_words import DTYPE_TRACE, FULL, HALF, TENSOR_PREFIX
-from mpdoctor.explain.signature import Signature, fix
+from mpdoctor.explain.known._dtype_words import AUTOCAST, CAST_INPUTS, DTYPE_TRACE, FULL, HALF, TENSOR_PREFIX
+from mpdoctor.explain.signature import Alternative, Signature, fix
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -136,5 +137,54 @@ SIGNATURES: list[Signature] = [
             "    pred_boxes[..., 0] = x.data + self.grid_x\n"
             "RuntimeError: expected backend CUDA and dtype Float but got backend CUDA and dtype Half",
         ),
+    ),
+    Signature(
+        id="dtype-matmul-mismatch-unnamed",
+        family="dtype",
+        title="A matmul/linear got two different dtypes, and this torch does not say which",
+        needles=("mat1 and mat2 must have the same dtype", "self and mat2 must have the same dtype"),
+        patterns=(r"(?:mat1 and mat2|self and mat2) must have the same dtype(?!,? but got)",),
+        cause='The torch that raised it names no dtypes (newer versions add "but got Half and Float"). In a '
+        "mixed-precision run it is almost always an fp16/bf16 tensor meeting an fp32 one in `F.linear`, `addmm` "
+        "or `@`: a pipeline or model loaded in fp16 fed fp32 inputs or embeddings, a LoRA/adapter or new head "
+        "left in fp32 beside an fp16 base, or a matmul written outside autocast.",
+        fixes=(
+            AUTOCAST,
+            CAST_INPUTS,
+            fix(
+                "Print the two dtypes where it fails, to be sure which side is off: "
+                "`print(input.dtype, weight.dtype)` in the frame the traceback names"
+            ),
+            DTYPE_TRACE,
+        ),
+        checks=("PREC007",),
+        sources=(
+            "https://github.com/huggingface/diffusers/issues/1014",
+            "https://github.com/huggingface/diffusers/issues/4198",
+            "https://github.com/mymusise/ChatGLM-Tuning/issues/214",
+        ),
+        examples=(
+            '  File "/usr/local/lib/python3.8/dist-packages/torch/nn/modules/linear.py", line 114, in forward\n'
+            "    return F.linear(input, self.weight, self.bias)\n"
+            "RuntimeError: mat1 and mat2 must have the same dtype",
+            "RuntimeError: self and mat2 must have the same dtype",
+        ),
+        near_misses=(
+            "RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float",
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x128 and 64x128)",
+        ),
+        alternatives=(
+            Alternative(
+                cause="No half precision involved: fp32 met fp64 (numpy data is float64) or an integer tensor",
+                tell="`print(input.dtype, weight.dtype)` shows float64 or an integer dtype, and neither is "
+                "float16/bfloat16",
+                fixes=(
+                    fix(
+                        "Convert the data to fp32 where it enters the model: `torch.as_tensor(x, dtype=torch.float32)`"
+                    ),
+                ),
+            ),
+        ),
+        rank=-1,
     ),
 ]

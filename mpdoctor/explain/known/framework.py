@@ -203,6 +203,29 @@ SIGNATURES: list[Signature] = [
         ),
     ),
     Signature(
+        id="framework-lightning-legacy-precision-name",
+        family="framework",
+        title="Lightning 2.x was given a 1.x precision value (16, 'bf16'): it works, under its 2.x name",
+        needles=("is supported for historical reasons, but its usage is discouraged",),
+        patterns=(r"is supported for historical reasons, but its usage is discouraged\. Please set your precision to",),
+        cause="Lightning 2.0 renamed its precision values: the 1.x `precision=16` is now `'16-mixed'` (fp16 "
+        "autocast with a GradScaler), `'bf16'` is `'bf16-mixed'`. The old names still select the same mode, "
+        "with this warning on every run; a config written for both versions keeps it.",
+        fixes=(
+            fix(
+                "Pass the 2.x name the warning gives: `Trainer(precision='16-mixed')` (or `'bf16-mixed'`), in "
+                "code or in the config file"
+            ),
+        ),
+        checks=(),
+        sources=("https://github.com/vturrisi/solo-learn/issues/367",),
+        examples=(
+            "User warning: 16 is supported for historical reasons, but its usage is discouraged. Please set your "
+            "precision to 16-mixed instead!",
+        ),
+        near_misses=("MisconfigurationException: Precision '16-mixed' is invalid.",),
+    ),
+    Signature(
         id="framework-lightning-amp-on-cpu",
         family="framework",
         title="Lightning refused native AMP on the CPU (fp16 AMP there needs torch 1.10+ and means bf16)",

@@ -125,8 +125,11 @@ SIGNATURES: list[Signature] = [
         id="numerics-ultralytics-amp-check-failed",
         family="numerics",
         title="Ultralytics' AMP check failed: fp16 gives wrong results on this GPU, so AMP was turned off",
-        needles=("anomalies were detected with amp",),
-        patterns=(r"Anomalies were detected with AMP on your system that may lead to NaN losses",),
+        needles=("anomalies were detected with amp", "amp checks failed"),
+        patterns=(
+            r"Anomalies were detected with AMP on your system that may lead to NaN losses",
+            r"AMP checks failed\W{0,12}disabling Automatic Mixed Precision",  # YOLOv5's words
+        ),
         cause="Before training, YOLOv5/YOLOv8/YOLO11 run a small model with and without AMP and compare the "
         "detections. They differ: GTX 16xx cards (1650/1660) and some Quadro T-series compute fp16 wrongly, "
         "or the CUDA/cuDNN build misbehaves there. Training continues in fp32 (slower, more memory); with "
@@ -143,11 +146,13 @@ SIGNATURES: list[Signature] = [
             "https://github.com/ultralytics/ultralytics/issues/1348",
             "https://github.com/ultralytics/ultralytics/pull/17977",
             "https://github.com/ultralytics/yolov5/issues/7908",
+            "https://github.com/ultralytics/yolov5/issues/13248",
         ),
         examples=(
             "AMP: running Automatic Mixed Precision (AMP) checks with YOLOv8n...\n"
             "AMP: checks failed . Anomalies were detected with AMP on your system that may lead to NaN losses or "
             "zero-mAP results, so AMP will be disabled during training.",
+            "AMP checks failed \u274c, disabling Automatic Mixed Precision.",
         ),
     ),
 ]

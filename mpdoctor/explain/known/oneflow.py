@@ -20,10 +20,15 @@ SIGNATURES: list[Signature] = [
         id="oneflow-infer-dtype-mismatch",
         family="oneflow",
         title="OneFlow's type inference got fp16 and fp32 inputs in one op (often torch.autocast over OneDiff)",
-        needles=("inferdatatype failed",),
+        needles=("inferdatatype failed", ".vs kfloat", ".vs kbfloat16", ".vs kdouble"),
         patterns=(
             r"InferDataType Failed\. Expected k(?:Float|Float16|BFloat16|Double), "
             r"but got k(?:Float|Float16|BFloat16|Double)\b",
+            # OneFlow's CHECK_EQ of two DataTypes prints "a .vs b": low against full precision, either way round
+            r"kFloat16 \.vs k(?:Float|Double)\b",
+            r"kBFloat16 \.vs k(?:Float|Double)\b",
+            r"kFloat \.vs k(?:Float16|BFloat16)\b",
+            r"kDouble \.vs k(?:Float16|BFloat16)\b",
         ),
         cause="A OneFlow op received inputs of two floating dtypes and its type inference refused them. Under "
         "OneDiff the usual cause is two precision managers at once: the pipeline is already fp16 and runs "
@@ -40,9 +45,11 @@ SIGNATURES: list[Signature] = [
             "https://github.com/siliconflow/onediff/issues/582",
             "https://github.com/siliconflow/onediff/issues/66",
             "https://github.com/Oneflow-Inc/oneflow/issues/10342",
+            "https://github.com/Oneflow-Inc/oneflow/issues/9719",
         ),
         examples=(
             "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16",
+            "RuntimeError: \x1b[1m\x1b[38;2;255;000;000mError\x1b[0m: kFloat16 .vs kFloat",
             "ERROR:root:Internal Error: Exception msg InferDataType Failed. Expected kFloat, but got kFloat16",
             "RuntimeError: InferDataType Failed. Expected kFloat, but got kFloat16\n"
             '  File "oneflow/core/functional/impl/nn_functor.cpp", line 359, in operator()\n'
@@ -50,6 +57,7 @@ SIGNATURES: list[Signature] = [
         ),
         near_misses=(
             "InferDataType Failed. Expected kFloat16, but got kInt8",
+            "Check failed: (kFloat16 .vs kInt8)",
             "RuntimeError: expected scalar type Float but found Half",
         ),
         notes="kFloat16/kInt8 (onediff#969) is OneDiff's enterprise int8 quantization, not a precision clash.",

@@ -60,10 +60,12 @@ SIGNATURES: list[Signature] = [
         id="overflow-loss-scale-collapsed",
         family="overflow",
         title="The fp16 loss scale has collapsed (to 1 or below): every step overflows and is skipped",
-        needles=("reducing loss scale to", "attempted loss scale:"),
+        needles=("reducing loss scale to", "attempted loss scale:", "setting loss scale to:"),
         patterns=(
             r"Gradient overflow\.\s{1,3}Skipping step, loss scaler \d{0,3} ?reducing loss scale to "
             r"(?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20})",
+            # fairseq's dynamic scaler: halved below 1 on every step, on its way to --min-loss-scale
+            r"overflow detected, setting loss scale to: (?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20})",
             r"Attempted loss scale: 1(?:\.0)?, reducing to 1(?:\.0)?\b",
             r"Attempted loss scale: [0-9.e+-]{1,30}, reducing to (?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20})",
         ),
@@ -91,9 +93,12 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/apex/issues/318",
             "https://github.com/whai362/PVT/issues/94",
             "https://github.com/NVIDIA/apex/blob/master/apex/amp/handle.py",
+            "https://github.com/facebookresearch/fairseq/issues/1895",
         ),
         examples=(
             "[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 1, reducing to 1",
+            "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: "
+            "0.00048828125",
             "[2021-11-27 00:36:54,800] [INFO] [stage2.py:1628:step] [deepscale] OVERFLOW! Rank 0 Skipping step. "
             "Attempted loss scale: 1, reducing to 1",
             "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 8.165126103939127e-202",

@@ -16,7 +16,7 @@ import re
 # Low precision: fp16, bf16, the fp8 and fp4 formats (ScalarType names lower-cased: "float8_e4m3fn").
 _LOW_CORE = r"(?:half|bfloat16|float16|float8_e[0-9a-z]{1,10}|float4_e2m1fn_x2)"
 _FULL_CORE = r"(?:float|double|float32|float64)"
-_TENSOR_PREFIX = r"(?:torch\.(?:cuda\.)?)?"
+_TENSOR_PREFIX = r"(?:torch\.(?:cuda\.)?|cuda|cpu)?"  # torch.cuda.HalfTensor, CUDAHalfTensor (old conv messages)
 _DISPATCH_PREFIX = r"(?:cuda|cpu|xpu|mps)?"  # CUDAHalfType, CPUBFloat16Type
 
 # One low-precision dtype, spelled any way torch spells it, as a whole word.
