@@ -93,7 +93,7 @@ EXPLAIN_FAMILIES = {
     "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check",
     "op-support": "ops with no fp16/bf16/fp8 kernel (any torch `not implemented for`), linear algebra and FFT in "
     "half precision, `out=` dtypes, binary_cross_entropy under autocast, LayerNorm bf16 on old CPUs",
-    "compiler": "Triton emitting bf16 for pre-Ampere GPUs, tl.dot dtype mixes",
+    "compiler": "Triton emitting bf16 for pre-Ampere GPUs, tl.dot dtype mixes, loop variables promoted to fp32",
     "quantization": "bitsandbytes compute dtypes (4-bit fp32 compute, 8-bit casts), int8/fp8 weights in a plain "
     "matmul, fp8 `_scaled_mm` layout, shape and scale rules",
 }

@@ -65,16 +65,22 @@ SIGNATURES: list[Signature] = [
         id="compiler-triton-dot-dtype-mismatch",
         family="compiler",
         title="A Triton kernel's tl.dot got fp16/bf16 on one side and fp32 on the other",
-        needles=("and second input (",),
+        needles=("and second input (", "lhs and rhs must have the same dtype"),
         patterns=(
             r"First input \((?:fp16|bf16|fp32)\) and second input \((?:fp16|bf16|fp32)\) must have the "
             r"same dtype",
+            # older Triton's words for the same check, without the dtypes
+            r"lhs and rhs must have the same dtype!",
         ),
         cause="A hand-written Triton kernel (FlashAttention variants, unsloth, custom attention masks) loads its "
         "operands in the dtype of the tensors it is given, and `tl.dot` needs both in one dtype. It was "
         "written for fp16/bf16 inputs and got fp32 ones (a model left in fp32, a GPU without bf16 where a "
         "library fell back to fp32), or the kernel creates one operand in a fixed dtype.",
         fixes=(
+            fix(
+                "Inside the kernel, cast the operand that arithmetic promoted (an fp16 tile divided by a Python "
+                "float becomes fp32): `tl.dot(a, b.to(tl.float16))`, or `.to(a.dtype)`"
+            ),
             fix(
                 "Call the kernel with the dtype it was written for: `q, k, v = (t.to(torch.float16) for t in "
                 "(q, k, v))` (bf16 on Ampere or newer), or load the model in that dtype"
@@ -85,10 +91,46 @@ SIGNATURES: list[Signature] = [
             ),
         ),
         checks=("PREC005",),
-        sources=("https://github.com/timothelaborie/text_classification_scripts/issues/5",),
+        sources=(
+            "https://github.com/timothelaborie/text_classification_scripts/issues/5",
+            "https://github.com/triton-lang/triton/issues/2060",
+        ),
         examples=(
             "trainer_stats = trainer.train() meet problem AssertionError: First input (fp16) and second input (fp32) "
             "must have the same dtype! The above exception was the direct cause of the following exception:",
+            '>       assert lhs.dtype == rhs.dtype, "lhs and rhs must have the same dtype!"\n'
+            "E       AssertionError: lhs and rhs must have the same dtype!",
+        ),
+    ),
+    Signature(
+        id="compiler-triton-loop-carried-dtype",
+        family="compiler",
+        title="A Triton kernel's loop variable changed precision inside the loop (fp16 in, fp32 out)",
+        needles=("loop-carried variable",),
+        patterns=(
+            r"Loop-carried variable \w{1,60} has initial type <[^>\n]{0,60}(?:fp16|bf16)> but is re-assigned to "
+            r"<[^>\n]{0,60}fp32>",
+            r"Loop-carried variable \w{1,60} has initial type <[^>\n]{0,60}fp32> but is re-assigned to "
+            r"<[^>\n]{0,60}(?:fp16|bf16)>",
+        ),
+        cause="Triton compiles a loop with one type per loop-carried variable. The variable starts as an fp16/bf16 "
+        "tile (loaded from half-precision input, or made with that dtype) and arithmetic in the loop promotes it "
+        "to fp32: a Python float or int in `tl.where`, `pow`, a division, or an fp32 accumulator added to it.",
+        fixes=(
+            fix(
+                "Keep the accumulator in fp32 from the start, the usual choice: "
+                "`acc = tl.zeros([BLOCK], dtype=tl.float32)`, and cast once after the loop"
+            ),
+            fix("Or cast back inside the loop: `var = (var * scale).to(var.dtype)` where it is re-assigned"),
+        ),
+        checks=(),
+        sources=("https://github.com/triton-lang/triton/issues/1891",),
+        examples=(
+            "AssertionError('Loop-carried variable var has initial type <[32768], fp16> but is re-assigned to "
+            "<[32768], fp32> in loop! Please make sure that the type stays consistent.')",
+        ),
+        near_misses=(
+            "AssertionError('Loop-carried variable i has initial type <int32> but is re-assigned to <int64> in loop!')",
         ),
     ),
 ]
