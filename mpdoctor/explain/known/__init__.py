@@ -31,6 +31,7 @@ from mpdoctor.explain.known import (
     overflow,
     quantization,
     scaler,
+    xformers,
 )
 
 MODULES = (
@@ -43,6 +44,7 @@ MODULES = (
     hardware,
     hardware_fp8,
     attention,
+    xformers,
     kernel_image,
     apex,
     apex_builds,

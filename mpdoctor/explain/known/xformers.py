@@ -1,0 +1,136 @@
+"""Family "attention", xFormers: no memory-efficient kernel accepts the inputs, or the build is for another torch.
+
+``xformers.ops.memory_efficient_attention`` tries each of its kernels in turn and lists why each
+refused; its C++/CUDA extension only loads under the torch and CUDA it was built for.
+"""
+
+from __future__ import annotations
+
+from mpdoctor.explain.signature import Signature, fix
+
+SIGNATURES: list[Signature] = [
+    Signature(
+        id="attention-xformers-no-operator",
+        family="attention",
+        title="xFormers found no memory-efficient attention kernel for these inputs on this GPU",
+        needles=("no operator found for `memory_efficient_attention", "(supported: {torch."),
+        patterns=(
+            r"No operator found for `memory_efficient_attention_(?:forward|backward)`",
+            # one kernel's reason, when only that part of the list was pasted
+            r"dtype=torch\.float32 \(supported: \{torch\.b?float16, torch\.b?float16\}\)",
+        ),
+        cause="`xformers.ops.memory_efficient_attention` tried each of its kernels and all refused; the indented "
+        "lines after the error give each kernel's reasons. The common ones: bf16 on a pre-Ampere GPU ('bf16 "
+        "is only supported on A100+ GPUs', with '(too old)' for the flash kernels), an xFormers build without "
+        "kernels for a new GPU ('(too new)', e.g. capability (12, 0) on RTX 50xx), fp32 inputs, or an "
+        "xFormers that could not load its CUDA extension at all ('xFormers wasn't build with CUDA support', "
+        "'operator wasn't built').",
+        fixes=(
+            fix("bf16 on a pre-Ampere GPU: run the model in fp16 (or fp32) instead"),
+            fix(
+                "'(too new)' or 'operator wasn't built': install the xFormers wheel built for the installed torch "
+                "and CUDA, or stop using xFormers (`pip uninstall -y xformers`; diffusers and ComfyUI then use "
+                "PyTorch SDPA)",
+                "python -m xformers.info",
+            ),
+            fix("fp32 inputs: autocast or load the model in fp16/bf16"),
+        ),
+        checks=("PREC006", "PREC001", "PREC005"),
+        sources=(
+            "https://github.com/sipie800/ComfyUI-PuLID-Flux-Enhanced/issues/34",
+            "https://github.com/Comfy-Org/ComfyUI/issues/11602",
+            "https://github.com/deepseek-ai/DeepSeek-VL2/issues/119",
+            "https://github.com/kijai/ComfyUI-SUPIR/issues/167",
+            "https://github.com/facebookresearch/xformers/issues/1109",
+            "https://github.com/facebookresearch/xformers/blob/main/xformers/ops/fmha/dispatch.py",
+        ),
+        examples=(
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "     query       : shape=(1, 577, 16, 64) (torch.bfloat16)\n"
+            "     key         : shape=(1, 577, 16, 64) (torch.bfloat16)\n"
+            "     value       : shape=(1, 577, 16, 64) (torch.bfloat16)\n"
+            "     attn_bias   : <class 'NoneType'>\n"
+            "     p           : 0.0\n"
+            "`fa2F@v2.6.3-24-gbdf733b` is not supported because:\n"
+            "    requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)\n"
+            "    bf16 is only supported on A100+ GPUs\n"
+            "`cutlassF-pt` is not supported because:\n"
+            "    bf16 is only supported on A100+ GPUs",
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "     query       : shape=(1, 3276, 10, 64) (torch.float16)\n"
+            "     key         : shape=(1, 3276, 10, 64) (torch.float16)\n"
+            "     value       : shape=(1, 3276, 10, 64) (torch.float16)\n"
+            "     attn_bias   : <class 'NoneType'>\n"
+            "     p           : 0.0\n"
+            "`fa3F@2.8.3-133-gde1584b` is not supported because:\n"
+            "    requires device with capability <= (9, 0) but your GPU has capability (12, 0) (too new)\n"
+            "    requires device with capability == (8, 0) but your GPU has capability (12, 0) (too new)\n"
+            "`fa2F@0.0.0` is not supported because:\n"
+            "    operator wasn't built - see `python -m xformers.info` for more info\n"
+            "`cutlassF-pt` is not supported because:\n"
+            "    requires device with capability <= (9, 0) but your GPU has capability (12, 0) (too new)",
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "     query       : shape=(40, 1564, 1, 64) (torch.float32)\n"
+            "     key         : shape=(40, 1564, 1, 64) (torch.float32)\n"
+            "     value       : shape=(40, 1564, 1, 64) (torch.float32)\n"
+            "     attn_bias   : <class 'NoneType'>\n"
+            "     p           : 0.0\n"
+            "`fa2F@0.0.0` is not supported because:\n"
+            "    xFormers wasn't build with CUDA support\n"
+            "    requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)\n"
+            "    dtype=torch.float32 (supported: {torch.bfloat16, torch.float16})\n"
+            "    operator wasn't built - see `python -m xformers.info` for more info\n"
+            "`cutlassF` is not supported because:\n"
+            "    xFormers wasn't build with CUDA support\n"
+            "    operator wasn't built - see `python -m xformers.info` for more info",
+            "`ckF` is not supported because:\n    dtype=torch.float32 (supported: {torch.bfloat16, torch.float16})",
+        ),
+        near_misses=(
+            "    dtype=torch.float16 (supported: {torch.bfloat16, torch.float16})",
+            "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.0.1+cu118 with CUDA 1108 (you have 2.0.1+cpu)",
+        ),
+    ),
+    Signature(
+        id="attention-xformers-built-for-other-torch",
+        family="attention",
+        title="xFormers cannot load its CUDA kernels: it was built for another torch (or a CUDA torch)",
+        needles=("xformers can't load c++/cuda extensions",),
+        patterns=(r"xFormers can't load C\+\+/CUDA extensions",),
+        cause="xFormers wheels are compiled against one exact torch version and CUDA; with any other torch its "
+        "extension does not load, memory-efficient attention is unavailable, and code that asks for it "
+        "later fails ('No operator found for memory_efficient_attention_forward'). The lines after the "
+        "warning show the mismatch: 'built for PyTorch 2.1.0+cu121 ... (you have 2.0.1+cu118)', or "
+        "'(you have 2.2.0+cpu)', which means torch itself is a CPU-only build.",
+        fixes=(
+            fix(
+                "Install the xFormers release made for the installed torch, from the same CUDA index as torch "
+                "(e.g. cu121)",
+                "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
+            ),
+            fix("If the warning says '+cpu', install a CUDA build of torch first (and then the matching xFormers)"),
+            fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers"),
+        ),
+        checks=("TORCH005", "TORCH009", "PREC006"),
+        sources=(
+            "https://github.com/facebookresearch/xformers/issues/982",
+            "https://github.com/invoke-ai/InvokeAI/issues/4788",
+            "https://github.com/open-mmlab/PIA/issues/30",
+            "https://github.com/Engineer-of-Stuff/stable-diffusion-paperspace/issues/111",
+            "https://github.com/facebookresearch/xformers/blob/main/xformers/_cpp_lib.py",
+        ),
+        examples=(
+            "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.0.1+cu118 with CUDA 1108 (you have 2.0.1+cpu)\n"
+            "    Python  3.10.11 (you have 3.10.11)\n"
+            "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
+            "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"
+            "  Set XFORMERS_MORE_DETAILS=1 for more details",
+            "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.0.1+cu118)\n"
+            "Python  3.10.13 (you have 3.10.10)",
+        ),
+        near_misses=("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:",),
+        notes="On AMD (ROCm) and Apple machines the warning is expected: xFormers' CUDA kernels do not apply there.",
+    ),
+]
