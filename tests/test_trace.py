@@ -95,10 +95,14 @@ def test_incident_3_an_fp32_mask_concatenated_with_fp16_latents_is_named_at_the_
     assert {(t.name, t.dtype) for t in failure.params} == {("weight", "float16"), ("bias", "float16")}
     assert failure.produced == ()
     assert failure.dtypes == ("float32", "float16")
+    # The note leads with where the dtypes first met: the model was given fp16 latents and an fp32 mask.
     assert (
-        "mpdoctor dtype_trace: raised inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]; "
+        "mpdoctor dtype_trace: the dtypes first met in (root) (InpaintUNet): float16 from args[0]; "
+        "float32 from args[1].\n"
+        "  The forward raised later, inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]; "
         "parameters float16 (weight, bias); autocast off."
     ) in text
+    assert trace.failure.origin == trace.mismatches[0] and trace.failure.origin.module == ""
     assert "float32 and float16 meet here." in text
 
     # The records show where the fp32 came from: the model itself was given fp16 and fp32.
@@ -206,7 +210,8 @@ def test_incident_5_an_fp32_query_with_fp16_key_and_value_is_named_at_the_attent
     assert params["q_proj.weight"] == params["o_proj.weight"] == "float32"
     assert params["k_proj.weight"] == params["v_proj.bias"] == "float16"
     assert (
-        "mpdoctor dtype_trace: raised inside decoder.attn (CrossAttention): "
+        "mpdoctor dtype_trace: the dtypes first met in (root) (TTS): float16 from args[0]; float32 from args[1].\n"
+        "  The forward raised later, inside decoder.attn (CrossAttention): "
         "inputs float32 [2, 8, 32], float16 [2, 12, 32] (encoder_out); "
         "parameters float32 (q_proj.weight, q_proj.bias, o_proj.weight, o_proj.bias), "
         "float16 (k_proj.weight, k_proj.bias, v_proj.weight, v_proj.bias); autocast off."
@@ -541,7 +546,9 @@ def test_a_later_real_failure_after_a_caught_one_is_still_found():
     model = nn.Sequential(Fallback(), nn.Linear(8, 2).half())
     trace, exc, text = raised(model, torch.randn(2, 8))
     assert (trace.failure.module, trace.failure.cls) == ("1", "Linear")
-    assert "raised inside 1 (Linear): inputs float32 [2, 8]" in text
+    # The caught failure was the first place fp32 met the fp16 weights: the note leads with it.
+    assert "the dtypes first met in 0.fast (Linear): inputs float32, parameters float16." in text
+    assert "raised later, inside 1 (Linear): inputs float32 [2, 8]" in text
 
 
 def test_a_model_run_inside_an_except_block_records_normal_calls():
@@ -621,7 +628,7 @@ def test_without_always_call_the_last_open_call_is_the_failure(monkeypatch, pre,
     monkeypatch.setattr(trace_module, "_POST_HOOK_OPTIONS", post)
     trace, exc, text = raised(InpaintUNet().half(), torch.randn(1, 4, 16, 16, dtype=HALF), torch.ones(1, 1, 16, 16))
     assert (trace.failure.module, trace.failure.inputs[0].dtype) == ("down.0.conv_in", "float32")
-    assert "raised inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]" in text
+    assert "raised later, inside down.0.conv_in (Conv2d): inputs float32 [1, 5, 16, 16]" in text
 
     model = incident_5_model()
     trace, exc, text = raised(model, torch.randn(2, 12, 32, dtype=HALF), torch.randn(2, 8, 32))
@@ -670,3 +677,31 @@ def test_two_traces_over_one_model_add_the_note_once():
             model(torch.randn(3, 16))
     assert len(info.value.__notes__) == 1
     assert hooks_left(model) == {}
+
+
+class Embeddings(nn.Module):
+    """BERT's embeddings: word and position embeddings summed, then a LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(10, 8)
+        self.position_embeddings = nn.Embedding(10, 8)
+        self.LayerNorm = nn.LayerNorm(8)
+
+    def forward(self, ids):
+        return self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(ids))
+
+
+def test_a_module_that_only_promoted_the_dtype_leads_the_note_not_the_one_that_raised():
+    # One embedding left in fp32 in a bf16 model: the sum promotes to fp32 silently, and the error comes from
+    # the LayerNorm it feeds. The note must name the embeddings, where the dtypes met, first.
+    model = nn.Sequential(Embeddings(), nn.Linear(8, 2)).to(torch.bfloat16)
+    model[0].word_embeddings.float()
+    trace, exc, text = raised(model, torch.arange(4)[None])
+    assert (trace.failure.module, trace.failure.cls) == ("0.LayerNorm", "LayerNorm")
+    assert trace.failure.origin is not None and trace.failure.origin.module == "0"
+    assert exc.__notes__[0].startswith(
+        "mpdoctor dtype_trace: the dtypes first met in 0 (Embeddings): float32 from word_embeddings; "
+        "bfloat16 from position_embeddings.\n  The forward raised later, inside 0.LayerNorm (LayerNorm): "
+    )
+    assert trace.to_data()["failure"]["origin"]["module"] == "0"

@@ -39,6 +39,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
+from dataclasses import replace
 from typing import Any, Iterable, Optional, Sequence
 
 from mpdoctor.trace.chains import combined, offer, take
@@ -132,7 +133,7 @@ class DtypeTrace:
         try:
             # KeyboardInterrupt and SystemExit are not dtype problems: no note on them.
             if isinstance(exc, Exception):
-                self.failure = self._failure_for(exc)
+                self.failure = self._with_origin(self._failure_for(exc))
                 if self.failure is not None:
                     attach_note(exc, self.failure.note)
         finally:
@@ -386,6 +387,17 @@ class DtypeTrace:
             error=first_line(exc),
         )
         return with_note(failure)
+
+    def _with_origin(self, failure: Optional[Failure]) -> Optional[Failure]:
+        """The failure, noted with the first mismatch of the forward when that is another call.
+
+        Only now, once every call still open when the forward raised has had its children's outputs combined
+        (``_failure_for``), are the mismatches complete: the first one, in call order, is where the dtypes met.
+        """
+        if failure is None:
+            return None
+        origin = next((m for m in self.mismatches if m.index != failure.index), None)
+        return with_note(replace(failure, origin=origin)) if origin is not None else failure
 
     def _failure_for(self, exc: BaseException) -> Optional[Failure]:
         if self._pending is not None and self._pending[0] is exc:

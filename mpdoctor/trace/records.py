@@ -192,6 +192,9 @@ class Failure:
     autocast_dtype: Optional[str]
     error: str  # "RuntimeError: mat1 and mat2 must have the same dtype, ..." (first line)
     note: str = field(default="", compare=False)  # the text added to the exception
+    # Where the dtypes first met, when that is another call: a module that only promoted the dtype (an fp32
+    # embedding summed with fp16 ones) raises nothing; the error comes later, in a module it fed.
+    origin: Optional[Mismatch] = field(default=None, compare=False)
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -214,6 +217,7 @@ class Failure:
             "dtypes": list(self.dtypes),
             "error": self.error,
             "note": self.note,
+            "origin": None if self.origin is None else self.origin.to_data(),
         }
 
 
@@ -229,6 +233,12 @@ def with_note(failure: Failure) -> Failure:
     elif failure.autocast is False:
         parts.append("autocast off")
     lines = [f"mpdoctor dtype_trace: raised inside {where}: {'; '.join(parts)}."]
+    if failure.origin is not None:
+        # The origin leads: the module that raised is only where the mix was noticed.
+        lines = [
+            f"mpdoctor dtype_trace: the dtypes first met in {failure.origin}.",
+            f"  The forward raised later, inside {where}: {'; '.join(parts)}.",
+        ]
     if failure.produced:
         earlier = f" (after {failure.produced_earlier} earlier)" if failure.produced_earlier else ""
         lines.append(
