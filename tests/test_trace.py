@@ -705,3 +705,56 @@ def test_a_module_that_only_promoted_the_dtype_leads_the_note_not_the_one_that_r
         "bfloat16 from position_embeddings.\n  The forward raised later, inside 0.LayerNorm (LayerNorm): "
     )
     assert trace.to_data()["failure"]["origin"]["module"] == "0"
+
+
+class TimestepUNet(nn.Module):
+    """diffusers' UNet2DConditionModel in small: a parameter-free sinusoidal timestep projection always gives
+    fp32; the UNet casts it to the sample's dtype before its time MLP takes it (``cast=True``), or, in the
+    broken variant, adds it to the features as it is."""
+
+    def __init__(self, cast: bool):
+        super().__init__()
+        self.cast = cast
+        self.conv_in = nn.Conv2d(4, 8, 3, padding=1)
+        self.time_proj = SinusoidalProjection()
+        self.time_embedding = nn.Linear(8, 8)
+        self.conv_out = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, sample, timestep):
+        t_emb = self.time_proj(timestep)
+        if self.cast:
+            t_emb = t_emb.to(dtype=sample.dtype)
+            emb = self.time_embedding(t_emb)
+        else:
+            emb = t_emb  # the fp32 embedding meets the fp16 features below
+        return self.conv_out(self.conv_in(sample) + emb[:, :, None, None])
+
+
+class SinusoidalProjection(nn.Module):
+    def forward(self, timestep):
+        freqs = torch.arange(4, dtype=torch.float32)
+        angles = timestep.float()[:, None] * freqs[None]
+        return torch.cat([angles.sin(), angles.cos()], dim=1)
+
+
+@pytest.mark.parametrize("dtype", [HALF, torch.bfloat16])
+def test_an_output_cast_to_the_models_dtype_before_use_is_no_mismatch(dtype):
+    # A clean fp16/bf16 UNet once read "(root): float32 from time_proj; float16 from conv_out": the fp32
+    # timestep embedding was cast before any op took it, so no dtypes met.
+    model = TimestepUNet(cast=True).to(dtype)
+    with dtype_trace(model) as trace:
+        model(torch.randn(1, 4, 8, 8, dtype=dtype), torch.tensor([10]))
+    assert trace.mismatches == [] and trace.failure is None
+
+
+def test_children_outputs_that_really_meet_are_still_a_mismatch():
+    # The same fp32 embedding added to the fp16 features as it is: the sum is fp32, and conv_out (left in
+    # fp32, so nothing raises) takes it: the dtypes met in the UNet's own forward.
+    model = TimestepUNet(cast=False).half()
+    model.conv_out.float()
+    with dtype_trace(model) as trace:
+        model(torch.randn(1, 4, 8, 8, dtype=HALF), torch.tensor([10]))
+    assert trace.failure is None
+    [mismatch] = trace.mismatches
+    assert mismatch.module == "" and mismatch.producers["float32"][0] == "time_proj"
+    assert mismatch.producers["float16"] == ("conv_in",)

@@ -283,6 +283,8 @@ class DtypeTrace:
             outputs, objects = [], None
         call.outputs = tuple(outputs)
         call.finished = True
+        if call.combined and not self._promotion_seen(call):
+            call.combined = ()
         if stack:
             parent = stack[-1]
             if parent.produced is None:
@@ -299,6 +301,38 @@ class DtypeTrace:
                     outputs,
                     objects,
                 )
+
+    def _promotion_seen(self, call: ModuleCall) -> bool:
+        """Whether the children's outputs of ``call`` that differ in dtype really met in an op.
+
+        Tensors of two dtypes that meet in an op give a tensor of their promoted dtype (fp16 with fp32 gives
+        fp32), and that tensor goes somewhere: into a later child, or out of the module. When neither holds
+        it, the odd output was cast before it was used: diffusers' UNet casts its fp32 timestep embedding to
+        the model's dtype (``t_emb.to(dtype=sample.dtype)``) before ``time_embedding`` takes it, and no dtypes
+        meet. A call that raised is judged elsewhere; when records were dropped the answer is yes (unknown).
+        """
+        torch = self._torch
+        try:
+            promoted = None
+            for _, dtype in call.combined:
+                found = getattr(torch, dtype)
+                promoted = found if promoted is None else torch.promote_types(promoted, found)
+            promoted_name = self._dtype(promoted)
+        except Exception:  # a dtype this torch cannot promote: keep the finding
+            return True
+        if self.dropped or call.index >= len(self.calls):
+            return True
+        producers = {name for name, _ in call.combined}
+        prefix = f"{call.name}." if call.name else ""
+        first = None  # the index of the first child whose output is among those combined
+        for later in self.calls[call.index + 1 :]:
+            if later.parent != call.index:
+                continue
+            if first is None and _relative(later.name, prefix) in producers:
+                first = later.index
+            elif first is not None and any(t.dtype == promoted_name for t in later.inputs):
+                return True
+        return any(t.dtype == promoted_name for t in call.outputs)
 
     # ------------------------------------------------------------------ reading tensors
 
