@@ -65,7 +65,7 @@ def test_the_walk_finds_every_command():
 
 def help_text(argv: list[str], monkeypatch, capsys, columns: int | None) -> str:
     """``mpdoctor ARGV --help`` as the CLI prints it; ``columns`` None: no width limit at all."""
-    from typer._click import formatting
+    from mpdoctor.cli._click import formatting
 
     from mpdoctor.cli.app import run
 

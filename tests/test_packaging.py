@@ -1,8 +1,10 @@
 """The wheel: checks/ installs as mpdoctor.checks, the schema ships, torch is never a dependency, no test support.
 
 The wheel is built for real (``pip wheel --no-build-isolation``, about a second, offline:
-setuptools is in the test extra) from a clean copy of the source tree, so that a stale
-``build/`` of an earlier build cannot put files in it that the tree no longer has.
+setuptools is in the test extra) from a clean copy of the source tree (``source_tree``: the
+files git would ship), so that a stale ``build/`` of an earlier build cannot put files in it
+that the tree no longer has. tests/test_declared_floor.py installs and runs it on the oldest and
+newest declared Pythons.
 """
 
 from __future__ import annotations
@@ -10,17 +12,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-# What a checkout holds that a build must not see: earlier builds, the venv, caches.
-NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+from source_tree import ROOT, source_copy
+
 # A module is test support when its path or its code says so: the tests' fix simulator and its models, a hook
 # that makes the product misbehave on purpose, a tests package, pytest's own files.
 TEST_SUPPORT_PATH = re.compile(
@@ -38,8 +37,7 @@ TEST_PACKAGES = ("pytest", "_pytest", "hypothesis", "jsonschema", "xmlschema", "
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
-    source = tmp_path_factory.mktemp("source") / "mpdoctor"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    source = source_copy(tmp_path_factory.mktemp("source") / "mpdoctor")
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -150,3 +148,23 @@ def test_every_shipped_module_imports_from_the_wheel_alone(wheel, tmp_path):
     site = str(tmp_path / "site")
     assert not [n for n, f in found["files"].items() if not f.startswith(site)], "imported from outside the wheel"
     assert not [m for m in found["modules"] if m.split(".")[0] in TEST_PACKAGES + ("torch",)]
+
+
+def test_the_licence_ships_in_the_wheel_and_the_sdist(wheel, tmp_path):
+    """The MIT licence pyproject.toml declares: its text in the wheel and the sdist, its name in the metadata."""
+    licence = (ROOT / "LICENSE").read_bytes()
+    assert b"MIT License" in licence
+    (meta,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    assert "License-Expression: MIT" in wheel.read(meta).decode().splitlines()
+    (shipped,) = [n for n in wheel.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert wheel.read(shipped) == licence
+    source = source_copy(tmp_path / "source")
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    result = subprocess.run(
+        [sys.executable, "-c", build, str(tmp_path / "dist")], cwd=source, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    name = result.stdout.strip().splitlines()[-1]
+    with tarfile.open(tmp_path / "dist" / name) as sdist:
+        (member,) = [m for m in sdist.getnames() if m.count("/") == 1 and m.endswith("/LICENSE")]
+        assert sdist.extractfile(member).read() == licence

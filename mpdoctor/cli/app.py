@@ -1,6 +1,7 @@
 """The typer application every command registers on, and its root options."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: on Python 3.9 typer reads the options declared with Annotated
+# only from annotations evaluated when the command is defined (it evaluates strings from 3.10 on).
 
 import sys
 from typing import Annotated, NoReturn, Optional
@@ -48,26 +49,35 @@ def run(args: Optional[list[str]] = None) -> NoReturn:
     ``mpdoctor: error: MESSAGE (see 'mpdoctor CMD --help')``. ``mpdoctor`` alone
     still prints the help, and exits 2 as click does.
     """
-    from typer import _click  # typer vendors its own click: these are the exceptions it raises
+    from mpdoctor.cli import _click  # the click typer raises its errors from, whichever typer this is
 
     argv = sys.argv[1:] if args is None else list(args)
-    try:
-        code = app(args=argv, prog_name="mpdoctor", standalone_mode=False)
-    except _click.exceptions.NoArgsIsHelpError as exc:  # `mpdoctor` alone: the help, on stdout as --help's
+    if not argv:  # `mpdoctor` alone: the help, on stdout as --help's, exit 2 (click 8.2's way; 8.1 exits 0)
         from mpdoctor.render.output import to_stdout
 
-        screen = exc.ctx.get_help()
+        screen = root_help()
         to_stdout(lambda: typer.echo(screen))
-        code = exc.exit_code
-    except _click.exceptions.UsageError as exc:  # BadParameter, NoSuchOption, MissingParameter... are UsageErrors
+        raise SystemExit(EXIT_USAGE)
+    try:
+        code = app(args=argv, prog_name="mpdoctor", standalone_mode=False)
+    except _click.UsageError as exc:  # BadParameter, NoSuchOption, MissingParameter... are UsageErrors
         typer.echo(usage_line(exc), err=True)
         code = EXIT_USAGE
-    except _click.exceptions.ClickException as exc:  # any other click error: still one line
+    except _click.ClickException as exc:  # any other click error: still one line
         typer.echo(f"mpdoctor: error: {one_line(exc.format_message())}", err=True)
         code = exc.exit_code
     except typer.Abort:  # end of input at a prompt, as click has it
         code = 1
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def root_help() -> str:
+    """``mpdoctor --help``'s screen, made without running a command."""
+    import typer.main
+
+    command = typer.main.get_command(app)
+    with command.make_context("mpdoctor", [], resilient_parsing=True) as ctx:  # resilient: no no-args check
+        return ctx.get_help()
 
 
 def one_line(message: str) -> str:
@@ -90,7 +100,7 @@ def usage_line(exc: Exception) -> str:
 def _raised_in(exc: Exception):
     """The command whose parsing raised ``exc``, for the errors click raises without one (an option that lacks
     its value): the innermost frame of the traceback that holds a click context."""
-    from typer import _click
+    from mpdoctor.cli import _click
 
     found, frame = None, exc.__traceback__
     while frame is not None:

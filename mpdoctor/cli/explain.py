@@ -1,6 +1,7 @@
 """`mpdoctor explain`: recognise a known failure in an error message or a log."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: on Python 3.9 typer reads the options declared with Annotated
+# only from annotations evaluated when the command is defined (it evaluates strings from 3.10 on).
 
 import enum
 import sys

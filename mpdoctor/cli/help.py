@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import textwrap
 
-from typer._click import Context, HelpFormatter  # typer vendors its own click
 from typer.core import TyperCommand, TyperGroup
+
+from mpdoctor.cli._click import Context, HelpFormatter
 
 HELP_WIDTH = 120  # columns: wider than this, help lines are harder to read than to wrap
 HELP = {"max_content_width": HELP_WIDTH}  # context_settings for every typer application
@@ -74,8 +75,7 @@ def show_help(ctx: Context, param, value: bool) -> None:
     exits 0 quietly (typer would exit 1 on the broken pipe)."""
     if not value or ctx.resilient_parsing:
         return
-    from typer._click import echo
-
+    from mpdoctor.cli._click import echo
     from mpdoctor.render.output import to_stdout
 
     screen = ctx.get_help()
