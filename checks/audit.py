@@ -133,3 +133,28 @@ MODULE_KEPT_IN_FLOAT32 = rule(
     these modules as they are.
     """,
 )
+
+WEIGHTS_OUTSIDE_THE_LAYOUT = rule(
+    "AUDIT006",
+    "weights-outside-the-layout",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
+    A diffusers folder holds weights in no component its `model_index.json` names.
+
+    ## Why it matters
+    diffusers loads a pipeline's components from the subfolders `model_index.json`
+    names, and nothing else: weights beside them (a `unet/` it does not list, a
+    `.safetensors` at the top of the folder) are never loaded, so the pipeline
+    runs without them, or `from_pretrained` fails for want of a component. A
+    `model_index.json` that names no component at all describes an empty
+    pipeline. mpdoctor judges each such checkpoint on its own and says so,
+    rather than reporting an empty folder as fine.
+
+    ## Fix
+    Put each component's weights in the subfolder of its name and name it in
+    `model_index.json` (`"unet": ["diffusers", "UNet2DConditionModel"]`), as
+    `pipeline.save_pretrained()` writes them; keep other weights out of the
+    pipeline's folder.
+    """,
+)

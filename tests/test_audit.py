@@ -17,9 +17,10 @@ import pytest
 import torch
 
 from helpers import run_cli
-from mpdoctor.checkpoint_audit.report import SCHEMA_PATH, audit_files, audit_schema
+from mpdoctor.checkpoint_audit.layout import layout
+from mpdoctor.checkpoint_audit.report import SCHEMA_PATH, audit_layout, audit_schema
 from mpdoctor.checkpoint_audit.safetensors import AuditError, read_header
-from mpdoctor.checkpoint_audit.sources import read, weight_files
+from mpdoctor.checkpoint_audit.sources import read
 from mpdoctor.probes.budget import Budget
 
 CODES = {torch.float16: "F16", torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
@@ -58,10 +59,13 @@ def unet_state(mask_dtype=torch.float16):
 
 
 def audit(path):
+    """PATH audited as `mpdoctor audit PATH` does: its checkpoints, each judged on its own."""
     import sys
 
-    files = [read(f, sys.executable, Budget.from_timeout(60)) for f in weight_files(str(path))]
-    return audit_files(str(path), files)
+    found = layout(str(path))
+    for file in found.files():
+        read(file, sys.executable, Budget.from_timeout(60))
+    return audit_layout(str(path), found)
 
 
 def test_safetensors_header_is_read_without_the_data(tmp_path):
@@ -125,13 +129,14 @@ def test_sharded_checkpoint_through_its_index(tmp_path):
     write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {n: state[n] for n in names[3:]})
     weight_map = {n: f"model-0000{1 if i < 3 else 2}-of-00002.safetensors" for i, n in enumerate(names)}
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    torch.save(state, tmp_path / "pytorch_model.bin")  # beside it, not read: the safetensors win
+    torch.save(state, tmp_path / "pytorch_model.bin")  # beside it: another checkpoint, read and judged too
     report = audit(tmp_path)
-    assert [f.path.rsplit("/", 1)[-1] for f in report.files] == [
-        "model-00001-of-00002.safetensors",
-        "model-00002-of-00002.safetensors",
+    assert [(c.name, [f.rsplit("/", 1)[-1] for f in c.files]) for c in report.checkpoints] == [
+        ("model.safetensors.index.json", ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]),
+        ("pytorch_model.bin", ["pytorch_model.bin"]),
     ]
-    assert [m.module for m in report.mixed] == ["down.conv"]
+    assert [m.module for m in report.checkpoints[0].mixed] == ["down.conv"]
+    assert [m.module for m in report.mixed] == ["model.safetensors.index.json/down.conv", "pytorch_model.bin/down.conv"]
 
 
 def test_diffusers_folder_groups_by_component(tmp_path):
@@ -153,8 +158,11 @@ def test_diffusers_folder_groups_by_component(tmp_path):
     write_safetensors(tmp_path / "text_encoder" / "model.safetensors", {"embed.weight": torch.randn(3, 2)})
     report = audit(tmp_path)
     assert report.components == {"unet": {"float16": 12}, "text_encoder": {"float32": 24}}
+    assert [(c.name, c.component) for c in report.checkpoints] == [("text_encoder", "text_encoder"), ("unet", "unet")]
     assert report.mixed == []
-    assert [f.code for f in report.findings] == ["AUDIT003"]  # fp32 text encoder beside an fp16 unet
+    # each component is judged on its own (no finding); the pipeline notes the fp32 text encoder beside the fp16 unet
+    assert [c.findings for c in report.checkpoints] == [[], []]
+    assert [f.code for f in report.findings] == ["AUDIT003"]
 
 
 def _truncate(path):

@@ -264,12 +264,16 @@ def test_each_component_of_a_pipeline_is_its_own_tree(tmp_path):
         ),
         ("unet/mask_embed", "float32", "unet", "float16", False),
     ]
-    assert codes(report) == ["AUDIT002", "AUDIT003", "AUDIT004"]
-    assert finding(report, "AUDIT003").evidence == [
-        "text_encoder: float16, float32",
-        "unet: bfloat16, float16, float32",
+    # Each component is a checkpoint judged on its own, its findings under its name; the pipeline as a whole notes
+    # the components' different dtypes.
+    assert [(c.name, codes(c)) for c in report.checkpoints] == [
+        ("text_encoder", ["AUDIT004"]),
+        ("unet", ["AUDIT002", "AUDIT004"]),
     ]
-    assert "unet/mask_embed: float32 (2 tensors, 64 B) in a float16 unet" in finding(report, "AUDIT004").evidence
+    assert codes(report) == ["AUDIT004", "AUDIT002", "AUDIT004", "AUDIT003"]
+    assert finding(report, "AUDIT003").evidence == ["text_encoder: mostly float32", "unet: mostly float16"]
+    (unet,) = [f for f in report.findings if f.code == "AUDIT004" and f.title.startswith("[unet] ")]
+    assert unet.evidence == ["mask_embed: float32 (2 tensors, 64 B) in a float16 model"]
 
 
 # ---------------------------------------------------------------- a live module, with its buffers

@@ -143,6 +143,11 @@ KEPT = [
     "oneflow 0.9.0 mock_torch enabled",
     "apex-0.1.dist-info/direct_url.json",
     "lr=1e-4 steps=10",
+    # module paths whose last part reads as a secret's name, with their dtypes (mpdoctor audit's lines)
+    "model.embed_tokens: float32 (1 tensor, 32.0 KB) in a float16 model",
+    "bert.encoder.layer.0.attention.self.key: mostly float16; bias float32",
+    "bert.embeddings.token_type_embeddings: 1 float32, 2 float16",
+    "model.key_proj: torch.bfloat16",
 ]
 
 CANARY = re.compile(r"cnry\d\d", re.IGNORECASE)
@@ -392,3 +397,60 @@ def test_fleet_compare_masks_a_foreign_snapshots_variables_by_name(fmt, tmp_path
     outputs = fleet_and_check_outputs(planted_snapshot(tmp_path / "leaky.json", name_env()), fmt)
     for where, output in outputs.items():
         assert_no_canary(where, output)
+
+
+# ---------------------------------------------------------------- mpdoctor audit: a module path is not a credential
+
+AUDIT_MODULES = (
+    "model.embed_tokens",
+    "model.encoder.attention.self.key",
+    "model.token_type_embeddings",
+    "model.key_proj",
+)
+
+
+def test_a_dtype_after_a_secret_name_is_kept_but_a_secret_is_not():
+    for name in ("api_key", "HF_TOKEN", "token", "key"):
+        assert redact_text(f"{name}: float32 (2 tensors)") == f"{name}: float32 (2 tensors)"
+        assert redact_text(f"{name}: Cnry99float32") == f"{name}: {REDACTED}"
+    assert redact_text("api_key: sk-Cnry98AbCdEfGhIjKlMnOpQrStUvWx") == f"api_key: {REDACTED}"
+    assert redact_text("HF_TOKEN=hf_Cnry97AbCdEfGhIjKlMnOpQrStUvWx") == f"HF_TOKEN={REDACTED}"
+    assert redact_text("token: 12 Cnry96") == f"token: {REDACTED} Cnry96"  # a count, but no dtype after it
+    assert redact_text("password: float32 Cnry95") == f"password: {REDACTED}"  # a password may be any words
+
+
+@pytest.fixture(scope="module")
+def keyed_checkpoint(tmp_path_factory):
+    """A real fp16 model saved by torch whose fp32 modules are named like secrets, and a real secret in its path."""
+    import torch
+    from torch import nn
+
+    model = nn.Module()
+    model.embed_tokens = nn.Embedding(8, 4)
+    model.key_proj = nn.Linear(4, 4)
+    model.token_type_embeddings = nn.Embedding(2, 4)
+    model.encoder = nn.Module()
+    model.encoder.attention = nn.Module()
+    model.encoder.attention.self = nn.Module()
+    model.encoder.attention.self.key = nn.Linear(4, 4)
+    model.encoder.attention.self.query = nn.Linear(4, 4)
+    model.encoder.attention.self.value = nn.Linear(4, 4)
+    model.out = nn.Linear(64, 64)  # most of the model: float16
+    model.half()
+    for module in (model.embed_tokens, model.key_proj, model.token_type_embeddings, model.encoder.attention.self.key):
+        module.float()
+    folder = tmp_path_factory.mktemp("api_key=Cnry94")  # a path that holds a secret: still masked
+    path = folder / "model.pt"
+    torch.save({f"model.{k}": v for k, v in model.state_dict().items()}, path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_audit_output_keeps_module_paths_and_dtypes_that_read_as_secret_names(keyed_checkpoint, fmt):
+    result = run_cli("audit", str(keyed_checkpoint), "--format", fmt)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert_no_canary(f"audit -f {fmt}", out + result.stderr)
+    for module in AUDIT_MODULES:
+        assert f"{module}: float32 (" in out, (module, out)
+    assert REDACTED in out.replace("\\<", "<").replace("\\>", ">")  # the secret in the path: masked

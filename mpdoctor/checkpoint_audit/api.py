@@ -6,9 +6,10 @@ import os
 import sys
 from typing import Any, Mapping, Optional
 
-from mpdoctor.checkpoint_audit.report import AuditReport, audit_files
+from mpdoctor.checkpoint_audit.layout import layout
+from mpdoctor.checkpoint_audit.report import AuditReport, audit_files, audit_layout
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
-from mpdoctor.checkpoint_audit.sources import WeightFile, read_all, weight_files
+from mpdoctor.checkpoint_audit.sources import WeightFile, read_all
 from mpdoctor.checkpoint_audit.tree import ModelFacts, keep_names
 from mpdoctor.probes.budget import AUDIT_TIMEOUT, Budget
 
@@ -24,7 +25,9 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = AUDIT_TIME
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
         budget = Budget.from_timeout(timeout)  # this call's, built once
-        return audit_files(path, read_all(weight_files(path), python or sys.executable, budget))
+        found = layout(path)  # which checkpoints the path holds, each judged on its own
+        read_all(found.files(), python or sys.executable, budget)
+        return audit_layout(path, found)
     live = callable(getattr(obj, "named_parameters", None)) and callable(getattr(obj, "named_buffers", None))
     # A live module: its non-persistent buffers too (a state dict leaves them out), its classes, its own
     # _keep_in_fp32_modules; the same analysis as its saved file, knowing more.

@@ -1,5 +1,13 @@
 """The audit of a checkpoint as data: its dtype mix, its modules, and the ones that mix dtypes.
 
+A folder is judged checkpoint by checkpoint (``layout.py`` says which files make
+which): each has its own entry in ``checkpoints``, with its own findings. The
+top-level fields are what schema version 1 always had, now summing the checkpoints
+up, so that a reader of older reports still reads a folder's report: every file,
+the dtype totals, every checkpoint's findings (its name first when there are
+several) and the folder's own; module names start ``checkpoint/`` when there are
+several, as a diffusers component's always did.
+
 Its JSON is a contract like the check report's: ``AUDIT_SCHEMA_VERSION`` changes
 when a field is removed, renamed or changes type, and the shipped schema
 (``python -m mpdoctor.schema``) is checked in a test.
@@ -7,6 +15,8 @@ when a field is removed, renamed or changes type, and the shipped schema
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections import Counter
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -21,7 +31,14 @@ from mpdoctor.checkpoint_audit.tree import ModelFacts, OddModule, Subtree, descr
 from mpdoctor.checkpoint_audit.tree import findings as tree_findings
 from mpdoctor.checkpoint_audit.tree import size_text as _size
 from mpdoctor.checkpoint_audit.tree_ranges import analyse_columns
-from mpdoctor.checks.audit import CHECKPOINT_MIXES_DTYPES, MODULE_MIXES_DTYPES, UNREADABLE_WEIGHTS
+from mpdoctor.checkpoint_audit.layout import Checkpoint, Layout
+from mpdoctor.checkpoint_audit.tree import ITEM_SIZE
+from mpdoctor.checks.audit import (
+    CHECKPOINT_MIXES_DTYPES,
+    MODULE_MIXES_DTYPES,
+    UNREADABLE_WEIGHTS,
+    WEIGHTS_OUTSIDE_THE_LAYOUT,
+)
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.portable.redact import redact_tree
 from mpdoctor.schema.serde import fact, from_data, to_data
@@ -44,6 +61,15 @@ class FileSummary:
     )
     tensors: int = fact("Tensors in it", 0)
     error: str = fact("Why it could not be read, when it could not", "")
+    checkpoint: str = fact("The checkpoint it is part of (its name in checkpoints)", "")
+
+
+@dataclass
+class UnreadFile:
+    """A file in the folder that no checkpoint reads, and why."""
+
+    path: str = fact("The file")
+    why: str = fact("Why it was not read")
 
 
 @dataclass
@@ -71,6 +97,39 @@ class MixedModule:
 
 
 @dataclass
+class CheckpointReport:
+    """One checkpoint of the PATH, judged on its own."""
+
+    name: str = fact(
+        "The checkpoint: a file's name, an index's, a shard pattern (model-*-of-00003.safetensors), or a "
+        "diffusers component (with its file's name when the component has several), relative to PATH"
+    )
+    files: list[str] = fact("The files that make it, in order", factory=list)
+    how: str = fact(
+        "What says these files are one checkpoint: file (a file on its own), index (an index's weight_map), "
+        "shard-names (the -00001-of-0000N names of its files), memory (a model or state dict in memory), files "
+        "(files the Python API was given as one checkpoint)",
+        "file",
+    )
+    source: str = fact("The index that lists its files; empty otherwise", "")
+    component: str = fact("Its diffusers component (unet, text_encoder, ...); empty otherwise", "")
+    variant: str = fact(
+        "Its variant (fp16 of diffusion_pytorch_model.fp16.safetensors): an alternative to the other "
+        "checkpoints of the same component or folder, loaded instead of them, not a shard; empty otherwise",
+        "",
+    )
+    dtypes: list[DtypeTotal] = fact("Tensors and bytes per dtype, largest first", factory=list)
+    modules: int = fact("Modules (tensor name prefixes) seen", 0)
+    groups: dict[str, dict[str, int]] = fact("Top-level module prefix -> dtype -> tensors", factory=dict)
+    mixed: list[MixedModule] = fact("Modules whose own tensors mix floating dtypes", factory=list)
+    odd_modules: list[OddModule] = fact(
+        "Submodules whose tensors are all in another floating dtype than the subtree around them", factory=list
+    )
+    subtrees: list[Subtree] = fact("Module subtrees holding more than one floating dtype", factory=list)
+    findings: list[Finding] = fact("What is wrong with this checkpoint, errors first", factory=list)
+
+
+@dataclass
 class AuditReport:
     """What `mpdoctor audit PATH` found."""
 
@@ -93,7 +152,15 @@ class AuditReport:
     subtrees: list[Subtree] = fact(
         "Module subtrees holding more than one floating dtype, with the dominant one", factory=list
     )
-    findings: list[Finding] = fact("What is wrong, errors first", factory=list)
+    findings: list[Finding] = fact(
+        "What is wrong, errors first: every checkpoint's findings (titles start with the checkpoint's name "
+        "when there are several) and the folder's own",
+        factory=list,
+    )
+    checkpoints: list[CheckpointReport] = fact(
+        "Each checkpoint PATH holds, judged on its own; the fields above sum them up", factory=list
+    )
+    unread: list[UnreadFile] = fact("Files in the folder that no checkpoint reads, and why", factory=list)
     schema_version: int = version_fact("Version of this JSON layout", AUDIT_SCHEMA_VERSION)
     mpdoctor_version: str = fact("mpdoctor version that wrote it", __version__)
 
@@ -114,13 +181,147 @@ def _joined(components: list[str], parts: list[str]) -> list[str]:
 
 
 def audit_files(path: str, files: list[WeightFile], facts: ModelFacts | None = None) -> AuditReport:
-    """The dtype mix of the files' tensors, module by module; ``facts`` tells what a live model knows.
+    """The files as one checkpoint (a file, one sharded set, a state dict in memory); ``facts``: what a live model knows.
 
     A column at a time (names, dtypes, sizes of every tensor), with counting and
     filtering that run in C: a 100,000-tensor checkpoint is a few passes over lists.
     """
     with gc_pause.paused():
-        return _audit(path, files, facts)
+        report = _audit(path, files, facts)
+    how = "memory" if [f.format for f in files] == ["memory"] else "file" if len(files) == 1 else "files"
+    name = path if how == "memory" else os.path.basename(path.rstrip("/")) or path
+    report.checkpoints = [_summary(Checkpoint(name, files, how), report)]
+    for file in report.files:
+        file.checkpoint = name
+    return report
+
+
+def audit_layout(path: str, layout: Layout) -> AuditReport:
+    """Each checkpoint of the layout judged on its own, and the report that sums them up (see the module)."""
+    with gc_pause.paused():
+        parts = [
+            (checkpoint, _audit(_command_path(path, checkpoint), [dataclasses.replace(f, component="") for f in checkpoint.files], None))
+            for checkpoint in layout.checkpoints
+        ]  # fmt: skip
+    several = len(parts) > 1
+    report = AuditReport(path=path, checkpoints=[_summary(c, r) for c, r in parts])
+    report.unread = [UnreadFile(u.path, u.why) for u in layout.unread]
+    totals: dict[str, list[int]] = {}
+    for checkpoint, part in parts:
+        report.files += [
+            dataclasses.replace(f, component=checkpoint.component, checkpoint=checkpoint.name) for f in part.files
+        ]
+        for total in part.dtypes:
+            counts = totals.setdefault(total.dtype, [0, 0])
+            counts[0] += total.tensors
+            counts[1] += total.bytes
+        if checkpoint.component:
+            report.components[checkpoint.name] = {d.dtype: d.bytes for d in part.dtypes if d.dtype in FLOATING}
+        report.modules += part.modules
+        where = checkpoint.name if several or checkpoint.component else ""
+        report.groups.update({_qualified(where, prefix): dtypes for prefix, dtypes in part.groups.items()})
+        report.mixed += [dataclasses.replace(m, module=_qualified(where, m.module)) for m in part.mixed]
+        report.odd_modules += [
+            dataclasses.replace(o, module=_qualified(where, o.module), within=_qualified(where, o.within))
+            for o in part.odd_modules
+        ]
+        report.subtrees += [dataclasses.replace(t, module=_qualified(where, t.module)) for t in part.subtrees]
+        report.findings += [
+            dataclasses.replace(f, title=f"[{checkpoint.name}] {f.title}") if several else f for f in part.findings
+        ]
+    report.dtypes = [DtypeTotal(d, n, b) for d, (n, b) in sorted(totals.items(), key=lambda kv: -kv[1][1])]
+    report.groups = dict(sorted(report.groups.items()))
+    found = report.findings + _pipeline_findings(layout, parts)
+    report.findings = sorted(found, key=lambda f: f.severity != "error")  # errors first, the rest in their order
+    return report
+
+
+def _command_path(path: str, checkpoint: Checkpoint) -> str:
+    """What `mpdoctor audit` takes to read this checkpoint alone (for the fix commands)."""
+    if checkpoint.source:
+        return checkpoint.source
+    return checkpoint.files[0].path if len(checkpoint.files) == 1 else path
+
+
+def _qualified(where: str, module: str) -> str:
+    if not where:
+        return module
+    return f"{where}/{module}" if module else where
+
+
+def _summary(checkpoint: Checkpoint, part: AuditReport) -> CheckpointReport:
+    return CheckpointReport(
+        name=checkpoint.name,
+        files=[f.path for f in checkpoint.files],
+        how=checkpoint.how,
+        source=checkpoint.source,
+        component=checkpoint.component,
+        variant=checkpoint.variant,
+        dtypes=part.dtypes,
+        modules=part.modules,
+        groups=part.groups,
+        mixed=part.mixed,
+        odd_modules=part.odd_modules,
+        subtrees=part.subtrees,
+        findings=part.findings,
+    )
+
+
+def dominant_dtype(dtypes: list[DtypeTotal]) -> str:
+    """The floating dtype most elements are in; empty when none is floating."""
+    floating = [d for d in dtypes if d.dtype in ITEM_SIZE]
+    return max(floating, key=lambda d: d.bytes // ITEM_SIZE[d.dtype]).dtype if floating else ""
+
+
+def _pipeline_findings(layout: Layout, parts: list[tuple[Checkpoint, AuditReport]]) -> list[Finding]:
+    """What a diffusers folder says as a whole: components in different dtypes, weights in no component."""
+    found = []
+    by_variant: dict[str, dict[str, str]] = {}
+    for checkpoint, part in parts:
+        if checkpoint.component and dominant_dtype(part.dtypes):
+            by_variant.setdefault(checkpoint.variant, {}).setdefault(checkpoint.component, dominant_dtype(part.dtypes))
+    for variant, dominants in sorted(by_variant.items()):
+        if len(set(dominants.values())) > 1:
+            which = f" (variant {variant})" if variant else ""
+            found.append(
+                CHECKPOINT_MIXES_DTYPES.stamp(
+                    info(
+                        f"The pipeline's components{which} are in different floating dtypes: "
+                        + ", ".join(sorted(set(dominants.values()))),
+                        [f"{component}: mostly {dtype}" for component, dtype in dominants.items()],
+                        [
+                            FixStep(
+                                "Fine under torch.autocast, and for diffusers' loaders (torch_dtype casts every "
+                                "component); code that feeds one component's output to another by hand must cast it"
+                            )
+                        ],
+                    )
+                )
+            )
+    if layout.pipeline and layout.outside:
+        components = sorted({c.component for c, _ in parts if c.component})
+        count = len(layout.outside)
+        title = (
+            f"model_index.json names no component with weights, yet the folder holds {count} checkpoint(s): each "
+            "is judged on its own, and diffusers would load none of them"
+            if not components
+            else f"{count} checkpoint(s) in the folder belong to no component model_index.json names: each is "
+            "judged on its own, and diffusers would not load it"
+        )
+        evidence = [
+            f"{layout.pipeline} names the components "
+            + (", ".join(layout.listed) if layout.listed else "(none with a subfolder)"),
+            *(f"not in a named component: {name}" for name in layout.outside[:MAX_LISTED]),
+        ]
+        fix = [
+            FixStep(
+                "If they are the pipeline's, put each component's weights in the subfolder of its name and name it "
+                'in model_index.json (`"unet": ["diffusers", "UNet2DConditionModel"]`), as '
+                "`pipeline.save_pretrained()` writes them; otherwise keep them out of the pipeline's folder"
+            )
+        ]
+        found.append(WEIGHTS_OUTSIDE_THE_LAYOUT.stamp(warning(title, evidence, fix)))
+    return found
 
 
 def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> AuditReport:
@@ -260,29 +461,82 @@ MAX_GROUPS = 16  # top-level module prefixes listed in the overview; a bigger mo
 
 
 def overview(report: AuditReport, show_all: bool = False) -> list[str]:
+    """The lines under the report's title: its totals; for one checkpoint, what it holds."""
     tensors = sum(d.tensors for d in report.dtypes)
+    if len(report.checkpoints) > 1:
+        lines = [f"{len(report.checkpoints)} checkpoints, {len(report.files)} weight file(s), {tensors} tensors"]
+        return lines + _dtype_lines(report.dtypes)
     where = (
         "a state dict in memory"
         if [f.format for f in report.files] == ["memory"]
         else f"{len(report.files)} weight file(s)"
     )
     lines = [f"{where}, {tensors} tensors in {report.modules} modules"]
-    lines += [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}" for d in report.dtypes]
+    if report.checkpoints and report.checkpoints[0].how not in ("file", "memory"):
+        lines.append(f"one checkpoint: {how_text(report.checkpoints[0])}")
+    lines += _dtype_lines(report.dtypes)
     lines += [
         f"component {c}: " + ", ".join(f"{d} {_size(b)}" for d, b in sorted(dtypes.items()))
         for c, dtypes in sorted(report.components.items())
     ]
-    if 1 < len(report.groups) and (show_all or len(report.groups) <= MAX_GROUPS):
-        lines += [
+    return lines + _group_lines(report.groups, show_all)
+
+
+def _dtype_lines(dtypes: list[DtypeTotal]) -> list[str]:
+    return [f"{d.dtype}: {d.tensors} tensor{'' if d.tensors == 1 else 's'}, {_size(d.bytes)}" for d in dtypes]
+
+
+def _group_lines(groups: dict[str, dict[str, int]], show_all: bool) -> list[str]:
+    if 1 < len(groups) and (show_all or len(groups) <= MAX_GROUPS):
+        return [
             f"{prefix}: " + ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
-            for prefix, dtypes in report.groups.items()
+            for prefix, dtypes in groups.items()
         ]
-    return lines
+    return []
+
+
+def how_text(checkpoint: CheckpointReport) -> str:
+    """Why its files are one checkpoint, in words: what the report says under its name."""
+    count = len(checkpoint.files)
+    how = {
+        "index": f"{count} file(s) listed by {os.path.basename(checkpoint.source)}",
+        "shard-names": f"{count} shards, as their -0000N-of-0000M names say",
+        "memory": "a state dict in memory",
+        "files": f"{count} files given as one",
+    }.get(checkpoint.how, "1 file" if count == 1 else f"{count} files")
+    if checkpoint.variant:
+        owner = f"the {checkpoint.component}" if checkpoint.component else "the folder"
+        how += f"; variant {checkpoint.variant}: an alternative to {owner}'s other weights, not a shard"
+    return how
+
+
+MAX_FILES = 8  # files named under a checkpoint's heading; the JSON lists them all
+
+
+def sections(report: AuditReport, show_all: bool = False) -> list[tuple[str, list[str]]]:
+    """(heading, lines) per checkpoint when there are several, then the files no checkpoint read."""
+    found = []
+    for checkpoint in report.checkpoints if len(report.checkpoints) > 1 else ():
+        tensors = sum(d.tensors for d in checkpoint.dtypes)
+        lines = [f"{tensors} tensors in {checkpoint.modules} modules"]
+        if len(checkpoint.files) > 1:
+            names = [os.path.basename(f) for f in checkpoint.files]
+            more = f" and {len(names) - MAX_FILES} more" if len(names) > MAX_FILES and not show_all else ""
+            lines.append("files " + ", ".join(names if show_all else names[:MAX_FILES]) + more)
+        lines += _dtype_lines(checkpoint.dtypes) + _group_lines(checkpoint.groups, show_all)
+        worst = [f"{f.severity} {f.code}" for f in checkpoint.findings]
+        lines.append("findings " + ", ".join(worst) if worst else "no finding")
+        found.append((f"checkpoint {checkpoint.name} ({how_text(checkpoint)})", lines))
+    if report.unread:
+        found.append(("Not read", [f"{u.path} ({u.why})" for u in report.unread]))
+    return found
 
 
 def plain_text(report: AuditReport) -> str:
     """The report as plain lines (what `print(mpdoctor.audit(model))` shows)."""
     lines = [f"mpdoctor audit: {report.path}", *(f"  {line}" for line in overview(report))]
+    for heading, body in sections(report):
+        lines += [f"  {heading}", *(f"    {line}" for line in body)]
     for mixed in report.mixed:
         lines.append(
             f"  mixed: {mixed.module}: mostly {mixed.majority}; "

@@ -1,29 +1,28 @@
 """Which weight files a PATH means, and the tensors each holds.
 
-PATH may be one weight file (.safetensors, or a pickled .pt/.pth/.bin/.ckpt), a
-sharded checkpoint's index (``*.index.json``), a transformers model folder, or a
-diffusers pipeline folder (``model_index.json`` naming its components). Where a
-folder has both, safetensors are read and the pickles beside them left alone.
+Which checkpoints a folder holds, and so which files, is ``layout.py``'s job; here
+each file is read: a safetensors header in this process, the pickles all in one
+child (``pickles.py``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mpdoctor.checkpoint_audit.progress_text import short as _short
 from mpdoctor.checkpoint_audit import zip_bound
+from mpdoctor.checkpoint_audit.layout import layout
+from mpdoctor.checkpoint_audit.weightfile import PICKLES, SAFETENSORS, WeightFile, json_file
+
+__all__ = ["PICKLES", "SAFETENSORS", "WeightFile", "json_file", "read", "read_all", "unread_steps", "weight_files"]
 from mpdoctor.checkpoint_audit.safetensors import (
     BOMB,
     NO_TEMP,
     NO_TORCH,
     REFUSED,
     AuditError,
-    TensorEntry,
     read_header,
 )
 from mpdoctor.findings import FixStep
@@ -32,23 +31,6 @@ from mpdoctor.portable import files as safe_files
 
 if TYPE_CHECKING:
     from mpdoctor.probes.budget import Budget
-
-SAFETENSORS = (".safetensors",)
-PICKLES = (".pt", ".pth", ".bin", ".ckpt")
-MAX_INDEX = 64 << 20  # an index or model_index.json: a few MB at most for the largest models
-
-
-@dataclass
-class WeightFile:
-    """One weight file and what reading it gave."""
-
-    path: str
-    component: str = ""  # the diffusers component (unet, text_encoder, ...) it belongs to
-    format: str = ""  # safetensors or pickle
-    tensors: Sequence[TensorEntry] = field(default_factory=list)  # a TensorTable from the bulk header reader
-    error: str = ""
-    cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, BOMB or ""
-    memory: int = 0  # bytes torch.load may hold for it: its size, or what a zip's pickle inflates to when more
 
 
 def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
@@ -90,61 +72,9 @@ def unread_steps(broken: list[WeightFile], path: str) -> list[FixStep]:
     return steps
 
 
-def _json_file(path: Path, what: str) -> object:
-    """A small JSON file (an index, model_index.json), read as files.py reads: regular, bounded, depth-limited."""
-    try:
-        return safe_files.json_value(safe_files.read_bytes(str(path), MAX_INDEX))
-    except safe_files.Refused as exc:
-        raise AuditError(f"{path}: not {what}: it is {exc.why}") from None
-    except OSError as exc:
-        raise AuditError(f"{path}: not {what}: {exc.strerror or exc}") from None
-    except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
-        raise AuditError(f"{path}: not {what} ({exc})") from None
-
-
-def _index_shards(index: Path) -> list[Path]:
-    data = _json_file(index, "a readable index")
-    weight_map = data.get("weight_map") if isinstance(data, dict) else None
-    if not isinstance(weight_map, dict):
-        raise AuditError(f"{index}: no weight_map in it")
-    shards = dict.fromkeys(str(v) for v in weight_map.values())
-    return [index.parent / shard for shard in shards]
-
-
-def _folder_weights(folder: Path) -> list[Path]:
-    """A model folder's weights: its index if it has one, else its safetensors, else its pickles."""
-    names = sorted(p for p in folder.iterdir() if p.is_file())
-    indexes = [p for p in names if p.name.endswith(".index.json")]
-    safe_indexes = [p for p in indexes if ".safetensors." in p.name]
-    if safe_indexes or indexes:
-        return _index_shards((safe_indexes or indexes)[0])
-    safe = [p for p in names if p.suffix in SAFETENSORS]
-    return safe or [p for p in names if p.suffix in PICKLES]
-
-
 def weight_files(path: str) -> list[WeightFile]:
-    """The files PATH stands for, each tagged with its component."""
-    root = Path(path)
-    if not root.exists():
-        raise AuditError(f"{path}: no such file or directory")
-    why = safe_files.not_regular(path)
-    if why and why != "a directory":  # a FIFO would block the read, a device never end
-        raise AuditError(f"{path}: it is {why}, not a weight file or a model folder")
-    if root.is_file():
-        shards = _index_shards(root) if root.name.endswith(".index.json") else [root]
-        return [WeightFile(str(p)) for p in shards]
-    pipeline = root / "model_index.json"
-    if pipeline.is_file():
-        components = _json_file(pipeline, "a readable model_index.json")
-        found = []
-        for name in sorted(components if isinstance(components, dict) else {}):
-            if (root / name).is_dir():
-                found += [WeightFile(str(p), component=name) for p in _folder_weights(root / name)]
-        return found
-    files = [WeightFile(str(p)) for p in _folder_weights(root)]
-    if not files:
-        raise AuditError(f"{path}: no weight files (.safetensors, .bin, .pt, .pth, .ckpt) in it")
-    return files
+    """The files PATH stands for, every checkpoint's (``layout.py`` says which checkpoints they make)."""
+    return layout(path).files()
 
 
 def read(file: WeightFile, python: str, budget: Budget) -> WeightFile:
@@ -166,7 +96,9 @@ def read_all(
     pickles, done = [], 0
     for file in files:
         try:
-            if file.path.endswith(SAFETENSORS):
+            if file.error:  # known unreadable before any read: a shard its siblings' names promise, a broken index
+                pass
+            elif file.path.endswith(SAFETENSORS):
                 file.format = "safetensors"
                 progress.update("audit", _short(os.path.basename(file.path)), completed=done)
                 file.tensors, _ = read_header(file.path)

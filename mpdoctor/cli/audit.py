@@ -1,6 +1,7 @@
 """`mpdoctor audit`: the dtypes of a checkpoint or model folder."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: on Python 3.9 typer reads the options declared with Annotated
+# only from annotations evaluated when the command is defined (it evaluates strings from 3.10 on).
 
 from typing import Annotated, Optional
 
@@ -52,12 +53,16 @@ def audit(
 ) -> None:
     """Which dtypes a checkpoint or model folder holds, and the modules in another dtype than the model around them.
 
+    A folder is judged checkpoint by checkpoint: files are one checkpoint only when
+    an index, their -00001-of-0000N names or a diffusers layout say so.
+
     Safetensors are read by their header only; pickled files through
     torch.load(weights_only=True) in a child process, never a full unpickle.
     """
-    from mpdoctor.checkpoint_audit.report import audit_files, redacted
+    from mpdoctor.checkpoint_audit.layout import layout
+    from mpdoctor.checkpoint_audit.report import audit_layout, redacted
     from mpdoctor.checkpoint_audit.safetensors import AuditError
-    from mpdoctor.checkpoint_audit.sources import read_all, weight_files
+    from mpdoctor.checkpoint_audit.sources import read_all
     from mpdoctor.findings import exit_code
     from mpdoctor.probes.progress import ProgressBoard
     from mpdoctor.render import audit as view
@@ -70,12 +75,13 @@ def audit(
     # A usage error is printed after the display is gone: a line written under a live display is erased with it.
     with live_progress(board, progress_wanted(quiet, format.value if output is None else ""), label="audit"):
         try:
-            files = read_all(weight_files(path), interpreter, budget, progress=board)
+            found = layout(path)
+            read_all(found.files(), interpreter, budget, progress=board)
         except AuditError as exc:
             problem = str(exc)
     if problem is not None:
         usage_error(problem)
-    report = redacted(audit_files(path, files))
+    report = redacted(audit_layout(path, found))
     if format is Format.json:
         emit(output, view.render_json(report))
     elif format is Format.markdown:

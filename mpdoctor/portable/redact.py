@@ -23,7 +23,9 @@ What is masked after a name: a quoted value whole, up to its own closing quote
 says password, whose value may be several words and runs to the end of the line
 (or a closing quote, an ``&``, or the next ``name=`` or ``--flag``), since
 ``password: correct horse battery staple`` is one password. Versions, paths,
-package names, GPU UUIDs and dtypes are left alone: a diagnosis needs them.
+package names, GPU UUIDs and dtypes are left alone: a diagnosis needs them. A dtype
+stays even after a name that says secret (``attention.self.key: float32``, a module
+path in a checkpoint audit, is no credential; see ``_DTYPE_VALUE``).
 
 The scan is one pass of one regular expression over the text, in linear time:
 every alternative either starts with a literal, or may start only where a word
@@ -174,6 +176,17 @@ _HOOK_PATH = re.compile(r"[^\s\"'<>?#\\]+")
 PEM_WINDOW = 65536  # a private key block is a few KB; an unterminated one is masked this far
 # Characters redacted beyond a cut: enough for a token or URL that starts before the cut to be recognised whole.
 CLIP_MARGIN = 4096
+# A dtype is a diagnosis, never a credential: a bare value that says one (``float32``, ``torch.bfloat16``,
+# ``mostly float16``, ``2 float16``) is kept after any name but a password's. Module paths are names too, and
+# their last part often reads as a secret's (``model.embed_tokens``, ``attention.self.key``, ``key_proj``,
+# ``token_type_embeddings``): ``model.embed_tokens: float32 (1 tensor, 32.0 KB)`` says which module is in which
+# dtype, the one thing a checkpoint audit is for. No key, token or secret is a dtype's name, so this keeps
+# nothing a credential could be; a password may be any words, so after one this does not apply.
+_DTYPE_VALUE = re.compile(
+    r"(?:mostly[ \t]+|[0-9]{1,9}[ \t]+)?(?:torch\.)?"
+    r"(?:b?float(?:8_e[0-9a-z]{1,12}|16|32|64)?|half|double|u?int(?:4|8|16|32|64)|bool|complex(?:32|64|128)"
+    r"|q(?:u?int8|int32))(?![A-Za-z0-9_\-])"
+)
 _PARTS = re.compile(r"[^A-Z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DIGITS = re.compile(r"[0-9]+\Z")
@@ -306,7 +319,10 @@ def redact_text(text):
             if kind in ("bearer", "netrc"):
                 pos = _value(text, pos, out)
             elif is_secret_name(name):
-                pos = _value(text, pos, out, words=kind == "pair" and _is_password_name(name))
+                words = kind == "pair" and _is_password_name(name)
+                if kind == "pair" and not words and _DTYPE_VALUE.match(text, pos):
+                    continue  # ``attention.self.key: float32``: a module's dtype, not a key's value
+                pos = _value(text, pos, out, words=words)
     out.append(text[pos:])
     return "".join(out)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview
+from mpdoctor.checkpoint_audit.report import AuditReport, audit_data, overview, sections
 from mpdoctor.checkpoint_audit.tree import describe
 from mpdoctor.render import sanitise
 
@@ -57,6 +57,11 @@ def render_text(report: AuditReport, console: Console, show_all: bool = False) -
     for line in overview(report, show_all):
         print_prose(console, sanitise.line(line), "  ", style="dim")
     console.print()
+    for heading, lines in sections(report, show_all):
+        print_prose(console, sanitise.line(heading), style="bold")
+        for line in lines:
+            print_prose(console, sanitise.line(line), "  ", style="dim")
+        console.print()
     for heading, lines in listing(report) if show_all else ():
         print_prose(console, heading, style="bold")
         for line in lines:
@@ -73,6 +78,8 @@ def render_markdown(report: AuditReport, show_all: bool = False) -> str:
 
     overviews = [f"- {sanitise.markdown(line)}" for line in overview(report, show_all)]
     out = [f"# mpdoctor audit: {sanitise.code(report.path)}", "", *overviews, ""]
+    for heading, lines in sections(report, show_all):
+        out += [f"## {sanitise.markdown(heading)}", "", *[f"- {sanitise.markdown(line)}" for line in lines], ""]
     for heading, lines in listing(report) if show_all else ():
         out += [f"## {heading}", "", *[f"- {sanitise.code(line)}" for line in lines], ""]
     for finding in report.findings:
