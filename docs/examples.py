@@ -71,16 +71,21 @@ EXAMPLES: Dict[str, Example] = {
 # What each explain family recognises, for the coverage table (its counts come from the signatures' data).
 EXPLAIN_FAMILIES = {
     "dtype": "fp16/bf16 meeting fp32 inside one op (matmul, conv, SDPA, norms, RNNs, writes, optimizer updates), "
-    "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings",
-    "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512",
+    "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings; "
+    "ONNX Runtime refusing fp16-converted graphs, FSDP flattening parameters of two dtypes, SyncBatchNorm counts",
+    "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512, "
+    "any library saying fp16/bf16 is not supported on the CPU (whisper), Ultralytics half export on the CPU, "
+    "old torch's unquoted CPU kernel errors",
     "scaler": "GradScaler misuse: fp16 or bf16 gradients, unscale twice, calls out of order (step twice, unscale_ "
     "after step, no update), a closure, step without scale, no inf checks, no CUDA; torch.amp deprecations "
     "with their replacement call, autocast disabled (no CUDA, dtype not supported on the device)",
     "overflow": "fp16 range: loss scale at minimum or collapsed, constants that do not fit fp16, inf/nan activations",
     "hardware": "bf16/tf32/fp8 refused by the GPU: transformers, accelerate, vLLM, torch.autocast, DeepSpeed, "
-    "cuBLAS, Transformer Engine, Triton fp8, Inductor skipping bf16",
+    "cuBLAS, Transformer Engine, Triton fp8, Inductor skipping bf16; CTranslate2 compute types (faster-whisper, "
+    "whisperX), fp8 without TransformerEngine, any engine saying the hardware has no native fp16 (TensorRT, "
+    "Paddle-TRT), AMD GPUs without bf16 instructions",
     "attention": "FlashAttention/xFormers/SDPA refusing the GPU or dtype, extension builds for another torch, "
-    "sdp_kernel deprecation, attention bias and mask dtypes",
+    "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16",
     "kernel-image": "no kernel image / invalid device function / arch not in the torch build",
     "apex": "NVIDIA apex builds (no extensions, ABI, missing libraries, no bf16 kernels), "
     "apex.amp removed/stale/deprecated, fused norms swapped in, PyPI's namesake",
@@ -88,11 +93,13 @@ EXPLAIN_FAMILIES = {
     "mock-torch gaps, missing cuDNN/cuBLAS libraries, numpy 2, no kernel for a dtype on the device",
     "driver": "driver too old or mismatched, CUDA unknown error, NVML missing, CPU-only torch",
     "framework": "DeepSpeed fp16/bf16 blocks vs HF TrainingArguments, HF Trainer and accelerate device requirements, "
-    "Lightning precision values, axolotl and LLaMA-Factory validation",
+    "Lightning precision values, axolotl and LLaMA-Factory validation, Lightning's 16-mixed to bf16-mixed fallback "
+    "on the CPU, TensorRT-RTX precision flags, Accelerate precision recipes",
     "mps": "Apple MPS: bf16 before macOS 14, float64, ops without half kernels",
     "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check",
     "op-support": "ops with no fp16/bf16/fp8 kernel (any torch `not implemented for`), linear algebra and FFT in "
-    "half precision, `out=` dtypes, binary_cross_entropy under autocast, LayerNorm bf16 on old CPUs",
+    "half precision, `out=` dtypes, binary_cross_entropy under autocast, LayerNorm bf16 on old CPUs, ONNX ops given "
+    "a float16 input their schema refuses",
     "compiler": "Triton emitting bf16 for pre-Ampere GPUs, tl.dot dtype mixes, loop variables promoted to fp32",
     "quantization": "bitsandbytes compute dtypes (4-bit fp32 compute, 8-bit casts), int8/fp8 weights in a plain "
     "matmul, fp8 `_scaled_mm` layout, shape and scale rules",

@@ -121,9 +121,14 @@ def test_alternatives_name_what_tells_them_apart_and_real_checks():
                 assert any(code.startswith(check) for code in codes), f"{s.id}: no check {check}"
 
 
+# Dtype failures raised before any forward runs, where the tracer has nothing to trace: FSDP refuses the
+# parameters when the model is wrapped.
+BEFORE_FORWARD = {"fsdp-flat-param-mixed-dtypes"}
+
+
 def test_every_dtype_mismatch_points_to_dtype_trace():
     for s in SIGNATURES:
-        if s.family == "dtype":
+        if s.family == "dtype" and s.id not in BEFORE_FORWARD:
             assert any("mpdoctor.dtype_trace(model)" in step.text for step in s.fixes), s.id
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import select
 import stat
 from collections import deque
@@ -174,6 +175,9 @@ def explanation(match: Match) -> Explanation:
     s = match.signature
     # a grammar signature names what its line names: the op, the device, the two dtypes (Signature.details)
     details = dict(match.details)
+    # a general signature names the library its line names, else the library its traceback runs in
+    if "library" in details and details["library"] == dict(s.defaults).get("library"):
+        details["library"] = library_of(match.frames) or details["library"]
     # the device the lines name decides which fixes and checks fit: no CUDA cure for an op that ran on the CPU
     device = device_of([text for _, text in match.lines], details.get("device"))
     details["device"] = {"cpu": "the CPU", "cuda": "the GPU"}.get(device, "its device")
@@ -194,6 +198,20 @@ def explanation(match: Match) -> Explanation:
         checks=checks_for(device, checks),
         alternatives=[OtherCause(a.cause, a.tell, list(a.checks), list(a.fixes)) for a in s.alternatives],
     )
+
+
+# A frame's package: `.../site-packages/tensorrt/...`, `...\\dist-packages\\faster_whisper\\...`.
+_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][A-Za-z0-9_]{0,60})")
+_PLUMBING = frozenset(("torch", "torchvision", "typing_extensions", "warnings", "threading", "concurrent"))
+
+
+def library_of(frames) -> Optional[str]:
+    """The innermost installed package the traceback runs in that is not torch's plumbing, or None."""
+    for frame in reversed(frames):
+        found = _PACKAGE.search(frame.file)
+        if found and found.group(1) not in _PLUMBING:
+            return found.group(1)
+    return None
 
 
 def explain(

@@ -28,6 +28,17 @@ _UPGRADE_TORCH = fix(
     "layer_norm (slow on CPUs without AVX512-FP16/AMX)",
     "pip install -U 'torch>=2.2'",
 )
+# The upgrade that keeps the build: a bare `pip install -U torch` takes PyPI's torch, which on Linux is a CUDA build
+# (gigabytes, and a CPU-only torch swapped for it) and on some setups a CPU one in place of a CUDA build. The PyTorch
+# index of the build installed keeps it what it is.
+_UPGRADE_TORCH_SAME_BUILD = fix(
+    "Or upgrade torch to 2.2 or newer, which has CPU fp16 matmul kernels (slow on CPUs without AVX512-FP16/AMX), "
+    "from the index of the build you have, so that pip keeps that build: the command is for a CPU-only torch "
+    "(`torch.__version__` ends in +cpu); for a CUDA build use the cuXYZ index of a CUDA version your driver "
+    "supports instead (`mpdoctor check` names it). Name torchvision/torchaudio in the same command if you have "
+    "them, so that they move with torch",
+    "pip install -U 'torch>=2.2' --index-url https://download.pytorch.org/whl/cpu",
+)
 
 SIGNATURES: list[Signature] = [
     Signature(
@@ -41,7 +52,8 @@ SIGNATURES: list[Signature] = [
         "GEMM and only torch 2.2 brought a real one back, so in between the op has no Half kernel on the "
         "CPU. Seen on a GPU machine too, when the model or part of it stayed on the CPU (CPU-only torch, "
         "device_map offload, inputs never moved).",
-        fixes=(_RUN_ON_GPU, _FP32_ON_CPU, _UPGRADE_TORCH),
+        # The code fix first: it works on every torch and build; the upgrade, last, keeps the build installed.
+        fixes=(_FP32_ON_CPU, _RUN_ON_GPU, _UPGRADE_TORCH_SAME_BUILD),
         checks=("PREC001", "TORCH005", "TORCH009"),
         sources=(
             "https://github.com/huggingface/transformers/issues/27769",

@@ -111,6 +111,9 @@ SIGNATURES: list[Signature] = [
             "dtypes match, got",
             "dtype of input and weight",
             "should be the same for fp8",
+            "to have type half",
+            "to have type bfloat16",
+            "to have type float but",
         ),
         patterns=(
             r"same (?:scalar type|dtype)",
@@ -123,6 +126,8 @@ SIGNATURES: list[Signature] = [
             r"dtypes match, got",
             r"unexpected dtype of input and weight",
             r"data type of input and weight should be the same for fp8",
+            # SyncBatchNorm's gather (`Expected counts to have type Half but got Float`), other ATen checks alike
+            r"expected [a-z_]{1,40} to have type [a-z0-9]{3,12} but got [a-z0-9]{3,12}",
         ),
         details=(PAIR, OP),
         defaults=(("op", "one op"),),
@@ -135,16 +140,20 @@ SIGNATURES: list[Signature] = [
         sources=(
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/TensorAdvancedIndexing.cpp",
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/LinearAlgebra.cpp",
+            "https://github.com/hpcaitech/ColossalAI/issues/258",
+            "https://github.com/pytorch/pytorch/blob/main/torch/nn/modules/_functions.py",
         ),
         examples=(
             "RuntimeError: index_add_(): self (Half) and source (Float) must have the same scalar type",
             "RuntimeError: Input dtypes must be the same, got: input float, batch1: c10::Half, batch2: c10::Half",
             "RuntimeError: prelu: Type promoting not supported. Got Half and Float",
+            "This will raise exception `RuntimeError: Expected counts to have type Half but got Float`",
         ),
         near_misses=(
             "RuntimeError: index_add_(): self (Long) and source (Float) must have the same scalar type",
             "RuntimeError: expected m1 and m2 to have the same dtype, but got: double != float",
             "RuntimeError: index_add_(): self (Half) and source (Half) must have the same scalar type",
+            "RuntimeError: Expected counts to have type Float but got Long",
         ),
         rank=-1,
         notes="Claimed only when two different floating dtypes, one of them fp16/bf16/fp8, are named "
