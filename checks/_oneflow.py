@@ -185,7 +185,9 @@ def uninstall_step(snap: Snapshot, dists: list[Distribution], why: str) -> FixSt
 
 
 def project_uses(snap: Snapshot) -> list:
-    return snap.environment.project.oneflow_uses
+    """OneFlow uses in your code: the project scan's, under its root (``ProjectScan.under_root``)."""
+    scan = snap.environment.project
+    return scan.under_root(scan.oneflow_uses)
 
 
 def where(use) -> str:

@@ -114,8 +114,14 @@ def fused_norm_swap(snap: Snapshot) -> Iterator[Finding]:
 
 def _amp_users(snap: Snapshot) -> tuple[list[ApexImport], list[ApexImport]]:
     installed = [use for use in _apex.facts(snap).users if _apex.imports_amp(use)]
-    project = [use for use in snap.environment.project.apex_uses if _apex.imports_amp(use)]
+    scan = snap.environment.project
+    project = [use for use in scan.under_root(scan.apex_uses) if _apex.imports_amp(use)]
     return installed, project
+
+
+def _your_code(snap: Snapshot, project: list) -> list[str]:
+    """The evidence line that says which directory "your code" is (the project scan's root, and why)."""
+    return [snap.environment.project.where()] if project else []
 
 
 @check(
@@ -155,7 +161,7 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     else:
         state = "apex is not installed"
         failure = "ModuleNotFoundError: No module named 'apex'"
-    evidence = [state] + _sites(installed) + _sites(project)
+    evidence = [state] + _sites(installed) + _your_code(snap, project) + _sites(project)
     who = []
     grouped = _by_distribution(installed)
     if grouped:
@@ -202,10 +208,15 @@ def both_amps(snap: Snapshot) -> Iterator[Finding]:
     Keep only torch's AMP: remove `amp.initialize` and `amp.scale_loss`.
     """
     _, project = _amp_users(snap)
-    torch_uses = snap.environment.project.torch_amp_uses
+    scan = snap.environment.project
+    torch_uses = scan.under_root(scan.torch_amp_uses)
     if not project or not torch_uses:
         return
-    evidence = _sites(project) + [f"{use.file}:{use.line} `{use.text}`" for use in torch_uses[:MAX_SITES]]
+    evidence = (
+        _your_code(snap, project)
+        + _sites(project)
+        + [f"{use.file}:{use.line} `{use.text}`" for use in torch_uses[:MAX_SITES]]
+    )
     yield warning(
         "your code mixes apex.amp with torch.autocast/GradScaler: two precision managers cast and scale the loss twice",
         evidence,
@@ -244,6 +255,6 @@ def amp_deprecated(snap: Snapshot) -> Iterator[Finding]:
         return
     yield info(
         "code here relies on apex.amp, which newer apex (25.07 and later) no longer has",
-        [_apex.describe(snap)] + _sites(project) + _sites(installed),
+        [_apex.describe(snap)] + _your_code(snap, project) + _sites(project) + _sites(installed),
         [_apex.torch_amp_step("Port it to")],
     )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from typing import Iterator
 
-from mpdoctor.checks import fixes
+from packaging.version import InvalidVersion, Version
+
+from mpdoctor.checks import _sites, fixes
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
-from mpdoctor.snapshot import Snapshot
+from mpdoctor.snapshot import Distribution, Snapshot
 
 FAMILY = "environment"
 
@@ -77,7 +81,16 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
     for dist in snap.environment.distributions:
         if not dist.problems:
             continue
-        label = dist.name or "a distribution with no name"
+        name, version = _identity(dist)
+        label = dist.name or (f"{name} (named by its metadata directory)" if name else "a distribution with no name")
+        owner = _sites.manager(snap, dist)
+        if owner != "pip":  # conda's or the distribution's files: theirs to repair, never rm -rf and pip
+            yield warning(
+                f"broken metadata for {label}: {'; '.join(dist.problems)}",
+                [f"metadata directory: {dist.metadata_path or dist.location}", f"installed by {owner}"],
+                [FixStep(f"Reinstall it with {owner}'s package manager, which owns it")],
+            )
+            continue
         yield warning(
             f"broken metadata for {label}: {'; '.join(dist.problems)}",
             [f"metadata directory: {dist.metadata_path or dist.location}"],
@@ -88,16 +101,42 @@ def broken_distribution_metadata(snap: Snapshot) -> Iterator[Finding]:
                 )
             ]
             + ([FixStep("Remove it", "rm -rf " + shlex.quote(dist.metadata_path))] if dist.metadata_path else [])
-            + (
-                [
-                    FixStep(
-                        "Reinstall the package", fixes.pip(snap, "install", "--force-reinstall", "--no-deps", dist.name)
-                    )
-                ]
-                if dist.name
-                else []
-            ),
+            + ([_reinstall(snap, name, version)] if name else []),
         )
+
+
+# A project name as pip writes it into a metadata directory's name (``six-1.16.0.dist-info``): pip's own
+# ``~ix-1.16.0.dist-info`` leftovers, whose first letter it replaced, do not match.
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._]*[A-Za-z0-9])?$")
+
+
+def _identity(dist: Distribution) -> tuple[str, str]:
+    """The name and version to reinstall: the metadata's, else what its directory's name says.
+
+    Metadata that lost its Name (or its METADATA file) still sits in ``NAME-VERSION.dist-info`` (or
+    ``NAME-VERSION-pyX.Y.egg-info``): without that name the fix could only delete the metadata, leaving the
+    package's files on disk with nothing that records them.
+    """
+    stem, _, suffix = os.path.basename(dist.metadata_path.rstrip("/")).rpartition(".")
+    parts = stem.split("-") if suffix in ("dist-info", "egg-info") else []
+    name = dist.name or (parts[0] if parts and _NAME.match(parts[0]) else "")
+    version = dist.version or (parts[1] if len(parts) > 1 else "")
+    try:
+        Version(version)
+    except InvalidVersion:
+        version = ""
+    return name, version
+
+
+def _reinstall(snap: Snapshot, name: str, version: str) -> FixStep:
+    """Reinstall the version that was there (an unpinned one would upgrade it, and a torch from PyPI is another
+    build), from the PyTorch index when that version is a local build (``2.13.0+cpu``)."""
+    spec = f"{name}=={version}" if version else name
+    return FixStep(
+        f"Reinstall {name} {version}".rstrip()
+        + (" (its metadata names no version: the latest)" if not version else ""),
+        fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)),
+    )
 
 
 @check(

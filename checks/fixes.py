@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Optional
+from typing import Iterable, Optional
 
+from mpdoctor.analysis.capability import parse_capability
 from mpdoctor.analysis.versions import driver_for_cuda, version_tuple
 from mpdoctor.findings import FixStep, StepRole
-from mpdoctor.snapshot import Snapshot
+from mpdoctor.snapshot import Snapshot, canonical_name
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 INSTALL_SELECTOR = "https://pytorch.org/get-started/locally/"
@@ -57,8 +58,35 @@ def ways(steps: list[FixStep]) -> list[list[FixStep]]:
 
 
 def pip(snap: Snapshot, *args: str) -> str:
-    """``<target python> -m pip <args>``, each argument shell-quoted."""
-    return command(snap.python_command(), "-m", "pip", *args)
+    """``<target python> -m pip <args>``, each argument shell-quoted; on an externally managed Python, one that works.
+
+    pip refuses to install into or uninstall from an externally managed Python (PEP 668: a distribution's
+    /usr/bin/python3) with "error: externally-managed-environment". There, an install goes into a venv made from
+    that Python, as pip's refusal itself advises (``--system-site-packages``: the venv still sees the system's
+    packages); an uninstall is pip's own override, labelled on the command as the risk pip calls it. Every pip fix
+    is built here, so no check has to know.
+    """
+    python = snap.python_command()
+    if not (snap.environment.python and snap.environment.python.externally_managed) or not args:
+        return command(python, "-m", "pip", *args)
+    why = f"{python} is externally managed (PEP 668)"
+    if args[0] == "install":
+        return (
+            f"{command(python, '-m', 'venv', '--system-site-packages')} {PEP668_VENV} && "
+            f"{PEP668_VENV}/bin/python -m pip {command(*args)}  # {why}: pip installs into a venv made from it; "
+            f"use {PEP668_VENV}/bin/python from now on"
+        )
+    if args[0] == "uninstall":
+        return (
+            f"{command(python, '-m', 'pip', 'uninstall', '--break-system-packages', *args[1:])}  # RISKY: {why}; "
+            "pip overrides that 'at the risk of breaking your Python installation or OS': only for a copy pip "
+            "installed, never one of the distribution's packages (its package manager removes those)"
+        )
+    return command(python, "-m", "pip", *args)
+
+
+# Where a pip install for an externally managed Python goes instead (fixes.pip): $HOME left for the shell to expand.
+PEP668_VENV = '"$HOME"/venv'
 
 
 def mpdoctor_check(
@@ -79,6 +107,8 @@ def mpdoctor_check(
     words = ["mpdoctor", "check"]
     if given.python:
         words += ["--python", given.python]
+    if given.project:
+        words += ["--project", given.project]
     if timeout is not None or given.timeout is not None:
         words += ["--timeout", _number(timeout if timeout is not None else given.timeout)]
     if given.kernels and "--kernels" not in extra:  # an --kernels in ``extra`` replaces the user's
@@ -188,6 +218,42 @@ def driver_upgrade_step(snap: Snapshot, cuda: str) -> FixStep:
     )
 
 
+def minor_compat_note(snap: Snapshot, cuda: Optional[str]) -> str:
+    """What installing the CUDA ``cuda`` build means on this driver, when the driver's CUDA is older ("" when not).
+
+    A build for a newer minor version of the driver's CUDA major version runs under CUDA minor-version
+    compatibility (NVIDIA: CUDA 12.x on any 525+ driver, 13.x on 580+), with a limited feature set: PTX JIT
+    (GPUs newer than the build's cubins, Triton/torch.compile kernels) fails. TORCH006 warns of that; the
+    fix says so, and which driver gives the build full support.
+    """
+    have = snap.machine.nvml.cuda_driver_version
+    if not cuda or not have or version_tuple(cuda)[:2] <= version_tuple(have)[:2]:
+        return ""
+    least = driver_for_cuda(cuda)
+    upgrade = f"driver {least} or newer" if least else f"a driver that supports CUDA {cuda}"
+    return (
+        f"; driver {snap.machine.nvml.driver_version or '?'} supports CUDA {have}, so this build runs under CUDA "
+        f"minor-version compatibility, without PTX JIT (mpdoctor's TORCH006 then warns of it), and {upgrade} "
+        "gives it full support"
+    )
+
+
+def mixed_gpus_note(snap: Snapshot) -> str:
+    """What CUDA seeing every GPU of a box with different GPUs leads to ("" when the GPUs are alike).
+
+    Once CUDA sees them (a CUDA torch installed, a CUDA_VISIBLE_DEVICES that hid them gone), the GPU checks judge
+    which card CUDA makes cuda:0 (fastest first, not nvidia-smi's order) and what the weaker cards lack: a fix that
+    leads there says so, by those checks' codes.
+    """
+    cards = {(g.name, g.compute_capability) for g in snap.machine.nvml.usable_gpus}
+    if len(cards) < 2:
+        return ""
+    return (
+        "; these GPUs differ, so mpdoctor's GPU001, GPU002 and GPU003 then say which one CUDA makes cuda:0 and "
+        "what the others lack"
+    )
+
+
 def compatible(device_cc: int, code_cc: int) -> bool:
     """Does a cubin for sm_<code_cc> run on a device of capability device_cc?
 
@@ -207,13 +273,61 @@ def torch_companions(snap: Snapshot) -> list[str]:
     return specs
 
 
-def torch_index(version: str) -> list[str]:
-    """``--index-url`` of the PyTorch index a torch ``version`` with a local label (+cpu, +cu130) comes from.
+# The packages the PyTorch index serves beside torch's own dependencies. A pip command that names only these can
+# take that index alone (--index-url); one that names any other package (transformers, a numpy pin) needs PyPI as
+# well, so the torch index is added to it (--extra-index-url): the torch index hosts only some packages.
+TORCH_INDEX_PACKAGES = frozenset({"torch", "torchvision", "torchaudio"})
+_LOCAL_LABEL = re.compile(r"cpu|cu\d+|rocm[\d.]+|xpu")
+_PIN = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*(?P<version>[^\s;,]+)\s*$")
+
+
+def local_label(version: str) -> str:
+    """The PyTorch build label of a version (``"2.13.0+cu126"`` -> ``"cu126"``), "" when it has none pip can find."""
+    local = version.partition("+")[2]
+    return local if _LOCAL_LABEL.fullmatch(local) else ""
+
+
+def torch_index(version: str, *, with_pypi: bool = False) -> list[str]:
+    """The pip options for the PyTorch index a torch ``version`` with a local label (+cpu, +cu130) comes from.
 
     pip finds such a version on no other index (PyPI has no local versions); none for a version without one.
+    ``--index-url`` when every package of the command is on that index; with ``with_pypi`` (the command names
+    packages only PyPI has), ``--extra-index-url``, so PyPI stays the main index.
     """
-    local = version.partition("+")[2]
-    return ["--index-url", f"{PYTORCH_INDEX}/{local}"] if re.fullmatch(r"cpu|cu\d+|rocm[\d.]+|xpu", local) else []
+    label = local_label(version)
+    if not label:
+        return []
+    return ["--extra-index-url" if with_pypi else "--index-url", f"{PYTORCH_INDEX}/{label}"]
+
+
+def index_for(specs: Iterable[str]) -> list[str]:
+    """The index options a pip install of ``specs`` needs: the PyTorch index of the first exact pin with a local
+    label (``torch==2.13.0+cpu``, ``torchvision==0.28.0+cu126``), as ``--index-url`` when every spec is a package
+    that index serves, else as ``--extra-index-url``; none when no spec pins a local build."""
+    specs = list(specs)
+    pins = [m for m in (_PIN.match(s) for s in specs) if m]
+    label = next((local_label(m["version"]) for m in pins if local_label(m["version"])), "")
+    if not label:
+        return []
+    names = {canonical_name(re.split(r"[\s<>=!~;\[(]", s.strip(), maxsplit=1)[0]) for s in specs}
+    return torch_index(f"+{label}", with_pypi=not names <= TORCH_INDEX_PACKAGES)
+
+
+def install_torch_step(snap: Snapshot, lead: str, spec: str = "torch", role: StepRole = "step") -> FixStep:
+    """Install torch (``spec``: ``torch``, ``torch>=2.4``) from the index of the variant this machine needs: the CUDA
+    build this driver runs that has code for these GPUs, the CPU build without GPUs. Never from PyPI, whose torch
+    on Linux is one CUDA build whatever the machine (and gigabytes of it)."""
+    cards = snap.machine.nvml.usable_gpus
+    caps = [c for c in (parse_capability(g.compute_capability) for g in cards) if c]
+    cuda = best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps) if cards else None
+    index = f"{PYTORCH_INDEX}/{cuda_tag(cuda)}" if cuda else f"{PYTORCH_INDEX}/cpu"
+    variant = f"CUDA {cuda} build" if cuda else "CPU build"
+    return FixStep(
+        f"{lead} ({variant}; other builds: {INSTALL_SELECTOR}){minor_compat_note(snap, cuda)}"
+        + (mixed_gpus_note(snap) if cuda else ""),
+        pip(snap, "install", spec, "--index-url", index),
+        role=role,
+    )
 
 
 def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str, role: StepRole = "step") -> FixStep:
@@ -222,4 +336,8 @@ def reinstall_torch_step(snap: Snapshot, cuda: Optional[str], why: str, role: St
     spec = f"torch=={version}" if version else "torch"
     index = f"{PYTORCH_INDEX}/{cuda_tag(cuda)}" if cuda else f"{PYTORCH_INDEX}/cpu"
     command = pip(snap, "install", "--force-reinstall", spec, *torch_companions(snap), "--index-url", index)
-    return FixStep(f"{why} (other builds: {INSTALL_SELECTOR})", command, role=role)
+    # A torch that listed no CUDA device (a CPU build, CUDA not starting): this one lets CUDA see the GPUs first.
+    first_sight = mixed_gpus_note(snap) if cuda and not snap.torch.devices else ""
+    return FixStep(
+        f"{why} (other builds: {INSTALL_SELECTOR}){minor_compat_note(snap, cuda)}{first_sight}", command, role=role
+    )

@@ -110,11 +110,22 @@ def _unconfirmed(view) -> Iterator[Finding]:
     whole = [row for row in view.devices if row.nvml_index is not None and not row.mig]
     if len({(row.name, row.compute_capability) for row in whole}) < 2:
         return
+    # In PCI order cuda:0 is nvidia-smi's first card: when that one is the weaker, GPU002 says so next, and the fix
+    # says that it leads there.
+    first, best = min(whole, key=lambda row: row.nvml_index), max(whole, key=strength)
+    weaker_first = (
+        f" (cuda:0 is then the {first.name}; GPU002 then says how to make the {best.name} cuda:0)"
+        if clearly_stronger(best, first)
+        else ""
+    )
     yield info(
         "On this box cuda:N may not be nvidia-smi GPU N: the GPUs differ and CUDA numbers them fastest first",
         env_evidence(view) + [describe(row) for row in whole] + view.notes,
         [
-            FixStep("Number GPUs in PCI order, as nvidia-smi does", fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID")),
+            FixStep(
+                "Number GPUs in PCI order, as nvidia-smi does" + weaker_first,
+                fixes.export("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+            ),
             fixes.inspect("Select GPUs by UUID, which means the same card to every tool", "nvidia-smi -L"),
         ],
     )

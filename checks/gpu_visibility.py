@@ -123,7 +123,7 @@ def visible_devices_hide_all(snap: Snapshot) -> Iterator[Finding]:
             ],
         )
         return
-    steps = [FixStep("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")]
+    steps = [FixStep("Let CUDA see every GPU" + fixes.mixed_gpus_note(snap), "unset CUDA_VISIBLE_DEVICES")]
     if snap.machine.nvml.gpus:
         steps.append(fixes.alternative("Or select GPUs by UUID, from this list"))
         steps.append(fixes.inspect("List the GPUs and their UUIDs", "nvidia-smi -L"))

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from packaging.version import InvalidVersion, Version
 
-from mpdoctor.checks import fixes
+from mpdoctor.checks import _sites, fixes
 from mpdoctor.findings import Finding, FixStep, info, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.checks._common import requirers
@@ -53,7 +53,12 @@ def deprecated_pynvml(snap: Snapshot) -> Iterator[Finding]:
     evidence.append(f"nvidia-ml-py {ml.version} installed" if ml else "nvidia-ml-py is not installed")
     pullers = [f"{dist.name} {dist.version} requires {req}" for dist, req in requirers(snap, "pynvml")]
     evidence += pullers
-    steps = [FixStep("Remove the deprecated package", fixes.pip(snap, "uninstall", "-y", "pynvml"))]
+    owner = _sites.manager(snap, dist)
+    steps = [
+        FixStep("Remove the deprecated package", fixes.pip(snap, "uninstall", "-y", "pynvml"))
+        if owner == "pip"
+        else FixStep(f"Remove the deprecated package with {owner}'s package manager, which installed it (pip must not)")
+    ]
     if ml is None:
         steps.append(
             FixStep(

@@ -34,7 +34,11 @@ def cpu_only_torch_with_gpus(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     Reinstall the same torch version from the PyTorch index of a CUDA version your
-    driver supports; reinstall torchvision/torchaudio from the same index.
+    driver supports; reinstall torchvision/torchaudio from the same index. When no
+    build of this version is as old as the driver's CUDA (torch 2.13 has none
+    before CUDA 12.6; driver 535 supports 12.2), the build of the same CUDA major
+    version runs under CUDA minor-version compatibility, without PTX JIT: the fix
+    says so, that TORCH006 then warns of it, and which driver gives full support.
     """
     torch = snap.torch
     cards = gpus(snap)

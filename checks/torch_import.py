@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
-from typing import Iterator
+from typing import Iterator, Optional
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from mpdoctor.checks import fixes
-from mpdoctor.checks._common import capability, driver_evidence, gpus, tail
+from mpdoctor.checks._common import driver_evidence, gpus, requirement_applies, tail
 from mpdoctor.findings import Finding, FixStep, StepRole, error, warning
 from mpdoctor.checks.registry import check
 from mpdoctor.checks.torch_build import CUDA_STEPS
-from mpdoctor.snapshot import Snapshot
+from mpdoctor.snapshot import Snapshot, canonical_name
 
 FAMILY = "torch"
 # Seconds a diagnostic `import torch` gets before `timeout` ends it: the import may hang the way it hung for us.
@@ -112,16 +115,7 @@ def _same_dir(one: str, other: str) -> bool:
 
 def _install_torch(snap: Snapshot, lead: str, role: StepRole = "step") -> FixStep:
     """Install torch from the index of the CUDA variant that this driver runs and these GPUs need (CPU without GPUs)."""
-    cards = gpus(snap)
-    caps = [c for c in map(capability, cards) if c]
-    cuda = fixes.best_cuda_variant(snap, snap.machine.nvml.cuda_driver_version, caps) if cards else None
-    index = f"{fixes.PYTORCH_INDEX}/{fixes.cuda_tag(cuda)}" if cuda else f"{fixes.PYTORCH_INDEX}/cpu"
-    variant = f"CUDA {cuda} build" if cuda else "CPU build"
-    return FixStep(
-        f"{lead} ({variant}; other builds: {fixes.INSTALL_SELECTOR})",
-        fixes.pip(snap, "install", "torch", "--index-url", index),
-        role=role,
-    )
+    return fixes.install_torch_step(snap, lead, role=role)
 
 
 def _import_error_hints(snap: Snapshot) -> list[FixStep]:
@@ -161,33 +155,87 @@ def torch_import_fails(snap: Snapshot) -> Iterator[Finding]:
     ## Fix
     Usually a broken or half-upgraded install: reinstall the same torch version,
     with its CUDA variant, without touching other packages. Missing shared
-    libraries often come from a stale LD_LIBRARY_PATH.
+    libraries often come from a stale LD_LIBRARY_PATH. A missing library that one
+    of torch's nvidia-* dependencies ships (libcudnn.so.9 is nvidia-cudnn-cu12's)
+    comes back only with that dependency: the fix reinstalls it, at the version
+    torch's own requirements pin, not torch alone.
     """
     torch = snap.torch
     if torch.status != "import-error":
         return
     dist = snap.distribution("torch")
     version = dist.version if dist else ""
-    spec = f"torch=={version}" if version else "torch"
     yield error(
         f"`import torch` fails: {torch.error_type or 'error'}: {tail(torch.error_message, 1)}",
         [
             f"torch found at {torch.origin}" if torch.origin else "torch location unknown",
             tail(torch.error_traceback or torch.error_message),
         ],
-        _import_error_hints(snap)
-        + [
-            FixStep(
-                "Reinstall this torch version in place"
-                + (
-                    ", from the index its build comes from"
-                    if fixes.torch_index(version)
-                    else " (keep the same --index-url you installed it from)"
-                ),
-                fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)),
-            )
-        ],
+        _import_error_hints(snap) + _reinstall_steps(snap, version),
     )
+
+
+# A shared library `import torch` could not open (the loader's words), and the name of the nvidia-* wheel stem that
+# ships it where the two differ (libcudart.so.12 is in nvidia-cuda-runtime-cu12).
+MISSING_LIBRARY = re.compile(r"lib(?P<stem>[A-Za-z][\w]*?)(?:[-_.]\w+)*\.so[\w.]*: cannot open shared object file")
+WHEEL_OF_LIBRARY = {
+    "cublaslt": "cublas",
+    "cudart": "cuda-runtime",
+    "nvrtc": "cuda-nvrtc",
+    "cupti": "cuda-cupti",
+    "nvtoolsext": "nvtx",
+}
+
+
+def providing_requirement(snap: Snapshot, message: str) -> Optional[Requirement]:
+    """torch's own requirement (its Requires-Dist, for this interpreter) on the nvidia-* wheel that ships the library
+    the import error names (``libcudnn.so.9`` -> ``nvidia-cudnn-cu12==9.10.2.21``); None when torch requires none."""
+    found = MISSING_LIBRARY.search(message)
+    dist = snap.distribution("torch")
+    if not found or not dist:
+        return None
+    stem = found["stem"].lower()
+    wheel = f"nvidia-{WHEEL_OF_LIBRARY.get(stem, stem)}"
+    for line in dist.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = canonical_name(req.name)
+        if (name == wheel or re.fullmatch(re.escape(wheel) + r"-cu\d+", name)) and requirement_applies(
+            req, snap.environment.markers
+        ):
+            return req
+    return None
+
+
+def _reinstall_steps(snap: Snapshot, version: str) -> list[FixStep]:
+    """Reinstall what the import misses: the nvidia-* wheel torch requires that ships the missing library, at the
+    version torch requires (a torch reinstalled without its dependencies never brings it back); else torch itself,
+    in place, from the index its build comes from."""
+    torch = snap.torch
+    library = providing_requirement(snap, torch.error_message)
+    if library is not None:
+        wanted = f"{library.name}{library.specifier}"
+        return [
+            FixStep(
+                f"Reinstall {library.name}, the torch dependency that ships the missing library, at the version "
+                f"torch {version} requires",
+                fixes.pip(snap, "install", "--force-reinstall", "--no-deps", wanted),
+            )
+        ]
+    spec = f"torch=={version}" if version else "torch"
+    return [
+        FixStep(
+            "Reinstall this torch version in place"
+            + (
+                ", from the index its build comes from"
+                if fixes.torch_index(version)
+                else " (keep the same --index-url you installed it from)"
+            ),
+            fixes.pip(snap, "install", "--force-reinstall", "--no-deps", spec, *fixes.torch_index(version)),
+        )
+    ]
 
 
 @check(

@@ -11,9 +11,10 @@ of the snapshot, the way the command would change the facts on the machine:
   then finds (torch missing, no apex, no oneflow, no pynvml module);
 * ``<python> -m pip install [-U] 'NAME==V' | 'NAME>=V' | NAME``: the distribution at
   V (the least version the specifier allows, or an unknown newest one);
-* ``... install [--force-reinstall] torch==V --index-url .../cuXYZ``: torch rebuilt
-  for CUDA X.Y with that build's architectures (torch's own release table), CUDA
-  available when the driver runs it;
+* ``... install [--force-reinstall] torch==V --index-url .../cuXYZ`` (or ``--extra-index-url``):
+  torch rebuilt for CUDA X.Y with that build's architectures (torch's own release table),
+  CUDA available when the driver runs it, and a cuDNN that loads when pip brings the
+  build's dependencies over a torch that had none;
 * a driver upgrade (``fixes.driver_upgrade_step``: "Upgrade the NVIDIA driver to V
   or newer"): the driver, and the CUDA version it supports (NVIDIA's table);
 * ``mv PATH PATH.disabled`` of a stray apex directory; ``rm -rf`` of a leftover torch
@@ -44,7 +45,7 @@ import copy
 import re
 import shlex
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Optional
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -63,6 +64,10 @@ _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re
 
 
 _BEFORE: ContextVar[Snapshot] = ContextVar("snapshot before the way")
+# The CUDA builds on the PyTorch index require their cuDNN (nvidia-cudnn-cuXY, pinned), which pip installs with them:
+# a CUDA build installed with its dependencies loads a cuDNN. Which version is torch's pin, which the snapshot of the
+# torch before does not hold: 0 stands for "loads, version not recorded" (only whether it loads is judged, TORCH008).
+CUDNN_FROM_DEPENDENCIES = 0
 
 Proof = Literal["proven", "failed", "cannot-simulate", "no-command"]
 
@@ -74,6 +79,7 @@ class WayResult:
     way: int  # 0: the first way; n: the n-th alternative
     verdict: Proof
     why: str = ""  # the reason it could not be simulated, or what stayed or appeared
+    announced: list[str] = field(default_factory=list)  # codes of new findings the way names, so leads to knowingly
 
 
 Judge = Callable[[Snapshot], list[Finding]]
@@ -82,7 +88,10 @@ Judge = Callable[[Snapshot], list[Finding]]
 def prove(snap: Snapshot, finding: Finding, judge: Judge) -> list[WayResult]:
     """Apply each way of ``finding``'s fix alone to a copy of ``snap`` and judge again.
 
-    A way is proven when the finding is gone and no new error appeared.
+    A way is proven when the finding is gone and no new warning or error appeared that the way does not announce:
+    no fix leads to another finding unless its own words say so, by that finding's code ("mpdoctor's TORCH006
+    then warns of it"). A finding the fix only renumbers or rewords (cuda:1 becoming cuda:0, a version moving on)
+    is the same problem, not a new one.
     """
     before = judge(snap)
     results = []
@@ -97,9 +106,28 @@ def prove(snap: Snapshot, finding: Finding, judge: Judge) -> list[WayResult]:
             results.append(WayResult(number, "cannot-simulate", str(exc)))
             continue
         after = judge(after_snap)
-        problems = _still_there(finding, before, after) + _new_errors(before, after)
-        results.append(WayResult(number, "failed" if problems else "proven", "; ".join(problems)))
+        new = _new_findings(finding, before, after)
+        said = announced(way)
+        problems = _still_there(finding, before, after) + [
+            f"new {f.severity} {f.code}, which the fix does not announce: {f.title}" for f in new if f.code not in said
+        ]
+        results.append(
+            WayResult(
+                number,
+                "failed" if problems else "proven",
+                "; ".join(problems),
+                sorted({f.code for f in new if f.code in said}),
+            )
+        )
     return results
+
+
+_CODE = re.compile(r"\b[A-Z]+[0-9]{3}\b")
+
+
+def announced(way: Iterable[FixStep]) -> set[str]:
+    """The finding codes a way's own words name: the findings it says it leads to."""
+    return {code for step in way for code in _CODE.findall(step.text)}
 
 
 def _key(f: Finding) -> tuple[str, str]:
@@ -116,9 +144,22 @@ def _still_there(finding: Finding, before: list[Finding], after: list[Finding]) 
     return []
 
 
-def _new_errors(before: list[Finding], after: list[Finding]) -> list[str]:
-    old = {_key(f) for f in before}
-    return [f"new error {f.code}: {f.title}" for f in after if f.severity == "error" and _key(f) not in old]
+def _new_findings(finding: Finding, before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """The warnings and errors after the fix that were not there before.
+
+    Counted per code: a finding of a code that was there, whose title the fix changed (cuda:1 now cuda:0, an info
+    now confirmed as a warning), offsets one that went; only findings beyond those are new. The finding being
+    fixed offsets nothing: its going is the fix's point, not room for another of its code.
+    """
+    old = [_key(f) for f in before if _key(f) != _key(finding)]
+    now = {_key(f) for f in after}
+    new = []
+    for code in dict.fromkeys(f.code for f in after):
+        fresh = [f for f in after if f.code == code and f.severity in ("warning", "error") and _key(f) not in old]
+        gone = sum(1 for key in old if key[0] == code and key not in now)
+        if len(fresh) > gone:
+            new += fresh
+    return new
 
 
 def apply(snap: Snapshot, steps: Iterable[FixStep]) -> Snapshot:
@@ -202,7 +243,7 @@ def _is_pip(snap: Snapshot, words: list[str]) -> bool:
     return words[:1] == [snap.python_command()] and words[1:3] == ["-m", "pip"] and len(words) > 3
 
 
-_WITH_VALUE = ("--index-url", "-f", "--find-links")
+_WITH_VALUE = ("--index-url", "--extra-index-url", "-f", "--find-links")
 
 
 def _pip(snap: Snapshot, verb: str, args: list[str], build_env: Optional[dict[str, str]] = None) -> None:
@@ -216,10 +257,17 @@ def _pip(snap: Snapshot, verb: str, args: list[str], build_env: Optional[dict[st
             )
         installs.build_apex(snap, sources[0], build_env or {})
         return
-    if "--index-url" in args or "-f" in args or "--find-links" in args:
-        index = args[args.index("--index-url") + 1] if "--index-url" in args else None
+    if any(a in args for a in _WITH_VALUE):
+        # --extra-index-url: pip looks on PyPI and there; a local build (torch==V+cu126) is only there.
+        index = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--index-url", "--extra-index-url")), None)
         links = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--find-links")]
         if verb == "install" and index and any(canonical_name(_requirement(n).name) == "torch" for n in names):
+            free = [n for n in names if not _requirement(n).specifier]
+            if flags & {"-U", "--upgrade"} and free:
+                raise CannotSimulate(
+                    f"pip --upgrade picks the release of {', '.join(free)} that fits the pins: the index "
+                    "pages are not in the snapshot"
+                )
             _install_torch_build(snap, names, index, no_deps="--no-deps" in flags)
             return
         oneflow_flags = {"-U", "--upgrade", "--pre", "-f", "--find-links"}
@@ -353,6 +401,10 @@ def _install_torch_build(snap: Snapshot, names: list[str], index: str, no_deps: 
     if cuda:
         installs.need_cudnn_pin(snap)
     torch = snap.torch if snap.torch.status == "imported" else TorchInfo(status="imported", imported_as="torch")
+    if cuda is None:
+        torch.cudnn = None  # a CPU build loads no cuDNN
+    elif torch.cudnn is None and not no_deps:
+        torch.cudnn = CUDNN_FROM_DEPENDENCIES  # over a CPU torch or none: the build's nvidia-cudnn dependency
     torch.version, torch.cuda = f"{version}{local}", cuda
     torch.arch_list = [f"sm_{cc}" for cc in sorted(fixes.torch_variants(snap).get(cuda, set()))] if cuda else []
     torch.cuda_warnings = [w for w in torch.cuda_warnings if "driver" not in w.lower()]

@@ -205,8 +205,8 @@ def repair_torch_import(snap: Snapshot, version: str, cuda: Optional[str], no_de
 
 def need_cudnn_pin(snap: Snapshot) -> None:
     """A CUDA build installed over a CUDA torch without cuDNN (TORCH008): which cuDNN it brings is torch's pinned
-    requirement. (Over a CPU torch the cuDNN stays unrecorded too: the simulated torch keeps cudnn None, and a
-    TORCH008 warning may follow; a warning does not fail a proof.)"""
+    requirement. (Over a CPU torch or none, the build's dependencies bring a cuDNN: fix_simulator records that it
+    loads, not which version.)"""
     torch = snap.torch
     if torch.status == "imported" and torch.cuda and torch.cudnn is None:
         raise CannotSimulate(

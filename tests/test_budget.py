@@ -294,7 +294,9 @@ def test_the_env_part_scans_within_the_limits_it_is_handed(timeout, monkeypatch,
     monkeypatch.setattr(remote_apex, "present", lambda facts: True)
     monkeypatch.setattr(remote_scan, "installed_uses", lambda limit: calls.setdefault("apex_users", limit) and {})
     monkeypatch.setattr(
-        remote_scan, "project_uses", lambda top, limit, skip=(): calls.setdefault("project_scan", limit) and {}
+        remote_scan,
+        "project_facts",
+        lambda cwd, limit, skip=(), given="": calls.setdefault("project_scan", limit) and {},
     )
     budget = Budget.from_timeout(timeout)
     out = _Recorder()

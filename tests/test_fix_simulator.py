@@ -1,5 +1,6 @@
 """Every fix proven: for every fixture and every finding, apply the fix to the snapshot, judge it again, and the
-finding is gone with no new error.
+finding is gone with no new warning or error, unless the fix's own words announce it by its code (no fix leads to
+another finding unless the fix says so).
 
 Each way of a fix is applied alone (the first way, then each alternative: ``FixStep.role``).
 A way the simulator cannot apply (a build from source, a reboot, pip choosing a release)
@@ -56,6 +57,63 @@ def test_no_simulated_fix_fails_on_any_fixture():
         if r.verdict == "failed"
     ]
     assert failed == []
+
+
+def test_no_fix_leads_to_a_finding_it_does_not_announce(capsys):
+    """The count this proves, printed (``pytest -s``): every way applied, on every fixture, judged again."""
+    rows = _outcomes()
+    applied = [(name, f, r) for name, f, results in rows for r in results if r.verdict in ("proven", "failed")]
+    unannounced = [f"{name} {f.code} way {r.way}: {r.why}" for name, f, r in applied if "not announce" in r.why]
+    fixtures = {name for name, _, _ in applied}
+    findings = {(name, f.code, f.title) for name, f, _ in applied}
+    announcing = [(name, f.code, r.announced) for name, f, r in applied if r.announced]
+    with capsys.disabled():
+        print(
+            f"\nfix simulator: {len(applied)} ways of {len(findings)} fixes applied over {len(fixtures)} fixtures "
+            f"(of {len(snapshot_fixture_names())}); {len(unannounced)} led to an unannounced warning or error; "
+            f"{len(announcing)} lead to findings they announce:"
+        )
+        for name, code, said in announcing:
+            print(f"  {name:32} {code:10} announces {', '.join(said)}")
+    assert unannounced == []
+    assert len(applied) >= 50 and len(fixtures) >= 30
+
+
+def test_a_fix_that_leads_to_a_warning_it_does_not_announce_is_caught():
+    """GPU005's fix on a box of two different GPUs: CUDA then sees both, which GPU001 and GPU003 judge. Without its
+    words saying so, the proof fails; with them (the real fix), it is proven and names what it announced."""
+    snap = load_fixture("visible-devices-unknown-uuid")
+    [finding] = [f for f in judge(snap) if f.code == "GPU005"]
+    silent = Finding(
+        finding.severity,
+        finding.title,
+        finding.evidence,
+        [FixStep("Let CUDA see every GPU", "unset CUDA_VISIBLE_DEVICES")],
+        finding.code,
+        finding.name,
+        finding.family,
+    )
+    [result] = prove(snap, silent, judge)
+    assert result.verdict == "failed" and "new warning GPU001, which the fix does not announce" in result.why
+    first = prove(snap, finding, judge)[0]
+    assert (first.verdict, first.announced) == ("proven", ["GPU001", "GPU003"])
+
+
+def test_a_renumbered_finding_is_not_a_new_one():
+    """GPU002's fix makes the TITAN RTX cuda:0: its bf16 findings move from cuda:1 to cuda:0, the same problems."""
+    snap = load_fixture("kernels-titan-1080ti")
+    [finding] = [f for f in judge(snap) if f.code == "GPU002"]
+    [result] = [r for r in prove(snap, finding, judge) if r.way == 0]
+    assert result.verdict == "proven" and result.announced == []
+
+
+def test_a_cuda_build_installed_over_a_cpu_torch_brings_its_cudnn():
+    """The PyTorch index's CUDA builds require their nvidia-cudnn wheel: installed with dependencies, cuDNN loads."""
+    snap = load_fixture("titan-rtx-1080ti-cpu-torch")
+    after = apply(snap, [fixes.reinstall_torch_step(snap, "12.6", "x")])
+    assert after.torch.cudnn is not None and not [f for f in judge(after) if f.code == "TORCH008"]
+    back = apply(after, [fixes.reinstall_torch_step(after, None, "x")])
+    assert back.torch.cudnn is None  # a CPU build loads none
 
 
 def test_coverage_of_fixes_with_a_command(capsys):

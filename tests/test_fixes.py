@@ -282,6 +282,7 @@ def test_the_cli_records_the_options_given_and_fixes_rebuild_them():
         "no_kernels": True,
         "select": ["PREC010"],
         "ignore": [],
+        "project": "",
     }
     [finding] = [f for f in report["findings"] if f["code"] == "PREC010"]
     assert finding["fix"][0]["command"] == f"mpdoctor check --python {sys.executable} --select PREC010"

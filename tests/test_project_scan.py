@@ -74,7 +74,12 @@ def test_no_selected_check_needs_the_project_so_it_is_not_scanned(python, projec
 def test_a_selected_check_that_needs_the_project_gets_it_scanned(python, project):
     report = check(python, project, "--select", "APEX")
     scan = report["snapshot"]["environment"]["project"]
-    assert scan["skipped"] == "" and scan["files_scanned"] == 1
+    assert scan["skipped"] == "" and scan["files_scanned"] == 1 and scan["files_found"] == 1
+    # the project is the working directory, which holds the script; the report says so
+    assert (
+        scan["root"] == str(project)
+        and scan["root_reason"] == "the working directory: it holds Python files (train.py)"
+    )
     assert [(use["file"], use["module"], use["names"]) for use in scan["apex_uses"]] == [("train.py", "apex", ["amp"])]
     apex006 = [f for f in report["findings"] if f["code"] == "APEX006"]
     assert len(apex006) == 1 and "your code" in apex006[0]["title"]

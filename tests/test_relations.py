@@ -292,7 +292,7 @@ def taken(monkeypatch):
     """What gather asked the probes for: the kernel mode of each take_snapshot call (``.project``: the scan's)."""
     calls = TakenCalls()
 
-    def fake_take_snapshot(python, timeout, kernels="quick", project=True, progress=None):
+    def fake_take_snapshot(python, timeout, kernels="quick", project=True, progress=None, project_dir=""):
         calls.append(kernels)
         calls.project.append(project)
         return Snapshot()

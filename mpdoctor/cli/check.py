@@ -1,6 +1,7 @@
 """`mpdoctor check`, and the listing of what it checks: `mpdoctor checks`, `mpdoctor rule CODE`."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: on Python 3.9 typer reads the options declared with Annotated
+# only from annotations evaluated when the command is defined (it evaluates strings from 3.10 on).
 
 from typing import Annotated, Optional
 
@@ -20,6 +21,7 @@ from mpdoctor.cli.options import (
     codes,
     emit,
     emit_text,
+    resolve_project,
     resolve_python,
     usage_error,
     write_output,
@@ -65,6 +67,14 @@ def check(
     save_snapshot: Annotated[
         Optional[str], typer.Option(metavar="FILE", help="Also save the snapshot (redacted) to FILE.")
     ] = None,
+    project: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="DIR",
+            help="Read this directory as your code (apex.amp, torch AMP, OneFlow use). Default: the repository "
+            "that holds the working directory, else the working directory, never other repositories below it.",
+        ),
+    ] = None,
     budget: Timeout = DEFAULT_TIMEOUT,
     kernels: Annotated[
         KernelMode,
@@ -88,6 +98,9 @@ def check(
     check_selection(builtin_registry(), chosen + dropped)
     if snapshot and python:
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
+    if snapshot and project is not None:
+        usage_error("--snapshot and --project exclude each other: a snapshot is not probed")
+    project_dir = resolve_project(project)
     check_writable("--output", output)
     check_writable("--save-snapshot", save_snapshot)
     sidecar = _sidecar(format, output, save_snapshot)
@@ -102,6 +115,7 @@ def check(
         kernels="off" if no_kernels else kernels.value,
         invocation=_invocation(ctx, python, chosen, dropped),
         progress=_probe_board(),
+        project=project_dir,
     )
     from mpdoctor.render.progress import live_progress, progress_wanted
 
@@ -140,6 +154,7 @@ def _invocation(ctx: typer.Context, python: Optional[str], select: list[str], ig
     params = ctx.params
     return Invocation(
         python=python or "",
+        project=params["project"] or "",
         timeout=params["budget"].timeout if given("budget") else None,
         # ctx.params holds the option as click parsed it (a str), not typer's enum
         kernels=KernelMode(params["kernels"]).value if given("kernels") else "",

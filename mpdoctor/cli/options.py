@@ -56,7 +56,7 @@ def usage_error(message: str) -> NoReturn:
 
 def see_help() -> str:
     """`` (see 'mpdoctor check --help')`` for the command running now; "" outside any command."""
-    from typer._click.globals import get_current_context  # typer vendors its own click
+    from mpdoctor.cli._click import get_current_context  # the click typer runs on
 
     ctx = get_current_context(silent=True)
     return f" (see '{ctx.command_path} --help')" if ctx is not None else ""
@@ -75,6 +75,21 @@ def resolve_python(python: Optional[str]) -> str:
     if problem:
         usage_error(problem)
     return found
+
+
+def resolve_project(project: Optional[str]) -> str:
+    """--project DIR as an absolute path ("" when not given), or a usage error: no such directory, a file, a
+    directory that cannot be read (``probes.remote.project_root.problem``, the pre-scan's check too)."""
+    import os
+
+    from mpdoctor.probes.remote.project_root import problem
+
+    if project is None:
+        return ""
+    why = problem(project)
+    if why:
+        usage_error(why)
+    return os.path.abspath(project)
 
 
 def check_writable(option: str, path: Optional[str]) -> None:

@@ -21,6 +21,7 @@ class Options:
     ignore: list[str] = field(default_factory=list)
     invocation: Invocation = field(default_factory=Invocation)  # the options as the user gave them
     progress: ProgressBoard = SILENT  # where the probes post what they are doing (a display may show it)
+    project: str = ""  # --project DIR, absolute; "": the project the working directory is in
 
 
 def needed_facts(options: Options) -> frozenset[str]:
@@ -46,7 +47,9 @@ def gather(options: Options) -> Snapshot:
         return load_snapshot(options.snapshot)
     needed = needed_facts(options)
     kernels = options.kernels if "kernels" in needed else "off"
-    request = early.Request(options.python, options.budget, kernels, "project" in needed)
+    request = early.Request(
+        options.python, options.budget, kernels, "project" in needed, options.project if "project" in needed else ""
+    )
     started = early.claim(request)
     if started is not None:
         snapshot = started.result()
@@ -54,7 +57,12 @@ def gather(options: Options) -> Snapshot:
         from mpdoctor.probes.collect import take_snapshot
 
         snapshot = take_snapshot(
-            request.python, request.budget, request.kernels, request.project, progress=options.progress
+            request.python,
+            request.budget,
+            request.kernels,
+            request.project,
+            progress=options.progress,
+            project_dir=request.project_dir,
         )
     snapshot.invocation = options.invocation
     if kernels == "off" and snapshot.kernels.status == "skipped":

@@ -14,6 +14,7 @@ from dataclasses import fields, replace
 from typing import Iterable, Optional
 
 from mpdoctor.checks import fleet as rules
+from mpdoctor.checks.fixes import command, index_for
 from mpdoctor.findings import Finding, FixStep, error, info, triage, warning
 from mpdoctor.fleet.fingerprint import NCCL_WHEELS
 from mpdoctor.fleet.model import PER_RANK, Fingerprint, FleetReport, Group, RankReport, RankState
@@ -223,7 +224,8 @@ def _fix(label: str, common: str) -> list[FixStep]:
         return [
             FixStep(
                 f"Install {name} {common} on the odd ranks' nodes (or the same image everywhere)",
-                f"python -m pip install '{name}=={common}'",
+                # A local build (torch==2.13.0+cu126) is on its PyTorch index only, never on PyPI.
+                command("python", "-m", "pip", "install", f"{name}=={common}", *index_for([f"{name}=={common}"])),
             )
         ]
     if label.startswith("env "):

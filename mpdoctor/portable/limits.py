@@ -22,7 +22,9 @@ def handed_limits(timeout):
     apex_loads = min(20.0, timeout / 3)
     return {
         "apex_users": min(3.0, timeout / 4),
-        "project_scan": min(1.5, timeout / 6),
+        # 1.5 s up to the default --timeout, then in proportion to it (T/40): a longer --timeout reads more of a
+        # large project; below 9 s, a sixth of it, as before
+        "project_scan": max(min(1.5, timeout / 6), timeout / 40),
         "apex_loads": apex_loads,
         "apex_load_each": min(apex_loads, max(1.0, min(10.0, apex_loads / 3))),
     }

@@ -31,9 +31,11 @@ oneflow_floor  min(10, T)                         0.5    10     10     the onefl
                                                                        T, but at least this (:meth:`oneflow_part`)
 apex_users     min(3, T/4)                        0.125  3      3      the env part's scan of installed code for apex
                                                                        imports (target.py, handed env_limits)
-project_scan   min(1.5, T/6)                      0.083  1.5    1.5    the env part's scan of the working directory,
+project_scan   max(min(1.5, T/6), T/40)           0.083  1.5    1.5    the env part's scan of the user's project,
                                                                        when a selected check needs it (target.py,
-                                                                       handed env_limits)
+                                                                       handed env_limits): T/40 above T=60 (600:
+                                                                       15 s); it also lists at most 2,000 files a
+                                                                       second of it, and never fewer than 3,000
 nvml           T                                  0.5    20     60     the NVML child (machine.py, run_child)
 torch_import   T                                  0.5    20     60     the kernel runner's ``import torch``: the same as
                                                                        the torch part's whole limit (host watch)

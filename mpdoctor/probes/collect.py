@@ -20,14 +20,20 @@ NVML_WORDS = {"ok": "done", "unavailable": "no NVIDIA driver", "error": "failed"
 
 
 def take_snapshot(
-    python: str, budget: Budget, kernels: str = "quick", project: bool = True, progress: ProgressBoard = SILENT
+    python: str,
+    budget: Budget,
+    kernels: str = "quick",
+    project: bool = True,
+    progress: ProgressBoard = SILENT,
+    project_dir: str = "",
 ) -> Snapshot:
     """Facts about the interpreter ``python`` and this machine, within the run's ``budget``.
 
     ``kernels`` is the microkernel mode (quick or full), or "off" to skip them
     (``--no-kernels``, or no selected check needs them). ``project``: scan the
-    working directory's code; when False, ``environment.project.skipped`` says it
-    was not scanned. Every probe is a child process; the whole ends within
+    user's code, ``project_dir`` (``--project``) or the project the working
+    directory is in; when False, ``environment.project.skipped`` says it was not
+    scanned. Every probe is a child process; the whole ends within
     ``Budget.whole``. What each probe is doing is posted to ``progress``, as tasks
     "torch", "kernels <device>", "inventory", "oneflow" and "nvml".
 
@@ -40,7 +46,9 @@ def take_snapshot(
     quiet = threading.Event()  # set once the inventory, which competes for the cores, has ended
     with ThreadPoolExecutor(max_workers=2) as pool, kill_children_on_error():
         if kernels == "off":
-            environment_job = pool.submit(probe_environment, python, budget, project, progress)  # torch part first
+            environment_job = pool.submit(  # the torch part first
+                probe_environment, python, budget, project, progress, project_dir
+            )
             nvml_job = pool.submit(_nvml, budget.nvml, progress)
             environment, torch = environment_job.result()
             kernel_info = KernelInfo(status="skipped", detail=KERNELS_OFF)
@@ -49,7 +57,7 @@ def take_snapshot(
             kernel_job = pool.submit(probe_kernels_and_torch, python, budget, kernels, quiet, progress)
             nvml_job = pool.submit(_nvml, budget.nvml, progress)
             try:
-                environment = probe_inventory(python, budget, project, progress)
+                environment = probe_inventory(python, budget, project, progress, project_dir)
             finally:
                 quiet.set()  # NVML is no reason to wait: it waits on the driver, not on the cores
         nvml = nvml_job.result()

@@ -34,6 +34,7 @@ class Request:
     budget: Budget  # the run's, built once from --timeout (budget.parse_timeout)
     kernels: str  # quick, full or off
     project: bool
+    project_dir: str = ""  # --project DIR (absolute); "": the project the working directory is in
 
 
 class Early:
@@ -49,7 +50,13 @@ class Early:
         self.board = ProgressBoard()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpdoctor-early")
         self._future = self._pool.submit(
-            take_snapshot, request.python, request.budget, request.kernels, request.project, progress=self.board
+            take_snapshot,
+            request.python,
+            request.budget,
+            request.kernels,
+            request.project,
+            progress=self.board,
+            project_dir=request.project_dir,
         )
         self._pool.shutdown(wait=False)  # the thread ends with the snapshot
 

@@ -307,7 +307,7 @@ def _fill_build(runtime: OneflowRuntime, build: dict) -> None:
 
 
 def probe_environment(
-    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT
+    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT, project_dir: str = ""
 ) -> tuple[PythonEnvironment, TorchInfo]:
     """Run the probe parts in parallel in the interpreter ``python``, within the run's ``budget``.
 
@@ -319,7 +319,7 @@ def probe_environment(
         torch_job = pool.submit(
             run_part, python, step_names.PART_TORCH, budget.part, budget.torch_limits(), (), progress
         )
-        env = probe_inventory(python, budget, project, progress)
+        env = probe_inventory(python, budget, project, progress, project_dir)
         torch_result, torch_steps = torch_job.result()
         torch = torch_facts(torch_result, torch_steps)
     finish_run(progress, "torch", torch.probe, torch_result.limit)
@@ -328,18 +328,22 @@ def probe_environment(
 
 
 def probe_inventory(
-    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT
+    python: str, budget: Budget, project: bool = True, progress: ProgressBoard = SILENT, project_dir: str = ""
 ) -> PythonEnvironment:
     """The env part, then the oneflow part when the env part found a oneflow (or could not tell).
 
     Most environments have no oneflow, and its part would be one more interpreter
     competing with torch's import for the same cores. The torch part runs
     elsewhere: beside this (probe_environment), or in the kernel runner.
-    ``project``: scan the working directory's code (up to ``Budget.project_scan``);
+    ``project``: scan the user's code (up to ``Budget.project_scan``): ``project_dir``
+    (``--project``), or the project the working directory is in (``remote/project_root.py``);
     without it the snapshot's ``environment.project.skipped`` says it was not.
     Tasks "inventory" and "oneflow" are posted to ``progress``.
     """
-    switches = () if project else (step_names.NO_PROJECT,)
+    if not project:
+        switches: tuple[str, ...] = (step_names.NO_PROJECT,)
+    else:
+        switches = (step_names.PROJECT_DIR + project_dir,) if project_dir else ()
     progress.start("inventory", "starting Python")
     result, steps = run_part(
         python, step_names.PART_ENV, budget.part, budget.env_limits(), switches, progress, "inventory"

@@ -51,6 +51,7 @@ TAKES_VALUE = {
     "--save-snapshot": None,
     "--python": None,
     "--timeout": None,
+    "--project": None,
 }  # None: any value, checked below
 SHORT = {"-f": "--format", "-o": "--output", "-q": "--quiet"}
 FLAGS = {"--no-kernels", "--quiet"}
@@ -95,8 +96,12 @@ def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.
 
     if temp_problem():
         return None
+    project_dir = _project(values.get("--project"))
+    if project_dir is None:
+        return None
     kernels = "off" if "--no-kernels" in flags else values.get("--kernels", "quick")
-    return early.Request(python, budget, kernels, project=True)  # every check is selected: every fact is needed
+    # every check is selected: every fact is needed
+    return early.Request(python, budget, kernels, project=True, project_dir=project_dir)
 
 
 def _budget(text: Optional[str]) -> Optional[Budget]:
@@ -115,6 +120,18 @@ def _python(given: Optional[str]) -> Optional[str]:
 
     found, problem = find_python(given)
     return None if problem else found
+
+
+def _project(given: Optional[str]) -> Optional[str]:
+    """--project's directory as the CLI will read it (the same check), absolute; "" when not given; None where
+    that is a usage error."""
+    import os
+
+    from mpdoctor.probes.remote.project_root import problem
+
+    if given is None:
+        return ""
+    return None if problem(given) else os.path.abspath(given)
 
 
 _looked = False  # once a process: `python -m mpdoctor` looks before the CLI loads, and main() again after

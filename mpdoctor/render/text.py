@@ -144,6 +144,9 @@ def render_text(report: Report, console: Console) -> None:
     lines = join_parts([first, *parts[1:]], console.width) if wraps(console) else [" | ".join([first, *parts[1:]])]
     for line in lines:
         console.print(Text(line, style="bold"), soft_wrap=True)
+    project = report.snapshot.environment.project.summary()  # the root "your code" means, and why
+    if project:
+        print_prose(console, sanitise.line(project), style="dim")
     console.print()
     render_devices(report.gpus, console)
     render_kernels(report.kernels, console)

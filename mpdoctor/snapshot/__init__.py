@@ -67,6 +67,10 @@ class PythonInfo:
     base_prefix: str = fact("sys.base_prefix; differs from prefix in a venv", "")
     is_conda: bool = fact("True when prefix is a conda environment", False)
     path: list[str] = fact("sys.path as the target sees it", factory=list)
+    externally_managed: bool = fact(
+        "PEP 668: the stdlib directory holds EXTERNALLY-MANAGED and this is no venv, so pip refuses to change it",
+        False,
+    )
 
 
 @dataclass
@@ -81,6 +85,12 @@ class Distribution:
     requires: list[str] = fact("Requires-Dist lines, as written", factory=list)
     installer: str = fact("Tool that installed it (pip, conda, uv, ...)", "")
     direct_url: str = fact("Contents of direct_url.json (git or local installs), redacted", "")
+    site: str = fact(
+        "Kind of sys.path directory it is in: environment (the target's own site-packages), base (the base "
+        "interpreter's, seen from a --system-site-packages venv), user (the user site), distro (the OS package "
+        "manager's, under /usr), pythonpath (a PYTHONPATH entry) or other; empty in older snapshots",
+        "",
+    )
     problems: list[str] = fact("What is broken in its metadata, if anything", factory=list)
 
 
@@ -303,6 +313,7 @@ class Invocation:
     """
 
     python: str = fact("--python as given; empty when not given (mpdoctor's own interpreter)", "")
+    project: str = fact("--project as given; empty when not given (the project the working directory is in)", "")
     timeout: Optional[float] = fact("--timeout as given; null when not given", None)
     kernels: str = fact("--kernels as given (quick or full); empty when not given", "")
     no_kernels: bool = fact("--no-kernels was given", False)

@@ -7,6 +7,8 @@ import os
 import platform
 import sys
 
+from . import sites
+
 
 def python_facts():
     return {
@@ -19,6 +21,7 @@ def python_facts():
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "is_conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
         "path": [p for p in sys.path if p],
+        "externally_managed": sites.externally_managed(),
     }
 
 

@@ -4,7 +4,10 @@ Loaded beside ``target.py`` (stdlib only, Python 3.8+, judges nothing). Two scan
 
 * installed distributions that import apex (who will pick it up), run only when
   some apex is present;
-* the user's project (the working directory): apex.amp, torch.amp and OneFlow use.
+* the user's project: apex.amp, torch.amp and OneFlow use. Which directory that is
+  (``--project DIR``, the repository that holds the working directory, or the working
+  directory) and what below it is never the user's code (other repositories,
+  environments, caches) is ``project_root.py``'s rule; :func:`project_facts` applies it.
 
 Both read source with ``ast``, never run it: a docstring that mentions
 ``from apex import amp`` is not an import. Both stop at a time and file budget,
@@ -24,7 +27,7 @@ import re
 import symtable
 import time
 
-from . import listing, windows
+from . import listing, project_root, windows
 from ._portable import files, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
@@ -40,6 +43,11 @@ ONEFLOW_PACKAGES = ("oneflow", "onediff", "onediffx")
 MAX_USES = 200
 MAX_FILE = 4 << 20
 MAX_SKIPPED = 50
+MAX_OTHERS = 50  # other repositories named in the facts; the count says how many there were
+# Files listed at most per second of the scan's budget, and never fewer than MIN_FILES (1.5 s: 3,000). The time
+# budget follows --timeout (portable/limits.py); a cap that did not would stop a longer scan at the same file.
+FILES_PER_SECOND = 2000
+MIN_FILES = 3000
 TEXT_LIMIT = 200  # characters of a source line kept in a use (redacted, then cut)
 # Source the parser cannot be trusted with: Python 3.9+ raises RecursionError on an
 # expression nested some 100,000 deep (a chain of attributes, calls or operators), and
@@ -344,22 +352,63 @@ def _not_read(facts, labels, budget, limit):
         facts["skipped_files"].append("%d more files: %s" % (len(labels) - room, why))
 
 
-def project_uses(top, budget, max_files=3000, skip=()):
-    """apex imports, torch AMP use and OneFlow use in the code under ``top`` (the working directory)."""
+def file_cap(budget):
+    """How many files a scan of ``budget`` seconds lists at most (FILES_PER_SECOND, at least MIN_FILES)."""
+    return max(MIN_FILES, int(FILES_PER_SECOND * budget))
+
+
+def project_facts(cwd, budget, skip=(), given=""):
+    """The project scan of a run from ``cwd``: the root ``project_root.choose`` picks (``given``: --project's
+    directory), and why, then :func:`project_uses` of it."""
+    chosen = project_root.choose(cwd, given)
+    if not chosen["root"]:
+        facts = project_uses("", budget)
+        facts["skipped"] = chosen["reason"]
+        return facts
+    if given and project_root.problem(chosen["root"]):  # checked by the host; gone or changed since
+        facts = project_uses("", budget)
+        facts["skipped"] = project_root.problem(chosen["root"])
+        return facts
+    facts = project_uses(
+        chosen["root"],
+        budget,
+        file_cap(budget),
+        skip,
+        first=chosen["first"],
+        nested_projects=chosen["nested_projects"],
+    )
+    facts["root_reason"] = chosen["reason"]
+    return facts
+
+
+def project_uses(top, budget, max_files=MIN_FILES, skip=(), first="", nested_projects=False):
+    """apex imports, torch AMP use and OneFlow use in the code under ``top``, the project's root.
+
+    ``first``: a directory below ``top`` read first; ``nested_projects``: folders holding a project file below
+    ``top`` are other projects (see ``listing.python_files``). Other repositories are never read.
+    """
     deadline = time.monotonic() + budget
     facts = {
         "root": top,
+        "files_found": 0,
         "files_scanned": 0,
         "truncated": False,
         "apex_uses": [],
         "torch_amp_uses": [],
         "oneflow_uses": [],
         "skipped_files": [],
+        "other_repositories": [],
+        "other_repositories_total": 0,
     }
     if not top or os.path.dirname(top) == top:  # never walk a whole filesystem from /
-        facts["skipped"] = "the working directory is the filesystem root"
+        facts["skipped"] = (
+            "the filesystem root is never scanned whole; run mpdoctor from your project, or use --project DIR"
+        )
         return facts
-    paths, stopped = listing.python_files(top, deadline, max_files)
+    paths, stopped, others = listing.python_files(top, deadline, max_files, first, nested_projects)
+    facts["files_found"] = len(paths)
+    facts["other_repositories"] = others[:MAX_OTHERS]
+    facts["other_repositories_total"] = len(others)
     facts["truncated"] = bool(stopped)
     skip = tuple(os.path.join(path, "") for path in skip)
     prefix = os.path.join(top, "")

@@ -25,6 +25,7 @@ PART_ONEFLOW = "oneflow"
 PART_FILE = "%s.jsonl"  # PART_FILE % part: the step file the host gives a part
 # A part's command line: the part, its step file, its limits (one JSON object, from the host's Budget), switches:
 NO_PROJECT = "no-project"  # the env part leaves the working directory unscanned and writes no PROJECT step
+PROJECT_DIR = "project="  # "project=DIR": the env part scans DIR as the project (--project), not the one it finds
 NO_CPU = "no-cpu"  # after the kernel runner's limits: time the CUDA devices only (a fleet rank's own GPU)
 # After the limits, "names=cuda:3": time only as many CUDA devices as named, under those names. A fleet rank
 # narrows CUDA_VISIBLE_DEVICES to its own GPU, which the runner then sees as cuda:0; the job calls it cuda:3.

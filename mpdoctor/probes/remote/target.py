@@ -23,7 +23,7 @@ same names. The step file is written by ``supervise.StepWriter``.
 
 Command line: the part, its step file, the limits the part enforces itself (one
 JSON object from the host's ``Budget``: ``env_limits``, ``torch_limits``), then
-switches (``steps.NO_PROJECT``). No limit is derived here.
+switches (``steps.NO_PROJECT``, ``steps.PROJECT_DIR``). No limit is derived here.
 """
 
 import gc
@@ -99,8 +99,11 @@ def _read_text(dist, name):
         return None
 
 
-def distribution_facts(dist):
-    """Facts about one installed distribution. Don't crash on broken metadata."""
+def distribution_facts(dist, sites=None):
+    """Facts about one installed distribution. Don't crash on broken metadata.
+
+    ``sites``: ``sites.context()``, to say which kind of site directory it is in ("" without it).
+    """
     problems = []
     meta_path = str(getattr(dist, "_path", "") or "")
     try:
@@ -134,6 +137,7 @@ def distribution_facts(dist):
         "requires": [redact.redact_clip(r, 500, tail=True) for r in requires],
         "installer": (_read_text(dist, "INSTALLER") or "").strip(),
         "direct_url": redact.redact_clip(direct_url, 1000, tail=True) if direct_url else "",
+        "site": _sibling("sites").site_kind(location, sites) if sites else "",
         "problems": problems,
     }
 
@@ -141,7 +145,8 @@ def distribution_facts(dist):
 def distributions():
     import importlib.metadata as metadata
 
-    return [distribution_facts(dist) for dist in metadata.distributions()]
+    sites = _sibling("sites").context()
+    return [distribution_facts(dist, sites) for dist in metadata.distributions()]
 
 
 def environment_variables():
@@ -181,8 +186,9 @@ def guarded_step(out, step, func):
     return result
 
 
-def run_env(out, limits, project=True):
-    """The env part; ``limits``: apex_users and project_scan (s). ``project``: scan the working directory.
+def run_env(out, limits, project=True, project_dir=""):
+    """The env part; ``limits``: apex_users and project_scan (s). ``project``: scan the user's project, which is
+    ``project_dir`` when given (--project), else the one the working directory is in (``project_root.py``).
 
     Without ``project`` the project step is not written at all: the host, which
     chose not to ask for it, records why it is missing.
@@ -202,7 +208,9 @@ def run_env(out, limits, project=True):
     if project:
         # apex's own source tree is not the user's code, even in the working directory
         skip = [location["path"] for location in (facts or {}).get("locations", [])]
-        guarded_step(out, steps.PROJECT, lambda: scan.project_uses(cwd, limits["project_scan"], skip=skip))
+        guarded_step(
+            out, steps.PROJECT, lambda: scan.project_facts(cwd, limits["project_scan"], skip=skip, given=project_dir)
+        )
     guarded_step(out, steps.ONEFLOW, lambda: _sibling("oneflow").oneflow_facts(paths, apex.pth_lines))
 
 
@@ -423,10 +431,18 @@ def run_torch(out, limits):
 
 
 PARTS = {
-    steps.PART_ENV: lambda out, limits, switches: run_env(out, limits, project=steps.NO_PROJECT not in switches),
+    steps.PART_ENV: lambda out, limits, switches: run_env(
+        out, limits, project=steps.NO_PROJECT not in switches, project_dir=_switch_value(switches, steps.PROJECT_DIR)
+    ),
     steps.PART_TORCH: lambda out, limits, switches: run_torch(out, limits),
     steps.PART_ONEFLOW: lambda out, limits, switches: _sibling("oneflow").run(out, guarded_step),
 }
+
+
+def _switch_value(switches, prefix):
+    """The value of the last switch ``prefix`` + VALUE (e.g. "project=DIR"); "" when there is none."""
+    values = [switch[len(prefix) :] for switch in switches if switch.startswith(prefix)]
+    return values[-1] if values else ""
 
 
 def read_limits(text):
