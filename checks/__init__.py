@@ -15,6 +15,7 @@ FAMILY_MODULES = (
     "torch_build",  # torch build against driver and GPUs
     "driver",  # NVIDIA driver through NVML
     "stack_versions",  # versions across the precision stack
+    "stack_duplicates",  # one package installed twice, or shadowed at another version
     "gpu_order",  # which physical GPU each cuda:N is
     "gpu_visibility",  # what the CUDA env vars select
     "pynvml_package",  # which NVML bindings import

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mpdoctor.checks import fixes
-from mpdoctor.checks.stack_versions import duplicate_distribution
+from mpdoctor.checks.stack_duplicates import duplicate_distribution
 from mpdoctor.snapshot import Distribution, PythonInfo, Snapshot
 from real_envs import base_python, check, child_env, copy_venv, findings, fix_commands, make_venv, proves, run_commands
 
