@@ -17,12 +17,13 @@ from mpdoctor.analysis.kernel_view import (
     result,
     short,
 )
+from mpdoctor.portable.kernel_names import FUSED_SDPA, LOW_PRECISION, TIMED_OPS
 from mpdoctor.snapshot import DeviceKernels, KernelResult, Snapshot
 
 FAMILY = "precision"
-NUMERIC_OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
-LOW = ("float16", "bfloat16")
-FUSED_SDPA = ("flash", "efficient", "cudnn")
+# The kernel runner's own vocabulary (portable/kernel_names.py), by the names the precision family reads it by:
+# the ops that compute numbers, and the dtypes of mixed precision every device is tested in.
+NUMERIC_OPS, LOW = TIMED_OPS, LOW_PRECISION
 FAILED = ("unsupported", "error")
 NO_KERNEL_IMAGE = "no kernel image is available"
 

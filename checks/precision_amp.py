@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mpdoctor.checks._kernels import FAILED, FAMILY
+from mpdoctor.checks._kernels import FAILED, FAMILY, LOW
 from mpdoctor.findings import Finding, FixStep, error, warning
 from mpdoctor.analysis.kernel_view import is_gpu, label, measured, result, short
 from mpdoctor.checks.registry import check
@@ -34,7 +34,7 @@ def autocast_unexpected_dtype(snap: Snapshot) -> Iterator[Finding]:
     GPUs before Ampere), or upgrade torch.
     """
     for device in measured(snap):
-        for dtype in ("float16", "bfloat16"):
+        for dtype in LOW:
             r = result(device, "autocast", dtype)
             if r is None or r.status not in FAILED + ("wrong",):
                 continue

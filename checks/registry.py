@@ -72,20 +72,31 @@ whose ``fires_on`` names it. Checkpoint, fleet and internal rules take neither.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-import inspect
 import re
-import traceback
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
+from typing import Callable, Iterable, Iterator, Mapping, Optional
 
-from mpdoctor.findings import Finding, Severity, FixStep, warning
 from mpdoctor.checks.facts import FACTS
-from mpdoctor.snapshot import Snapshot
+
+# What a rule is, what it may hold, and how a check runs: rule.py, re-exported here (the families' import path).
+from mpdoctor.checks.rule import (  # noqa: F401
+    CHECK_CRASHED as _CRASHED,
+    CHECKPOINT,
+    INTERNAL,
+    NAME_PATTERN,
+    RANKS,
+    SNAPSHOT,
+    SUBJECTS,
+    Check,
+    CheckFunc,
+    Deferred,
+    Outcome,
+    defer,
+    fixture_names as _fixture_names,
+    severity_names as _severities,
+)
 
 CODE_PATTERN = re.compile(r"^([A-Z]+)[0-9]{3}$")
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("## Why it matters", "## Fix")
 
 # Every family and its code prefix. A new family adds a line here and one in checks/__init__.py.
@@ -98,124 +109,11 @@ FAMILIES: dict[str, str] = {
     "precision": "PREC",
     "apex": "APEX",
     "oneflow": "ONEFLOW",
+    "amp": "AMP",
     "audit": "AUDIT",
     "fleet": "FLEET",
     "mpdoctor": "MPD",
 }
-
-# What a rule judges, and the command that reports it. Only snapshot checks run in `mpdoctor check`.
-SNAPSHOT, CHECKPOINT, RANKS, INTERNAL = "snapshot", "checkpoint", "ranks", "internal"
-SUBJECTS = {
-    SNAPSHOT: "reported by `mpdoctor check`",
-    CHECKPOINT: "reported by `mpdoctor audit PATH`",
-    RANKS: "reported by `mpdoctor fleet` and `mpdoctor fleet compare`, comparing the ranks of one job",
-    INTERNAL: "reported by `mpdoctor check` about its own run (a check that crashed, facts it lacked)",
-}
-
-CheckFunc = Callable[[Snapshot], Iterable[Union[Finding, "Deferred"]]]
-
-
-@dataclass(frozen=True)
-class Deferred:
-    """A finding that stands down when one of ``to`` (declared in the check's ``defers_to``) is selected and fires."""
-
-    finding: Finding
-    to: tuple[str, ...]
-
-
-def defer(finding: Finding, *to: str) -> Deferred:
-    """Yield this instead of ``finding`` when only this finding gives way to the codes ``to``."""
-    if not to:
-        raise ValueError("defer() needs the codes the finding gives way to")
-    return Deferred(finding, to)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One finding of a check that ran, with the codes it stands down for."""
-
-    finding: Finding
-    superseded_by: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Check:
-    """A registered code: its name, family, what it judges, its relations and its documentation."""
-
-    code: str
-    name: str
-    family: str
-    func: Optional[CheckFunc] = None  # None for rules judged outside the registry (checkpoint, ranks, internal)
-    subject: str = SNAPSHOT
-    superseded_by: tuple[str, ...] = ()
-    defers_to: tuple[str, ...] = ()
-    needs: tuple[str, ...] = ()
-    text: str = ""  # the documentation of a rule without a function; a check's is its docstring
-    fires_on: tuple[str, ...] = ()  # test fixture names on which it must report (tests/fixtures/catalogue.py)
-    quiet_on: tuple[str, ...] = ()  # test fixture names, near misses, on which it must not
-    severities: tuple[str, ...] = ()  # the severities its findings can have, worst first; () when not declared
-
-    @property
-    def doc(self) -> str:
-        return inspect.cleandoc(self.text or (self.func.__doc__ if self.func else "") or "")
-
-    @property
-    def summary(self) -> str:
-        return self.doc.splitlines()[0] if self.doc else ""
-
-    @property
-    def runs_on_snapshot(self) -> bool:
-        return self.subject == SNAPSHOT and self.func is not None
-
-    def stamp(self, finding: Finding) -> Finding:
-        """The finding, marked as this rule's (code, name, family)."""
-        return dataclasses.replace(finding, code=self.code, name=self.name, family=self.family)
-
-    def verdicts(self, snap: Snapshot) -> list[Outcome]:
-        """Run the check: its findings, stamped, each with the codes it stands down for.
-
-        A check that raises gives one MPD001 finding instead, which stands down for nothing.
-        """
-        if self.func is None:
-            raise TypeError(f"{self.code} judges {self.subject}, not a snapshot")
-        try:
-            found = list(self.func(snap))
-            out = []
-            for item in found:
-                if isinstance(item, Deferred):
-                    undeclared = [code for code in item.to if code not in self.defers_to]
-                    if undeclared:
-                        raise ValueError(
-                            f"{self.code} defers a finding to {', '.join(undeclared)}, which it does "
-                            f"not declare in defers_to {self.defers_to}"
-                        )
-                    out.append(Outcome(self.stamp(item.finding), self.superseded_by + item.to))
-                else:
-                    out.append(Outcome(self.stamp(item), self.superseded_by))
-            return out
-        except Exception as exc:  # one broken check must not cost the others
-            return [Outcome(self._crash_finding(exc, snap))]
-
-    def run(self, snap: Snapshot) -> list[Finding]:
-        """Run the check alone: every finding it makes, stamped with its code, name and family."""
-        return [v.finding for v in self.verdicts(snap)]
-
-    def _crash_finding(self, exc: Exception, snap: Snapshot) -> Finding:
-        # Imported here: loading mpdoctor.checks loads the families, which import this module.
-        from mpdoctor.checks.fixes import mpdoctor_check
-
-        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        crash = warning(
-            f"Check {self.code} ({self.name}) crashed: {type(exc).__name__}: {exc}",
-            evidence=["".join(frames[-3:]).strip()],
-            fix=[
-                FixStep(
-                    "Its verdict is unknown. Please report this mpdoctor bug with the JSON report attached.",
-                    mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")),
-                )
-            ],
-        )
-        return CHECK_CRASHED.stamp(crash)
 
 
 class Registry:
@@ -367,34 +265,6 @@ class Registry:
         return [c for c in self if c.subject == subject]
 
 
-def _fixture_names(code: str, field: str, names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` as a tuple of distinct fixture names (kebab-case strings), or a ValueError saying what is wrong."""
-    if isinstance(names, str):
-        raise ValueError(f"{code}: {field} takes a tuple of fixture names, not the string {names!r}")
-    names = tuple(names)
-    for name in names:
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise ValueError(f"{code}: {field} names {name!r}, which is no fixture name (kebab-case)")
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ValueError(f"{code}: {field} names {', '.join(repeated)} more than once")
-    return names
-
-
-def _severities(code: str, severities: Iterable[str]) -> tuple[str, ...]:
-    """``severities`` as a tuple of distinct severity names, worst first, or a ValueError saying what is wrong."""
-    if isinstance(severities, str):
-        raise ValueError(f"{code}: severities takes a tuple of severities, not the string {severities!r}")
-    severities = tuple(severities)
-    known = [level.value for level in Severity]
-    for name in severities:
-        if name not in known:
-            raise ValueError(f"{code}: severities names {name!r}, which is no severity ({', '.join(known)})")
-    if len(set(severities)) != len(severities) or list(severities) != sorted(severities, key=known.index):
-        raise ValueError(f"{code}: severities {severities} must be distinct and worst first ({', '.join(known)})")
-    return severities
-
-
 REGISTRY = Registry()
 
 
@@ -437,25 +307,8 @@ def check(
     return register
 
 
-CHECK_CRASHED = rule(
-    "MPD001",
-    "check-crashed",
-    family="mpdoctor",
-    subject=INTERNAL,
-    doc="""
-    A check raised an exception instead of giving a verdict.
-
-    ## Why it matters
-    Its problem may or may not be present: treat the check as not run. The other
-    checks are unaffected and their findings stand; a check that crashed counts
-    as not having fired, so the checks it would supersede still speak.
-
-    ## Fix
-    It is a bug in mpdoctor: report it with the Markdown report attached
-    (`mpdoctor check --format markdown --output mpdoctor-report.md`); meanwhile
-    `--ignore` the crashing code to keep CI gating on the rest.
-    """,
-)
+# MPD001 is declared in rule.py, beside Check, which reports it; registered here like every rule.
+CHECK_CRASHED = REGISTRY.add(_CRASHED.code, _CRASHED.name, _CRASHED.family, subject=_CRASHED.subject, doc=_CRASHED.text)
 
 FACT_NOT_TAKEN = rule(
     "MPD002",

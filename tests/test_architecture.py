@@ -38,6 +38,9 @@ OLDEST_PYTHON = (3, 8)
 SUBJECTS = {"torch"}  # what the remote code diagnoses: imported inside functions, where a failure is a fact
 
 
+ROOT_PACKAGE = "mpdoctor"
+
+
 def _modules() -> dict[str, Path]:
     """Every module of the project by its import name (checks/ is installed as mpdoctor.checks)."""
     found = {}
@@ -66,13 +69,16 @@ def _imports(name: str, path: Path) -> set[str]:
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
-            targets |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+            # A name resolves to its module, else to the package that defines it (``*``: the package).
+            targets |= {f"{base}.{alias.name}" for alias in node.names}
     resolved = set()
     for target in targets:
         while target and target not in MODULES:
             target = target.rpartition(".")[0]
-        # A module's own package (its __init__) is imported with it: not an edge worth a circle.
-        if target and target != name and not name.startswith(target + "."):
+        # A module's own package counts too: its __init__ may import the module back, a circle that Python hides
+        # until the import order changes. Except the root package, whose public API (mpdoctor.audit,
+        # mpdoctor.dtype_trace) its submodules never import, and which loads them lazily on first use.
+        if target and target != name and not (target == ROOT_PACKAGE and name.startswith(ROOT_PACKAGE + ".")):
             resolved.add(target)
     return resolved
 
@@ -140,6 +146,19 @@ def test_the_circle_finder_finds_a_circle(monkeypatch):
     assert any("mpdoctor.snapshot" in circle for circle in _circles())
 
 
+def test_a_module_importing_its_own_package_back_is_a_circle(tmp_path, monkeypatch):
+    """The hidden kind: mpdoctor/snapshot/__init__.py imports reading.py, which imported ``mpdoctor.snapshot``."""
+    reading = tmp_path / "reading.py"
+    reading.write_text("from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot\n")
+    assert "mpdoctor.snapshot" in _imports("mpdoctor.snapshot.reading", reading)
+    assert "mpdoctor.snapshot.reading" in GRAPH["mpdoctor.snapshot"]  # the package imports it
+    monkeypatch.setitem(GRAPH, "mpdoctor.snapshot.reading", _imports("mpdoctor.snapshot.reading", reading))
+    assert ["mpdoctor.snapshot", "mpdoctor.snapshot.reading"] in _circles()
+    # Relatively, too; and the root package's lazy API is no edge.
+    reading.write_text("from . import Snapshot\nimport mpdoctor\n")
+    assert _imports("mpdoctor.snapshot.reading", reading) == {"mpdoctor.snapshot"}
+
+
 # Layers, in the order data flows. A module may import its own layer and the layers before it.
 # mpdoctor.portable (stdlib only, imports nothing of mpdoctor: see the rules below) is usable by every stage.
 LAYERS = [
@@ -150,7 +169,6 @@ LAYERS = [
             "mpdoctor.schema.contract",
             "mpdoctor.findings",
             "mpdoctor.portable",
-            "mpdoctor.probes.remote",
             "mpdoctor.probes",
         ),
     ),
@@ -161,7 +179,14 @@ LAYERS = [
     # mpdoctor.fleet judges many ranks' reports (it runs mpdoctor.doctor on each); mpdoctor.render.fleet formats it.
     (
         "reports",
-        ("mpdoctor.doctor", "mpdoctor.explain", "mpdoctor.checkpoint_audit", "mpdoctor.trace", "mpdoctor.fleet"),
+        (
+            "mpdoctor.doctor",
+            "mpdoctor.explain",
+            "mpdoctor.checkpoint_audit",
+            "mpdoctor.trace",
+            "mpdoctor.fleet",
+            "mpdoctor.numerics",
+        ),
     ),
     ("render", ("mpdoctor.render", "mpdoctor.schema")),
     # mpdoctor/__init__.py is the Python API's door (mpdoctor.audit, mpdoctor.dtype_trace, loaded on first use);
@@ -200,6 +225,19 @@ def test_checks_are_pure_functions_of_the_snapshot():
                 if t.startswith(("mpdoctor.probes.", "mpdoctor.render", "mpdoctor.cli", "mpdoctor.doctor"))
             }
             assert not impure, name  # mpdoctor.portable (redaction...) is no probe: checks may use it
+
+
+def test_analysis_reads_the_snapshot_not_the_probes():
+    """The verdicts are judged from the snapshot's facts; what they share with the kernel runner (the ops, the
+    dtypes, the rounds a ratio needs) is mpdoctor.portable's, which both sides import, never a probe's."""
+    reaching = {
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith("mpdoctor.analysis")
+        for target in targets
+        if target.startswith("mpdoctor.probes")
+    }
+    assert reaching == set()
 
 
 def test_top_level_holds_only_entry_points_and_the_shared_finding():

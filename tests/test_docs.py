@@ -60,9 +60,15 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     assert f"```sh\n{command}\n```" in readme
 
 
+# The front door is about 150 lines (issue 30, when docs/ took the detail); it is 165 today. The bound is that and
+# a little room, so that a section that belongs in docs/ fails here rather than a hundred lines later.
+README_LINES = 180
+
+
 def test_the_readme_is_a_front_door():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) <= 250, "the README grew past 250 lines: move the detail to docs/"
+    lines = len(readme.splitlines())
+    assert lines <= README_LINES, f"the README grew to {lines} lines, past {README_LINES}: move the detail to docs/"
 
 
 # Development history belongs in the issues and the commit log, not in what a user reads.

@@ -137,3 +137,45 @@ def test_the_mined_table_is_in_the_repo_and_counts_its_rows():
     totals = re.search(r"^\| all \| (\d+) \| (\d+) \|$", table, re.MULTILINE)
     assert totals and int(totals.group(1)) == len(rows)
     assert int(totals.group(2)) == sum(1 for cells in rows if cells[-2].strip() != "-")
+
+
+def _section(table: str, title: str) -> list[str]:
+    """The lines of one section of torch_grammar.md, from its heading to the next (as mine.table writes them)."""
+    lines = table.splitlines()
+    start = lines.index(f"## {title}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
+
+
+def test_the_miner_run_again_gives_the_table_in_the_repo():
+    """torch_grammar.md is mine.py's output, not a record to trust: the miner runs again here on the torch
+    installed, and its sections must come out as committed. The Python layer and the CUDA-only texts are mined
+    and judged again in full; the ATen section (a scan of libtorch_cpu.so that costs seconds) is judged again
+    from its rows: each message, as mine.py tries it, must still get the signature the table names."""
+    import torch
+
+    sys.path.insert(0, str(PROVOKE.parent))
+    import mine
+
+    table = (PROVOKE.parent / "torch_grammar.md").read_text(encoding="utf-8")
+    assert f"from torch {torch.__version__} " in table  # mined from this very torch
+    torch_dir = Path(torch.__file__).parent
+    python_layer, _, _ = mine.table("Python layer", mine.rows(mine.python_messages(torch_dir), python=True))
+    assert python_layer == _section(table, "Python layer")
+    cuda_title = "CUDA-only (from pytorch's source, cited)"
+    cuda_rows = mine.rows(
+        (text, f"[{where.split(':')[0]}]({mine.PYTORCH}{where.split(':')[0]}):{where.split(':', 1)[1]}")
+        for text, where, _ in mine.CUDA_ONLY
+    )
+    assert mine.table(cuda_title, cuda_rows)[0] == _section(table, cuda_title)
+    stale = []
+    for line in _section(table, "ATen (libtorch_cpu.so strings holding a grammar stem)"):
+        if not line.startswith("| `"):
+            continue
+        cell, _, rest = line[3:].partition("` | ")
+        text, covered = cell.replace("\\|", "|"), rest.split(" | ")[1].strip()
+        if len(text) < 220:  # a row cut at 220 characters cannot be tried again from the table
+            now = mine.covered(text) or "-"
+            if now != covered:
+                stale.append((text, covered, now))
+    assert not stale, stale

@@ -8,7 +8,9 @@ keeps it, since this machine has no GPU. These tests check the stand-in against 
 table in real processes, then run mpdoctor's real kernel runner and environment probe
 in its venv: with a poisoning call injected at interpreter start (a sitecustomize), the
 CUDA workers must carry real torch's refusal and mpdoctor must blame itself (MPD003),
-not the GPU (PREC009); with none, every CUDA worker must get past device start.
+not the GPU (PREC009); with none, or with one that the runner's own
+``PYTORCH_NVML_BASED_CUDA_CHECK=1`` makes safe (``is_available()``), every CUDA worker
+must get past device start.
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ TABLE = [
     ("torch.cuda.nccl.version()", True, True),
 ]
 CELLS = [(call, nvml, ok) for call, plain, with_nvml in TABLE for nvml, ok in ((False, plain), (True, with_nvml))]
-POISONING = [(call, nvml) for call, nvml, ok in CELLS if not ok]
+# The kernel runner runs with PYTORCH_NVML_BASED_CUDA_CHECK=1 whatever the user's is (kernel_runner.runner_environment):
+# what poisons it at start is what poisons with the variable set, under either setting of the user's.
+POISONING = [(call, nvml) for call, _, with_nvml in TABLE if not with_nvml for nvml in (False, True)]
+# What poisons the user's own processes but not the runner: the variable makes it safe.
+MADE_SAFE = [call for call, plain, with_nvml in TABLE if not plain and with_nvml]
 
 
 def cell_id(call, nvml):
@@ -106,10 +112,19 @@ def test_the_standin_keeps_the_measured_fork_rule(standin, tmp_path, call, nvml,
     assert (child["available"], child["count"], child["runtime_count"]) == (True, 2, 2)
 
 
-def test_the_standins_refusal_is_real_torchs_text_from_the_h200_capture():
+def test_the_standins_refusal_is_real_torchs_text_from_the_h200_capture(standin, tmp_path):
+    """The installed stand-in, run in a real poisoned fork, refuses in the words real torch used on the H200."""
     recorded = load_fixture("h200-fork-refused")
-    assert recorded.torch.fact_errors["device 0"] == "RuntimeError: " + cuda_standin.FORK_ERROR
-    assert "_FORK_ERROR = %r" % cuda_standin.FORK_ERROR in cuda_standin.SOURCE
+    out = subprocess.run(
+        [standin, "-c", FORK_ONCE, "torch.cuda.is_available()"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environ(False),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "RuntimeError: " + json.loads(out.stdout)["error"] == recorded.torch.fact_errors["device 0"]
 
 
 # ---------------------------------------------------------------- mpdoctor's real probes on the stand-in
@@ -191,10 +206,7 @@ def test_mpdoctor_blames_itself_not_the_gpu_for_a_refused_worker(probes, call, n
         assert any(t.startswith("mpdoctor could not measure " + name) for t in titles), titles
 
 
-def test_the_real_runner_forks_cuda_workers_that_start_their_devices(probes):
-    (kernels, torch, steps), events = probes("kernels")
-    _, alone = probes("environment")[0]
-    assert kernels.status == "ok" and torch.probe.status == "ok", (kernels, torch.probe)
+def _workers_started_their_devices(kernels):
     cuda = {d.device: d for d in kernels.devices if d.device.startswith("cuda")}
     assert list(cuda) == ["cuda:0", "cuda:1"]
     for device in cuda.values():
@@ -202,6 +214,52 @@ def test_the_real_runner_forks_cuda_workers_that_start_their_devices(probes):
         assert device.init_seconds is not None and device.bf16_supported is True
         # Past device start, the stand-in's first kernel is where it stops.
         assert any(r.status == "error" and cuda_standin.NO_KERNELS in r.detail for r in device.results)
+    return cuda
+
+
+@pytest.mark.parametrize("call", MADE_SAFE)
+def test_a_call_the_nvml_check_makes_safe_at_start_costs_the_runner_nothing(probes, call):
+    """A sitecustomize calling is_available() (the user has no PYTORCH_NVML_BASED_CUDA_CHECK): the runner's
+    own NVML check keeps its forks clean, and its children still judge CUDA as the user's code does."""
+    (kernels, torch, _), events = probes("kernels", call)
+    _workers_started_their_devices(kernels)
+    (runner,) = [pid for pid, seen in events.items() if "import" in seen]
+    assert not any(e.startswith("poison") for e in events[runner]), events[runner]
+    assert _forks_after_poisoning(events) == {}
+    # The counting child put the user's view back: its first CUDA call, is_available(), counted through the
+    # CUDA runtime, as it does without the variable (with it, NVML counts and cudnn.version() poisons first).
+    assert _first_poison_of_the_counting_child(events) == "poison torch._C._cuda_getDeviceCount()"
+    assert torch.cuda_available is True and len(torch.devices) == 2
+
+
+def test_the_users_own_nvml_check_is_put_back_in_the_runners_children(probes):
+    """With the user's PYTORCH_NVML_BASED_CUDA_CHECK=1, the counting child keeps it: is_available() counts
+    through NVML there and never reaches the CUDA runtime's count."""
+    (kernels, _, _), events = probes("kernels", None, True)
+    _workers_started_their_devices(kernels)
+    assert _first_poison_of_the_counting_child(events) == "poison torch.backends.cudnn.version()"
+
+
+def _first_poison_of_the_counting_child(events) -> str:
+    """The first poisoning call of the one process that read the cuDNN version: the counting child."""
+    (seen,) = [seen for seen in events.values() if "poison torch.backends.cudnn.version()" in seen]
+    return next(e for e in seen if e.startswith("poison"))
+
+
+def test_the_runners_environment_is_the_users_plus_the_nvml_check():
+    from mpdoctor.probes.remote import kernel_runner
+
+    env = kernel_runner.runner_environment({"PATH": "/bin"})
+    assert env == {"PATH": "/bin", NVML_CHECK: "1", kernel_runner.USERS_NVML_CHECK: "unset"}
+    env = kernel_runner.runner_environment({NVML_CHECK: "0"})
+    assert env == {NVML_CHECK: "1", kernel_runner.USERS_NVML_CHECK: "=0"}
+
+
+def test_the_real_runner_forks_cuda_workers_that_start_their_devices(probes):
+    (kernels, torch, steps), events = probes("kernels")
+    _, alone = probes("environment")[0]
+    assert kernels.status == "ok" and torch.probe.status == "ok", (kernels, torch.probe)
+    cuda = _workers_started_their_devices(kernels)
     assert (cuda["cuda:0"].name, cuda["cuda:0"].compute_capability) == ("NVIDIA TITAN RTX", "7.5")
     assert (cuda["cuda:1"].name, cuda["cuda:1"].compute_capability) == ("NVIDIA GeForce GTX 1080 Ti", "6.1")
     assert torch.devices and torch.devices == alone.devices

@@ -3,8 +3,9 @@
 The probe children run in sessions of their own (so that a timeout can kill each
 with everything it spawned), which also means a Ctrl-C at the terminal reaches
 only mpdoctor: mpdoctor itself must kill them. Proven with the real CLI against
-throwaway venvs whose probes hang: mpdoctor exits 130 (SIGINT) or 143 (SIGTERM)
-within 2 s, and no process it started, or they started, is left.
+throwaway venvs whose probes hang: mpdoctor exits 130 (SIGINT) or 143 (SIGTERM),
+without waiting for the children (they sleep 600 s, each probe's --timeout is 60 s),
+and no process it started, or they started, is left.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # grandch
 time.sleep(600)
 """
 GRANDCHILD = "time.sleep(600)  # grandchild"
-EXIT_WITHIN = 2.0
+# A hang guard, not a speed claim. What is proven is that nothing is waited out: the children would sleep 600 s
+# and a probe's --timeout is 60 s. Handling the signal (kill the process groups, reap, exit) takes a fraction of
+# a second on an idle machine (0.08 to 0.19 s for the CLI, measured here); 20 s leaves a loaded 2-core
+# CI machine more than ten times that, and is still a third of the shortest wait it would otherwise be.
+EXIT_WITHIN = 20.0
+NEVER = 3 * EXIT_WITHIN  # a wait that the signal (or the error) must cut short: reaching its end fails the test
 
 
 def _processes() -> dict[int, tuple[int, str]]:
@@ -125,8 +131,7 @@ def test_ctrl_c_while_torch_hangs_kills_every_probe_child_and_exits_130(fake_ven
         return any("kernel_runner" in c for c in cmdlines) and any(GRANDCHILD in c for c in cmdlines)
 
     code, exited, recorded = interrupt_check(fake_venv.python(venv), signal.SIGINT, torch_is_importing)
-    assert code == 130
-    assert exited < EXIT_WITHIN
+    assert code == 130  # the signal's status, within the guard (interrupt_check): no probe's end was waited for
     assert len(recorded) >= 2
 
 
@@ -140,22 +145,24 @@ def test_sigterm_while_every_probe_hangs_at_start_exits_143(fake_venv):
 
     code, exited, recorded = interrupt_check(fake_venv.python(venv), signal.SIGTERM, env_part_and_runner_started)
     assert code == 143
-    assert exited < EXIT_WITHIN
 
 
 def test_a_signal_kills_the_children_of_every_thread_and_raises_interrupted():
     """In-process: stop_on_signals turns SIGTERM into Interrupted, and the waiting threads stop too."""
-    start = time.monotonic()
+    slept_through = []
     with pytest.raises(Interrupted) as caught, stop_on_signals():
         with ThreadPoolExecutor(max_workers=1) as pool:  # as in take_snapshot: its exit waits for the thread
-            job = pool.submit(run_child, ["sleep", "60"], 60)
+            job = pool.submit(run_child, ["sleep", str(NEVER)], NEVER)
             while not live_children():
                 time.sleep(0.01)
             pids = live_children()
             os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(10)  # the handler raises long before this ends
-    assert isinstance(job.exception(timeout=0), Interrupted)  # the thread stopped rather than report a killed child
-    assert time.monotonic() - start < EXIT_WITHIN
+            time.sleep(NEVER)  # the handler raises out of this sleep: the line below is never reached
+            slept_through.append(True)
+    assert not slept_through
+    # The thread stopped rather than report a killed child; the executor's exit did not wait out the child's sleep
+    # (which would have ended it with status 0, not Interrupted).
+    assert isinstance(job.exception(timeout=0), Interrupted)
     assert caught.value.exit_code == 143
     assert not any(alive(pid) for pid in pids)
     assert run_child(["true"], 5).exit_code == 0  # outside stop_on_signals, children run again
@@ -165,12 +172,14 @@ def test_an_error_while_threads_wait_on_children_kills_them():
     with ThreadPoolExecutor(max_workers=1) as pool:
         start = time.monotonic()
         with pytest.raises(RuntimeError), kill_children_on_error():
-            job = pool.submit(run_child, ["sleep", "60"], 60)
+            job = pool.submit(run_child, ["sleep", str(NEVER)], NEVER)
             while not live_children():
                 time.sleep(0.01)
             raise RuntimeError("the main thread's probe failed")
-    assert time.monotonic() - start < EXIT_WITHIN  # the executor did not wait out the child's 60 s
+    # Killed, not waited out: a child that slept to its end would have exited 0 (the event); the guard, far short
+    # of that sleep, keeps a regression from hanging the suite for it.
     assert job.result().signal_name == "SIGKILL"
+    assert time.monotonic() - start < EXIT_WITHIN
     assert not live_children()
 
 

@@ -8,12 +8,14 @@ import json
 import sys
 
 import pytest
-import torch
 
-
-from mpdoctor.probes.collect import take_snapshot
 from mpdoctor.probes.budget import Budget
+from mpdoctor.probes.collect import take_snapshot
 from mpdoctor.probes.machine import probe_nvml
+
+# The premise is real torch in this environment: without it (a checkout tested without the torch CI installs),
+# these tests are skipped, not a collection error.
+torch = pytest.importorskip("torch")
 
 
 def test_probe_reports_the_real_torch(live_report_json, this_machine):

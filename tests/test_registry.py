@@ -44,6 +44,7 @@ DECLARED_PREFIXES = {
     "precision": "PREC",
     "apex": "APEX",
     "oneflow": "ONEFLOW",
+    "amp": "AMP",
     "audit": "AUDIT",
     "fleet": "FLEET",
     "mpdoctor": "MPD",
@@ -163,6 +164,20 @@ def test_a_crash_is_stamped_with_the_registered_mpd001():
     entry = builtin_registry().get("MPD001")
     assert entry is CHECK_CRASHED
     assert (crash.code, crash.name, crash.family) == (entry.code, entry.name, entry.family)
+
+
+def test_what_a_rule_is_keeps_its_import_path_in_the_registry():
+    """checks/rule.py holds the rule type and MPD001's declaration; every name the families, the doctor, the
+    fleet and the renderers import from registry is still there, the very same object."""
+    from mpdoctor.checks import registry, rule
+
+    for name in ("Check", "CheckFunc", "Deferred", "Outcome", "defer", "SUBJECTS", "NAME_PATTERN"):
+        assert getattr(registry, name) is getattr(rule, name), name
+    for name in ("SNAPSHOT", "CHECKPOINT", "RANKS", "INTERNAL"):
+        assert getattr(registry, name) == getattr(rule, name), name
+    assert registry._fixture_names is rule.fixture_names and registry._severities is rule.severity_names
+    # The registered MPD001 is the declaration rule.py's Check stamps its crashes with.
+    assert registry.CHECK_CRASHED == rule.CHECK_CRASHED and registry.CHECK_CRASHED.doc == rule.CHECK_CRASHED.doc
 
 
 def test_one_way_to_declare_for_every_subject():

@@ -1,9 +1,10 @@
 """The measured precision matrix: each microkernel's verdict, judged once. Plain data, part of the JSON report.
 
-Built by :func:`mpdoctor.analysis.kernel_matrix.kernel_table` from the snapshot's
-microkernel results (as :mod:`mpdoctor.analysis.gpu_map` builds the device table);
-carried in the report (``Report.kernels``) and drawn by the text and Markdown
-views, which judge nothing: every speed class, cell and note is decided here.
+Each test is judged once by :func:`mpdoctor.analysis.kernel_view.judged` from the snapshot's
+microkernel results, and laid out by :func:`mpdoctor.analysis.kernel_matrix.kernel_table`
+(as :mod:`mpdoctor.analysis.gpu_map` builds the device table); carried in the report
+(``Report.kernels``) and drawn by the text and Markdown views, which judge nothing:
+every speed class, cell and note is decided in analysis.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from mpdoctor.portable.kernel_names import DTYPES, OPS, listed
 from mpdoctor.schema.serde import fact
 from mpdoctor.snapshot.vocab import (
     KernelAccuracy,
@@ -25,7 +27,7 @@ from mpdoctor.snapshot.vocab import (
 # What the matrix's words mean, under every matrix drawn. The device table's precision columns are the
 # compute capability's prediction and use other words (render/devices.LEGEND): "slow" here is measured.
 # It claims nothing about how busy the machine was: that differs per ratio, and the notes say it from the data
-# (kernel_matrix.rounds_note: undisturbed rounds of how many); "busy" is explained only under a matrix that shows it.
+# (kernel_view.rounds_note: undisturbed rounds of how many); "busy" is explained only under a matrix that shows it.
 MATRIX_LEGEND = (
     "fp32: time per call; others: "
     "speed vs fp32 on the same device (2x: twice as fast, 1/8: eight times slower); slow: measured far "
@@ -39,8 +41,8 @@ BUSY_LEGEND = "busy (fp32): every timing round of that fp32 kernel was disturbed
 class KernelVerdict:
     """What one test (an op in a dtype, on one device) came to: its accuracy and its speed against fp32."""
 
-    op: KernelOp = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
-    dtype: KernelDtype = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
+    op: KernelOp = fact(listed(OPS), "")
+    dtype: KernelDtype = fact(listed(DTYPES), "")
     backend: SdpaBackend = fact("The SDPA backend it was restricted to; empty otherwise", "")
     test: str = fact("The test's name, op/dtype[/backend] (e.g. sdpa/float16/flash), as the kernel runner wrote it", "")
     status: KernelResultStatus = fact(

@@ -1,24 +1,27 @@
-"""Measured microkernel results, read for people: lookups, speed ratios and the speed rules.
+"""Measured microkernel results, judged: lookups, speed ratios, the speed rules, and each test's verdict.
 
 The one place a kernel's speed class against fp32 is decided (:func:`verdict`: slow,
-fine, inconclusive, and why), read by the precision checks and by ``kernel_matrix``,
-which builds the report's table from it. It describes what was measured; the checks
-decide what is a problem.
+fine, inconclusive, and why), read by the precision checks. :func:`judged` gives every
+test of every device its verdict at once (``KernelVerdict``, with its matrix cell), which
+``kernel_matrix`` then lays out for display without judging anything again: the data
+goes one way, measured (the snapshot), judged (here), drawn (the matrix). It describes
+what was measured; the checks decide what is a problem.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.analysis.capability import parse_capability, support
-from mpdoctor.probes.remote.kernel_measure import CONCLUSIVE_ROUNDS
+from mpdoctor.analysis.kernel_table import KernelVerdict
+from mpdoctor.portable.kernel_names import CONCLUSIVE_ROUNDS, OPS, SHORT, TIMED_OPS, kernel_key
 from mpdoctor.snapshot import DeviceKernels, KernelResult, NvmlGpu, Snapshot
 
-SHORT = {"float32": "fp32", "tf32": "tf32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}
 SLOWER = 0.67  # a dtype at under 2/3 of fp32's speed is "far slower"
 NO_GAIN = 1.5  # on hardware that only emulates a dtype, under 1.5x fp32 is no real gain
-# Undisturbed rounds a timing needs before its spread means anything: kernel_measure.CONCLUSIVE_ROUNDS, the
+# Undisturbed rounds a timing needs before its spread means anything: kernel_names.CONCLUSIVE_ROUNDS, the
 # constant the kernel runner also stops by.
 
 
@@ -279,3 +282,116 @@ def inconclusive(snap: Snapshot, device: DeviceKernels) -> list[tuple[KernelResu
         if word == "inconclusive":
             out.append((r, why))
     return out
+
+
+# ---------------------------------------------------------------- every test's verdict, for the report
+
+WORDS = dict(unsupported="fails", error="fails", wrong="WRONG", crashed="crash", timeout="hang", skipped="-")
+ACCURACY = {"ok": "ok", "wrong": "wrong", "": ""}  # a test's status as its accuracy; any other: "unchecked"
+UNTIMED = tuple(op for op in OPS if op not in TIMED_OPS)  # tests of what torch does, not of a kernel's speed
+
+
+@dataclass
+class JudgedDevice:
+    """One device of the snapshot's kernels with every test's verdict: what ``kernel_matrix`` draws."""
+
+    device: DeviceKernels  # as measured (status, detail, load: what the notes say)
+    label: str  # how the report names it (:func:`label`)
+    measured: bool  # whether its kernels ran, wholly or in part (:func:`measured`)
+    verdicts: list[KernelVerdict]  # every test, in the order run
+    rounds: str  # :func:`rounds_note`: how many undisturbed rounds the ratios rest on, when any was disturbed
+
+
+def judged(snap: Snapshot) -> list[JudgedDevice]:
+    """Every device of the snapshot's kernels, each test judged once."""
+    ran = {id(d) for d in measured(snap)}
+    return [
+        JudgedDevice(
+            device=device,
+            label=label(device),
+            measured=id(device) in ran,
+            verdicts=[judge_kernel(snap, device, r) for r in device.results],
+            rounds=rounds_note(device),
+        )
+        for device in snap.kernels.devices
+    ]
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
+
+
+def _finite(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def judge_kernel(snap: Snapshot, device: DeviceKernels, r: KernelResult) -> KernelVerdict:
+    """What one test came to: its accuracy, its speed class against fp32 with the spread, and its matrix cell."""
+    v = KernelVerdict(
+        op=r.op,
+        dtype=r.dtype,
+        backend=r.backend,
+        test=kernel_key(r.op, r.dtype, r.backend),
+        status=r.status,
+        accuracy=ACCURACY.get(r.status, "unchecked"),
+        max_rel_error=r.max_rel_error,
+        tolerance=r.tolerance,
+        hardware=hardware_level(snap, device, r.dtype),
+    )
+    if r.status != "ok":
+        v.cell = WORDS.get(r.status, r.status)
+        return v
+    if r.op in UNTIMED or not r.seconds:
+        v.cell = "ok"
+        return v
+    if r.dtype == "float32" and not r.backend:  # the baseline: its cell is a time per call, not a ratio
+        busy = r.rounds == 0 and bool(r.rounds_disturbed)
+        why = disturbance(snap, device)
+        if not why and r.rounds is not None and r.rounds < CONCLUSIVE_ROUNDS and not is_gpu(device):
+            why = busy_cpu(device, r)
+        # Every round disturbed: the time is the machine's, not the kernel's, and the cell says so.
+        v.cell = ("busy " if busy else "") + _time(r.seconds)
+        v.speed, v.conclusive, v.why = "baseline", not why, why
+        return v
+    s = speed_of(snap, device, r)
+    if s is None or _finite(s.ratio) is None:  # no fp32 of the same op to compare with
+        v.cell = "ok"
+        return v
+    v.ratio, v.ratio_low, v.ratio_high, v.rounds = s.ratio, _finite(s.low), _finite(s.high), s.rounds
+    v.line = threshold(snap, device, r)
+    word, why = speed_verdict(snap, device, r, s)
+    if word == "inconclusive":
+        v.cell, v.speed, v.conclusive, v.why = "inconclusive", "inconclusive", False, why
+        return v
+    v.cell = ("slow " if word == "slow" else "") + speed(s.ratio)
+    if word:
+        v.speed = "fast" if word == "fine" and s.low > 1.0 else word
+        v.conclusive = True
+    return v
+
+
+def rounds_note(device: DeviceKernels) -> str:
+    """How many of its timing rounds each speed ratio rests on, when any round was disturbed; "" otherwise.
+
+    ``undisturbed timing rounds behind each speed ratio: matmul 0 of 9; conv2d, softmax 25 of 30``: an op whose
+    dtypes differ is named per kernel. A quiet run (every round undisturbed, or GPU rounds timed by CUDA events)
+    has nothing to add to the matrix.
+    """
+    counts: dict[str, dict[str, tuple[int, int]]] = {}  # op -> kernel name -> (undisturbed, of how many)
+    for r in device.results:
+        base = result(device, r.op, "float32")
+        if r is base or base is None or r.rounds is None or base.rounds is None or speedup(device, r) is None:
+            continue
+        total = max(r.rounds + (r.rounds_disturbed or 0), base.rounds + (base.rounds_disturbed or 0))
+        counts.setdefault(r.op, {})[kernel_name(r)] = (min(r.rounds, base.rounds), total)
+    if not any(u < t for per_op in counts.values() for u, t in per_op.values()):
+        return ""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for op, per_kernel in counts.items():
+        if len(set(per_kernel.values())) == 1:
+            groups.setdefault(next(iter(per_kernel.values())), []).append(op.replace("_", " "))
+        else:
+            for name, pair in per_kernel.items():
+                groups.setdefault(pair, []).append(name)
+    said = "; ".join(f"{', '.join(names)} {u} of {t}" for (u, t), names in groups.items())
+    return f"undisturbed timing rounds behind each speed ratio: {said}"

@@ -47,10 +47,12 @@ def devices_not_measured(snap: Snapshot, checks: Iterable[Check]) -> list[Findin
                 "torch refuses CUDA in a process forked after its parent touched CUDA: that is "
                 "mpdoctor's process model, not the GPU"
             )
+            # The run that failed, as the user ran it (--python, --timeout, --kernels, the selection), so the
+            # report attached is of the same interpreter and measurement: MPD001's fix, through the one builder.
             steps.append(
                 fixes.inspect(
                     "Report this mpdoctor bug with the report attached",
-                    "mpdoctor check --format markdown --output mpdoctor-report.md",
+                    fixes.mpdoctor_check(snap, extra=("--format", "markdown", "--output", "mpdoctor-report.md")),
                 )
             )
         why = "its time limit ran out" if causes == {"time"} else "mpdoctor's own process model failed"

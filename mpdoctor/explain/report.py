@@ -13,32 +13,16 @@ from typing import Literal
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import ordered_data, schema_document, schema_path, version_fact
+from mpdoctor.explain.signature import FAMILIES
 from mpdoctor.findings import Finding, FixStep
 from mpdoctor.schema.serde import fact
 
 EXPLAIN_SCHEMA_VERSION = 1
 SCHEMA_PATH = schema_path("explain", EXPLAIN_SCHEMA_VERSION)
 
-# Explanation.family: the families of explain/signature.FAMILIES (a test keeps the two equal). A vocabulary like
-# those of mpdoctor.snapshot.vocab, declared here because `mpdoctor explain` does not load the snapshot package.
-ExplainFamily = Literal[
-    "dtype",
-    "cpu-half",
-    "scaler",
-    "overflow",
-    "hardware",
-    "attention",
-    "kernel-image",
-    "apex",
-    "oneflow",
-    "driver",
-    "framework",
-    "mps",
-    "numerics",
-    "op-support",
-    "compiler",
-    "quantization",
-]
+# Explanation.family: the families of explain/signature.FAMILIES, that very tuple. A vocabulary like those of
+# mpdoctor.snapshot.vocab, declared here because `mpdoctor explain` does not load the snapshot package.
+ExplainFamily = Literal[FAMILIES]
 
 
 @dataclass
@@ -64,10 +48,7 @@ class Explanation:
     """One recognised failure: what happened, why, what to do, and how to confirm it."""
 
     id: str = fact("The signature's id (see `mpdoctor explain --list`)")
-    family: ExplainFamily = fact(
-        "dtype, cpu-half, scaler, overflow, hardware, attention, kernel-image, apex, oneflow, "
-        "driver, framework, mps, numerics, op-support, compiler or quantization"
-    )
+    family: ExplainFamily = fact(", ".join(FAMILIES[:-1]) + " or " + FAMILIES[-1])
     title: str = fact("What happened, in one line")
     cause: str = fact("Why it happens, in plain words")
     lines: list[MatchedLine] = fact("The input lines it was recognised on (at most 5)", factory=list)

@@ -22,9 +22,11 @@ from mpdoctor.probes.child import ChildResult, remote_argv, run_child
 from mpdoctor.probes.environment import StepFile, probe_run, torch_facts
 from mpdoctor.probes.follow import TORCH_WORDS, KernelProgress, PartProgress, end_words, finish_run
 from mpdoctor.probes.progress import SILENT, ProgressBoard
+from mpdoctor.probes.remote import kernel_runner
 from mpdoctor.probes.remote import steps as step_names
 from mpdoctor.probes.remote.kernel_measure import TOLERANCE, kernel_key, parse_key
 from mpdoctor.probes.remote.kernel_suite import OPS, SDPA_BACKENDS, TIMED_OPS, TIMING
+from mpdoctor.probes.remote.supervise import step_text
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import DeviceKernels, KernelInfo, KernelResult, ProbeRun, TimingLoad, TorchInfo
 
@@ -116,7 +118,8 @@ def probe_kernels_and_torch(
             *(() if cpu else (step_names.NO_CPU,)),
             *((step_names.NAMES + ",".join(names),) if names else ()),
         )
-        result = run_child(argv, budget.runner, env=env, watch=watch)
+        # PYTORCH_NVML_BASED_CUDA_CHECK=1 for the runner alone: the target's start-up code cannot poison its forks.
+        result = run_child(argv, budget.runner, env=kernel_runner.runner_environment(env), watch=watch)
         run, steps = torch_part(result, tmp)
         kernel_info, torch = kernel_facts(result, tmp, mode), torch_facts(result, steps, run)
         torch_progress.look()
@@ -156,10 +159,7 @@ def torch_part(result: ChildResult, directory: str) -> tuple[ProbeRun, StepFile]
 
 
 def _read_steps(path: str) -> StepFile:
-    try:
-        return StepFile(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return StepFile("")
+    return StepFile(step_text(path))  # to the bounds of portable/limits.py; "" when unreadable
 
 
 def kernel_facts(result: ChildResult, directory: str, mode: str) -> KernelInfo:

@@ -19,11 +19,21 @@ from typing import Optional
 
 from mpdoctor import __version__
 from mpdoctor.schema.contract import version_fact
-from mpdoctor.schema.serde import fact
+from mpdoctor.schema.serde import DataError, fact, from_data
 from mpdoctor.snapshot.apex import ApexInfo
 from mpdoctor.snapshot.kernels import DeviceKernels, KernelResult, TimingLoad  # noqa: F401  (part of the API)
 from mpdoctor.snapshot.oneflow import CoexistCase, MockTorch, OneflowBuild, PackageOrigin
 from mpdoctor.snapshot.project import ProjectScan
+
+# What a snapshot must pass before it is trusted (the bounded read, the version, the device numbers): its own
+# module, which imports nothing of this package. SnapshotError, MAX_SNAPSHOT_BYTES, read_json_document: the API.
+from mpdoctor.snapshot.reading import (  # noqa: F401
+    MAX_SNAPSHOT_BYTES,
+    SnapshotError,
+    check_device_numbers,
+    checked_version,
+    read_json_document,
+)
 from mpdoctor.snapshot.vocab import (
     CoexistDevice,
     KernelMode,
@@ -36,10 +46,6 @@ from mpdoctor.snapshot.vocab import (
 )
 
 SCHEMA_VERSION = 1
-
-
-class SnapshotError(ValueError):
-    """A snapshot file that cannot be used; the message is meant for the user."""
 
 
 @dataclass
@@ -360,10 +366,31 @@ def canonical_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-# Reading a snapshot from data or a file, and refusing one that no machine could have written: its own module.
-from mpdoctor.snapshot.reading import (  # noqa: E402, F401  (part of the API; it builds on the classes above)
-    MAX_SNAPSHOT_BYTES,
-    load_snapshot,
-    read_json_document,
-    snapshot_from_data,
-)
+def snapshot_from_data(data: object) -> Snapshot:
+    """Validate and load snapshot data; raises SnapshotError with a user-facing message.
+
+    A whole JSON report works too: its own schema_version is checked as the snapshot's is.
+    """
+    if not isinstance(data, dict):
+        raise SnapshotError("not a snapshot: expected a JSON object")
+    if "snapshot" in data and "findings" in data:  # a whole JSON report works too
+        report, data = data, data["snapshot"]
+        if not isinstance(data, dict):
+            raise SnapshotError("not a snapshot: 'snapshot' is not an object")
+        checked_version(report, "report", SCHEMA_VERSION)
+    checked_version(data, "snapshot", SCHEMA_VERSION)
+    try:
+        snap = from_data(Snapshot, data)
+    except DataError as exc:
+        raise SnapshotError(f"corrupt snapshot: {exc}") from None
+    check_device_numbers(snap)
+    return snap
+
+
+def load_snapshot(path: str) -> Snapshot:
+    """Read a snapshot (or a JSON report) from ``path``: a regular file, read to a bound and parsed to a depth.
+
+    st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.portable.files``.
+    """
+    data = read_json_document(path, f"cannot read snapshot {path}", f"corrupt snapshot {path}")
+    return snapshot_from_data(data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from mpdoctor.portable.kernel_names import DTYPES, OPS, SDPA_BACKENDS, listed
 from mpdoctor.schema.serde import fact
 from mpdoctor.snapshot.vocab import DeviceRunStatus, KernelDtype, KernelOp, KernelResultStatus, SdpaBackend
 
@@ -18,10 +19,10 @@ from mpdoctor.snapshot.vocab import DeviceRunStatus, KernelDtype, KernelOp, Kern
 class KernelResult:
     """One microkernel (an op in a dtype) run on one device."""
 
-    op: KernelOp = fact("matmul, conv2d, layer_norm, softmax, sdpa, autocast or grad_scaler", "")
-    dtype: KernelDtype = fact("float32, tf32, float16, bfloat16 or float8_e4m3fn", "")
+    op: KernelOp = fact(listed(OPS), "")
+    dtype: KernelDtype = fact(listed(DTYPES), "")
     backend: SdpaBackend = fact(
-        "The SDPA backend it was restricted to (flash, efficient, cudnn, math); empty otherwise", ""
+        f"The SDPA backend it was restricted to ({', '.join(SDPA_BACKENDS)}); empty otherwise", ""
     )
     status: KernelResultStatus = fact(
         "ok; unsupported (raised); wrong (outside tolerance or unexpected dtypes); error (failed before "

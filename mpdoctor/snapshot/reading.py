@@ -1,8 +1,11 @@
-"""Reading a snapshot: from JSON data (a saved snapshot or a whole report) and from a file, without trusting either.
+"""What a snapshot must pass before it is trusted: the bounded read, the schema version, the device numbers.
 
-Every way it fails is a :class:`~mpdoctor.snapshot.SnapshotError` of one line, for the user: a file that cannot be
-read or is not JSON, a schema version this mpdoctor does not know, a field of the wrong type, a device number no
-machine can have.
+Every way it fails is a :class:`SnapshotError` of one line, for the user: a file that cannot be read or is
+not JSON, a schema version this mpdoctor does not know, a device number no machine can have (a field of the
+wrong type is the loader's, ``mpdoctor.snapshot.snapshot_from_data``, which runs these).
+
+It imports nothing of its own package: ``mpdoctor.snapshot`` imports it (and re-exports ``SnapshotError``,
+``MAX_SNAPSHOT_BYTES`` and ``read_json_document``), never the other way round.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import math
 from typing import Optional
 
 from mpdoctor.portable import files
-from mpdoctor.schema.serde import DataError, from_data
-from mpdoctor.snapshot import SCHEMA_VERSION, Snapshot, SnapshotError
 
 
-def _checked_version(data: dict, what: str) -> int:
-    """``data``'s schema_version, refused unless it is this mpdoctor's (what: "snapshot" or "report").
+class SnapshotError(ValueError):
+    """A snapshot file that cannot be used; the message is meant for the user."""
+
+
+def checked_version(data: dict, what: str, known: int) -> int:
+    """``data``'s schema_version, refused unless it is ``known``, this mpdoctor's (what: "snapshot" or "report").
 
     An integral float (``1.0``) is the integer it equals, as in the JSON Schema.
     """
@@ -26,35 +31,14 @@ def _checked_version(data: dict, what: str) -> int:
         version = int(version)
     if not isinstance(version, int) or isinstance(version, bool):
         raise SnapshotError(f"not a {what}: no integer schema_version")
-    if version > SCHEMA_VERSION:
+    if version > known:
         raise SnapshotError(
             f"{what} schema version {version} is newer than this mpdoctor understands "
-            f"({SCHEMA_VERSION}); upgrade mpdoctor (pip install -U mpdoctor)"
+            f"({known}); upgrade mpdoctor (pip install -U mpdoctor)"
         )
-    if version < SCHEMA_VERSION:
+    if version < known:
         raise SnapshotError(f"unknown {what} schema version {version}")
     return version
-
-
-def snapshot_from_data(data: object) -> Snapshot:
-    """Validate and load snapshot data; raises SnapshotError with a user-facing message.
-
-    A whole JSON report works too: its own schema_version is checked as the snapshot's is.
-    """
-    if not isinstance(data, dict):
-        raise SnapshotError("not a snapshot: expected a JSON object")
-    if "snapshot" in data and "findings" in data:  # a whole JSON report works too
-        report, data = data, data["snapshot"]
-        if not isinstance(data, dict):
-            raise SnapshotError("not a snapshot: 'snapshot' is not an object")
-        _checked_version(report, "report")
-    _checked_version(data, "snapshot")
-    try:
-        snap = from_data(Snapshot, data)
-    except DataError as exc:
-        raise SnapshotError(f"corrupt snapshot: {exc}") from None
-    _check_device_numbers(snap)
-    return snap
 
 
 # The most devices, and so the highest ordinal or index, a snapshot may name. A real node has a handful; a
@@ -63,8 +47,9 @@ def snapshot_from_data(data: object) -> Snapshot:
 MAX_DEVICE_NUMBER = (1 << 31) - 1
 
 
-def _check_device_numbers(snap: Snapshot) -> None:
-    """Refuse a snapshot whose device ordinals, indices or counts no machine can have, naming the field.
+def check_device_numbers(snap) -> None:
+    """Refuse a snapshot (a loaded ``Snapshot``) whose device ordinals, indices or counts no machine can have,
+    naming the field.
 
     The types were checked by the loader; these are ranges. A hand-edited ``ordinal: -1e300`` once crashed
     every gpu check with IndexError; it is a fact about the file, said once, before any check runs.
@@ -97,15 +82,6 @@ def _shown_number(number: int) -> str:
 
 
 MAX_SNAPSHOT_BYTES = 64 << 20  # a real snapshot is some 100 KB; /dev/zero or a 1 GB file is refused, not read
-
-
-def load_snapshot(path: str) -> Snapshot:
-    """Read a snapshot (or a JSON report) from ``path``: a regular file, read to a bound and parsed to a depth.
-
-    st_size is not trusted (a device or FIFO has none worth the name): see ``mpdoctor.portable.files``.
-    """
-    data = read_json_document(path, f"cannot read snapshot {path}", f"corrupt snapshot {path}")
-    return snapshot_from_data(data)
 
 
 def read_json_document(path: str, cannot_read: str, not_json: str) -> object:

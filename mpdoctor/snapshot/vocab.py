@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Literal
 
 from mpdoctor.findings import SeverityName, StepRole
+from mpdoctor.portable.kernel_names import DTYPES, OPS, SDPA_BACKENDS
 
 # ---------------------------------------------------------------- the snapshot
 
@@ -63,14 +64,15 @@ DeviceRunStatus = Literal["ok", "crashed", "timeout", "error", "not-run"]
 # supervisor's record of a test that killed its worker (crashed, timeout). Empty: not recorded.
 KernelResultStatus = Literal["ok", "unsupported", "wrong", "error", "crashed", "timeout", "skipped", ""]
 
-# KernelResult.op: probes/remote/kernel_suite.OPS (probes/kernels.known_key drops any other step).
-KernelOp = Literal["matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler", ""]
+# The microkernels' vocabulary is the kernel runner's own, shared with it (portable/kernel_names), not a copy.
+# KernelResult.op: kernel_names.OPS (probes/kernels.known_key drops any other step).
+KernelOp = Literal[OPS + ("",)]
 
-# KernelResult.dtype: the keys of probes/remote/kernel_measure.TOLERANCE.
-KernelDtype = Literal["float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", ""]
+# KernelResult.dtype: kernel_names.DTYPES (the keys of probes/remote/kernel_measure.TOLERANCE).
+KernelDtype = Literal[DTYPES + ("",)]
 
-# KernelResult.backend: the names in probes/remote/kernel_suite.SDPA_BACKENDS; empty for a test that is not SDPA.
-SdpaBackend = Literal["flash", "efficient", "cudnn", "math", ""]
+# KernelResult.backend: kernel_names.SDPA_BACKENDS; empty for a test that is not SDPA.
+SdpaBackend = Literal[SDPA_BACKENDS + ("",)]
 
 # ApexInfo.resolution: probes/remote/apex.import_resolution (none is also the default).
 ApexResolution = Literal["package", "namespace", "module", "none", "error"]
@@ -122,11 +124,11 @@ CudaOrder = Literal["FASTEST_FIRST", "PCI_BUS_ID", "unknown"]
 
 # ---------------------------------------------------------------- the kernel verdicts (analysis/kernel_table)
 
-# KernelVerdict.speed: analysis/kernel_matrix.judge_kernel. baseline: fp32 itself, what the others are measured
+# KernelVerdict.speed: analysis/kernel_view.judge_kernel. baseline: fp32 itself, what the others are measured
 # against; fast, fine, slow, inconclusive: its speed against fp32 (kernel_view.verdict); empty: no speed to judge.
 KernelSpeed = Literal["baseline", "fast", "fine", "slow", "inconclusive", ""]
 
-# KernelVerdict.accuracy: analysis/kernel_matrix.ACCURACY, from the test's status; empty: not recorded.
+# KernelVerdict.accuracy: analysis/kernel_view.ACCURACY, from the test's status; empty: not recorded.
 KernelAccuracy = Literal["ok", "wrong", "unchecked", ""]
 
 # ---------------------------------------------------------------- the audit report

@@ -25,18 +25,17 @@ import math
 import time
 import warnings
 
-from . import load_sample
+from . import load_sample, supervise
+from ._portable import kernel_names
 
-# Output tolerance of each dtype, relative to the largest reference value. About
-# 20x what a correct kernel shows at these sizes (fp16 ~5e-4, bf16 ~3e-3, fp8
-# with bf16 output ~1e-2), far below what a broken one gives (NaN, zeros, ~1).
-TOLERANCE = {
-    "float32": 1e-4,
-    "tf32": 1e-2,
-    "float16": 1e-2,
-    "bfloat16": 5e-2,
-    "float8_e4m3fn": 1e-1,
-}
+# The vocabulary both sides share (portable/kernel_names.py), under the names this package has always had.
+CONCLUSIVE_ROUNDS = kernel_names.CONCLUSIVE_ROUNDS
+kernel_key, parse_key = kernel_names.kernel_key, kernel_names.parse_key
+
+# Output tolerance of each dtype (kernel_names.DTYPES: float32, tf32, float16, bfloat16, float8_e4m3fn),
+# relative to the largest reference value. About 20x what a correct kernel shows at these sizes (fp16 ~5e-4,
+# bf16 ~3e-3, fp8 with bf16 output ~1e-2), far below what a broken one gives (NaN, zeros, ~1).
+TOLERANCE = dict(zip(kernel_names.DTYPES, (1e-4, 1e-2, 1e-2, 5e-2, 1e-1)))  # one per dtype: tests/test_vocabulary.py
 
 # Problem sizes: "quick" is the default and keeps a whole device under a second.
 # "round": the length of one kernel's batch in a timing round; "extra": the most
@@ -97,28 +96,9 @@ MIN_ROUNDS = 5  # undisturbed rounds wanted per op: enough for a median and a sp
 MAX_ROUNDS = 25  # rounds of one op, disturbed ones included, extra budget or not
 SETTLED = 1.25  # a kernel whose median is within 25% of its best needs no more rounds
 BATCH_LIMIT = 5  # a CPU batch stops after this many times its "round" length (see Device.per_call)
-# Undisturbed rounds a speed ratio needs before its spread means anything: the host's verdicts
-# (mpdoctor.analysis.kernel_view) take this very constant, and compare() stops an op early
-# when fewer could come of more rounds.
-CONCLUSIVE_ROUNDS = 3
 EARLY_ROUNDS = 2  # an op whose first rounds were all disturbed stops after this many: the load stays
-ERROR_TEXT = 600
-
-
-def kernel_key(op, dtype, backend=""):
-    """A test's step name, which is also its key in an op's timings: ``"matmul/float16"``, ``"sdpa/float16/flash"``.
-
-    The one way the key is built, here and on the host (``mpdoctor.probes.kernels`` re-joins
-    the timings to the results by it); :func:`parse_key` reads it back.
-    """
-    return "/".join(part for part in (op, dtype, backend) if part)
-
-
-def parse_key(key):
-    """``"sdpa/float16/flash"`` as (op, dtype, backend); missing parts are empty."""
-    op, _, rest = key.partition("/")
-    dtype, _, backend = rest.partition("/")
-    return op, dtype, backend
+# A test's error text, in its result's detail: cut as the supervisor cuts a step that raised (the same field).
+ERROR_TEXT = supervise.DETAIL_LIMIT
 
 
 def error_text(exc):

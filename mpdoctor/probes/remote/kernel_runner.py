@@ -18,7 +18,13 @@ real torch refuses CUDA in every child forked after ``torch.cuda.is_available()`
 ("Cannot re-initialize CUDA in forked subprocess", measured on an H200). So it reads
 only the CUDA-free build facts (``target.torch_build_facts``); everything that touches
 CUDA, the cuDNN version and arch list included, runs in the counting child, which forks
-nothing. Nor does it do torch work before forking (an OpenMP thread pool does not
+nothing. Code of the target's that runs before this module (a ``sitecustomize``, a
+``.pth`` file, a torch plugin loaded by ``import torch``) may still call
+``torch.cuda.is_available()``: the host starts this process with
+``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (:func:`runner_environment`), under which that call
+counts through NVML and poisons nothing (the same H200 table), and each forked child
+puts the user's own value back (:func:`users_view`) before it runs a step, so the facts
+it reports are what the user's code sees. Nor does it do torch work before forking (an OpenMP thread pool does not
 survive ``fork`` either). It supervises them (``supervise.py``): a worker that
 dies or stops making progress is killed and its test recorded as crashed or timed
 out, then a fresh worker resumes the device at the next test, so one bad kernel
@@ -33,6 +39,48 @@ from . import steps, supervise
 
 MAX_RESTARTS = 3  # per device; a device that keeps crashing is given up
 WORDING = {"deadline": "the device's time ran out and the process was killed"}
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+# The user's own NVML_CHECK while the runner runs with its own: "=" and the value, or "unset".
+USERS_NVML_CHECK = "MPDOCTOR_USERS_NVML_CHECK"
+_users = []  # this process's record of the user's value, taken from USERS_NVML_CHECK at start: [None] when unset
+
+
+def runner_environment(env=None):
+    """The runner's environment (called by the host): ``env`` (None: the host's own) with ``NVML_CHECK=1``.
+
+    Real torch's ``is_available()`` then counts devices through NVML and marks no fork as bad
+    (the H200 table, ``tests/test_fork_rules.py``), so start-up code of the target's that calls it
+    cannot cost the workers their GPUs. Only this process runs so: the user's own value goes along
+    as ``USERS_NVML_CHECK``, for :func:`users_view` to put back in every child.
+    """
+    out = dict(os.environ if env is None else env)
+    given = out.get(NVML_CHECK)
+    out[USERS_NVML_CHECK] = "unset" if given is None else "=" + given
+    out[NVML_CHECK] = "1"
+    return out
+
+
+def _take_users_value():
+    """Remember the user's NVML_CHECK (as the host recorded it) and drop the record from this process's environment.
+
+    Started by hand (no record), the runner sets NVML_CHECK itself from here on, which still covers a torch
+    plugin that ``import torch`` loads; the user's value is what the variable was.
+    """
+    recorded = os.environ.pop(USERS_NVML_CHECK, None)
+    if recorded is None:
+        recorded = "unset" if NVML_CHECK not in os.environ else "=" + os.environ[NVML_CHECK]
+        os.environ[NVML_CHECK] = "1"
+    _users[:] = [None if recorded == "unset" else recorded[1:]]
+
+
+def users_view():
+    """In a forked child (it forks no CUDA worker after this): the user's own NVML_CHECK, as their code has it."""
+    if not _users:
+        return
+    if _users[0] is None:
+        os.environ.pop(NVML_CHECK, None)
+    else:
+        os.environ[NVML_CHECK] = _users[0]
 
 
 def cuda_count(probe, torch):
@@ -59,10 +107,14 @@ class Job(supervise.Job):
     """
 
     def __init__(self, path, plan, first_timeout, step_timeout, deadline, ready=None, first=steps.DEVICE):
+        def in_users_view():  # called in the forked worker (supervise.Job), before its first step
+            users_view()
+            return plan()
+
         supervise.Job.__init__(
             self,
             path,
-            plan,
+            in_users_view,
             step_timeout,
             deadline,
             first=first,
@@ -88,6 +140,7 @@ def main(argv):
 
     from . import kernel_suite as suite, target as probe
 
+    _take_users_value()  # before `import torch`, which may load a plugin that calls is_available()
     out_dir, mode, limits = argv[0], argv[1], json.loads(argv[2])
     cpu = steps.NO_CPU not in argv[3:]  # a fleet rank times only its own GPU: its node's CPU is timed once
     # What the caller calls the CUDA devices this process sees, in order (steps.NAMES); None: cuda:0, cuda:1...

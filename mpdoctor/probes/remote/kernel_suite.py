@@ -13,6 +13,7 @@ import warnings
 import zlib
 
 from . import steps
+from ._portable import kernel_names
 from .kernel_measure import (
     REFERENCE_ROWS,
     Device,
@@ -25,15 +26,16 @@ from .kernel_measure import (
     timing_summary,
 )
 
-OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa", "autocast", "grad_scaler")
-TIMED_OPS = ("matmul", "conv2d", "layer_norm", "softmax", "sdpa")
+# The vocabulary both sides share (portable/kernel_names.py), under the names this package has always had.
+OPS, TIMED_OPS, LOW_PRECISION = kernel_names.OPS, kernel_names.TIMED_OPS, kernel_names.LOW_PRECISION
 TIMING = "timing"  # kernel_key(TIMING, op): the step that times an op's dtypes against each other (compare)
-LOW_PRECISION = ("float16", "bfloat16")
-SDPA_BACKENDS = (  # our name, SDPBackend member, the old sdp_kernel() flag
-    ("flash", "FLASH_ATTENTION", "enable_flash"),
-    ("efficient", "EFFICIENT_ATTENTION", "enable_mem_efficient"),
-    ("cudnn", "CUDNN_ATTENTION", "enable_cudnn"),
-    ("math", "MATH", "enable_math"),
+# Each SDPA backend (kernel_names.SDPA_BACKENDS, in order): our name, its SDPBackend member, the old sdp_kernel() flag.
+SDPA_BACKENDS = tuple(
+    zip(
+        kernel_names.SDPA_BACKENDS,
+        ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"),
+        ("enable_flash", "enable_mem_efficient", "enable_cudnn", "enable_math"),
+    )
 )
 CUDA_ONLY_BACKENDS = ("efficient", "cudnn")
 
