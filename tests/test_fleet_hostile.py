@@ -109,15 +109,17 @@ def test_a_counter_that_is_not_a_number_does_not_cut_the_connection(store):
     "value, why",
     [
         (json.dumps({"worst": "bogus"}), "worst: expected one of error, warning, info or null, got 'bogus'"),
-        (json.dumps({"worst": "error", "summary": 5}), "summary: expected a string, got int"),
+        (json.dumps({"worst": "error", "ranks": "3"}), "ranks: expected a count of ranks, got '3'"),
+        (json.dumps({"worst": "error", "nonce": "x" * 32}), "nonce: expected 32 hex digits"),
         ("[]", "expected an object, got list"),
-        (DEEP, "nested too deeply"),
+        ("[" * 1000, "nested too deeply"),
+        (DEEP, "100000 bytes, more than the 4096 read"),  # a verdict's bound (portable/limits.py)
     ],
 )
 def test_a_verdict_that_is_not_one_is_refused_in_words(store, value, why):
-    put(store, "v", "verdict", value)
+    put(store, "v", "verdict/1", value)
     with pytest.raises(Malformed, match=why.replace("(", r"\(").replace(")", r"\)")):
-        Channel(store, "v").verdict()
+        Channel(store, "v").verdict(1)
 
 
 def test_a_malformed_arrivals_list_falls_back_to_the_keys(store):
@@ -197,7 +199,7 @@ def test_a_bogus_verdict_is_this_ranks_problem_in_words_not_a_crash(tmp_path):
     server = torch_distributed.TCPStore(
         "127.0.0.1", port, None, True, timedelta(seconds=60), wait_for_workers=False, multi_tenant=True
     )
-    put(server, str(port), "verdict", json.dumps({"worst": "bogus", "summary": "x"}))
+    put(server, str(port), "verdict/1", json.dumps({"worst": "bogus", "summary": "x"}))
     result = subprocess.run(
         [*cli(), "fleet", "--no-kernels", "--deadline", "3"],
         env=rank_env(tmp_path, 1, 2, port),

@@ -13,7 +13,7 @@ import pytest
 
 torch_distributed = pytest.importorskip("torch.distributed")
 
-from mpdoctor.fleet.protocol import Beater, Channel, Gathered  # noqa: E402
+from mpdoctor.fleet.protocol import Beater, Channel, Gathered, new_nonce  # noqa: E402
 from mpdoctor.fleet.gathered import absent_states  # noqa: E402
 
 
@@ -77,9 +77,12 @@ def test_a_crashed_rank_ends_the_gathering_without_the_deadline(store):
 
 def test_the_verdict_reaches_the_other_ranks_and_is_acknowledged(store):
     channel = Channel(store, "run")
-    assert channel.wait_verdict(time.monotonic() + 0.5) is None  # none yet: the wait ends at its deadline
-    channel.post_verdict({"worst": "warning", "summary": "3 ranks"})
-    assert channel.wait_verdict(time.monotonic() + 30) == {"worst": "warning", "summary": "3 ranks"}
+    nonce = new_nonce()
+    assert channel.wait_verdict(1, nonce, time.monotonic() + 0.5) is None  # none yet: the wait ends at its deadline
+    verdict = {"worst": "warning", "ranks": 3, "agree": 2, "differ": 1, "absent": 0}
+    channel.post_verdicts(verdict, {1: nonce}, 3)
+    assert channel.wait_verdict(1, nonce, time.monotonic() + 30) == {**verdict, "nonce": nonce}
+    assert channel.verdict(2)["nonce"] is None  # rank 2 sent no nonce: its verdict says it was not counted
     channel.ack()
     assert channel.wait_acks(1, time.monotonic() + 30) == 1
 

@@ -186,7 +186,11 @@ def test_torchrun_names_the_rank_that_differs_and_the_rank_that_crashed(tmp_path
     # every rank exits 0 although the report holds an error.
     assert result.returncode == 0, result.stderr[-3000:]
     assert [(tmp_path / f"rc.{rank}").read_text().strip() for rank in (0, 2)] == ["0", "0"]
-    assert "mpdoctor fleet: rank 2: 3 ranks; rank 0 on " in result.stderr
+    # Its own words around rank 0's numbers (never text from the store: tests/test_fleet_forgery.py).
+    assert (
+        "mpdoctor fleet: rank 2: 3 ranks; 1 is the reference; 1 differs; 1 missing or crashed; worst finding: error"
+        " (report on rank 0)" in result.stderr
+    )
     # --save-snapshots: rank 0 saved the snapshots of the ranks that reported; compared offline, the same finding.
     assert sorted(p.name for p in tmp_path.glob("rank-*.json")) == ["rank-0.json", "rank-2.json"]
     offline = CliRunner().invoke(
@@ -218,8 +222,9 @@ def test_torchrun_finishes_at_the_deadline_when_a_rank_hangs(tmp_path):
     assert "rank 1 on " in finding["title"] and "sent no report: stuck importing torch for" in finding["title"]
     assert data["ranks"][1]["last_step"] == "importing torch"
     assert result.returncode == 1  # the missing rank is an error at the default --fail-on error
-    # The hung rank heard the verdict too (its store child did), and said so before exiting.
-    assert "mpdoctor fleet: rank 1: 2 ranks; rank 0 on " in result.stderr
+    # The hung rank heard that rank 0 judged without it (its store child did: a verdict for it without its
+    # nonce), and said so before exiting; no verdict counts a rank whose report is not in.
+    assert "mpdoctor fleet: rank 1: rank 0 judged the fleet without this rank's report" in result.stderr
 
 
 # ---------------------------------------------------------------- Slurm, where a cluster is up

@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, TypeVar
 
+from mpdoctor.portable.limits import VISIBLE_ENTRIES
+
 _LEADING_INT = re.compile(r"[+-]?\d+")
 EntryLike = TypeVar("EntryLike")  # anything with a ``kind``: Entry, or the report's VisibleEntry
 SHOWN_CHARS = 60  # of an entry, in a problem's words
@@ -160,7 +162,13 @@ def read_visible_devices(
     seen: dict[str, int] = {}
     kinds = set()
     stopped = False
-    for position, piece in enumerate(raw.split(",")):
+    pieces, unread = _pieces(raw)
+    if unread:  # judged by what is read; the rest is one remark, not 80,000 entries (or findings) of its own
+        selection.problems.append(
+            f"CUDA_VISIBLE_DEVICES has {VISIBLE_ENTRIES + unread} entries: only the first {VISIBLE_ENTRIES} are "
+            "read (no node has that many devices)"
+        )
+    for position, piece in enumerate(pieces):
         text = piece.strip()
         if stopped:
             selection.ignored.append(text)
@@ -185,6 +193,14 @@ def read_visible_devices(
     return selection
 
 
+def _pieces(raw: str) -> tuple[list[str], int]:
+    """The first VISIBLE_ENTRIES comma-separated entries of ``raw``, and how many more it has (unsplit)."""
+    pieces = raw.split(",", VISIBLE_ENTRIES)
+    if len(pieces) <= VISIBLE_ENTRIES:
+        return pieces, 0
+    return pieces[:VISIBLE_ENTRIES], pieces[VISIBLE_ENTRIES].count(",") + 1
+
+
 def read_each_entry(
     raw: str, gpus: Sequence[Device], migs: Sequence[Device] = (), cuda_order: Optional[Sequence[Device]] = None
 ) -> list[Entry]:
@@ -194,7 +210,7 @@ def read_each_entry(
     are indexed once for all entries.
     """
     gpu_index, mig_index = _Prefixes(gpus), _Prefixes(migs)
-    texts = (piece.strip() for piece in raw.split(","))
+    texts = (piece.strip() for piece in _pieces(raw)[0])
     return [_read_entry(text, gpu_index, mig_index, cuda_order, len(gpus)) for text in texts if text]
 
 

@@ -24,10 +24,16 @@ Subfolders one level down are looked at the same way (a pipeline's components, a
 training run's ``checkpoint-500/``); hidden ones are not. Nothing weight-like is left
 out silently: a file no checkpoint reads is ``unread``, with the reason (the training
 state transformers' Trainer saves beside the weights, a FIFO named ``*.pt``).
+
+Reads stay in the folder (``Area``): a symbolic link, an index entry (``../x``, ``/etc/x``) or a
+``model_index.json`` component that leads out of it is listed unread, not followed, unless the
+user names that file. The one exception is huggingface_hub's cache, whose ``snapshots/<rev>/``
+files are links into the repository's own ``blobs/``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,14 +90,53 @@ class Layout:
         return [file for checkpoint in self.checkpoints for file in checkpoint.files]
 
 
+OUTSIDE = "it leads outside the model folder{how}: not read; name the file itself to audit it"
+
+
+class Area:
+    """Where an audit of a folder may read: the folder (its real path), and the ``blobs/`` of a huggingface_hub
+    cache repository when the folder is one of its ``snapshots/<revision>/`` (their files are links into it)."""
+
+    def __init__(self, folder: Path) -> None:
+        real = os.path.realpath(folder)
+        self.roots = [real]
+        up = real
+        for _ in range(2):  # snapshots/<rev>/ itself, or a subfolder of it (a pipeline's component)
+            up = os.path.dirname(up)
+            if os.path.basename(up) == "snapshots" and os.path.isdir(os.path.join(os.path.dirname(up), "blobs")):
+                self.roots.append(os.path.join(os.path.dirname(up), "blobs"))
+                break
+
+    def holds(self, path: Path) -> bool:
+        """Whether ``path``, every link in it followed, is inside the area."""
+        real = os.path.realpath(path)
+        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
+
+    def why_not(self, path: Path) -> str:
+        """Why ``path`` may not be read, in words; empty when it may."""
+        if self.holds(path):
+            return ""
+        return OUTSIDE.format(how=" through a symbolic link" if os.path.islink(path) else "")
+
+
+def _plain_name(name: str) -> bool:
+    """A name that is one entry of a folder: not absolute, no separator, not ``.`` or ``..``."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
 def _variant_of(base: str) -> str:
     """``fp16`` of ``diffusion_pytorch_model.fp16``: a variant only after a transformers/diffusers weight name."""
     stem, dot, variant = base.partition(".")
     return variant if dot and stem in HF_NAMES and "." not in variant else ""
 
 
-def index_checkpoint(index: Path, name: str, component: str = "") -> Checkpoint:
-    """The checkpoint an index names; an unreadable index is its one unreadable file (the loader fails on it too)."""
+def index_checkpoint(index: Path, name: str, component: str = "", area: "Area | None" = None) -> Checkpoint:
+    """The checkpoint an index names; an unreadable index is its one unreadable file (the loader fails on it too).
+
+    A shard it lists outside ``area`` (default: the index's folder), by ``..``, an absolute path or a link, is an
+    unreadable file of the checkpoint, not read.
+    """
+    area = area or Area(index.parent)
     match = INDEX.match(index.name)
     variant = (match.group("variant") or match.group("legacy") or "") if match and match.group("ext") else ""
     try:
@@ -102,12 +147,17 @@ def index_checkpoint(index: Path, name: str, component: str = "") -> Checkpoint:
     except AuditError as exc:
         return Checkpoint(name, [WeightFile(str(index), component, error=str(exc))], "index", str(index), component)
     shards = dict.fromkeys(str(v) for v in weight_map.values())
-    files = [WeightFile(str(index.parent / shard), component) for shard in shards]
+    files = []
+    for shard in shards:
+        path = index.parent / shard
+        why = OUTSIDE.format(how="") if os.path.isabs(shard) or ".." in Path(shard).parts else area.why_not(path)
+        files.append(WeightFile(str(path), component, error=f"{path}: listed in {index.name}: {why}" if why else ""))
     return Checkpoint(name, files, "index", str(index), component, variant)
 
 
-def _group(folder: Path, prefix: str, component: str, layout: Layout) -> list[Checkpoint]:
-    """The checkpoints of one folder's own files, named ``prefix/...``; files none reads go to ``layout.unread``."""
+def _group(folder: Path, prefix: str, component: str, layout: Layout, area: Area) -> list[Checkpoint]:
+    """The checkpoints of one folder's own files, named ``prefix/...``; files none reads go to ``layout.unread``
+    (a link out of ``area`` too)."""
     found: list[Checkpoint] = []
     try:
         entries = sorted(folder.iterdir())
@@ -118,8 +168,11 @@ def _group(folder: Path, prefix: str, component: str, layout: Layout) -> list[Ch
     for path in entries:
         if not (path.name.endswith(WEIGHTS) or INDEX.match(path.name)) or path.is_dir():
             continue
-        why = safe_files.not_regular(str(path))
-        if why:  # a FIFO would block the read, a device never end
+        outside = area.why_not(path)
+        why = "" if outside else safe_files.not_regular(str(path))
+        if outside:  # a link to a token file named model.safetensors: its bytes are not the audit's to read
+            layout.unread.append(Unread(str(path), outside))
+        elif why:  # a FIFO would block the read, a device never end
             layout.unread.append(Unread(str(path), f"it is {why}, not a regular file"))
         elif TRAINER_STATE.match(path.name):
             layout.unread.append(Unread(str(path), "training state saved by transformers' Trainer, not model weights"))
@@ -129,7 +182,7 @@ def _group(folder: Path, prefix: str, component: str, layout: Layout) -> list[Ch
             indexes.append(path)
     claimed: set[str] = set()
     for index in indexes:
-        checkpoint = index_checkpoint(index, prefix + index.name, component)
+        checkpoint = index_checkpoint(index, prefix + index.name, component, area)
         claimed.update(f.path for f in checkpoint.files)
         found.append(checkpoint)
     sharded: dict[tuple, list[tuple[int, Path]]] = {}
@@ -162,13 +215,16 @@ def _group(folder: Path, prefix: str, component: str, layout: Layout) -> list[Ch
     return found
 
 
-def _subfolders(root: Path, layout: Layout, skip: set[str]) -> list[Path]:
+def _subfolders(root: Path, layout: Layout, skip: set[str], area: Area) -> list[Path]:
     try:
         folders = [
             p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".") and p.name not in skip
         ]
     except OSError:
         return []
+    for outside in [p for p in folders if not area.holds(p)]:
+        layout.unread.append(Unread(str(outside), area.why_not(outside)))
+        folders.remove(outside)
     for extra in folders[MAX_SUBFOLDERS:]:
         layout.unread.append(Unread(str(extra), f"not looked into: more than {MAX_SUBFOLDERS} subfolders"))
     return folders[:MAX_SUBFOLDERS]
@@ -190,7 +246,7 @@ def layout(path: str) -> Layout:
     if why and why != "a directory":  # a FIFO would block the read, a device never end
         raise AuditError(f"{path}: it is {why}, not a weight file or a model folder")
     found = Layout()
-    if root.is_file():
+    if root.is_file():  # the user named it: read, wherever a link leads (an index's shards stay by it)
         if INDEX.match(root.name):
             checkpoint = index_checkpoint(root, root.name)
             if checkpoint.files[0].error and checkpoint.files[0].path == str(root):  # the index the user named
@@ -201,19 +257,28 @@ def layout(path: str) -> Layout:
             )
         found.checkpoints.append(checkpoint)
         return found
+    area = Area(root)
     pipeline = root / "model_index.json"
     listed: list[str] = []
-    if pipeline.is_file():
+    if pipeline.is_file() and area.holds(pipeline):
         components = json_file(pipeline, "a readable model_index.json")
         found.pipeline = str(pipeline)
         names = components if isinstance(components, dict) else {}
-        listed = sorted(name for name in names if not str(name).startswith("_") and (root / str(name)).is_dir())
+        for name in sorted(str(name) for name in names if not str(name).startswith("_")):
+            if not _plain_name(name) or not area.holds(root / name):  # "..", "/etc", a link out: not followed
+                if os.path.isdir(root / name) if _plain_name(name) else True:
+                    why = "a component that leads outside the model folder: not read"
+                    found.unread.append(Unread(f"{pipeline}: {name}", why))
+            elif (root / name).is_dir():
+                listed.append(name)
         found.listed = listed
         for name in listed:
-            found.checkpoints += _named(_group(root / name, f"{name}/", name, found), name)
-    others = _group(root, "", "", found)
-    for folder in _subfolders(root, found, set(listed)):
-        others += _named(_group(folder, f"{folder.name}/", "", found), folder.name)
+            found.checkpoints += _named(_group(root / name, f"{name}/", name, found, area), name)
+    elif pipeline.is_file():
+        found.unread.append(Unread(str(pipeline), area.why_not(pipeline)))
+    others = _group(root, "", "", found, area)
+    for folder in _subfolders(root, found, set(listed), area):
+        others += _named(_group(folder, f"{folder.name}/", "", found, area), folder.name)
     if found.pipeline:
         found.outside = [c.name for c in others]
     found.checkpoints += others

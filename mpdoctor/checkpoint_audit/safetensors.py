@@ -136,7 +136,12 @@ def read_header(path: str) -> tuple[Sequence[TensorEntry], dict[str, str]]:
             if len(head) < 8:
                 raise AuditError(f"{path}: {size} bytes, too short for a safetensors header")
             (length,) = struct.unpack("<Q", head)
-            if length > min(MAX_HEADER, size - 8):
+            if length > MAX_HEADER:  # never printed: 8 bytes of some other file read as a number are its text
+                raise AuditError(
+                    f"{path}: the header claims more than the {MAX_HEADER >> 20} MB the format allows (its first "
+                    "8 bytes are no header length): not a safetensors file"
+                )
+            if length > size - 8:
                 raise AuditError(
                     f"{path}: the header claims {length} bytes but the file has {size - 8} after "
                     "its length field: truncated, or not a safetensors file"

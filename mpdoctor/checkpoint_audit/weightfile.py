@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpdoctor.checkpoint_audit.safetensors import AuditError, TensorEntry
-from mpdoctor.portable import files as safe_files
+from mpdoctor.portable import files as safe_files, limits
 
 SAFETENSORS = (".safetensors",)
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
-MAX_INDEX = 64 << 20  # an index or model_index.json: a few MB at most for the largest models
+MAX_INDEX = limits.AUDIT_INDEX  # an index or model_index.json: a few MB at most for the largest models
 
 
 @dataclass

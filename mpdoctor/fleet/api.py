@@ -21,9 +21,23 @@ from mpdoctor.findings import Severity
 from mpdoctor.fleet import activity
 from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.model import FleetReport
-from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer, Malformed
+from mpdoctor.fleet.protocol import (
+    COUNTED,
+    FOREIGN,
+    POLL,
+    Beater,
+    Channel,
+    Gatherer,
+    Malformed,
+    accepted,
+    new_nonce,
+    nonces_of,
+    own_worst,
+    verdict_line,
+    worse,
+)
 from mpdoctor.fleet.rank import RankOptions, check_rank
-from mpdoctor.fleet.gathered import judge_gathered, summary_line
+from mpdoctor.fleet.gathered import judge_gathered, summary_line, verdict_numbers
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.activity import check_step
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT, Budget
@@ -85,40 +99,56 @@ def fleet_check(
             beater.step(check_step(board.tasks()))
             beater.tick()
             time.sleep(0.2)
+    nonce = new_nonce()  # the verdict meant for this rank must echo it (protocol.accepted)
+    beater.sign(nonce)
     if "report" in checked:
         beater.step(activity.SENDING)
-        channel.post_report(rank, checked["report"])
+        channel.post_report(rank, checked["report"], nonce=nonce)
     else:
         beater.post(state="crashed", detail=checked.get("failed", "its check failed"))
     beater.step(activity.GATHERING if rank == 0 else activity.WAITING)
-    report, verdict = None, None
+    report, level, summary = None, None, ""
     if rank == 0:
         gatherer = Gatherer(channel, world)
         while not gatherer.poll(until):
             beater.tick()
             time.sleep(POLL)
         report = judge_gathered(gatherer.got, launch)
-        verdict = {"worst": worst(report), "summary": summary_line(report)}
-        channel.post_verdict(verdict)
+        channel.post_verdicts(verdict_numbers(report), nonces_of(gatherer.got), world)
+        level, summary = worst(report), summary_line(report)
     else:
-        while verdict is None and time.monotonic() < until + 15.0:
-            beater.tick()
-            try:
-                verdict = channel.verdict()
-            except Malformed as exc:  # a FleetCheckFailed in words, not a ValueError from inside mpdoctor
-                beater.post(state="done", step=activity.DONE)
-                raise FleetCheckFailed(f"mpdoctor fleet_check: rank 0's verdict could not be read: {exc}") from None
-            if verdict is None:
-                time.sleep(POLL)
+        level, summary = _hear(channel, beater, rank, nonce, until + 15.0, deadline)
+        level = worse(level, own_worst(checked.get("report")))  # never better than this rank's own findings
     beater.post(state="done", step=activity.DONE)
-    if verdict is None:
-        raise FleetCheckFailed(f"mpdoctor fleet_check: no verdict from rank 0 within {deadline + 15:.0f} s")
-    level = verdict.get("worst")
     if fail_on != "never" and level and Severity(level).rank >= Severity(fail_on).rank:
-        raise FleetCheckFailed(f"mpdoctor fleet_check: {verdict.get('summary', '')}", report)
+        raise FleetCheckFailed(f"mpdoctor fleet_check: {summary}", report)
     if rank == 0 and level:
-        warnings.warn(f"mpdoctor fleet_check: {verdict.get('summary', '')}", stacklevel=2)
+        warnings.warn(f"mpdoctor fleet_check: {summary}", stacklevel=2)
     return report
+
+
+def _hear(channel: Channel, beater: Beater, rank: int, nonce: str, until: float, deadline: float):
+    """(worst, summary in this rank's words) of the verdict meant for this rank; FleetCheckFailed when none came.
+
+    Anyone can write the key: a verdict that cannot be read or does not echo ``nonce`` ends nothing early.
+    """
+    refused = ""
+    while time.monotonic() < until:
+        beater.tick()
+        try:
+            verdict = channel.verdict(rank)
+        except Malformed as exc:  # said in words at the end, never a ValueError from inside mpdoctor
+            verdict, refused = None, f"; rank 0's verdict could not be read: {exc}"
+        how = accepted(verdict, nonce) if verdict is not None else None
+        if how == COUNTED:
+            return verdict["worst"], verdict_line(verdict)
+        if how == FOREIGN:
+            refused = "; a verdict that did not echo this rank's nonce was refused"
+        elif how is not None:
+            refused = "; rank 0 judged the fleet without this rank's report"
+        time.sleep(POLL)
+    beater.post(state="done", step=activity.DONE)
+    raise FleetCheckFailed(f"mpdoctor fleet_check: no verdict from rank 0 within {deadline + 15:.0f} s{refused}")
 
 
 __all__ = ["FleetCheckFailed", "fleet_check"]

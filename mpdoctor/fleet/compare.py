@@ -63,7 +63,7 @@ def compare(
         for r in reports
     ]
     absent = sorted(absent, key=lambda s: s.rank)
-    findings = [_missing(state, world_size) for state in absent]
+    findings = _missing_all(absent, world_size)
     findings += _differences(groups, reports)
     findings += slow_gpus(reports)
     findings += _without_own_gpu(reports)
@@ -256,6 +256,44 @@ def _fix(label: str, common: str) -> list[FixStep]:
 
 
 UNREADABLE = "its report could not be read"  # a RankState's detail begins so for a rank whose report was garbage
+
+
+GROUP_ABSENT = 8  # more ranks than this that never reached the store are one finding, not one each
+
+
+def never_reached(state: RankState) -> bool:
+    """A rank that left nothing in the store: no heartbeat (so no host, no step), no report."""
+    return not state.host and not state.last_step and not state.detail.startswith(UNREADABLE)
+
+
+def _missing_all(absent: list[RankState], world_size: int) -> list[Finding]:
+    """A finding per rank that did not report; those that never reached the store, when many, as one."""
+    never = [state for state in absent if never_reached(state)]
+    if len(never) <= GROUP_ABSENT:
+        return [_missing(state, world_size) for state in absent]
+    ranks = [state.rank for state in never]
+    grouped = rules.RANK_MISSING.stamp(
+        error(
+            f"{len(ranks)} ranks never reached the store: {clipped(rank_list(ranks))}",
+            [f"ranks {clipped(rank_list(ranks))} of {world_size}: missing", never[0].detail],
+            [
+                FixStep(
+                    "Check that those ranks started, and that MASTER_ADDR:MASTER_PORT is reachable from their nodes; "
+                    "then run the single-process check on one of them",
+                    "mpdoctor check",
+                )
+            ],
+        )
+    )
+    return [grouped] + [_missing(state, world_size) for state in absent if not never_reached(state)]
+
+
+def clipped(text: str, limit: int = 400) -> str:
+    """A list of rank spans as a title quotes it: thousands of scattered ranks are not repeated whole."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(",", 0, limit)
+    return text[: cut if cut > 0 else limit] + ", ..."
 
 
 def _missing(state: RankState, world_size: int) -> Finding:

@@ -37,6 +37,20 @@ def summary_line(report: FleetReport) -> str:
     return "; ".join(parts) + f"; worst finding: {worst(report) or 'none'}"
 
 
+def verdict_numbers(report: FleetReport) -> dict:
+    """The verdict rank 0 posts for the other ranks: the worst severity and counts, no text (``protocol.verdict_of``):
+    each rank words it itself (``protocol.verdict_line``), so nothing a store writer puts there is printed."""
+    reported = [s for s in report.ranks if s.status == "reported"]
+    agree = len(report.groups[0].ranks) if report.groups else 0
+    return {
+        "worst": worst(report),
+        "ranks": report.world_size,
+        "agree": agree,
+        "differ": max(0, len(reported) - agree) if report.groups else 0,
+        "absent": len(report.ranks) - len(reported),
+    }
+
+
 def absent_states(gathered, world_size: int) -> list[RankState]:
     states = []
     for rank in range(world_size):

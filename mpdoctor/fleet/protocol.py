@@ -16,10 +16,22 @@ Keys, under ``mpdoctor-fleet/<run id>/``:
   group to claim ``rep/<group hash>``, or with ``--full-snapshots``); ``reported`` counts them, and
   ``arrivals`` lists their ranks (``append``), so rank 0 reads each new one without
   looking for every missing rank's key;
-* ``verdict``: rank 0's verdict (worst severity, a one-line summary);
+* ``verdict/<rank>``: rank 0's verdict for that rank (worst severity, how many ranks agree, differ,
+  are missing), with the rank's *nonce*;
 * ``ack``: ranks done with the verdict (printed, exiting): rank 0 waits for them before it exits,
   as its store (when it hosts it) must outlive their reads, and torchrun stops every
   worker once one exits with a failure.
+
+The store has no authentication: anyone who reaches MASTER_PORT (or one bad rank)
+can write any key. So a rank makes a random nonce, posts it with its report (and in
+its heartbeats from then on), and accepts only a verdict that echoes it: a verdict
+written before its report was in, or for another run, is refused, and the line a
+rank prints is its own words around the verdict's checked numbers, never text from
+the store. Its exit status is never better than its own findings. (Someone who can
+also *read* the store can copy a nonce: run the fleet where only the job reaches the
+port.) Every value read is checked against its bound (``portable/limits.py``), and a
+key whose value was over it is not read again for a while, so junk costs its rank,
+once, never rank 0's report.
 """
 
 from __future__ import annotations
@@ -28,37 +40,45 @@ import hashlib
 import json
 import math
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from mpdoctor.fleet.model import PER_RANK
-from mpdoctor.portable import files
+from mpdoctor.portable import files, limits
 
 PREFIX = "mpdoctor-fleet"
 POLL = 0.2  # seconds between looks at the store while waiting
 BEAT = 1.0  # seconds between heartbeats
 SILENT = 5.0  # a heartbeat that has not moved for this long is a rank that stopped beating
-MAX_VALUE = 64 << 20  # bytes of one value read from the store: a report with its whole snapshot is some 100 KB
+MAX_VALUE = limits.STORE_REPORT  # bytes of the largest value read from the store (each kind has its own bound)
 MAX_DEPTH = 96  # nesting of a value: a report, its fingerprint and its snapshot need under 20 levels
 MAX_TEXT = 2000  # characters kept of a heartbeat's host, step or detail
 SEVERITIES = ("error", "warning", "info")  # findings.Severity's values: what a verdict's "worst" may be
 STATES = ("running", "crashed", "done")
+NONCE = re.compile(r"[0-9a-f]{32}\Z")  # a rank's nonce: 128 random bits, in hex
+MAX_COUNT = 1 << 31  # a verdict's counts of ranks
+
+
+def new_nonce() -> str:
+    """A rank's nonce for this run: what the verdict meant for it must echo."""
+    return secrets.token_hex(16)
 
 
 class Malformed(ValueError):
     """A value in the store that is not what the protocol writes: it costs the rank that wrote it, no other."""
 
 
-def decode(raw: Any) -> Any:
+def decode(raw: Any, bound: int = MAX_VALUE) -> Any:
     """A store value's JSON, parsed without trusting it (any rank, or anyone who reaches the port, can write it).
 
-    Raises Malformed, saying what is wrong in words: too large, not UTF-8, not JSON, nested too deeply, an
-    integer of thousands of digits (``files.json_value``'s limits).
+    Raises Malformed, saying what is wrong in words: larger than ``bound`` bytes, not UTF-8, not JSON, nested
+    too deeply, an integer of thousands of digits (``files.json_value``'s limits).
     """
     if isinstance(raw, (bytes, bytearray)):
-        if len(raw) > MAX_VALUE:
-            raise Malformed(f"{len(raw)} bytes, more than the {MAX_VALUE} read")
+        if len(raw) > bound:
+            raise Malformed(f"{len(raw)} bytes, more than the {bound} read")
         try:
             raw = bytes(raw).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -99,7 +119,16 @@ def heartbeat_of(value: Any) -> dict:
     if type(counter) is not int:
         raise Malformed(f"beat: expected a counter, got {_shown(counter)}")
     beat.update(local_rank=local_rank, step_seconds=float(seconds), beat=counter)
+    if "nonce" in value:  # posted from the rank's report (or its failure) on
+        beat["nonce"] = nonce_of(value["nonce"])
     return beat
+
+
+def nonce_of(value: Any) -> str:
+    """A rank's nonce as the protocol writes it (32 hex digits), or Malformed."""
+    if not isinstance(value, str) or not NONCE.match(value):
+        raise Malformed(f"nonce: expected 32 hex digits, got {_shown(value)}")
+    return value
 
 
 def unreadable_beat(why: str) -> dict:
@@ -107,14 +136,72 @@ def unreadable_beat(why: str) -> dict:
     return heartbeat_of({"detail": f"its heartbeat in the store could not be read: {why}"})
 
 
+VERDICT_COUNTS = ("ranks", "agree", "differ", "absent")  # a verdict's numbers, which a rank words itself
+
+
 def verdict_of(value: Any) -> dict:
-    """Rank 0's verdict, checked: ``worst`` one of SEVERITIES (or null), ``summary`` a string."""
+    """Rank 0's verdict for one rank, checked field by field.
+
+    ``worst``: one of SEVERITIES, or null; ``ranks``, ``agree``, ``differ``, ``absent``: counts of ranks;
+    ``nonce``: the nonce of the rank it is for, or null when rank 0 judged without that rank's report. Nothing
+    else is kept: no text from the store reaches what a rank prints.
+    """
     if not isinstance(value, dict):
         raise Malformed(f"expected an object, got {type(value).__name__}")
     worst = value.get("worst")
     if worst is not None and worst not in SEVERITIES:
         raise Malformed(f"worst: expected one of {', '.join(SEVERITIES)} or null, got {_shown(worst)}")
-    return {"worst": worst, "summary": _text(value.get("summary", ""), "summary")}
+    verdict: dict = {"worst": worst}
+    for name in VERDICT_COUNTS:
+        count = value.get(name, 0)
+        if type(count) is not int or not 0 <= count < MAX_COUNT:
+            raise Malformed(f"{name}: expected a count of ranks, got {_shown(count)}")
+        verdict[name] = count
+    nonce = value.get("nonce")
+    verdict["nonce"] = None if nonce is None else nonce_of(nonce)
+    return verdict
+
+
+def verdict_line(verdict: dict) -> str:
+    """A verdict in this rank's own words: "3 ranks; 2 agree; 1 differs; worst finding: warning"."""
+    ranks, agree, differ, absent = (verdict[name] for name in VERDICT_COUNTS)
+    parts = [f"{ranks} rank{'' if ranks == 1 else 's'}"]
+    if agree:
+        parts.append(f"{agree} agree" if agree > 1 else "1 is the reference")
+    if differ:
+        parts.append(f"{differ} differ{'s' if differ == 1 else ''}")
+    if absent:
+        parts.append(f"{absent} missing or crashed")
+    return "; ".join(parts) + f"; worst finding: {verdict['worst'] or 'none'}"
+
+
+def worse(first: Optional[str], second: Optional[str]) -> Optional[str]:
+    """The worse of two severities (None: no finding)."""
+    found = [level for level in (first, second) if level in SEVERITIES]
+    return min(found, key=SEVERITIES.index) if found else None
+
+
+def own_worst(report: Any) -> Optional[str]:
+    """The worst severity among a rank report's own findings (its JSON), or None."""
+    found = report.get("findings") if isinstance(report, dict) else None
+    levels = [f.get("severity") for f in found if isinstance(f, dict)] if isinstance(found, list) else []
+    worst_level = None
+    for level in levels:
+        worst_level = worse(worst_level, level if isinstance(level, str) else None)
+    return worst_level
+
+
+def nonces_of(got: "Gathered") -> dict[int, str]:
+    """Each rank's nonce, from its report or else its last heartbeat: the ranks the verdict counts."""
+    found: dict[int, str] = {}
+    for rank, beat in got.heartbeats.items():
+        if isinstance(beat, dict) and isinstance(beat.get("nonce"), str) and NONCE.match(beat["nonce"]):
+            found[rank] = beat["nonce"]
+    for rank, report in got.reports.items():
+        nonce = report.get("nonce") if isinstance(report, dict) else None
+        if isinstance(nonce, str) and NONCE.match(nonce):
+            found[rank] = nonce
+    return found
 
 
 def _shown(value: Any) -> str:
@@ -169,6 +256,7 @@ class Channel:
 
     def __init__(self, store: Any, run_id: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.store, self.prefix, self.clock = store, f"{PREFIX}/{run_id}/", clock
+        self.shunned: dict[str, tuple[float, float, str]] = {}  # name -> (look again at, backoff, why)
 
     def _key(self, name: str) -> str:
         return self.prefix + name
@@ -176,9 +264,30 @@ class Channel:
     def _has(self, name: str) -> bool:
         return bool(self.store.check([self._key(name)]))
 
-    def _get_json(self, name: str) -> Any:
+    def _read(self, name: str, bound: int) -> bytes:
+        """The bytes at ``name`` (which must exist), at most ``bound`` of them, else Malformed.
+
+        c10d's ``get`` reads a value whole, so a value over its bound is read this once: the key is then left
+        alone for ``limits.STORE_BACKOFF`` seconds, doubling each time it is still over (up to
+        ``STORE_BACKOFF_MAX``), and raises Malformed with why, unread, meanwhile.
+        """
+        now = self.clock()
+        shunned = self.shunned.get(name)
+        if shunned is not None and now < shunned[0]:
+            raise Malformed(shunned[2])
+        raw = self.store.get(self._key(name))
+        raw = raw if isinstance(raw, (bytes, bytearray)) else str(raw).encode("utf-8", "replace")
+        if len(raw) > bound:
+            backoff = min(limits.STORE_BACKOFF_MAX, 2 * shunned[1]) if shunned else limits.STORE_BACKOFF
+            why = f"{len(raw)} bytes, more than the {bound} read"
+            self.shunned[name] = (self.clock() + backoff, backoff, why)
+            raise Malformed(why)
+        self.shunned.pop(name, None)
+        return bytes(raw)
+
+    def _get_json(self, name: str, bound: int = MAX_VALUE) -> Any:
         """The value at ``name``, parsed without trusting it: raises Malformed (see ``decode``)."""
-        return decode(self.store.get(self._key(name)))
+        return decode(self._read(name, bound), bound)
 
     def _set_json(self, name: str, value: Any) -> None:
         self.store.set(self._key(name), json.dumps(value, separators=(",", ":")))
@@ -191,8 +300,10 @@ class Channel:
         """
         if not self._has(name):
             return 0
-        raw = self.store.get(self._key(name))
-        text = raw.decode("ascii", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+        try:
+            text = self._read(name, limits.STORE_COUNTER).decode("ascii", "replace")
+        except Malformed:
+            return None
         return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text.strip()) else None
 
     def _add(self, name: str, amount: int) -> Optional[int]:
@@ -206,12 +317,19 @@ class Channel:
     def heartbeat(self, rank: int, beat: dict) -> None:
         self._set_json(f"hb/{rank}", beat)
 
+    def beat_of(self, rank: int) -> Optional[dict]:
+        """A rank's last heartbeat, checked (None when it has none); Malformed when it is not one."""
+        return heartbeat_of(self._get_json(f"hb/{rank}", limits.STORE_BEAT)) if self._has(f"hb/{rank}") else None
+
     def claim(self, key: str) -> bool:
         """True for the first rank to claim ``key`` (an atomic counter: exactly one rank gets True)."""
         return self._add(f"rep/{key}", 1) == 1
 
-    def post_report(self, rank: int, report: Any, full_snapshots: bool = False) -> None:
-        """The rank's report; a whole snapshot in it goes from its group's first rank only, or ``full_snapshots``."""
+    def post_report(self, rank: int, report: Any, full_snapshots: bool = False, nonce: str = "") -> None:
+        """The rank's report, with its ``nonce`` (which its verdict must echo); a whole snapshot in it goes from
+        its group's first rank only, or with ``full_snapshots``."""
+        if nonce and isinstance(report, dict):
+            report = {**report, "nonce": nonce}
         if (
             isinstance(report, dict)
             and "snapshot" in report
@@ -226,15 +344,17 @@ class Channel:
             pass  # a store without append: rank 0 looks for every missing rank's key instead
         self._add("reported", 1)
 
-    def verdict(self) -> Optional[dict]:
-        """Rank 0's verdict when it is there (one look, no wait); raises Malformed for one that is not a verdict."""
-        return verdict_of(self._get_json("verdict")) if self._has("verdict") else None
+    def verdict(self, rank: int) -> Optional[dict]:
+        """Rank 0's verdict for ``rank`` when it is there (one look, no wait), checked (``verdict_of``), with its
+        nonce; raises Malformed for one that is not a verdict. Whether it is this rank's: ``accepted``."""
+        name = f"verdict/{rank}"
+        return verdict_of(self._get_json(name, limits.STORE_VERDICT)) if self._has(name) else None
 
-    def wait_verdict(self, until: float) -> Optional[dict]:
-        """Rank 0's verdict, or None when it has not come by ``until`` (on ``clock``)."""
+    def wait_verdict(self, rank: int, nonce: str, until: float) -> Optional[dict]:
+        """Rank 0's verdict for ``rank`` that echoes ``nonce``, or None when none has come by ``until``."""
         while self.clock() < until:
-            verdict = self.verdict()
-            if verdict is not None:
+            verdict = self.verdict(rank)
+            if verdict is not None and accepted(verdict, nonce) != FOREIGN:
                 return verdict
             time.sleep(POLL)
         return None
@@ -249,12 +369,13 @@ class Channel:
         """Ranks whose report is in and not yet read: from the arrivals list, else by looking for each key."""
         try:
             if self._has("arrivals"):
-                raw = self.store.get(self._key("arrivals"))
-                text = raw.decode("ascii", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+                # Each rank appends "rank,": longer than every rank twice over is junk, read once (``_read``).
+                bound = world_size * limits.STORE_ARRIVAL + limits.STORE_ARRIVAL_SLACK
+                text = self._read("arrivals", bound).decode("ascii", "replace")
                 # at most 9 digits: a rank is below the world size, and "9" * 5000 is no rank (nor an int() to do)
                 listed = {int(part) for part in text.split(",") if re.fullmatch(r"[0-9]{1,9}", part.strip())}
                 return sorted(r for r in listed if not got.has(r) and 0 <= r < world_size)
-        except (AttributeError, RuntimeError, ValueError):
+        except (AttributeError, RuntimeError, ValueError):  # Malformed is a ValueError
             pass
         return [r for r in range(world_size) if not got.has(r) and self._has(f"report/{r}")]
 
@@ -265,8 +386,19 @@ class Channel:
             time.sleep(POLL)
         return gatherer.got
 
-    def post_verdict(self, verdict: dict) -> None:
-        self._set_json("verdict", verdict)
+    def post_verdicts(self, verdict: dict, nonces: dict[int, str], world_size: int) -> None:
+        """Rank 0's verdict, once per other rank, each with that rank's nonce (null: judged without its report)."""
+        keys, values = [], []
+        for rank in range(1, world_size):
+            keys.append(self._key(f"verdict/{rank}"))
+            values.append(json.dumps({**verdict, "nonce": nonces.get(rank)}, separators=(",", ":")))
+        for start in range(0, len(keys), 512):  # one round trip per 512 ranks where the store has multi_set
+            chunk = slice(start, start + 512)
+            try:
+                self.store.multi_set(keys[chunk], values[chunk])
+            except (AttributeError, RuntimeError, NotImplementedError):
+                for key, value in zip(keys[chunk], values[chunk]):
+                    self.store.set(key, value)
 
     def acks(self) -> int:
         return self._count("ack") or 0
@@ -280,6 +412,18 @@ class Channel:
             time.sleep(POLL)
 
 
+COUNTED, UNCOUNTED, FOREIGN = "counted", "uncounted", "foreign"
+
+
+def accepted(verdict: dict, nonce: str) -> str:
+    """Whether a verdict (``verdict_of``) is this rank's: COUNTED (it echoes ``nonce``: rank 0 counted this
+    rank's report), UNCOUNTED (null: rank 0 judged without it), FOREIGN (another nonce: not written for this
+    rank's report, so refused: a stale or forged value)."""
+    if verdict.get("nonce") is None:
+        return UNCOUNTED
+    return COUNTED if secrets.compare_digest(str(verdict["nonce"]), nonce) else FOREIGN
+
+
 class Gatherer:
     """Rank 0's gathering, one look at a time (``poll``), so one loop can also beat and read its parent's files."""
 
@@ -291,6 +435,7 @@ class Gatherer:
         self.seen_count, self.next_beats = -1, self.start
         self.garbled: set[int] = set()  # ranks whose last heartbeat was unreadable: given up like a crashed one
         self.finished = False
+        self.next_scan = self.start  # when the counter is junk: when to look for new reports next
 
     def poll(self, until: float) -> bool:
         """One look at the store; True once every rank reported (or crashed) or ``until`` passed."""
@@ -299,30 +444,33 @@ class Gatherer:
         channel, got = self.channel, self.got
         now = channel.clock()
         count = channel._count("reported")
-        if count is None or count != self.seen_count:  # look when the counter moved, or always when it is garbage
+        # Look when the counter moved; when it is junk, once a second (or less often when a look takes long).
+        if (count is not None and count != self.seen_count) or (count is None and now >= self.next_scan):
             self.seen_count = count
+            looked = channel.clock()
             for rank in channel.arrived(self.world_size, got):
                 try:
-                    report = channel._get_json(f"report/{rank}")
+                    report = channel._get_json(f"report/{rank}", limits.STORE_REPORT)
                     if not isinstance(report, dict):
                         raise Malformed(f"expected an object, got {type(report).__name__}")
                     got.reports[rank] = report
                 except Malformed as exc:  # costs this rank only: it is named with why, and no longer waited for
                     got.unreadable[rank] = str(exc)
+            self.next_scan = now + max(BEAT, 5 * (channel.clock() - looked))
         pending = [r for r in range(self.world_size) if not got.has(r)]
         if now >= self.next_beats or not pending or now >= until:
             # Heartbeats of the missing ranks, once a second, or less often when one pass takes long
             # (thousands of missing ranks): at most a fifth of rank 0's time goes to them.
             passed = channel.clock()
             for rank in pending:
-                if channel._has(f"hb/{rank}"):
-                    try:
-                        beat = heartbeat_of(channel._get_json(f"hb/{rank}"))
-                    except Malformed as exc:  # no mpdoctor wrote it: the rank is named with why, and not waited for
-                        beat = unreadable_beat(str(exc))
-                        self.garbled.add(rank)
-                    else:
-                        self.garbled.discard(rank)
+                try:
+                    beat = channel.beat_of(rank)
+                except Malformed as exc:  # no mpdoctor wrote it: the rank is named with why, and not waited for
+                    beat = unreadable_beat(str(exc))
+                    self.garbled.add(rank)
+                else:
+                    self.garbled.discard(rank)
+                if beat is not None:
                     got.heartbeats[rank] = beat
                     counter = beat.get("beat", 0)
                     if rank not in self.moved or self.moved[rank][0] != counter:
@@ -365,8 +513,14 @@ class Beater:
         if time.monotonic() - self.last >= BEAT:
             self.post()
 
+    def sign(self, nonce: str) -> None:
+        """Carry the rank's nonce from now on (its report or its failure is posted): rank 0 echoes it."""
+        self.beat["nonce"] = nonce
+
     def post(self, **changes: Any) -> None:
-        self.beat.update(changes)
+        self.beat.update(
+            {name: value[:MAX_TEXT] if isinstance(value, str) else value for name, value in changes.items()}
+        )
         self.beat["beat"] += 1
         self.last = time.monotonic()
         self.beat["step_seconds"] = round(self.last - self.since, 1)

@@ -25,10 +25,10 @@ from mpdoctor.fleet.compare import worst
 from mpdoctor.fleet.fingerprint import rank_report
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import FleetReport
-from mpdoctor.fleet.protocol import Gathered, Malformed, verdict_of
+from mpdoctor.fleet.protocol import Gathered, Malformed, own_worst, verdict_line, verdict_of, worse
 from mpdoctor.fleet.activity import check_step
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
-from mpdoctor.fleet.gathered import judge_gathered, summary_line
+from mpdoctor.fleet.gathered import judge_gathered, summary_line, verdict_numbers
 from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.child import own_argv, run_child
 from mpdoctor.probes.progress import SILENT, ProgressBoard
@@ -59,6 +59,7 @@ class Outcome:
     summary: str = ""
     problem: str = ""  # why there is no verdict (store unreachable, rank 0 silent)
     abandoned: bool = False  # this rank's own check was still running when the verdict came
+    judged: bool = False  # rank 0 has judged (without this rank): no need to stay for it to name this rank
     release: Optional[object] = None  # call once the verdict is printed: lets the store child go (rank 0 waits)
     snapshots: dict = field(default_factory=dict)  # rank 0 with --save-snapshots: rank -> its snapshot (JSON data),
     # one rank per group (the first to claim it in the store), or every rank with --full-snapshots
@@ -111,7 +112,11 @@ def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until:
     checker = pool.submit(check_rank, launch, options, checked, board)
     pool.shutdown(wait=False)
     outcome = _take_part(launch, box, child, checker, checked, start, until, board)
-    if outcome.problem and launch.rank != 0:
+    if outcome.problem and launch.rank == 0 and outcome.report is None:
+        outcome = _alone(launch, box, child, checker, checked, outcome.problem, until)
+    if outcome.problem and not outcome.abandoned:
+        outcome.abandoned = not checker.done()  # a hung check must not hold the exit (its thread is not waited for)
+    if outcome.problem and launch.rank != 0 and not outcome.judged:
         # Stay until rank 0 has reported (it names this rank): torchrun stops every worker once one exits non-zero.
         time.sleep(max(0.0, until + STAY - time.time()))
     if outcome.release is None:
@@ -156,17 +161,47 @@ def _take_part(
             verdict = mailbox.take(box, mailbox.HEARD)
             if verdict is None:
                 return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
-            if "problem" in verdict:  # the store child found something there that is no verdict
-                return Outcome(problem=str(verdict["problem"]))
+            if "problem" in verdict:  # the store child found no verdict it can take, or one that did not count it
+                return Outcome(problem=str(verdict["problem"]), judged=bool(verdict.get("judged")))
             try:  # the child checked it (protocol.verdict_of); a severity we cannot name must not end this rank
-                verdict = verdict_of(verdict)
+                verdict = verdict_of(verdict.get("verdict"))
             except Malformed as exc:
                 return Outcome(problem=f"rank 0's verdict could not be read: {exc}")
-            return Outcome(worst=verdict["worst"], summary=verdict["summary"], abandoned=not checker.done())
+            return _heard(verdict, checked.get("report"), checker)
         if child.done():
             return Outcome(problem=f"the store child ended: {child.result().describe()}")
         time.sleep(TICK)
+    if launch.rank == 0:
+        return Outcome(problem=f"the store gave back no gathering within {time.time() - start:.0f} s")
     return Outcome(problem=f"no verdict from rank 0 within {time.time() - start:.0f} s")
+
+
+def _heard(verdict: dict, report: Optional[dict], checker: Future) -> Outcome:
+    """A rank's outcome from the verdict its store child accepted: this rank's own words around its numbers,
+    and an exit never better than its own findings (the verdict counted them: one that did not is not trusted)."""
+    mine = own_worst(report)
+    summary = verdict_line(verdict)
+    level = worse(verdict["worst"], mine)
+    if level != verdict["worst"]:
+        summary += f"; but this rank's own worst finding is {mine}, which it exits with"
+    return Outcome(worst=level, summary=summary, abandoned=not checker.done())
+
+
+def _alone(
+    launch: Launch, box: str, child: Future, checker: Future, checked: dict, problem: str, until: float
+) -> Outcome:
+    """Rank 0 when the store failed it (unreachable, its child ended, no gathering in time): its own report,
+    judged alone (the others named as never heard from), printed with the problem, whatever the store holds."""
+    try:
+        checker.result(timeout=max(0.0, until + 5.0 - time.time()))
+    except Exception:  # noqa: BLE001 - still running, or failed: the problem is all there is
+        pass
+    if "report" not in checked:
+        return Outcome(problem=problem, abandoned=not checker.done())
+    outcome = _lead(launch, box, child, Gathered({0: checked["report"]}), checker)
+    outcome.problem = f"{problem}; this report holds rank 0's own check only"
+    outcome.release = lambda: _let_go(box, child)  # nothing to post: the store failed
+    return outcome
 
 
 def _lead(launch: Launch, box: str, child: Future, gathered: Gathered, checker: Future) -> Outcome:
@@ -183,9 +218,7 @@ def _lead(launch: Launch, box: str, child: Future, gathered: Gathered, checker: 
             if isinstance(data, dict) and isinstance(data.get("snapshot"), dict)
         },
     )
-    # Ranks that will never read the verdict: crashed, or never reached the store.
-    gone = sum(1 for s in report.ranks if s.status == "crashed" or (s.status == "missing" and not s.host))
-    verdict = {"verdict": {"worst": outcome.worst, "summary": outcome.summary}, "not_waiting": gone}
+    verdict = {"verdict": verdict_numbers(report)}  # the store child posts it for each rank, with its nonce
     # Rank 0 prints its report first, then posts the verdict: once another rank has the verdict it exits,
     # and torchrun stops every worker once one exits non-zero.
     outcome.release = lambda: (mailbox.put(box, mailbox.VERDICT, verdict), _let_go(box, child))

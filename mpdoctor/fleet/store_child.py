@@ -6,7 +6,9 @@ torch`` can hang or crash and mpdoctor's own process never imports it. It talks 
 its parent through files in one directory (``mailbox``), in one loop, with no
 thread: the parent writes its ``step``, its ``report`` (or why it has none) and, on
 rank 0, the ``verdict``; the child writes ``connected`` (or ``error``), on rank 0
-``gathered``, on the others ``heard`` (the verdict), then ``done``. A parent that
+``gathered``, on the others ``heard`` (the verdict meant for this rank, or why none can be trusted), then
+``done``. The rank's nonce is made here: it goes with the report (and the heartbeats after it), and a verdict
+that does not echo it is refused (``protocol.accepted``). A parent that
 dies (the child is re-parented) makes the child mark the rank crashed in its
 heartbeat, with the last step it announced, and exit, so rank 0 stops waiting for it.
 """
@@ -21,7 +23,18 @@ import time
 from datetime import timedelta
 
 from mpdoctor.fleet import activity, mailbox
-from mpdoctor.fleet.protocol import POLL, Beater, Channel, Gatherer, Malformed
+from mpdoctor.fleet.protocol import (
+    COUNTED,
+    POLL,
+    UNCOUNTED,
+    Beater,
+    Channel,
+    Gatherer,
+    Malformed,
+    accepted,
+    new_nonce,
+    nonces_of,
+)
 
 GRACE = 15.0  # seconds the other ranks wait for the verdict beyond the deadline: rank 0 compares and renders
 ACK_WAIT = 5.0  # seconds rank 0 waits for the others to be done with the verdict; they wait as long to be let go
@@ -57,6 +70,8 @@ class Rank:
         self.gatherer = Gatherer(channel, self.world) if self.rank == 0 else None
         self.posted = self.gathered = False
         self.next_verdict_look = 0.0
+        self.nonce = new_nonce()
+        self.refused = ""  # why a verdict found for this rank was not taken
 
     def parent_died(self) -> bool:
         return os.getppid() != self.parent
@@ -70,11 +85,14 @@ class Rank:
             return
         report = mailbox.take(self.box, mailbox.REPORT)
         if report is not None:
-            self.channel.post_report(self.rank, report, bool(self.config.get("full_snapshots")))
+            self.beater.sign(self.nonce)
+            self.channel.post_report(self.rank, report, bool(self.config.get("full_snapshots")), self.nonce)
             self.posted = True
+            return
         failure = mailbox.take(self.box, mailbox.FAIL)
         if failure is not None:  # the check itself failed: no report will come, so say why in the heartbeat
-            self.beater.post(state="crashed", detail=failure)
+            self.beater.sign(self.nonce)
+            self.beater.post(state="crashed", detail=str(failure))
             self.posted = True
 
     def step(self) -> bool:
@@ -98,9 +116,11 @@ class Rank:
         verdict = mailbox.take(self.box, mailbox.VERDICT)
         if verdict is None:
             return False
-        self.channel.post_verdict(verdict["verdict"])
+        got = self.gatherer.got
+        nonces = nonces_of(got)
+        self.channel.post_verdicts(verdict["verdict"], nonces, self.world)
         self.beater.post(state="done", step=activity.DONE)
-        expected = self.world - 1 - verdict.get("not_waiting", 0)
+        expected = sum(1 for rank in got.reports if rank and rank in nonces)  # the others will not read it
         until = time.monotonic() + ACK_WAIT
         while self.channel.acks() < expected and time.monotonic() < until and not self.parent_died():
             self.beater.tick()
@@ -109,17 +129,17 @@ class Rank:
         return True
 
     def follow(self) -> bool:
-        """The other ranks: look for the verdict (every POLL s) until the deadline and a grace; hand it over."""
+        """The other ranks: look for this rank's verdict (every POLL s) once its report is in, until the deadline
+        and a grace; hand over the one that echoes its nonce, or why none came."""
         now = time.monotonic()
         if now < self.next_verdict_look:
             return False
         self.next_verdict_look = now + POLL
-        try:
-            verdict = self.channel.verdict()
-        except Malformed as exc:  # handed over as this rank's problem: no verdict it can trust came
-            verdict = {"problem": f"rank 0's verdict in the store could not be read: {exc}"}
+        verdict = self.look()
         if verdict is None and now < self.until + GRACE:
             return False
+        if verdict is None and self.refused:
+            verdict = {"problem": self.refused}
         self.beater.post(state="done", step=activity.DONE)
         mailbox.put(self.box, mailbox.HEARD, verdict)
         until = time.monotonic() + ACK_WAIT  # the parent prints the verdict, then says exit
@@ -129,6 +149,32 @@ class Rank:
             self.channel.ack()
         mailbox.put(self.box, mailbox.DONE, True)
         return True
+
+    def look(self):
+        """One look at this rank's verdict: ``{"verdict": ...}`` when it echoes this rank's nonce (so never before
+        its report is in); ``{"problem": ..., "judged": True}`` when it says rank 0 judged without this rank's
+        report (a failure either way: a forged one only ends the wait early, with exit 1); else None, to go on
+        waiting: anyone can write the key, so a verdict that cannot be read or echoes another nonce ends nothing
+        (rank 0's own may still come). Why the last one was refused is kept (``refused``)."""
+        try:
+            found = self.channel.verdict(self.rank)
+        except Malformed as exc:
+            self.refused = f"rank 0's verdict in the store could not be read: {exc}"
+            return None
+        if found is None:
+            return None
+        how = accepted(found, self.nonce)
+        if how == COUNTED and self.posted:
+            return {"verdict": found}
+        if how == UNCOUNTED:
+            problem = "rank 0 judged the fleet without this rank's report (it came too late, or could not be read)"
+            return {"problem": problem, "judged": True}
+        if self.posted:
+            self.refused = (
+                "a verdict in the store for this rank did not echo the nonce it sent with its report, and was refused"
+                " (written by something other than rank 0 for this run); none that does came"
+            )
+        return None
 
 
 def main(argv: list[str]) -> int:

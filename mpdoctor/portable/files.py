@@ -16,6 +16,8 @@ import json
 import os
 import stat
 
+from . import limits  # the bounds (portable/limits.py), relative: this package is loaded by path in the target
+
 KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
@@ -113,6 +115,9 @@ def guard_metadata():
             why = not_regular(path)
             if why and why != "a directory":
                 raise Refused(path, "%s, not a regular file: not read" % why)
+            size = os.path.getsize(path) if not why and os.path.exists(path) else 0
+            if size > limits.DIST_METADATA:  # parsed whole, at some 15 times its size in memory
+                raise Refused(path, "%d bytes, over the %d read: not read" % (size, limits.DIST_METADATA))
         return original(self, filename)
 
     read_text.mpdoctor_guarded = True
@@ -130,7 +135,7 @@ def json_value(data, max_depth=64, max_digits=40):
     """
 
     def bounded_int(text):
-        if len(text) > max_digits + 1 and len(text.lstrip("-")) > max_digits:
+        if len(text) > max_digits and len(text.lstrip("-")) > max_digits:  # (the first test is the quick one)
             raise ValueError("an integer of %d digits (at most %d are read)" % (len(text.lstrip("-")), max_digits))
         return int(text)
 

@@ -1,4 +1,5 @@
-"""The default ``--timeout``, and the limits the environment probe's parts enforce themselves.
+"""The default ``--timeout``, the limits the environment probe's parts enforce themselves, and every bound on
+what mpdoctor reads from a child, a target interpreter, a fleet's store or a model folder (the table at the end).
 
 Declared once, here, because both sides need them: the host's ``Budget``
 (``mpdoctor/probes/budget.py``, which tables every limit) derives its
@@ -28,3 +29,59 @@ def handed_limits(timeout):
         "apex_loads": apex_loads,
         "apex_load_each": min(apex_loads, max(1.0, min(10.0, apex_loads / 3))),
     }
+
+
+# ---------------------------------------------------------------- every bound on what mpdoctor reads
+#
+# What a child process, a target interpreter, a fleet's store or a model folder hands mpdoctor is read to
+# these bounds, and nothing past them: each is far above what a healthy source writes (said beside it), so
+# only a broken or hostile one meets it, and where one is met the report says what was cut. One table, here,
+# read by both sides (the host, and the target interpreter through ``_mpdoctor_portable``).
+
+# A child's output (mpdoctor/probes/child.py: every probe, the fleet's store child). Its stdout and stderr go
+# to temporary files; a child that floods them (a `--python` whose startup prints in a loop: 220 MB/s) has its
+# files cut whenever one passes CHILD_SPOOL bytes, so the temporary directory never holds more than about
+# that (plus what it writes in one look, WATCH_EVERY): the last CHILD_KEPT bytes are kept (a probe's result
+# is on its last line), and the result says how many were cut. A healthy probe writes a few KB.
+CHILD_KEPT = 16 << 20
+CHILD_SPOOL = 32 << 20
+
+# What the target interpreter reports of an installed distribution (probes/remote/target.py): each cut
+# where it is read, and the cut named in the distribution's problems. The longest real ones: names under
+# 100 characters, versions under 60, a few hundred requirement lines (apache-airflow[all]).
+DIST_METADATA = 16 << 20  # bytes of a METADATA (or any dist-info file) read at all: with its README, under 1 MB
+DIST_NAME = 200  # characters of a distribution's Name
+DIST_VERSION = 200  # characters of its Version
+DIST_REQUIRES = 1000  # requirement lines of one distribution
+DIST_REQUIRE = 500  # characters of one requirement line
+DIST_SUMMARY = 300  # characters of its Summary
+DIST_PATH = 4096  # characters of its location or metadata path (PATH_MAX)
+DIST_DIRECT_URL = 1000  # characters of its direct_url.json
+DISTRIBUTIONS = 20000  # distributions listed (a large conda environment has about 1,500)
+
+# Step files (probes/remote/supervise.py's reader, on both sides): a line is one step's JSON. A line longer
+# than STEP_LINE is skipped unread, as a line cut by a crash is; at most STEP_FILE bytes of a file are read.
+# The largest real step, the distribution list, is about 2 MB for 1,500 distributions.
+STEP_LINE = 64 << 20
+STEP_FILE = 256 << 20
+
+# The fleet's c10d store (mpdoctor/fleet/protocol.py). The store has no authentication: anyone who reaches
+# MASTER_PORT can write any key, and c10d's get reads a value whole. So each value is checked against its
+# bound once read, and a key whose value was over it is not read again for a while (STORE_BACKOFF seconds,
+# doubling up to STORE_BACKOFF_MAX): junk in the store costs one read, not one read per look.
+STORE_REPORT = 16 << 20  # a rank's report: 3 KB, with its whole snapshot some 100 KB
+STORE_BEAT = 64 << 10  # a heartbeat: about 130 bytes
+STORE_VERDICT = 4 << 10  # a rank's verdict: about 200 bytes
+STORE_COUNTER = 32  # a counter (`reported`, `ack`, a group's claim): an integer of at most 18 digits
+STORE_ARRIVAL = 12  # bytes per rank of the arrivals list ("1023," is 5), plus STORE_ARRIVAL_SLACK
+STORE_ARRIVAL_SLACK = 1 << 10
+STORE_BACKOFF = 1.0
+STORE_BACKOFF_MAX = 30.0
+
+# CUDA_VISIBLE_DEVICES (mpdoctor/analysis/visible_devices.py): entries read. A node has at most a few dozen
+# devices (16 GPUs, 7 MIG instances each); an 80,000-entry value once took 32 s to judge.
+VISIBLE_ENTRIES = 1024
+
+# `mpdoctor audit` (mpdoctor/checkpoint_audit/): an index or model_index.json (weightfile.py). The largest
+# real index (a 400B model's) is under 3 MB.
+AUDIT_INDEX = 64 << 20

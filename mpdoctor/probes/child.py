@@ -17,6 +17,7 @@ too, so nothing is left to wait for.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
 import select
@@ -30,13 +31,16 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Optional
 
 from mpdoctor import portable
+from mpdoctor.portable import limits
 from mpdoctor.portable.redact import redact_text
 from mpdoctor.probes import remote
 from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
 STDERR_TAIL = 3000
-MAX_OUTPUT = 16 << 20  # of a child's stdout or stderr, the last this many bytes are read: a child may print forever
+MAX_OUTPUT = limits.CHILD_KEPT  # of a child's stdout or stderr, the last this many bytes are kept: it may print forever
 WATCH_EVERY = 0.01  # s: how often a watch runs; it reads step files, so a step's end is seen within 10 ms
+SPOOL_EVERY = 0.05  # s: how often a child's output files are measured (and cut past limits.CHILD_SPOOL)
+REAP_WAIT = 5.0  # s: how long a child killed with SIGKILL is waited for (one stuck in the kernel may never end)
 
 # Loads mpdoctor/portable/ and then mpdoctor/probes/remote/ in the target interpreter as two private packages,
 # `_mpdoctor_portable` and `_mpdoctor_remote`, by path (their __init__.py files are sys.argv[1] and [2]: see
@@ -157,6 +161,16 @@ class ChildResult:
     stderr: str
     start_error: str = ""  # why the program could not be started at all
     limit: Optional[float] = None  # when timed out: the limit it overran (None: say how long it ran)
+    stdout_cut: int = 0  # bytes of its stdout dropped (at least): it wrote more than MAX_OUTPUT
+    stderr_cut: int = 0
+
+    @property
+    def cut_note(self) -> str:
+        """What was dropped of its output, in words ("" when nothing was)."""
+        cut = [f"{_size(n)} of {name}" for name, n in (("stdout", self.stdout_cut), ("stderr", self.stderr_cut)) if n]
+        if not cut:
+            return ""
+        return f"its output was cut: {' and '.join(cut)} dropped, the last {_size(MAX_OUTPUT)} of each kept"
 
     @property
     def signal_name(self) -> str:
@@ -170,7 +184,8 @@ class ChildResult:
     @property
     def stderr_tail(self) -> str:
         text = redact_text(self.stderr.strip())
-        return text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
+        text = text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
+        return f"[{self.cut_note}] {text}" if self.stderr_cut else text
 
     @property
     def stderr_last_line(self) -> str:
@@ -179,14 +194,55 @@ class ChildResult:
         return redact_text(lines[-1]) if lines else ""
 
     def describe(self) -> str:
-        """How the child ended, in words."""
+        """How the child ended, in words (and what of its output was cut, when some was)."""
         if self.start_error:
             return self.start_error
         if self.timed_out:
-            return f"did not finish within {seconds_text(self.limit or self.seconds)} s and was killed"
-        if self.signal_name:
-            return f"was killed by {self.signal_name}"
-        return f"exited with status {self.exit_code}"
+            how = f"did not finish within {seconds_text(self.limit or self.seconds)} s and was killed"
+        elif self.signal_name:
+            how = f"was killed by {self.signal_name}"
+        else:
+            how = f"exited with status {self.exit_code}"
+        return f"{how} ({self.cut_note})" if self.cut_note else how
+
+
+def _size(count: int) -> str:
+    """A byte count as people read it: 512 bytes, 3.2 MB, 16 MiB (a power of two: the bound itself)."""
+    if count and count % (1 << 20) == 0:
+        return f"{count >> 20} MiB"
+    return f"{count} bytes" if count < 10_000 else f"{count / 1e6:.1f} MB"
+
+
+class _Spool:
+    """A child's stdout or stderr file (opened to append: the child writes at its end, wherever that is).
+
+    Measured while the child runs (``trim``): once past ``limits.CHILD_SPOOL`` bytes, its last MAX_OUTPUT bytes
+    are kept aside and the file is emptied, so a child that floods its output fills neither the temporary
+    directory nor memory. ``text`` is the last MAX_OUTPUT bytes of all it wrote; ``cut`` how many were dropped.
+    """
+
+    def __init__(self, handle) -> None:
+        self.handle, self.kept, self.cut = handle, b"", 0
+        fd = handle.fileno()  # O_APPEND on the open file the child shares: after a cut it writes from 0 again
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+
+    def trim(self) -> None:
+        fd = self.handle.fileno()
+        size = os.fstat(fd).st_size
+        if size <= limits.CHILD_SPOOL:
+            return
+        tail = os.pread(fd, MAX_OUTPUT, size - MAX_OUTPUT)
+        os.ftruncate(fd, 0)  # what it writes between the read and here is dropped too, uncounted ("at least")
+        self.cut += len(self.kept) + size - len(tail)
+        self.kept = tail
+
+    def text(self) -> str:
+        fd = self.handle.fileno()
+        size = os.fstat(fd).st_size
+        rest = os.pread(fd, MAX_OUTPUT, max(0, size - MAX_OUTPUT))
+        whole = self.kept + rest
+        self.cut += max(0, size - len(rest)) + max(0, len(whole) - MAX_OUTPUT)
+        return whole[-MAX_OUTPUT:].decode("utf-8", "replace")
 
 
 class Interrupted(SystemExit):
@@ -335,6 +391,7 @@ def run_child(
     env = child_env(env, cwd)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         _raise_if_stopped()
+        spools = (_Spool(out), _Spool(err))  # appended to, and cut when too large
         _local.starting = True  # a signal now is raised below, once the child is registered
         try:
             proc = subprocess.Popen(
@@ -350,30 +407,50 @@ def run_child(
             _local.starting = False
         try:
             _raise_if_stopped()
-            limit = _wait(proc, start, timeout, watch)
+            limit = _wait(proc, start, timeout, watch, spools)
         finally:
             _kill_group(proc)
-            proc.wait()
+            try:  # bounded: a child stuck in the kernel (D state) ignores SIGKILL until it leaves it
+                proc.wait(timeout=REAP_WAIT)
+            except subprocess.TimeoutExpired:
+                pass
             with _lock:
                 _live.pop(proc.pid, None)
         _raise_if_stopped()  # killed by the signal, not by its own fault: its result means nothing
         seconds = time.monotonic() - start
-        timed_out = limit is not None
+        timed_out = limit is not None or proc.returncode is None
+        stdout, stderr = spools[0].text(), spools[1].text()
         return ChildResult(
-            None if timed_out else proc.returncode, timed_out, seconds, _read(out), _read(err), limit=limit
+            None if timed_out else proc.returncode,
+            timed_out,
+            seconds,
+            stdout,
+            stderr,
+            limit=limit,
+            stdout_cut=spools[0].cut,
+            stderr_cut=spools[1].cut,
         )
 
 
 def _wait(
-    proc: subprocess.Popen, start: float, timeout: float, watch: Optional[Callable[[float], Optional[float]]]
+    proc: subprocess.Popen,
+    start: float,
+    timeout: float,
+    watch: Optional[Callable[[float], Optional[float]]],
+    spools: tuple = (),
 ) -> Optional[float]:
-    """Wait for the child; None when it ended, else the limit it overran (the timeout, or watch's)."""
+    """Wait for the child; None when it ended, else the limit it overran (the timeout, or watch's).
+
+    Its output files are measured every SPOOL_EVERY s meanwhile, and cut when too large (``_Spool``).
+    """
     with _exit_waiter(proc) as ended:
         while True:
             elapsed = time.monotonic() - start
-            slice_ = timeout - elapsed if watch is None else min(WATCH_EVERY, timeout - elapsed)
+            slice_ = min(SPOOL_EVERY if watch is None else WATCH_EVERY, timeout - elapsed)
             if ended(max(slice_, 0.0)):
                 return None
+            for spool in spools:
+                spool.trim()
             elapsed = time.monotonic() - start
             if elapsed >= timeout:
                 return timeout
@@ -420,13 +497,6 @@ def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
         yield ended
     finally:
         os.close(pidfd)
-
-
-def _read(handle) -> str:
-    """The last MAX_OUTPUT bytes the child wrote (its result is on its last line; a flood before it is dropped)."""
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - MAX_OUTPUT))
-    return handle.read(MAX_OUTPUT).decode("utf-8", "replace")
 
 
 def temp_problem() -> str:

@@ -22,7 +22,7 @@ from mpdoctor.probes.child import ChildResult, kill_children_on_error, remote_ar
 from mpdoctor.probes.follow import PART_WORDS, PartProgress, finish_run
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as step_names
-from mpdoctor.probes.remote.supervise import parse_steps
+from mpdoctor.probes.remote.supervise import parse_steps, step_text
 from mpdoctor.schema.serde import DataError, from_data
 from mpdoctor.snapshot import (
     CudaDevice,
@@ -83,7 +83,7 @@ def run_part(
         # Nobody watches (SILENT): wait on the child's exit alone, with no ticks at all.
         result = run_child(argv, timeout, watch=None if progress is SILENT else watch)
         follower.look()  # the steps of its last 10 ms
-        steps = StepFile(Path(out_path).read_text(encoding="utf-8", errors="replace"))
+        steps = StepFile(step_text(out_path))  # to the bounds of portable/limits.py
     return result, steps
 
 

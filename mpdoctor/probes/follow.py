@@ -16,6 +16,7 @@ import json
 import os
 from typing import Iterator, Optional
 
+from mpdoctor.portable import limits
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.probes.remote import steps as names
 from mpdoctor.probes.remote.supervise import seconds_text
@@ -70,11 +71,13 @@ class StepFile:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self._offset)
-                chunk = handle.read(size - self._offset)
+                chunk = handle.read(min(size - self._offset, limits.STEP_LINE))  # the rest at the next look
         except OSError:
             return
         self._offset += len(chunk)
         *lines, self._partial = (self._partial + chunk).split(b"\n")
+        if len(self._partial) > limits.STEP_LINE:  # a line over the bound: dropped (its end reads as junk)
+            self._partial = b""
         for line in lines:
             try:
                 entry = json.loads(line)

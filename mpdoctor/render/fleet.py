@@ -7,7 +7,7 @@ import json
 from rich.console import Console
 from rich.text import Text
 
-from mpdoctor.fleet.compare import group_lines
+from mpdoctor.fleet.compare import GROUP_ABSENT, clipped, group_lines, never_reached
 from mpdoctor.fleet.naming import rank_list
 from mpdoctor.fleet.model import FleetReport, fleet_data
 from mpdoctor.render import sanitise
@@ -28,8 +28,13 @@ def render_fleet_json_redacted(report: FleetReport) -> str:
 
 def _absent_lines(report: FleetReport) -> list[str]:
     lines = []
+    never = [s for s in report.ranks if s.status != "reported" and never_reached(s)]
+    if len(never) > GROUP_ABSENT:  # thousands of ranks that never came: one line, as their one finding
+        lines.append(
+            f"ranks {clipped(rank_list(s.rank for s in never))} ({len(never)} ranks): missing: {never[0].detail}"
+        )
     for state in report.ranks:
-        if state.status == "reported":
+        if state.status == "reported" or (len(never) > GROUP_ABSENT and never_reached(state)):
             continue
         where = f" on {state.host} (local rank {state.local_rank})" if state.host else ""
         step = (

@@ -6,7 +6,10 @@
   FIFO, a socket or a directory is refused (:func:`target_problem`), before any
   probing and again at the write;
 * a symlink is written *through*: its target gets the report and the link stays
-  a link (a dangling link creates its target);
+  a link (a dangling link creates its target); but not one that someone else owns in
+  a shared sticky directory such as ``/tmp`` (the rule of Linux's
+  ``fs.protected_symlinks``, which a rename onto the resolved path would bypass:
+  another user's link there could aim the report at any file of yours);
 * the file is replaced atomically (a temporary file beside the target, then
   ``rename``), so a reader never sees half a report; an existing file keeps its
   mode (and, when mpdoctor may set it, its owner); a new one gets the usual
@@ -43,6 +46,9 @@ def target_problem(path: str) -> str:
 
     if not path:
         return "an empty path"
+    planted = _planted_link(path)
+    if planted:
+        return planted
     real = os.path.realpath(path)
     try:
         mode = os.stat(real).st_mode
@@ -57,6 +63,29 @@ def target_problem(path: str) -> str:
         return f"no such directory {directory}"
     if not os.access(directory, os.W_OK):
         return f"directory {directory} is not writable"
+    return ""
+
+
+def _planted_link(path: str) -> str:
+    """Why the symlink ``path`` must not be followed (``fs.protected_symlinks``' rule), or "".
+
+    A link in a sticky, world-writable directory is followed only when this user or the directory's owner
+    owns it: the kernel refuses to open through any other, and so does mpdoctor, which renames onto the
+    resolved path rather than opening through the link.
+    """
+    try:
+        link = os.lstat(path)
+        if not stat.S_ISLNK(link.st_mode):
+            return ""
+        folder = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return ""
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if shared and link.st_uid not in (os.geteuid(), folder.st_uid):
+        return (
+            f"is a symbolic link owned by another user (uid {link.st_uid}) in a shared sticky directory: "
+            "not followed (the rule of the kernel's fs.protected_symlinks)"
+        )
     return ""
 
 

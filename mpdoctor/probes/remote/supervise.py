@@ -52,7 +52,7 @@ import sys
 import time
 
 from . import steps
-from ._portable import redact
+from ._portable import limits, redact
 
 POLL = 0.01  # s; a tick costs a waitpid and a stat per job, nothing the timed kernels notice
 DETAIL_LIMIT = 600
@@ -103,11 +103,40 @@ def parse_steps(text):
 
 def read_steps(path):
     """:func:`parse_steps` of the file at ``path``; an unreadable file has no steps."""
+    return parse_steps(step_text(path))
+
+
+def step_text(path):
+    """A step file's text, read to its bounds (``limits.STEP_FILE`` bytes; a line longer than
+    ``limits.STEP_LINE`` is dropped unread, as a line cut by a crash is); "" for an unreadable file.
+
+    The one way both sides read a step file: whatever the target wrote (a 1.5 GB line once ended mpdoctor in
+    MemoryError) costs at most the bounds, in memory and time.
+    """
+    kept, line, skipping, read = [], [], False, 0
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return parse_steps(handle.read())
+        with open(path, "rb") as handle:
+            while read < limits.STEP_FILE:
+                chunk = handle.read(min(1 << 20, limits.STEP_FILE - read))
+                if not chunk:
+                    break
+                read += len(chunk)
+                pieces = chunk.split(b"\n")
+                for index, piece in enumerate(pieces):
+                    ends = index < len(pieces) - 1
+                    if not skipping:
+                        line.append(piece)
+                        if sum(map(len, line)) > limits.STEP_LINE:
+                            line, skipping = [], True  # too long: dropped, up to its end
+                    if ends:
+                        if not skipping:
+                            kept.append(b"".join(line))
+                        line, skipping = [], False
+            if line and not skipping:
+                kept.append(b"".join(line))
     except OSError:
-        return {}, ""
+        return ""
+    return b"\n".join(kept).decode("utf-8", "replace")
 
 
 def append_step(path, step, data):

@@ -35,6 +35,7 @@ import warnings
 
 from . import steps
 from ._portable import files, limits as shared_limits, redact
+from ._portable import limits as bound  # every bound on what is read here (portable/limits.py)
 from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
 
 # Environment variables that change how devices are enumerated or how precision
@@ -118,8 +119,15 @@ def distribution_facts(dist, sites=None):
         problems.append("no Name in metadata")
     if not version:
         problems.append("no Version in metadata")
+    name = _bounded(name, bound.DIST_NAME, "Name", problems)
+    version = _bounded(version, bound.DIST_VERSION, "Version", problems)
     try:
-        requires = list(dist.requires or [])
+        requires = []
+        for index, line in enumerate(dist.requires or []):  # a generator: the bound stops reading it, too
+            if index == bound.DIST_REQUIRES:
+                problems.append("more than %d Requires-Dist lines: the rest not read" % bound.DIST_REQUIRES)
+                break
+            requires.append(line)
     except Exception as exc:
         requires = []
         problems.append("requirements unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
@@ -129,24 +137,43 @@ def distribution_facts(dist, sites=None):
         location = os.path.dirname(meta_path)
     direct_url = _read_text(dist, "direct_url.json")
     return {
-        "name": name or "",
-        "version": version or "",
-        "location": location,
-        "metadata_path": meta_path,
-        "summary": redact.redact_clip(summary or "", 300, tail=True),
-        "requires": [redact.redact_clip(r, 500, tail=True) for r in requires],
-        "installer": (_read_text(dist, "INSTALLER") or "").strip(),
-        "direct_url": redact.redact_clip(direct_url, 1000, tail=True) if direct_url else "",
+        "name": name,
+        "version": version,
+        "location": location[: bound.DIST_PATH],
+        "metadata_path": meta_path[: bound.DIST_PATH],
+        "summary": _clip(summary or "", bound.DIST_SUMMARY),
+        "requires": [_clip(r, bound.DIST_REQUIRE) for r in requires],
+        "installer": (_read_text(dist, "INSTALLER") or "")[:100].strip(),
+        "direct_url": _clip(direct_url, bound.DIST_DIRECT_URL) if direct_url else "",
         "site": _sibling("sites").site_kind(location, sites) if sites else "",
         "problems": problems,
     }
+
+
+def _bounded(text, limit, field, problems):
+    """``text`` (a metadata field) cut to ``limit`` characters, the cut named in ``problems``, redacted."""
+    text = str(text or "")
+    if len(text) > limit:
+        problems.append("%s is %d characters long: the first %d kept" % (field, len(text), limit - 3))
+        return redact.redact_clip(text, limit - 3)  # and "...": ``limit`` in all
+    return text
+
+
+def _clip(text, limit):
+    """``text`` redacted and cut to ``limit`` characters in all, its end kept ("..." marks the cut)."""
+    return redact.redact_clip(text, limit - 3 if len(str(text)) > limit else limit, tail=True)
 
 
 def distributions():
     import importlib.metadata as metadata
 
     sites = _sibling("sites").context()
-    return [distribution_facts(dist, sites) for dist in metadata.distributions()]
+    found = []
+    for dist in metadata.distributions():
+        if len(found) == bound.DISTRIBUTIONS:  # one broken environment must not cost the report its bound
+            break
+        found.append(distribution_facts(dist, sites))
+    return found
 
 
 def environment_variables():
