@@ -97,15 +97,20 @@ MODULE_IN_ANOTHER_DTYPE = rule(
     saved, the module receives float16 activations and multiplies them with its
     float32 weights: `mat1 and mat2 must have the same dtype`, `Input type
     (c10::Half) and bias type (float) should be the same`, or, when it runs, a
-    float32 output that breaks the next module. Norms and the names in a model's
-    `_keep_in_fp32_modules` are reported by AUDIT005 instead.
+    float32 output that breaks the next module. The model's dtype is the one most
+    of its elements are in, so the module named is the one that changed, not a
+    sibling that outweighs it less. A norm is no exception where the architecture
+    is known: Llama keeps no norm in float32, and its fp32 RMSNorm returns float32
+    into the next float16 Linear. The modules the architecture's library keeps in
+    float32 (`_keep_in_fp32_modules`) are reported by AUDIT005 instead.
 
     ## Fix
-    Cast on load: load the model in one dtype (`torch_dtype=torch.float16`,
-    `model.to(torch.float16)`), or run it under torch.autocast, which casts per
-    op. Or keep the module in its dtype on purpose and cast the input in its
-    forward: `x = x.to(self.weight.dtype)`, and the output back to the model's
-    dtype.
+    Cast on load: load the model in one dtype, in its library's words
+    (`from_pretrained(..., dtype=torch.bfloat16)` from transformers 4.56 on,
+    `torch_dtype=` before and in diffusers; `model.to(torch.bfloat16)`), or run it
+    under torch.autocast, which casts per op. Or keep the module in its dtype on
+    purpose and cast the input in its forward: `x = x.to(self.weight.dtype)`, and
+    the output back to the model's dtype.
     """,
 )
 
@@ -118,19 +123,25 @@ MODULE_KEPT_IN_FLOAT32 = rule(
     Submodules are in float32 inside a lower-precision model, as loaders keep them on purpose.
 
     ## Why it matters
-    Norms, and the modules a transformers or diffusers model lists in
-    `_keep_in_fp32_modules` (read from the `config.json` beside the weights, or
-    from the live model), are kept in float32 for accuracy: T5's `wo`
+    The modules a transformers or diffusers model class lists in
+    `_keep_in_fp32_modules` (known for the architecture its `config.json` names,
+    or read from the live model) are kept in float32 for accuracy: T5's `wo`
     overflows in float16. The libraries that do this cast the input in the
-    module's forward, so it works as saved. Code that casts the model by hand
-    (`.half()`) undoes it, and code that calls such a module with a half
-    input and no cast fails with a dtype mismatch.
+    module's forward, so it works as saved. Where nothing names the architecture
+    (a bare state dict, a module of your own), a norm in float32 is taken as kept
+    on purpose, as mixed-precision setups keep norms, and the reason says it is
+    a guess. Code that casts the model by hand (`.half()`) undoes it, and code
+    that calls such a module with a half input and no cast fails with a dtype
+    mismatch. The same code reports the other side as info: a model cast by hand
+    to float16 whose architecture keeps modules in float32 (a T5's `wo` in
+    float16), naming the modules to keep in float32.
 
     ## Fix
     Nothing, under transformers/diffusers loaders or torch.autocast. In your
     own code, cast the input in the module's forward (`x.to(self.weight.dtype)`),
-    or load the model with the library's loader and `torch_dtype`, which keeps
-    these modules as they are.
+    or load the model with the library's loader and its dtype argument (`dtype=`,
+    `torch_dtype=` before transformers 4.56), which keeps these modules in
+    float32; after a cast by hand, cast them back (`module.float()`).
     """,
 )
 

@@ -20,6 +20,7 @@ import pytest
 
 from mpdoctor.checkpoint_audit import header_bulk, tree, tree_ranges
 from mpdoctor.checkpoint_audit.safetensors import ITEM_SIZE, TORCH_NAME, AuditError, TensorTable, parse_header
+from mpdoctor.checkpoint_audit.kept_fp32 import Architecture
 
 
 def header(entries: dict, metadata=None, where="last", **dumps) -> bytes:
@@ -179,7 +180,8 @@ def random_tensors(rng: random.Random, components=("",)) -> list[tuple[str, str,
 def test_the_sorted_analysis_gives_the_reference_tree(seed):
     rng = random.Random(seed)
     tensors = random_tensors(rng, ("",) if seed % 3 else ("unet", "text_encoder", ""))
-    facts = tree.ModelFacts(keep_fp32={"": (["norm"], "config.json")}) if seed % 5 == 0 else None
+    known = Architecture("AModel", "transformers", keep=["norm"], source="config.json", known=True)
+    facts = tree.ModelFacts(models={"": known}) if seed % 5 == 0 else None
     assert tree_ranges.analyse(tensors, facts) == tree.analyse(tensors, facts)
 
 

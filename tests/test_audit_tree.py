@@ -20,7 +20,7 @@ from torch import nn
 import mpdoctor
 from helpers import run_cli
 from mpdoctor.checkpoint_audit.report import SCHEMA_PATH
-from mpdoctor.checkpoint_audit.tree import OddModule, pattern
+from mpdoctor.checkpoint_audit.tree import NORM_REASON, OddModule, pattern
 from mpdoctor.checks.registry import builtin_registry
 
 SIZE = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "F8_E4M3": 1}
@@ -96,10 +96,17 @@ def test_a_whole_fp32_submodule_in_an_fp16_unet_is_named_with_its_size(tmp_path)
     assert odd.severity == "warning" and odd.name == "module-in-another-dtype"
     assert odd.evidence == ["unet.mask_embed: float32 (2 tensors, 64 B) in a float16 unet"]
     assert [s.text.split(":")[0] for s in odd.fix] == [
-        "Cast on load",
+        "Cast on load, the whole model in its dtype",
         "Or keep the module in its dtype and cast the input in its forward",
     ]
+    # In the model's dtype; no config.json says which library loads it, so both spellings of its loader's argument.
+    assert odd.fix[0].text.startswith(
+        "Cast on load, the whole model in its dtype: `model.to(torch.float16)`, or with its loader (transformers' "
+        "`from_pretrained(..., dtype=torch.float16)` from 4.56 on, `torch_dtype=` before"
+    )
     assert odd.fix[1].role == "alternative"
+    # AUDIT002's fix too names the model's dtype (float16), not a fixed one.
+    assert "`model.to(torch.float16)`" in finding(report, "AUDIT002").fix[0].text
     assert [(s.module, s.dominant) for s in report.subtrees] == [
         ("", "float16"),
         ("unet", "float16"),
@@ -151,7 +158,8 @@ def test_norms_kept_in_fp32_are_info_grouped_into_one_line(tmp_path):
     assert kept.severity == "info" and kept.name == "module-kept-in-float32"
     assert kept.evidence == [
         "model.layers.*.input_layernorm: float32 (4 modules, 4 tensors, 256 B), each in a bfloat16 model.layers.*; "
-        "a norm, by its name: loaders and autocast keep norms in float32 on purpose"
+        "a norm, by its name, in a model of no known architecture: mixed-precision setups keep norms in float32 on "
+        "purpose (its forward must cast its input)"
     ]
 
 
@@ -203,16 +211,21 @@ def test_a_module_the_config_keeps_in_fp32_is_info_with_the_reason(tmp_path):
     )
     report = mpdoctor.audit(tmp_path)
     assert codes(report) == ["AUDIT005"]
-    reason = f"kept in float32 by {tmp_path / 'config.json'} (_keep_in_fp32_modules names 'wo')"
+    # T5's own rule (transformers' T5PreTrainedModel keeps "wo"), known for the class the config names
+    reason = "kept in float32 by transformers 5.24.0's T5ForConditionalGeneration (_keep_in_fp32_modules names 'wo')"
     assert {o.intended for o in report.odd_modules} == {reason}
     assert finding(report, "AUDIT005").evidence == [
         f"encoder.block.*.layer.*.DenseReluDense.wo: float32 (2 modules, 2 tensors, 4.0 KB), each in a float16 "
         f"encoder.block.*.layer.*.DenseReluDense; {reason}"
     ]
-    # Exact names only: "wo" does not keep "wout" (transformers matches whole dotted names the same way).
+    # As the loader that wrote it matches: transformers 4 matched whole dotted names, so "wo" does not keep
+    # "wout"; transformers 5 searches the name for "wo" anywhere, so it does.
     tensors = t5()
     tensors["encoder.block.0.layer.0.wout.weight"] = ("F32", [4])
     write(tmp_path / "model.safetensors", tensors)
+    assert codes(mpdoctor.audit(tmp_path)) == ["AUDIT005"]
+    config = {"architectures": ["T5ForConditionalGeneration"], "transformers_version": "4.46.3"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
     assert codes(mpdoctor.audit(tmp_path)) == ["AUDIT004", "AUDIT005"]
 
 
@@ -319,7 +332,7 @@ def test_a_live_module_gives_the_analysis_its_saved_file_gives(tmp_path):
     # "1" in a Sequential) are norms kept on purpose; the saved file has only that name, which says nothing.
     assert [o.intended for o in live.odd_modules] == [
         "",
-        *["a norm (GroupNorm): loaders and autocast keep norms in float32 on purpose"] * 2,
+        *["a norm (GroupNorm), in a model of no known architecture: " + NORM_REASON] * 2,
         "",
     ]
     assert [o.intended for o in saved.odd_modules] == ["", "", "", ""]

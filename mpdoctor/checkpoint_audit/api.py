@@ -10,7 +10,8 @@ from mpdoctor.checkpoint_audit.layout import layout
 from mpdoctor.checkpoint_audit.report import AuditReport, audit_files, audit_layout
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry
 from mpdoctor.checkpoint_audit.sources import WeightFile, read_all
-from mpdoctor.checkpoint_audit.tree import ModelFacts, keep_names
+from mpdoctor.checkpoint_audit.kept_fp32 import from_live
+from mpdoctor.checkpoint_audit.tree import ModelFacts
 from mpdoctor.probes.budget import AUDIT_TIMEOUT, Budget
 
 IN_MEMORY = "<in memory>"
@@ -52,9 +53,14 @@ def audit(obj: Any, *, python: Optional[str] = None, timeout: float = AUDIT_TIME
         if hasattr(tensor, "dtype") and hasattr(tensor, "numel")
     ]
     label = type(obj).__name__
-    keep = keep_names(obj) if live else []
+    model = from_live(obj) if live else None  # a transformers/diffusers model: its class's keep-in-fp32 rules
     facts = ModelFacts(
         {name: type(module).__name__ for name, module in obj.named_modules()} if live else {},
-        {"": (keep, f"{label}._keep_in_fp32_modules")} if keep else {},
+        {"": model} if model is not None else {},
+        frozenset(
+            f"{name}.{buffer}" if name else buffer
+            for name, module in (obj.named_modules() if live else ())
+            for buffer in getattr(module, "_non_persistent_buffers_set", ())
+        ),
     )
     return audit_files(label, [WeightFile(IN_MEMORY, format="memory", tensors=entries)], facts)

@@ -27,7 +27,16 @@ from mpdoctor.schema.contract import ordered_data, schema_document, schema_path,
 from mpdoctor.checkpoint_audit import gc_pause
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry, TensorTable
 from mpdoctor.checkpoint_audit.sources import WeightFile, unread_steps
-from mpdoctor.checkpoint_audit.tree import ModelFacts, OddModule, Subtree, describe, keep_fp32_beside
+from mpdoctor.checkpoint_audit.tree import (
+    ModelFacts,
+    OddModule,
+    Subtree,
+    Tree,
+    describe,
+    load_in_one_dtype,
+    models_beside,
+    unkept,
+)
 from mpdoctor.checkpoint_audit.tree import findings as tree_findings
 from mpdoctor.checkpoint_audit.tree import size_text as _size
 from mpdoctor.checkpoint_audit.tree_ranges import analyse_columns
@@ -382,15 +391,19 @@ def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> Audi
         majority = max(weight, key=lambda d: (weight[d], kinds[d]))
         odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in own if t.dtype != majority]
         report.mixed.append(MixedModule(module, majority, dict(kinds), odd))
-    if facts is None:  # files: the config.json beside them may name the modules kept in float32
-        facts = ModelFacts(keep_fp32=keep_fp32_beside((f.component, f.path) for f in files if f.format))
-    tree = analyse_columns(float_components, list(compress(names, floating)), float_dtypes, float_sizes, facts)
+    if facts is None:  # files: the config.json beside them names the architecture, its dtype, what it keeps in fp32
+        facts = ModelFacts(models=models_beside((f.component, f.path) for f in files if f.format))
+    float_names = list(compress(names, floating))
+    tree = analyse_columns(float_components, float_names, float_dtypes, float_sizes, facts)
     report.odd_modules, report.subtrees = tree.odd, tree.subtrees
-    report.findings = findings(report, files, tree.unnamed) + tree_findings(tree)
+    not_kept = unkept(float_components, float_names, float_dtypes, tree, facts) if facts.models else []
+    report.findings = findings(report, files, tree.unnamed, tree, facts) + tree_findings(tree, facts, not_kept)
     return report
 
 
-def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -> list[Finding]:
+def findings(
+    report: AuditReport, files: list[WeightFile], unnamed: list[str], tree: Tree, facts: ModelFacts
+) -> list[Finding]:
     found = []
     broken = [f for f in files if f.error]
     if broken:
@@ -404,6 +417,8 @@ def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -
             )
         )
     if report.mixed:
+        component = report.mixed[0].module.split("/", 1)[0] if "/" in report.mixed[0].module else ""
+        load = load_in_one_dtype(facts.models.get(component), tree.dtypes.get(component) or report.mixed[0].majority)
         lines = [
             f"{m.module}: mostly {m.majority}; "
             + ", ".join(f"{o.name.rsplit('.', 1)[-1]} {o.dtype}" for o in m.odd[:6])
@@ -417,8 +432,8 @@ def findings(report: AuditReport, files: list[WeightFile], unnamed: list[str]) -
                     lines,
                     [
                         FixStep(
-                            "Load the model in one dtype (`torch_dtype=torch.float16` or `.to(torch.bfloat16)` casts every "
-                            "parameter), and run it under torch.autocast, which casts per op"
+                            f"Load the model in one dtype, which casts every parameter: {load}; and run it under "
+                            "torch.autocast, which casts per op"
                         ),
                         FixStep(
                             "Where a module is kept in fp32 on purpose (norms, embeddings), make its forward cast its input: "

@@ -26,18 +26,7 @@ from typing import Iterable, Optional
 
 from mpdoctor.checkpoint_audit import gc_pause
 from mpdoctor.checkpoint_audit import tree as reference
-from mpdoctor.checkpoint_audit.tree import (
-    FLOATING,
-    ITEM_SIZE,
-    ModelFacts,
-    OddModule,
-    Subtree,
-    Tree,
-    _intended,
-    _join,
-    _label,
-    dominant,
-)
+from mpdoctor.checkpoint_audit.tree import FLOATING, ITEM_SIZE, Judge, ModelFacts, Tree
 
 
 class _Sorted:
@@ -130,58 +119,39 @@ def analyse_columns(
 
 def _analyse(components: list[str], names: list[str], dtypes: list[str], sizes: list[int], facts: ModelFacts) -> Tree:
     tree = Tree()
-    dominants = {}
     for component in sorted(set(components)):
         if len(set(components)) > 1:
             mine = list(map(eq, components, repeat(component)))
             tensors = _Sorted(list(compress(names, mine)), list(compress(dtypes, mine)), list(compress(sizes, mine)))
         else:
             tensors = _Sorted(names, dtypes, sizes)
-        dominants[component] = dominant(tensors.totals(0, len(tensors.names)))
-        _walk(tensors, component, "", 0, len(tensors.names), tree, facts)
-    if len(set(dominants.values())) > 1:
-        tree.unnamed.append("components: " + ", ".join(f"{c} {d}" for c, d in dominants.items()))
+        Judge(_Runs(tensors), component, facts, tree).run((0, len(tensors.names)))
+    tree.close()
     return tree
 
 
-def _walk(
-    tensors: _Sorted, component: str, path: str, lo: int, hi: int, tree: Tree, facts: ModelFacts, around: str = ""
-) -> None:
-    """tree._walk, for the module ``path`` whose tensors are the sorted positions lo to hi."""
-    totals = tensors.totals(lo, hi)
-    if len(totals) < 2:
-        return
-    dom = dominant(totals, around)
-    here = _label(component, path)
-    tree.subtrees.append(Subtree(here, dom, {d: counts[0] for d, counts in sorted(totals.items())}))
+class _Runs:
+    """:class:`tree.Judge`'s view of the sorted names: a module is its run ``(lo, hi)`` of sorted positions."""
 
-    def odd(name: str, dtype: str, count: int, nbytes: int) -> None:
-        tree.odd.append(
-            OddModule(
-                _label(component, name), dtype, count, nbytes, here, dom, _intended(component, name, dtype, dom, facts)
-            )
-        )
+    def __init__(self, tensors: _Sorted) -> None:
+        self.tensors = tensors
 
-    own = tensors.own(path, lo, hi)
-    own_dtypes = {tensors.dtypes[i] for i in own}
-    if len(own) < hi - lo and len(own_dtypes) == 1 and dom not in own_dtypes:
-        # The module's own tensors (a pos_embed beside its blocks) are uniform and odd: name each.
-        for i in own:
-            leaf = tensors.names[i][len(path) + 1 if path else 0 :]
-            odd(_join(path, leaf), tensors.dtypes[i], 1, _size(tensors, i))
-    for name, (child_lo, child_hi) in _children(tensors, path, lo, hi, dom):
-        child_path = _join(path, name)
-        child = tensors.totals(child_lo, child_hi)
-        if len(child) == 1:
-            ((dtype, (count, nbytes, _)),) = child.items()
-            if dtype != dom:
-                odd(child_path, dtype, count, nbytes)
-            continue
-        if dominant(child, dom) != dom:
-            tree.unnamed.append(
-                f"{_label(component, child_path)}: mostly {dominant(child, dom)} in a {dom} {here or 'model'}"
-            )
-        _walk(tensors, component, child_path, child_lo, child_hi, tree, facts, dom)
+    def totals(self, run: tuple[int, int], path: str) -> dict[str, list[int]]:
+        return self.tensors.totals(*run)
+
+    def own(self, run: tuple[int, int], path: str) -> list[tuple[str, str, int]]:
+        start = len(path) + 1 if path else 0
+        tensors = self.tensors
+        return [(tensors.names[i][start:], tensors.dtypes[i], _size(tensors, i)) for i in tensors.own(path, *run)]
+
+    def has_children(self, run: tuple[int, int], path: str) -> bool:
+        return len(self.tensors.own(path, *run)) < run[1] - run[0]
+
+    def children(self, run: tuple[int, int], path: str, dtype: str) -> list[tuple[str, tuple[int, int]]]:
+        return _children(self.tensors, path, run[0], run[1], dtype)
+
+    def names(self, run: tuple[int, int], path: str) -> list[str]:
+        return self.tensors.names[run[0] : run[1]]
 
 
 def _size(tensors: _Sorted, i: int) -> int:
