@@ -7,7 +7,7 @@ loads; diffusers keeps its ``_keep_in_fp32_modules`` in float32 whatever the dty
 A module those lists do not name is not kept in float32 by the loader: an fp32
 norm in an fp16 Llama is an accident (Llama keeps nothing), not a policy.
 
-The lists are read from the libraries' own classes: ``kept_fp32_table.py`` holds
+The lists are read from the libraries' own classes: ``kept_fp32.json`` holds
 them for every model class of the transformers and diffusers versions it names,
 written by ``python -m mpdoctor.checkpoint_audit.kept_fp32`` from the installed
 libraries (``tests/test_audit_architectures.py`` checks the table against them).
@@ -207,40 +207,22 @@ def read_libraries() -> dict:
     return found
 
 
-def _wrapped(names: Iterable[str]) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(" ".join(sorted(names)), 116, break_long_words=False, break_on_hyphens=False))
-
-
 def write_table(path: str) -> None:
-    import pprint
+    """Write what the installed libraries keep in float32 to ``path`` (``kept_fp32.json``, read by kept_fp32_table)."""
+    import json
 
     found = read_libraries()
-    versions = found["versions"]
-    lines = [
-        f'"""The modules transformers {versions["transformers"]} and diffusers {versions["diffusers"]} keep in float32, '
-        "per model class.",
-        "",
-        "Written by `python -m mpdoctor.checkpoint_audit.kept_fp32` from the installed libraries; do not edit.",
-        '"""',
-        "",
-        "# fmt: off",
-        f"TRANSFORMERS_VERSION = {versions['transformers']!r}",
-        f"DIFFUSERS_VERSION = {versions['diffusers']!r}",
-        "# class -> (_keep_in_fp32_modules, _keep_in_fp32_modules_strict), for the classes that list any",
-        "TRANSFORMERS = "
-        + pprint.pformat({k: (v[0], v[1]) for k, v in found["transformers"].items() if v[0] or v[1]}, width=116),
-        "# class -> _keep_in_fp32_modules, for the classes that list any",
-        "DIFFUSERS = " + pprint.pformat({k: v[0] for k, v in found["diffusers"].items() if v[0]}, width=116),
-        "# Every model class: one not listed above keeps nothing in float32",
-        f'TRANSFORMERS_CLASSES = frozenset("""\n{_wrapped(found["transformers"])}\n""".split())',
-        f'DIFFUSERS_CLASSES = frozenset("""\n{_wrapped(found["diffusers"])}\n""".split())',
-        "# fmt: on",
-        "",
-    ]
+    data = {
+        "about": "The modules transformers and diffusers keep in float32, per model class. Written by "
+        "`python -m mpdoctor.checkpoint_audit.kept_fp32` from the installed libraries; do not edit.",
+        "versions": found["versions"],
+        "transformers": {k: [v[0], v[1]] for k, v in sorted(found["transformers"].items()) if v[0] or v[1]},
+        "diffusers": {k: v[0] for k, v in sorted(found["diffusers"].items()) if v[0]},
+        "transformers_classes": sorted(found["transformers"]),
+        "diffusers_classes": sorted(found["diffusers"]),
+    }
     with open(path, "w", encoding="utf-8") as out:
-        out.write("\n".join(lines))
+        out.write(json.dumps(data, indent=0) + "\n")
     if found["unreadable"]:
         print("not read (a package they need is missing):", ", ".join(found["unreadable"]))
 
@@ -248,4 +230,4 @@ def write_table(path: str) -> None:
 if __name__ == "__main__":
     import os
 
-    write_table(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kept_fp32_table.py"))
+    write_table(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kept_fp32.json"))
