@@ -26,6 +26,7 @@ FAMILY_MODULES = (
     "apex_usage",  # who switches to apex, who needs apex.amp
     "oneflow_install",  # is oneflow a working build, for OneDiff, for this CUDA
     "oneflow_runtime",  # mock-torch, and torch.autocast meeting OneFlow
+    "amp_code",  # torch AMP in your code: gradients clipped while scaled, scalers missing or not needed
     "audit",  # checkpoints (mpdoctor audit): rules only, judged by checkpoint_audit
     "fleet",  # the ranks of one job (mpdoctor fleet): rules only, judged by mpdoctor.fleet.compare
 )

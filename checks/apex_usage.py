@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 from mpdoctor.checks import fixes
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
-from mpdoctor.checks import _apex
+from mpdoctor.checks import _apex, _code
 from mpdoctor.checks._apex import FAMILY
 from mpdoctor.checks._common import requirers
 from mpdoctor.snapshot import Snapshot
@@ -23,6 +23,14 @@ from mpdoctor.snapshot.apex import ApexImport
 NORM_SWAP_FIXED_IN = {"transformers": "5.8.0"}
 AMP_IMPORT_FIXED_IN = {"transformers": "4.53.0"}
 MAX_SITES = 4
+# Removed from NVIDIA apex together, in "remove old features: amp, ddp, and rnn" (NVIDIA/apex#1896, commit
+# cb65b8ed, May 2025; first in the 25.07 tag): the whole of apex.amp, apex.parallel (DistributedDataParallel,
+# SyncBatchNorm, convert_syncbn_model, LARC), apex.fp16_utils and apex.RNN.
+REMOVED = ("amp", "parallel", "fp16_utils", "RNN")
+# Exceptions that catch the ImportError a missing apex.amp raises ("" is a bare except).
+CATCHES_IMPORT_ERROR = {"", "ImportError", "Exception", "BaseException"}
+# Exceptions that do not: a fallback for something else.
+CATCHES_OTHER = {"AttributeError", "KeyError", "ValueError", "TypeError", "OSError", "RuntimeError", "NameError"}
 
 
 def _older(version: str, fixed: Optional[str]) -> bool:
@@ -119,6 +127,45 @@ def _amp_users(snap: Snapshot) -> tuple[list[ApexImport], list[ApexImport]]:
     return installed, project
 
 
+def removed_module(use: ApexImport) -> str:
+    """The part of apex, removed in 25.07, that ``use`` imports (amp, parallel, fp16_utils, RNN); "" for none."""
+    parts = use.module.split(".")
+    if len(parts) > 1 and parts[1] in REMOVED:
+        return parts[1]
+    if use.module == "apex":
+        return next((name for name in use.names if name in REMOVED), "")
+    return ""
+
+
+def _missing(snap: Snapshot, part: str) -> bool:
+    """Whether this apex lacks ``part``: it is no NVIDIA apex with it (or no apex at all)."""
+    return not (_apex.flavour(snap) == "nvidia" and part in _apex.facts(snap).subpackages)
+
+
+def really_guarded(use: ApexImport, failure: str) -> bool:
+    """Whether the try around the import falls back on ``failure`` (ImportError or ModuleNotFoundError): an
+    except clause that catches it and does not raise again. Snapshots before handlers were read trust the try."""
+    if not use.handlers_read:
+        return use.guarded
+    for handler in use.handlers:
+        name, _, raises = handler.partition(":")
+        if raises:
+            continue
+        if name in CATCHES_IMPORT_ERROR or (name == "ModuleNotFoundError" and failure == "ModuleNotFoundError"):
+            return True
+        if name not in CATCHES_OTHER and name != "ModuleNotFoundError":
+            return True  # an exception class of the project's: cannot tell, so trust it
+    return False
+
+
+def failure_of(use: ApexImport, importable: bool) -> str:
+    """What the import raises here: ModuleNotFoundError when no apex imports, or for `import apex.amp`; an
+    apex without the part raises plain ImportError for `from apex import amp` (cannot import name)."""
+    if not importable or use.module != "apex":
+        return "ModuleNotFoundError"
+    return "ImportError"
+
+
 def _your_code(snap: Snapshot, project: list) -> list[str]:
     """The evidence line that says which directory "your code" is (the project scan's root, and why)."""
     return [snap.environment.project.where()] if project else []
@@ -133,35 +180,56 @@ def _your_code(snap: Snapshot, project: list) -> list[str]:
     quiet_on=("apex-incident1", "apex-amp-mixed", "apex-python-only"),
 )
 def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
-    """Code imports `apex.amp`, but the apex here has none.
+    """Code imports `apex.amp` (or apex.parallel, apex.fp16_utils, apex.RNN), but the apex here has none.
 
     ## Why it matters
-    NVIDIA removed apex.amp (and apex.parallel, apex.fp16_utils) in May 2025;
-    apex 25.07 and later have none. `from apex import amp` then raises
-    `ImportError: cannot import name 'amp' from 'apex'`, and a library that does
-    it at import time breaks as a whole: transformers before 4.53 cannot import
-    `transformers.trainer` at all. The PyPI namesake and a stray apex/ directory
-    have no amp either.
+    NVIDIA removed apex.amp, apex.parallel, apex.fp16_utils and apex.RNN in one
+    change in May 2025 (NVIDIA/apex#1896); apex 25.07 and later have none of them.
+    `from apex import amp` then raises `ImportError: cannot import name 'amp' from
+    'apex'`, and a library that does it at import time breaks as a whole:
+    transformers before 4.53 cannot import `transformers.trainer` at all. The PyPI
+    namesake and a stray apex/ directory have none either. A `try` is a fallback
+    only when its except clause catches that error and does not raise again:
+    `except ModuleNotFoundError` misses the plain ImportError an apex without amp
+    raises for `from apex import amp`.
 
     ## Fix
-    Port the code to torch.amp (`torch.autocast` + `torch.amp.GradScaler`), and
+    Port the code to torch.amp (`torch.autocast` + `torch.amp.GradScaler`),
+    torch's DistributedDataParallel and SyncBatchNorm for apex.parallel, and
     upgrade libraries that still import apex.amp at import time.
     """
-    if _apex.has_amp(snap):
-        return
-    installed, project = _amp_users(snap)
-    # Installed code only reaches these imports when apex looks installed (is_apex_available()).
-    installed = [use for use in installed if _apex.importable(snap) and not use.guarded and not use.lazy]
-    project = [use for use in project if not use.guarded]
+    importable = _apex.importable(snap)
+    installed = [
+        use
+        for use in _apex.facts(snap).users
+        if removed_module(use)
+        and _missing(snap, removed_module(use))
+        and importable
+        # Installed code only reaches these imports when apex looks installed (is_apex_available()).
+        and not use.guarded
+        and not use.lazy
+    ]
+    scan = snap.environment.project
+    project = [
+        use
+        for use in scan.under_root(scan.apex_uses)
+        if removed_module(use)
+        and _missing(snap, removed_module(use))
+        and not really_guarded(use, failure_of(use, importable))
+    ]
     if not installed and not project:
         return
-    if _apex.importable(snap):
-        state = f"{_apex.describe(snap)}, which has no amp"
-        failure = "ImportError: cannot import name 'amp' from 'apex'"
+    parts = sorted({removed_module(use) for use in installed + project}, key=REMOVED.index)
+    names = ", ".join(f"apex.{part}" for part in parts)
+    if importable:
+        state = f"{_apex.describe(snap)}, which has no {' or '.join(parts)}"
+        failure = f"ImportError: cannot import name '{parts[0]}' from 'apex'"
     else:
         state = "apex is not installed"
         failure = "ModuleNotFoundError: No module named 'apex'"
-    evidence = [state] + _sites(installed) + _your_code(snap, project) + _sites(project)
+    evidence = [state] + _sites(installed) + _your_code(snap, project) + [_site(use) for use in project[:MAX_SITES]]
+    if len(project) > MAX_SITES:
+        evidence.append(f"... and {len(project) - MAX_SITES} more")
     who = []
     grouped = _by_distribution(installed)
     if grouped:
@@ -169,22 +237,42 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     if project:
         who.append("your code")
     verb = "import" if len(grouped) + bool(project) > 1 else "imports"
-    title = f"{' and '.join(who)} {verb} apex.amp, which is not available here: `{failure}`"
-    steps = (
-        [
-            FixStep(
-                "Port your code from apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in "
-                "torch.autocast and scale the loss with torch.amp.GradScaler "
-                "(https://pytorch.org/docs/stable/notes/amp_examples.html)"
-            )
-        ]
-        if project
-        else []
-    )
+    title = f"{' and '.join(who)} {verb} {names}, which {'is' if len(parts) == 1 else 'are'} not available here: `{failure}`"
+    steps = _port_steps(parts) if project else []
     steps += _upgrade_steps(snap, grouped, AMP_IMPORT_FIXED_IN, lead="Upgrade")
-    if _apex.importable(snap) and grouped:
+    if importable and grouped:
         steps += _apex.uninstall_steps(snap, "Or remove apex, so libraries stop trying to use apex.amp")
     yield error(title, evidence, steps)
+
+
+def _via(chain: list[str]) -> str:
+    return f", through {' -> '.join(chain)}" if chain else ""
+
+
+def _site(use: ApexImport) -> str:
+    """Where an import is, and why its try (if any) does not catch the failure."""
+    line = _apex.where(use)
+    if use.guarded and use.handlers_read:
+        caught = [h.partition(":")[0] or "a bare except" for h in use.handlers]
+        raises = any(h.endswith(":raise") for h in use.handlers)
+        why = "its except clause raises again" if raises else f"its try catches only {', '.join(caught) or 'nothing'}"
+        line += f" ({why})"
+    return line
+
+
+PORTS = {
+    "amp": "Port apex.amp to torch.amp: drop amp.initialize, wrap the forward pass in torch.autocast and scale the "
+    "loss with torch.amp.GradScaler (https://pytorch.org/docs/stable/notes/amp_examples.html)",
+    "parallel": "Replace apex.parallel: torch.nn.parallel.DistributedDataParallel for its DistributedDataParallel, "
+    "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) for convert_syncbn_model and SyncBatchNorm",
+    "fp16_utils": "Replace apex.fp16_utils (FP16_Optimizer, network_to_half): torch.autocast with "
+    "torch.amp.GradScaler, which keep fp32 master weights for you",
+    "RNN": "Replace apex.RNN with torch.nn.LSTM/GRU/RNN",
+}
+
+
+def _port_steps(parts: list[str]) -> list[FixStep]:
+    return [FixStep(PORTS[part]) for part in parts]
 
 
 @check(
@@ -196,35 +284,59 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     quiet_on=("apex-incident1", "apex-amp-removed", "oneflow-incident2"),
 )
 def both_amps(snap: Snapshot) -> Iterator[Finding]:
-    """Your code uses apex.amp and torch's AMP together.
+    """Your code sets up apex.amp and torch's AMP on one code path.
 
     ## Why it matters
     apex.amp patches torch functions (O1) or casts the model (O2) and scales the
     loss itself; torch.autocast and GradScaler do the same jobs their own way.
-    Together they cast twice and scale the loss twice, which shows up as dtype
-    mismatches, NaN losses or a scale that never grows.
+    Run together they cast twice and scale the loss twice, which shows up as dtype
+    mismatches, NaN losses or a scale that never grows. Only a path that runs
+    both counts: one function (or the functions of its file it calls) reaching
+    `amp.initialize`/`amp.scale_loss` and an autocast or GradScaler that is not
+    switched off, with no branch between them that picks one (`if amp_impl ==
+    "apex": ... else: ...`, two flags, `enabled=False`). Code offering both as
+    alternatives (an ApexScaler beside a NativeScaler) is not a mix.
 
     ## Fix
-    Keep only torch's AMP: remove `amp.initialize` and `amp.scale_loss`.
+    On that path keep one: port the apex.amp calls it names to torch.amp (the
+    torch.autocast/GradScaler there already do their job), or put the two behind
+    one switch.
     """
-    _, project = _amp_users(snap)
-    scan = snap.environment.project
-    torch_uses = scan.under_root(scan.torch_amp_uses)
-    if not project or not torch_uses:
+    mixes = []
+    seen: set = set()
+    for file_sites in _code.by_file(_code.sites(snap)).values():
+        for scope in sorted({site.scope for site in file_sites}):
+            steps = _code.reach(file_sites, scope)
+            apex = [(site, conds, chain) for site, conds, chain in steps if _code.apex_setup(site)]
+            torch = [(site, conds, chain) for site, conds, chain in steps if _code.torch_setup(site)]
+            for a, a_conds, a_chain in apex:
+                for t, t_conds, t_chain in torch:
+                    key = (a.file, a.line, t.file, t.line)
+                    if key not in seen and _code.one_path(a_conds, t_conds):
+                        seen.add(key)
+                        mixes.append((scope, a, t, a_chain, t_chain))
+    if not mixes:
         return
-    evidence = (
-        _your_code(snap, project)
-        + _sites(project)
-        + [f"{use.file}:{use.line} `{use.text}`" for use in torch_uses[:MAX_SITES]]
-    )
+    scan = snap.environment.project
+    evidence = [scan.where()]
+    for scope, a, t, a_chain, t_chain in mixes[:MAX_SITES]:
+        path = f"on the path of {scope or 'module level'}"
+        evidence.append(f"{_code.where(a)} (apex.amp, {path}{_via(a_chain)})")
+        evidence.append(f"{_code.where(t)} (torch AMP, {path}{_via(t_chain)})")
+    if len(mixes) > MAX_SITES:
+        evidence.append(f"... and {len(mixes) - MAX_SITES} more")
+    scope, a, t, _, _ = mixes[0]
     yield warning(
-        "your code mixes apex.amp with torch.autocast/GradScaler: two precision managers cast and scale the loss twice",
+        f"your code runs apex.amp and torch's AMP on one path ({a.file}, {scope or 'module level'}): two precision "
+        "managers cast and scale the loss twice",
         evidence,
         [
             FixStep(
-                "Remove amp.initialize and amp.scale_loss; keep torch.autocast for the forward pass and "
-                "torch.amp.GradScaler for the loss (https://pytorch.org/docs/stable/amp.html)"
-            )
+                f"In {scope or a.file}, keep one precision manager: port `{a.text}` ({a.file}:{a.line}) to "
+                f"torch.amp, since `{t.text}` ({t.file}:{t.line}) already runs there "
+                "(https://pytorch.org/docs/stable/amp.html)"
+            ),
+            FixStep("Or choose between them with one switch (if/else on one flag), so a run sets up only one of them"),
         ],
     )
 

@@ -6,7 +6,7 @@ import os
 from typing import Iterator
 
 from mpdoctor.checks import fixes
-from mpdoctor.checks import _oneflow
+from mpdoctor.checks import _code, _oneflow
 from mpdoctor.checks._oneflow import FAMILY
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 from mpdoctor.checks.registry import check
@@ -181,12 +181,15 @@ def two_precision_managers(snap: Snapshot) -> Iterator[Finding]:
 
     ## Fix
     For an fp16 pipeline drop the `torch.autocast` context; otherwise use
-    `oneflow.autocast("cuda")` around OneFlow code. Never mix the two.
+    `oneflow.autocast("cuda")` around OneFlow code. Never mix the two. An
+    autocast switched off by a constant (`@torch.autocast("cuda", enabled=False)`)
+    is not a use: keep those guards.
     """
     if snap.torch.status == "mocked" or _oneflow.works(snap) is False:
         return  # under mock-torch torch.autocast *is* OneFlow's; without OneFlow nothing can clash
-    project = snap.environment.project
-    autocast = [use for use in project.torch_amp_uses if use.what.endswith("autocast")]
+    # A use of torch.autocast is one that can switch it on: `@torch.autocast("cuda", enabled=False)` is the guard
+    # that keeps autocast away from a .half() model under OneDiff, not a use.
+    autocast = [site for site in _code.sites(snap) if site.kind == "autocast" and _code.on(site)]
     oneflow_code = _oneflow.project_uses(snap)
     measured = _measured(snap)
     no_kernel = no_fp16_kernel(snap)

@@ -262,7 +262,7 @@ def test_code_mixing_apex_amp_and_torch_amp(tmp_path, project):
     codes, snap = check(env, project)
     assert apex_codes(codes) == ["APEX007", "APEX008"]
     evidence = " ".join(codes["APEX007"][0]["evidence"])
-    assert "src/train.py:2 `from apex import amp`" in evidence and "src/train.py:5" in evidence
+    assert "src/train.py:4: `model, optimizer = amp.initialize(" in evidence and "src/train.py:5" in evidence
     assert codes["APEX008"][0]["severity"] == "info"
     spellings = {use.what for use in snap.environment.project.torch_amp_uses}
     assert spellings == {"torch.cuda.amp.GradScaler", "torch.autocast"}

@@ -25,7 +25,11 @@ from mpdoctor.probes.budget import Budget
 from mpdoctor.probes.remote import project_root, scan
 from mpdoctor.snapshot.project import ProjectScan
 
-AMP_SCRIPT = "import torch\nfrom apex import amp\nwith torch.autocast('cuda'):\n    pass\n"
+# apex.amp and torch.autocast set up on one path: APEX007 (a bare import beside autocast would be no mix)
+AMP_SCRIPT = (
+    "import torch\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt)\nwith torch.autocast('cuda'):\n"
+    "    pass\n"
+)
 
 
 def git_init(path: Path) -> Path:

@@ -342,7 +342,8 @@ def test_gather_takes_the_kernels_only_when_a_selected_check_needs_them(taken, s
         (["ONEFLOW005"], [], True),
         (["ONEFLOW003"], [], False),
         ([], ["APEX", "ONEFLOW"], True),  # ENV003 reports on the scan itself
-        ([], ["APEX", "ONEFLOW", "ENV003"], False),
+        ([], ["APEX", "ONEFLOW", "AMP", "ENV003"], False),
+        (["AMP001"], [], True),
         (["TORCH", "ONEFLOW001"], [], True),
     ],
 )

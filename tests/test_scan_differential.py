@@ -50,6 +50,7 @@ def reference_uses(top: str, max_files: int = 3000) -> dict:
         "apex_uses": [],
         "torch_amp_uses": [],
         "oneflow_uses": [],
+        "amp_sites": [],
         "skipped_files": [],
     }
     paths, stopped = reference_files(top, max_files)
@@ -62,7 +63,8 @@ def reference_uses(top: str, max_files: int = 3000) -> dict:
         has_apex = b"apex" in source and scan.APEX_IMPORT.search(source)
         has_amp = scan.TORCH_AMP.search(source)
         has_oneflow = scan.ONEFLOW.search(source)
-        if not (has_apex or has_amp or has_oneflow):
+        has_paths = has_apex or has_amp or b"clip_grad_" in source or b"import amp" in source
+        if not (has_apex or has_amp or has_oneflow or has_paths):
             continue
         tree = scan._parse(source, path, facts["skipped_files"], relative)
         if tree is None:
@@ -74,6 +76,8 @@ def reference_uses(top: str, max_files: int = 3000) -> dict:
             facts["torch_amp_uses"] += [dict(use, file=relative) for use in scan.torch_amp_uses(tree, lines)]
         if has_oneflow:
             facts["oneflow_uses"] += [dict(use, file=relative) for use in scan.oneflow_uses(tree, lines)]
+        if has_paths:
+            facts["amp_sites"] += [dict(use, file=relative) for use in scan.amp_sites(tree, lines, source)]
     if stopped:
         facts["truncated"] = True
         facts["skipped_files"].append(stopped)
@@ -83,8 +87,8 @@ def reference_uses(top: str, max_files: int = 3000) -> dict:
 def assert_same(top: Path, max_files: int = 3000) -> dict:
     fast = scan.project_uses(str(top), 600.0, max_files=max_files)
     slow = reference_uses(str(top), max_files=max_files)
-    for key in ("apex_uses", "torch_amp_uses", "oneflow_uses"):
-        slow[key] = slow[key][: scan.MAX_USES]
+    for key, _ in scan.READERS:
+        slow[key] = slow[key][: scan.USE_LIMITS.get(key, scan.MAX_USES)]
     slow["skipped_files"] = slow["skipped_files"][: scan.MAX_SKIPPED]
     for key in slow:
         assert fast[key] == slow[key], key
@@ -238,6 +242,22 @@ SNIPPETS = [
     "value = 1\n",
     "k = f'{torch.autocast}'\n",
     "amp = None\n",
+    # code paths: steps of a training loop, calls, and names bound by imports that hold no key word
+    "scaler.scale(loss).backward()\n",
+    "torch.nn.utils.clip_grad_norm_(params, 1.0)\n",
+    "scaler.step(opt)\n",
+    "loss.backward()\n",
+    "scaler.unscale_(opt)\n",
+    "import torch as th\n",
+    "from torch.nn.utils import clip_grad_value_ as cv\n",
+    "cv(params, 1.0)\n",
+    "h = th.autocast('cuda', enabled=False)\n",
+    "from torch.cuda import amp\n",
+    "ctx = amp.autocast() if use_amp else nullcontext()\n",
+    "model, opt = amp.initialize(model, opt)\n",
+    "f1()\n",
+    "self.f2()\n",
+    "c = partial(torch.autocast, device_type='cuda')\n",
 ]
 
 
@@ -269,6 +289,7 @@ def test_a_random_tree_gives_the_same_uses_as_parsing_every_file(tmp_path):
         (tmp_path / f"m{n:03}.py").write_text(text)
     fast = assert_same(tmp_path)
     assert len(fast["apex_uses"]) > 20 and len(fast["torch_amp_uses"]) > 20 and len(fast["oneflow_uses"]) > 20
+    assert len({site["kind"] for site in fast["amp_sites"]}) >= 8
 
 
 @pytest.mark.parametrize("part", ["_dynamo", "cuda", "cpu", "nn", "utils"])
@@ -303,9 +324,10 @@ def test_only_the_statements_around_a_use_are_parsed():
     masked, starts, ends = windows.lex(source)
     hits = windows.code_hits(windows.key_offsets(source, [b"autocast"]), starts, ends)
     window = windows.window_source(source, masked, hits)
-    # method b alone, at its own lines 9-11, under a stand-in class line; a's docstring mention is no hit
+    # the top-level import, and method b alone, at its own lines 9-11, under a stand-in line that keeps the
+    # class's name; a's docstring mention is no hit
     assert (
-        window.decode() == "\n" * 7 + "class _:\n    @property\n    def b(self):\n"
+        window.decode() == "import torch\n" + "\n" * 6 + "class Big:\n    @property\n    def b(self):\n"
         "        return torch.autocast('cuda')\n\n"
     )
 
@@ -316,6 +338,9 @@ def test_the_windows_run_under_the_oldest_python(tmp_path):
         pytest.skip(f"no {PYTHON38} on this machine")
     for name, text in ODD.items():
         (tmp_path / name).write_text(text, newline="")
+    rng = random.Random(38)  # and code paths at every depth: the code-path reader runs on 3.8 too
+    for n in range(30):
+        (tmp_path / f"r{n:02}.py").write_text("".join(_block(rng, 0) for _ in range(rng.randint(1, 8))))
     code = (
         LOAD_PACKAGES + "import time, json\n"
         "scan = importlib.import_module('_mpdoctor_remote.scan')\n"
@@ -332,5 +357,5 @@ def test_the_windows_run_under_the_oldest_python(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     fast, slow = json.loads(result.stdout)
-    assert fast["apex_uses"] and fast["torch_amp_uses"] and fast["oneflow_uses"]
+    assert fast["apex_uses"] and fast["torch_amp_uses"] and fast["oneflow_uses"] and fast["amp_sites"]
     assert {key: fast[key] for key in slow} == slow

@@ -44,7 +44,7 @@ def escape_property(text: str) -> str:
 def project_sites(snap: Snapshot) -> list[tuple[str, int]]:
     """(file, line) of every use the project scan found in the user's own code (not installed packages)."""
     scan = snap.environment.project
-    uses = [u for u in scan.apex_uses if not u.distribution] + scan.torch_amp_uses + scan.oneflow_uses
+    uses = [u for u in scan.apex_uses if not u.distribution] + scan.torch_amp_uses + scan.oneflow_uses + scan.amp_sites
     return [(use.file, use.line) for use in uses if use.file and use.line > 0]
 
 

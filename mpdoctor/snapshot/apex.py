@@ -67,6 +67,12 @@ class ApexImport:
     line: int = fact("Line number", 0)
     text: str = fact("The import statement", "")
     guarded: bool = fact("Inside a try block: the code falls back when apex does not import", False)
+    handlers: list[str] = fact(
+        'The except clauses of the innermost try around the import: each the exception it names ("" for a bare '
+        'except), with ":raise" when the clause raises again (no fallback)',
+        factory=list,
+    )
+    handlers_read: bool = fact("The scan recorded handlers (snapshots before it did say only guarded)", False)
     lazy: bool = fact("Inside a function: runs when called, not when the module imports", False)
     conditional: bool = fact("Inside an if block (e.g. `if is_apex_available():`)", False)
     distribution: str = fact("The installed distribution the file belongs to; empty for project code", "")

@@ -35,6 +35,39 @@ class CodeUse:
 
 
 @dataclass
+class AmpSite:
+    """One step of mixed precision in the project's code, with the function it is in and the branches above it."""
+
+    kind: str = fact(
+        "autocast (entered or named), grad_scaler (built), apex_amp (an apex.amp call), clip (gradients "
+        "clipped), scale_backward (scaler.scale(loss).backward()), unscale (scaler.unscale_), step, backward "
+        "(a plain .backward()), call (a call of a function of the same file that holds steps)",
+        "",
+    )
+    what: str = fact(
+        "The API as the file's imports resolve it, e.g. torch.cuda.amp.autocast, apex.amp.initialize; for a call, "
+        "the function called (Class.method)",
+        "",
+    )
+    file: str = fact("The file, relative to the project root", "")
+    line: int = fact("Line number", 0)
+    text: str = fact("The source line", "")
+    scope: str = fact("The function it is in (Class.method, outer.inner); empty at module level", "")
+    guards: list[str] = fact(
+        "The branches above it in its function, outermost first, each LINE:if|else:CONDITION (if/else and "
+        "conditional expressions)",
+        factory=list,
+    )
+    enabled: str = fact("autocast/GradScaler's enabled: empty for True or absent, false, or the expression", "")
+    dtype: str = fact("autocast's dtype: float16, bfloat16, empty when absent, or the expression", "")
+    device: str = fact("autocast's device: cuda, cpu, empty when not a constant", "")
+    receiver: str = fact("For scale_backward, unscale, step and backward: the object called, e.g. self.scaler", "")
+    reference: bool = fact(
+        "autocast or GradScaler named without a call (partial(torch.autocast, ...), scaler_type = GradScaler)", False
+    )
+
+
+@dataclass
 class ProjectScan:
     """The user's code (the project's root, see the module), read for apex, torch AMP and OneFlow use."""
 
@@ -57,6 +90,11 @@ class ProjectScan:
     apex_uses: list[ApexImport] = fact("Imports of apex in the project", factory=list)
     torch_amp_uses: list[CodeUse] = fact("Uses of torch autocast and GradScaler", factory=list)
     oneflow_uses: list[CodeUse] = fact("Imports of oneflow/onediff, oneflow_compile and oneflow.autocast", factory=list)
+    amp_sites: list[AmpSite] = fact(
+        "The steps of mixed precision in the code, by function and branch (the code paths the AMP checks read); "
+        "at most 2000",
+        factory=list,
+    )
     error: str = fact("Why the scan failed, when it did", "")
     skipped_files: list[str] = fact(
         "Files left unread, each with why: not a regular file (a FIFO would block the "

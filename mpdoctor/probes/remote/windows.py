@@ -13,8 +13,10 @@ the answer:
   import, an attribute or a call, so its key word is a code token: a file with no
   hit holds no use. f-strings count as code (their braces hold expressions).
 * ``window_source``: the top-level statements holding the hits (in a class, only
-  its members holding them, under a stand-in ``class _:`` line), each at its own
-  line numbers with blank lines between. ``ast.parse`` of that gives the nodes a
+  its members holding them, under a stand-in ``class Name:`` line that keeps the
+  class's name, which the code-path reader reports), and the top-level imports
+  (it resolves names through them: ``import torch as th``), each at its own line
+  numbers with blank lines between. ``ast.parse`` of that gives the nodes a
   parse of the whole file gives for those statements, at the same lines and depths
   and in the same breadth-first order, which is all the scan's readers look at.
 
@@ -54,6 +56,8 @@ BRACKETS = bytes(40 if byte in b"([{" else 41 if byte in b")]}" else byte for by
 CONTINUES = re.compile(rb"(?:else|elif|except|finally)(?![A-Za-z0-9_\x80-\xff])")
 CLASS = re.compile(rb"class(?![A-Za-z0-9_\x80-\xff])")
 STAND_IN = b"class _:\n"
+CLASS_NAME = re.compile(rb"[ \t]*class[ \t]+([A-Za-z_][A-Za-z0-9_]*)")  # the stand-in keeps an ASCII class name
+IMPORT = re.compile(rb"(?:import|from)[ \t]")
 
 APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
 # What each reader needs to see in a file before it looks (scan.py's APEX_IMPORT, TORCH_AMP and ONEFLOW, as byte
@@ -62,19 +66,36 @@ KEYS = (
     ((b"apex",), ()),
     ((b"autocast", b"GradScaler", b"amp"), ()),
     ((b"autocast", b"backend"), (b"oneflow", b"onediff")),
+    # scan.SITE_KEYS: the code-path reader reads a unit only when it names one of them
+    (
+        (
+            b"autocast",
+            b"GradScaler",
+            b"amp",
+            b"apex",
+            b"clip_grad_norm_",
+            b"clip_grad_value_",
+            b"scale_loss",
+            b"unscale_",
+        ),
+        (),
+    ),
 )
 COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 
 
 def readers(source):
-    """(apex, torch AMP, OneFlow): which readers a file needs, as APEX_IMPORT, TORCH_AMP and ONEFLOW decide."""
-    return (
-        b"apex" in source and APEX_IMPORT.search(source) is not None,
+    """(apex, torch AMP, OneFlow, code paths): which readers a file needs, as APEX_IMPORT, TORCH_AMP and ONEFLOW
+    decide; code paths are read where apex or torch AMP is, or gradients are clipped (a scaler may come from
+    another file)."""
+    apex = b"apex" in source and APEX_IMPORT.search(source) is not None
+    torch_amp = (
         b"autocast" in source
         or b"GradScaler" in source
-        or (b".amp" in source and (b"torch.amp" in source or b"torch.cuda.amp" in source)),
-        b"oneflow" in source or b"onediff" in source,
+        or (b".amp" in source and (b"torch.amp" in source or b"torch.cuda.amp" in source))
     )
+    paths = apex or torch_amp or b"clip_grad_" in source or b"import amp" in source  # from torch.cuda import amp
+    return (apex, torch_amp, b"oneflow" in source or b"onediff" in source, paths)
 
 
 def plain_utf8(source):
@@ -239,23 +260,32 @@ def window_source(source, masked, hits):
     groups = {}
     for hit in hits:
         groups.setdefault(bisect_right(tops, hit) - 1, []).append(hit)
+    # The top-level imports too: the code-path reader resolves names through them (`import torch as th`).
+    heads = dict(lines)
+    imports = {index for index, top in enumerate(tops) if IMPORT.match(heads.get(top, b""))}
     pieces, at = [], [0, 0]  # the line and the offset the next piece starts at
 
-    def add(start, end, stand_in=False):
+    def add(start, end, stand_in=b""):
         line = at[0] + masked.count(b"\n", at[1], start)  # windows come in order: count each newline once
-        pieces.append(b"\n" * (line - 1 - at[0]) + STAND_IN if stand_in else b"\n" * (line - at[0]))
+        pieces.append(b"\n" * (line - 1 - at[0]) + stand_in if stand_in else b"\n" * (line - at[0]))
         pieces.append(source[start:end])
         at[:] = [line + masked.count(b"\n", start, end), end]
 
-    for index in sorted(groups):
+    for index in sorted(set(groups) | imports):
         start = tops[index]
         end = tops[index + 1] if index + 1 < len(tops) else len(source)
+        if index not in groups:
+            add(start, end)
+            continue
         first, last = bisect_right(line_offsets, start) - 1, bisect_right(line_offsets, end - 1)
         heads = [head for _, head in lines[first:last]]
         members = _members(masked, brackets, heads, start, end, groups[index])
         if members is None:
             add(start, end)
             continue
+        header = next(offset for offset, head in lines[first:last] if head[:1] != b"@")
+        name = CLASS_NAME.match(masked, header)
+        stand_in = b"class %s:\n" % name.group(1) if name else STAND_IN
         for number, (member, stop) in enumerate(members):
-            add(member, stop, stand_in=not number)
+            add(member, stop, stand_in=b"" if number else stand_in)
     return b"".join(pieces)
