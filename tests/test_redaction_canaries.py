@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from helpers import fixture_path, run_cli
 from mpdoctor.cli import app
 from mpdoctor.portable.redact import REDACTED, redact_text
+from secret_shapes import CLASSES, INNOCENT_CLASSES, innocent_texts, secret_shapes
 
 # name -> a secret as it is really written. Names ending in ``!`` run to the end of the line (a multi-word password):
 # the CLI runs put each of them last on its line.
@@ -112,6 +113,23 @@ SECRET_SHAPES = {
     "curl-user": "curl -u alice:{C} https://example.com",
     "yaml-secret": "client_secret: {C}",
     "environ-assign": "os.environ['OPENAI_API_KEY'] = '{C}'",
+    # issue 40: an index token in the URL path, a URL password holding / # ?, password options, names, colour codes,
+    # provider prefixes and keys of no known format (tests/secret_shapes.py makes many more of each)
+    "index-path-token": "PIP_INDEX_URL=https://dl.example.io/basic/{C}aB3dE5fG7hJ9/pypi/simple",
+    "conda-t-token": "https://conda.anaconda.org/t/ab-{C}1f3a-1b2c-4d5e-8f90-123456789abc/acme",
+    "fury-path-token": "https://pypi.fury.io/{C}aB3dE5fG7hJ9/acme/",
+    "url-password-slash": "https://alice:pa/ss#{C}?x@pypi.example.com/simple",
+    "docker-login": "docker login -u alice -p {C}xyz registry.example.com",
+    "mysql-attached": "mysql -uroot -p{C}xyz app",
+    "id-token": "id_token={C}",
+    "input-token": "INPUT_TOKEN={C}",
+    "gh-pat": "GH_PAT={C}",
+    "cred-psk-jwt-otp": "WIFI_PSK={C}",
+    "ansi-name": "\x1b[1mHF_TOKEN\x1b[0m: \x1b[32m{C}xyz\x1b[0m",
+    "groq": "gsk_{C}AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefgh",
+    "google-oauth-secret": "GOCSPX-{C}AbCdEfGhIjKlMnOpQrSt",
+    "sendgrid": "SG.{C}AbCdEfGhIjKlMnOp.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcde",
+    "high-entropy": "DEPLOY_REF={C}aB3dE5fG7hJ9kL1mN2pQ4",
 }
 
 # Ordinary texts a diagnosis needs: each must come out of the redactor exactly as it went in.
@@ -148,6 +166,11 @@ KEPT = [
     "bert.encoder.layer.0.attention.self.key: mostly float16; bias float32",
     "bert.embeddings.token_type_embeddings: 1 float32, 2 float16",
     "model.key_proj: torch.bfloat16",
+    # issue 40: prose after a name that says token or key is not its value
+    "token: not a weight file",
+    "KeyError: 'weight'; key: not found in the state dict",
+    "docker run -p 8080:80 image",
+    "undefined symbol: _ZN3c104cuda20CUDACachingAllocator9allocatorE",
 ]
 
 CANARY = re.compile(r"cnry\d\d", re.IGNORECASE)
@@ -211,10 +234,69 @@ def test_what_a_diagnosis_needs_survives(text):
 
 
 def test_the_table_is_as_wide_as_the_issue():
-    # issue 33 ran 69 shapes through the redactor; this table has at least as many, each with its own canary
-    assert len(SECRET_SHAPES) >= 69 and len(KEPT) >= 20
+    # issue 33 ran 69 shapes through the redactor, issue 40 90; this table has at least as many, each with its own
+    # canary, and the generator below makes 40 of each of issue 40's classes on top
+    assert len(SECRET_SHAPES) >= 90 and len(KEPT) >= 20
     assert len({planted(name) for name in SECRET_SHAPES}) == len(SECRET_SHAPES)
     assert all(len(CANARY.findall(planted(name))) == 1 for name in SECRET_SHAPES)
+
+
+# ---------------------------------------------------------------- issue 40's classes, made by a generator
+
+# How many generated shapes must stay masked: every class of tests/secret_shapes.py, this many of each.
+PER_CLASS = 40
+MUST_STAY_MASKED = PER_CLASS * len(CLASSES)
+
+
+def leaked(out: str, secret: str) -> str | None:
+    """Any 8 characters of ``secret`` that got out (all of it when it is shorter)."""
+    for start in range(max(1, len(secret) - 7)):
+        if secret[start : start + 8] in out:
+            return secret[start : start + 8]
+    return None
+
+
+def test_every_generated_secret_is_masked():
+    shapes = list(secret_shapes(seed=40, per_class=PER_CLASS))
+    assert len(shapes) == MUST_STAY_MASKED >= 280
+    assert {cls for cls, _, _ in shapes} == set(CLASSES)
+    out_of = []
+    for cls, text, secret in shapes:
+        masked = redact_text(text)
+        if leaked(masked, secret) or REDACTED not in masked or redact_text(masked) != masked:
+            out_of.append((cls, text, masked))
+    assert out_of == [], f"{len(out_of)} of {MUST_STAY_MASKED} generated shapes got out: {out_of[:5]}"
+
+
+def test_generated_innocent_text_is_unchanged():
+    texts = list(innocent_texts(seed=40, per_class=30))
+    assert {cls for cls, _ in texts} == set(INNOCENT_CLASSES)
+    changed = [(cls, text, redact_text(text)) for cls, text in texts if redact_text(text) != text]
+    assert changed == [], changed[:5]
+
+
+@pytest.mark.parametrize(
+    "text, masked",
+    [
+        # the issue's own: an index token in the path, Anaconda's /t/, Gemfury both ways
+        (
+            "PIP_INDEX_URL=https://dl.example.io/basic/aB3dE5fG7hJ9kL1m/pypi/simple",
+            f"PIP_INDEX_URL=https://dl.example.io/basic/{REDACTED}/pypi/simple",
+        ),
+        ("https://pypi.fury.io/aB3dE5fG7hJ9kL1m/acme/", f"https://pypi.fury.io/{REDACTED}/acme/"),
+        ("https://aB3dE5fG7hJ9kL1m@pypi.fury.io/acme/", f"https://{REDACTED}@pypi.fury.io/acme/"),
+        ("https://alice:p/a#s?s@host.example.com/simple", f"https://alice:{REDACTED}@host.example.com/simple"),
+        ("docker login -p s3cr3t reg.io", f"docker login -p {REDACTED} reg.io"),
+        ("mysql -uroot -ps3cr3t app", f"mysql -uroot -p{REDACTED} app"),
+        ("token: not a weight file", "token: not a weight file"),
+        # what must not move: a port, a published port, a database named after -p, a commit in a URL
+        ("https://host:8080/x?to=a@b.org", "https://host:8080/x?to=a@b.org"),
+        ("docker run -p 8080:80 img; mysql -p app", "docker run -p 8080:80 img; mysql -p app"),
+        ("https://github.com/NVIDIA/apex/commit/86b5e0934494bd15c9632b12f734a8a67f723594",) * 2,
+    ],
+)
+def test_issue_40_examples(text, masked):
+    assert redact_text(text) == masked
 
 
 def test_a_password_runs_to_the_end_of_its_line_or_its_quote_and_no_further():

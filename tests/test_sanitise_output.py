@@ -215,3 +215,89 @@ def test_explain_a_log(hostile_log):
     assert not raw, f"explain: raw {raw}"
     for shown in ("\\x9b", "\\u202e"):  # ESC itself explain's reader drops
         assert shown in text, shown
+
+
+# ---------------------------------------------------------------- issue 40: JUnit, @mentions, invisible characters
+
+# A generator of planted text: each piece is one thing a reader's screen or a ticket must not get raw.
+C1_AND_BIDI = ["\x9b31m", "\x9d0;title\x9c", "\x85", "\u202e", "\u2067", "\u200f"]
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041\U000e0042\U000e007f"]
+MENTIONS = ["@alice", "@acme/ml-team", "@torch.compile", "(@bob)"]
+RAW_ALL = re.compile(RAW.pattern[:-1] + "\u200b-\u200d\u2060-\u2064\ufeff\u00ad\U000e0000-\U000e007f]")
+
+
+def planted(seed: int, count: int = 6) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    pieces = C1_AND_BIDI + INVISIBLE
+    out = []
+    for _ in range(count - 1):
+        chosen = rng.sample(pieces, 3) + [rng.choice(MENTIONS)]
+        rng.shuffle(chosen)
+        out.append("x".join(chosen))
+    return out + ["".join(pieces) + " " + " ".join(MENTIONS)]  # last (a report shows a traceback's end): all
+
+
+def _planted_crash(tmp_path: Path, texts: list[str]) -> str:
+    crashed = load_fixture("torch-import-error")
+    crashed.torch.error_traceback = "Traceback (most recent call last):\n" + "\n".join(
+        f'  File "/srv/{t}.py", line 1\n    import torch  # {t}' for t in texts
+    )
+    crashed.torch.error_message = "OSError: " + " | ".join(texts)
+    return _snapshot(tmp_path, crashed)
+
+
+def test_junit_shows_c1_controls_bidi_and_invisible_characters(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    xml = piped(["check", "--snapshot", _planted_crash(tmp_path, planted(40)), "-f", "junit"], PLAIN, tmp_path)
+    ET.fromstring(xml)  # still parses
+    raw = sorted({repr(c) for c in RAW_ALL.findall(xml)})
+    assert not raw, f"junit: raw {raw}"
+    for shown in ("\\x9b", "\\u202e", "\\u200b", "\\ufeff", "\\U000e0041"):  # (NEL ends a line upstream)
+        assert shown in xml, shown
+
+
+def test_a_markdown_ticket_mentions_nobody_and_hides_nothing(tmp_path):
+    ticket = piped(["check", "--snapshot", _planted_crash(tmp_path, planted(41)), "-f", "markdown"], PLAIN, tmp_path)
+    raw = sorted({repr(c) for c in RAW_ALL.findall(ticket)})
+    assert not raw, f"markdown: raw {raw}"
+    for shown in ("\\u200b", "\\u200d", "\\U000e0041"):
+        assert shown in ticket, shown
+    prose = outside_code(ticket).replace(sanitise.NO_MENTION, "")
+    live = re.findall(r"(?<![A-Za-z0-9_.+\-`@])@[A-Za-z0-9][\w./-]*", prose)
+    assert live == [], f"live mentions: {live}"
+    assert ticket.count(sanitise.NO_MENTION) >= len(MENTIONS)  # they were there, in prose, made inert
+    # what reads as an address or a pinned version is no mention, and is left as it is
+    assert sanitise.markdown("alice@example.com pkg.git@v1") == "alice@example.com pkg.git@v1"
+
+
+def test_the_sanitiser_shows_every_invisible_character():
+    for ch in "".join(INVISIBLE) + "\u2061\u2062\u2063\u2064\u180e\u115f\u1160\u3164\uffa0":
+        shown = sanitise.line(f"a{ch}b")
+        assert shown != f"a{ch}b" and shown.startswith("a\\") and shown.isascii(), (hex(ord(ch)), shown)
+
+
+def test_a_dtype_trace_note_shows_a_hostile_module_name_escaped():
+    # the note goes into the user's exception and is printed raw with its traceback: module names (a ModuleDict
+    # key may be any string) are shown as escapes, and the note keeps its lines
+    torch = pytest.importorskip("torch")
+    from mpdoctor.trace import dtype_trace
+
+    def note_for(key: str) -> str:
+        model = torch.nn.Module()
+        model.blocks = torch.nn.ModuleDict({key: torch.nn.Linear(4, 4)})
+        model.blocks[key].half()
+        with pytest.raises(RuntimeError) as raised:
+            with dtype_trace(model):
+                model.blocks[key](torch.ones(2, 4))
+        return "\n".join(getattr(raised.value, "__notes__", [str(raised.value)]))
+
+    plain = note_for("attn")
+    for key in ["attn" + text.replace(".", "") for text in planted(42, 3)] + ["a\x1b]52;c;aGk=\x07\n  fake line"]:
+        note = note_for(key)
+        raw = sorted({repr(c) for c in RAW_ALL.findall(note.replace("\n", ""))})
+        assert not raw, f"dtype_trace note: raw {raw}: {note!r}"
+        assert note.count("\n") == plain.count("\n"), note  # a newline in a name adds no line
+        assert "mpdoctor dtype_trace: raised inside blocks." in note

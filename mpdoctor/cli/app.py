@@ -81,9 +81,9 @@ def root_help() -> str:
 
 
 def one_line(message: str) -> str:
-    from mpdoctor.portable.redact import redact_text
+    from mpdoctor.cli.options import shown
 
-    return redact_text(" ".join(message.split()))  # it may quote a path or URL with a token
+    return shown(" ".join(message.split()))  # it may quote a path or URL with a token, or an escape
 
 
 def usage_line(exc: Exception) -> str:

@@ -14,6 +14,8 @@ from mpdoctor.cli.options import (
     Format,
     Quiet,
     Timeout,
+    check_distinct,
+    check_given,
     check_writable,
     emit,
     emit_text,
@@ -68,7 +70,9 @@ def audit(
     from mpdoctor.render import audit as view
     from mpdoctor.render.progress import live_progress, progress_wanted
 
+    check_given("PATH", path)
     check_writable("--output", output)
+    check_distinct(("PATH", path), ("--output", output), "the report would replace what it audits")
     interpreter = resolve_python(python)
     board = ProgressBoard()
     problem = None

@@ -17,6 +17,8 @@ from mpdoctor.cli.options import (
     Timeout,
     check_selection,
     check_temp,
+    check_distinct,
+    check_given,
     check_writable,
     codes,
     emit,
@@ -100,9 +102,12 @@ def check(
         usage_error("--snapshot and --python exclude each other: a snapshot is not probed")
     if snapshot and project is not None:
         usage_error("--snapshot and --project exclude each other: a snapshot is not probed")
+    check_given("--snapshot", snapshot)
     project_dir = resolve_project(project)
     check_writable("--output", output)
     check_writable("--save-snapshot", save_snapshot)
+    check_distinct(("--output", output), ("--save-snapshot", save_snapshot), "one would replace the other")
+    check_distinct(("--snapshot", snapshot), ("--output", output), "the report would replace the snapshot")
     sidecar = _sidecar(format, output, save_snapshot)
     if not snapshot:
         check_temp()

@@ -11,7 +11,7 @@ import typer
 
 from mpdoctor.cli.app import app
 from mpdoctor.cli.help import HelpCommand
-from mpdoctor.cli.options import Quiet, Timeout, check_temp, resolve_python, usage_error
+from mpdoctor.cli.options import Quiet, Timeout, check_given, check_temp, resolve_python, usage_error
 from mpdoctor.probes.budget import DEFAULT_TIMEOUT
 
 
@@ -59,6 +59,7 @@ def explain(
         usage_error("give the message (or - for stdin), or --file LOG: exactly one of them")
     if python and not check:
         usage_error("--python only applies with --check")
+    check_given("--file", file)
     if text == "-" and _is_terminal(sys.stdin):
         typer.echo(
             "mpdoctor: reading the error text from stdin; end it with Ctrl-D (Ctrl-Z then Enter on Windows)", err=True

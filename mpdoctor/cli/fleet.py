@@ -16,10 +16,13 @@ from mpdoctor.cli.options import (
     KernelMode,
     Timeout,
     check_selection,
+    check_distinct,
+    check_given,
     check_writable,
     codes,
     emit,
     emit_text,
+    shown,
     usage_error,
     write_output,
 )
@@ -164,11 +167,11 @@ def _finish_rank(launch, outcome, format: Format, output: Optional[str], save_sn
                 "--save-snapshots", os.path.join(save_snapshots, f"rank-{rank}.json"), json.dumps(data, indent=2) + "\n"
             )
     if outcome.problem:
-        typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.problem}", err=True)
+        typer.echo(f"mpdoctor fleet: rank {launch.rank}: {shown(outcome.problem)}", err=True)
         code = 0 if fail_on is FailOn.never else 1
     else:
         if launch.rank != 0:
-            typer.echo(f"mpdoctor fleet: rank {launch.rank}: {outcome.summary} (report on rank 0)", err=True)
+            typer.echo(f"mpdoctor fleet: rank {launch.rank}: {shown(outcome.summary)} (report on rank 0)", err=True)
         failed = (
             fail_on is not FailOn.never
             and outcome.worst is not None
@@ -197,7 +200,11 @@ def fleet_compare(
 
     if len(files) < 2:
         usage_error("fleet compare needs at least two files")
+    for number, file in enumerate(files, 1):
+        check_given(f"FILES (file {number})", file)
     check_writable("--output", output)
+    for number, file in enumerate(files, 1):
+        check_distinct((f"FILES (file {number})", file), ("--output", output), "the report would replace it")
     try:
         report = compare_files(files)
     except SnapshotError as exc:

@@ -48,10 +48,18 @@ def usage_error(message: str) -> NoReturn:
     The same shape as typer's own usage errors (``mpdoctor.cli.app.run``):
     ``mpdoctor: error: WHAT (see 'mpdoctor CMD --help')``, the command being the one that runs.
     """
-    from mpdoctor.portable.redact import redact_text
-
-    typer.echo(f"mpdoctor: error: {redact_text(message)}{see_help()}", err=True)  # it may quote a token
+    typer.echo(f"mpdoctor: error: {shown(message)}{see_help()}", err=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+def shown(message: object) -> str:
+    """``message`` as an error line may show it: redacted (it may quote a path or URL with a token), then every
+    control and bidi character made visible (it may quote a file name holding ``ESC ]52;`` or U+202E), on one
+    line. Every line mpdoctor writes to stderr about the user's input goes through here."""
+    from mpdoctor.portable.redact import redact_text
+    from mpdoctor.render.sanitise import line
+
+    return line(redact_text(str(message)))
 
 
 def see_help() -> str:
@@ -98,9 +106,27 @@ def check_writable(option: str, path: Optional[str]) -> None:
 
     if path is None:
         return
+    check_given(option, path)
     problem = target_problem(path)
     if problem:
         usage_error(f"{option} {path}: {problem}")
+
+
+def check_given(option: str, path: Optional[str]) -> None:
+    """Refuse an empty path: ``--snapshot ""`` would run a live check, ``audit ""`` the working directory, each
+    doing other work than was asked, exit 0 (a variable that was meant to hold the path and was empty)."""
+    if path is not None and not path.strip():
+        usage_error(f"{option}: an empty path{' (only spaces)' if path else ''}")
+
+
+def check_distinct(first: tuple[str, Optional[str]], second: tuple[str, Optional[str]], why: str) -> None:
+    """Refuse two paths that are one file where one is written: ``-o X --save-snapshot X`` (the second write would
+    replace the first), ``audit X -o X`` (the report would replace the checkpoint). Work lost without a word."""
+    import os
+
+    (one, path), (other, path2) = first, second
+    if path and path2 and os.path.normcase(os.path.realpath(path)) == os.path.normcase(os.path.realpath(path2)):
+        usage_error(f"{one} and {other} name the same file {path2}: {why}")
 
 
 def write_output(option: str, path: str, text: str) -> None:

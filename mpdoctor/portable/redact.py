@@ -11,18 +11,26 @@ Two layers, both applied by default:
   ``AWS_SECRET_ACCESS_KEY``... see ``is_secret_name``) has its value replaced
   whole, at collection time, so the secret never leaves the target process;
 * by shape: any string that reaches a report is scanned for credentials in URLs
-  (``https://user:<password>@``, ``https://<token>@``), webhook URLs whose path
-  is the secret (Slack, Discord, Teams, any ``.../webhook/...``), ``NAME=value``,
-  ``NAME: value``, ``"name": "value"``, ``{b'name': b'value'}``, ``--name value``,
-  ``curl -u login:password``, netrc's ``password value`` and
-  ``Authorization: Bearer value`` where the name says secret, private key blocks,
-  and the token formats of the major providers.
+  (``https://user:<password>@``, a password holding ``/ # ? @`` too, ``https://<token>@``),
+  a token in a package index's URL path (``/basic/<token>/pypi/simple``, Anaconda's
+  ``/t/<token>/``, ``pypi.fury.io/<token>/``: a segment that reads as random, in a URL
+  that names an index by its host, its path or the option before it), webhook URLs
+  whose path is the secret (Slack, Discord, Teams, any ``.../webhook/...``),
+  ``NAME=value``, ``NAME: value``, ``"name": "value"``, ``{b'name': b'value'}``,
+  ``--name value`` (a colour code between name and value changes nothing),
+  ``curl -u login:password``, the password options of the commands that take one
+  (``docker login -p X``, ``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``),
+  netrc's ``password value`` and ``Authorization: Bearer value`` where the name
+  says secret, private key blocks, the token formats of the major providers, and,
+  whatever surrounds it, a run of 20 or more letters and digits that reads as random
+  (upper and lower case and digits, changing often: a key of no known format).
 
 What is masked after a name: a quoted value whole, up to its own closing quote
 (``password="it's-X"``); a bare one to the next space, except after a name that
 says password, whose value may be several words and runs to the end of the line
 (or a closing quote, an ``&``, or the next ``name=`` or ``--flag``), since
-``password: correct horse battery staple`` is one password. Versions, paths,
+``password: correct horse battery staple`` is one password. A prose word after a name
+that says token or key, not a password, is no value (``token: not a weight file``). Versions, paths,
 package names, GPU UUIDs and dtypes are left alone: a diagnosis needs them. A dtype
 stays even after a name that says secret (``attention.self.key: float32``, a module
 path in a checkpoint audit, is no credential; see ``_DTYPE_VALUE``).
@@ -31,7 +39,10 @@ The scan is one pass of one regular expression over the text, in linear time:
 every alternative either starts with a literal, or may start only where a word
 starts, and gives up after a bounded number of characters unless it matches, and
 a match is consumed. A value is read only after a name that says secret, so
-nothing is scanned twice. ``redact_clip`` redacts *before* it cuts, so a cut can
+nothing is scanned twice, but for a bounded part once more: a URL's host and the path
+segments before its last index token (each at most 256 characters, holding no ``/``),
+and a password option's command, looked for at most 256 characters back on its line
+(each character of a line searched once, however many options it holds). ``redact_clip`` redacts *before* it cuts, so a cut can
 never leave the first characters of a token behind.
 """
 
@@ -48,7 +59,7 @@ _SECRET_NAME_WORDS = frozenset(
     TOKEN TOKENS SECRET SECRETS PASSWORD PASSWD PASS PASSPHRASE KEY KEYS APIKEY
     CREDENTIAL CREDENTIALS CREDS AUTH AUTHN AUTHZ AUTHORIZATION OAUTH COOKIE COOKIES COOKIEJAR
     SESSION SESSIONID SIGNATURE SIG PRIVATE DSN BEARER APITOKEN ACCESSTOKEN WEBHOOK WEBHOOKS WEBHOOKURL SAS
-    SSHPASS SMBPASS
+    SSHPASS SMBPASS PAT CRED PSK JWT OTP TOTP HOTP PASSCODE MNEMONIC STOREPASS KEYPASS PASSIN PASSOUT
     """.split()
 )
 # A part that holds one of these is a secret word too: PGPASSWORD, HTPASSWD, DBPASSWORD...
@@ -60,15 +71,17 @@ _SECRET_SUFFIXES = ("TOKEN", "SECRET", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIV
 _PASSWORD_WORDS = frozenset(("PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PWD", "SSHPASS", "SMBPASS"))
 # A name whose last part is one of these names a type, not a variable: ``KeyError: 'weight'``.
 _TYPE_WORDS = frozenset(("ERROR", "EXCEPTION", "WARNING", "ERR"))
-# A name whose only secret word is TOKEN(S) counts tokens, not credentials, when it
-# also has one of these parts: ``max_new_tokens``, ``pad_token_id``, ``eos_token``.
+# A name whose only secret word is TOKEN(S) counts tokens, or names a tokenizer's special token, not a
+# credential, when it also has one of these parts: ``max_new_tokens``, ``eos_token``, ``vocab_size``...
 _TOKEN_COUNT_WORDS = frozenset(
     """
     PAD EOS BOS UNK CLS SEP MASK SPECIAL ADDITIONAL MAX MIN NUM NEW TOTAL VOCAB START
-    END ID IDS LEN LENGTH COUNT SIZE PER LIMIT BUDGET PROMPT INPUT OUTPUT GENERATED
-    BATCH IMAGE SEQ
+    END LEN LENGTH COUNT SIZE PER LIMIT BUDGET IMAGE
     """.split()
 )
+# ...and these only after the token word or with a plural one: ``pad_token_id``, ``input_tokens``, ``token_ids``;
+# before a singular one they name whose token it is: ``id_token`` (OIDC), ``INPUT_TOKEN`` (a GitHub Action's input).
+_TOKEN_COUNT_AFTER = frozenset("ID IDS PROMPT INPUT OUTPUT GENERATED BATCH SEQ".split())
 
 # Token formats that are secrets wherever they appear, whatever surrounds them.
 _TOKENS = (
@@ -88,13 +101,36 @@ _TOKENS = (
     r"wandb_v1_[A-Za-z0-9_]{20,}",  # Weights & Biases (newer keys)
     r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",  # HashiCorp Vault service, batch and recovery tokens
     r"dckr_pat_[A-Za-z0-9_\-]{20,}",  # Docker Hub personal access token
+    r"api_org_[A-Za-z0-9]{20,}",  # Hugging Face organisation API token
+    r"GOCSPX-[A-Za-z0-9_\-]{20,}",  # Google OAuth client secret
+    r"gsk_[A-Za-z0-9]{20,}",  # Groq
+    r"r8_[A-Za-z0-9]{20,}",  # Replicate
+    r"do[opr]_v1_[a-f0-9]{40,}",  # DigitalOcean personal, OAuth and refresh tokens
+    r"ATATT[A-Za-z0-9_\-=]{20,}",  # Atlassian API token
+    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{20,}",  # Shopify access tokens and shared secret
+    r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
+    r"dapi[a-f0-9]{32}(?:-[0-9])?",  # Databricks
+    r"nvapi-[A-Za-z0-9_\-]{20,}",  # NVIDIA API catalog
+    r"xai-[A-Za-z0-9]{20,}",  # xAI
+    r"pplx-[A-Za-z0-9]{20,}",  # Perplexity
+    r"glsa_[A-Za-z0-9]{20,}_[A-Fa-f0-9]{8}",  # Grafana service account
+    r"lin_api_[A-Za-z0-9]{20,}",  # Linear
+    r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{20,}",  # Square
+    r"pul-[a-f0-9]{40}",  # Pulumi
+    r"ntn_[A-Za-z0-9]{30,}",  # Notion
+    r"LTAI[A-Za-z0-9]{16,}",  # Alibaba Cloud access key id
     # JWT, also without its signature (a name split at dots, a line cut); header and payload are bounded so that
     # a failed attempt costs a bounded scan.
     r"eyJ[A-Za-z0-9_\-]{8,256}\.eyJ[A-Za-z0-9_\-]{8,8192}(?:\.[A-Za-z0-9_\-]*)?",
 )
 _KEY_TAIL = r"[A-Za-z0-9_\-]{0,80}"  # names are bounded: a failed attempt costs at most this
+# A terminal colour code (SGR: ``ESC [1;32m``), as a coloured log puts it around a name or before a value; also
+# escaped, as JSON or a repr writes it (``\\u001b[1m``, ``\\x1b[1m``, ``\\033[1m``).
+_SGR = r"(?:(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;]{0,16}m){0,4}"
 # Where a name or a token may start: not inside a word (nor at the n of ``\\n``), but right after an escaped
-# newline or tab, as in a repr'd or JSON-escaped string (a traceback's source line, a log that logs JSON).
+# newline or tab, as in a repr'd or JSON-escaped string (a traceback's source line, a log that logs JSON). Right
+# after a colour code too, but that is the ``sgr`` alternative's to find (a lookbehind for it here, tried at
+# every character, would cost the whole scan half again).
 _WORD_START = r"(?:(?<![A-Za-z0-9_\-\\])|(?<=\\[nrt]))"
 _TOKEN_START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
 # Webhook URLs whose path is the secret: the path after these is masked, up to a space, a quote or a query.
@@ -112,7 +148,12 @@ _PROSE = (
     r"too|mismatch|needed|given|supplied|provided|empty|none|null|true|false)\b"
 )
 # Between a name and its value: a closing quote (also escaped, at any depth), a bracket, and = or :, not == or ://
-_NAME_END = r"\\{0,8}[\"']?\]?[ \t]{0,8}[:=](?![=/:])[ \t]{0,8}"
+_NAME_END = r"\\{0,8}[\"']?\]?" + _SGR + r"[ \t]{0,8}[:=](?![=/:])" + _SGR + r"[ \t]{0,8}" + _SGR
+# --name value, --name=value; name=value, name: value...: the flag and pair alternatives below, without where
+# they may start, for a name right after a colour code (``ESC[1mHF_TOKEN ESC[0m: X``)
+_FLAG = r"(?P<flag>--?(?P<flagname>[A-Za-z]" + _KEY_TAIL + r")(?:=|[ \t]+))"
+_PAIR = r"(?P<pair>(?P<name>[A-Za-z_]" + _KEY_TAIL + r")" + _NAME_END + r")"
+_AFTER_COLOUR = re.compile(_FLAG + "|" + _PAIR)
 _NETRC_ENTRY = r"(?:login|machine|account)[ \t]+[^\s]{1,253}[ \t]+"
 _NETRC_PASSWORD = r"(?:[Pp]ass(?:word|wd)|PASS(?:WORD|WD))[ \t]+(?!(?i:" + _PROSE + r"))"
 # netrc's ``password X``: after ``login u`` (``machine h login u password X``) or first on its line (a .netrc
@@ -126,21 +167,28 @@ _NETRC = (
 _SCAN = re.compile(
     # A PEM private key block; its end is found by the caller, within a bound.
     r"(?P<pem>-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
-    # URL userinfo: everything between :// and the last @ before the host (a password may hold a raw @).
-    r"|(?P<url>://(?P<userinfo>[^/?#\s\"]*)@)"
+    # A URL: its userinfo, webhook path and index path tokens are judged by _url
+    r"|(?P<url>://)"
+    # A colour code: a name may follow it (see _AFTER_COLOUR)
+    r"|(?P<sgr>(?:\x1b|\\(?:u001[bB]|x1[bB]|033|e))\[[0-9;]{0,16}m)"
     r"|(?P<token>" + _TOKEN_START + r"(?:" + "|".join(_TOKENS) + r"))"
     r"|(?P<hook>(?=[hdw])" + _TOKEN_START + r"(?:" + "|".join(_HOOKS) + r"))"
-    # Any other URL with a webhooks/ or hooks/ directory: the rest of its path is the secret. Host and directories
-    # are bounded, so that a failed attempt costs a bounded scan.
-    r"|(?P<hookurl>://[A-Za-z0-9.\-]{1,253}(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%\-]{1,100}){0,8}?/(?:webhooks?|hooks)/)"
     # --name value, --name=value (a command line that echoes --hf_token ...)
-    r"|(?P<flag>" + _WORD_START + r"--?(?P<flagname>[A-Za-z]" + _KEY_TAIL + r")(?:=|[ \t]+))"
+    r"|(?=-)" + _WORD_START + _FLAG + r""
+    # -pX: a short option with its value attached (mysql -pX), where its command takes a password so
+    r"|(?P<short>" + _WORD_START + r"-(?P<letter>[A-Za-z])(?=[^\s=\-]))"
     # name=value, name: value, "name": "value", os.environ["NAME"] = "value", {\"name\": \"value\"}, {b'name': b'v'}
-    r"|(?P<pair>" + _WORD_START + r"(?P<name>[A-Za-z_]" + _KEY_TAIL + r")" + _NAME_END + r")"
+    r"|" + _WORD_START + _PAIR + r""
     # Bearer X on its own (a curl -H line cut before its header name)
     r"|(?P<bearer>" + _WORD_START + r"(?:[Bb]earer|BEARER)[ \t]+)"
     # a netrc entry (see _NETRC)
     r"|(?P<netrc>(?=[ \tPplma])(?:" + _NETRC + r"))"
+    # a C++ mangled name (``undefined symbol: _ZN3c104cuda20CUDACachingAllocator9allocatorE``) is a diagnosis,
+    # however random its runs read: kept whole
+    r"|(?P<mangled>_(?<![A-Za-z0-9_\\]_)Z[A-Za-z0-9_]+)"
+    # a run of letters and digits long enough to be a key: masked when it reads as random (see _random)
+    # (not at the n of ``\\n``: a token may follow it)
+    r"|(?P<random>(?<![A-Za-z0-9\\])[A-Za-z0-9]{20,}|(?<=\\[nrt])[A-Za-z0-9]{20,})"
 )
 # The value after a name that says secret: an optional auth scheme kept, then one quoted value or a bare one.
 # Quoted: either quote style, also \"escaped\" at any depth (JSON in JSON: ``\\\"`` holding ``\\\\\\\"``), a b/r/u
@@ -187,6 +235,206 @@ _DTYPE_VALUE = re.compile(
     r"(?:b?float(?:8_e[0-9a-z]{1,12}|16|32|64)?|half|double|u?int(?:4|8|16|32|64)|bool|complex(?:32|64|128)"
     r"|q(?:u?int8|int32))(?![A-Za-z0-9_\-])"
 )
+# A prose word after a name that says token or key, not a credential: "token: not a weight file", "key: none".
+# Only after a colon, and never after a password's name (a password may be any words).
+_INNOCENT = re.compile(r"(?:" + _PROSE + r")(?![\-_./:=@0-9])")
+
+# URLs. userinfo: everything between :// and the last @ before the host (a password may hold a raw @); or, after
+# ``user:``, a password that holds a raw / ? or # too, up to the last @ that a host follows (not ``host:8080/``).
+_URL_USERINFO = re.compile(r"[^/?#\s\"]{0,1024}@")
+_URL_PASSWORD = re.compile(
+    r"[^/?#\s\"'<>@:]{0,256}:(?![0-9]{0,5}(?:[/?#\s\"'<>]|\Z))[^\s\"'<>]{0,1024}@(?=[A-Za-z0-9\[])"
+)
+_URL_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]{0,64}\]|[A-Za-z0-9.\-_~%]{0,253})(?::[0-9]{0,5})?")
+_URL_PATH = re.compile(r"(?:/[^/\s\"'<>?#\\`]{0,256}){0,32}")
+# Webhook hosts (as _HOOKS, with a subdomain: acme.webhook.office.com), and a webhooks/ or hooks/ directory in any
+# URL: the rest of the path is the secret.
+_HOOK_HOST = re.compile(r"(?:[A-Za-z0-9\-]{1,63}\.){0,4}?(?:" + "|".join(_HOOKS) + r")")
+_HOOK_DIRS = frozenset(("webhook", "webhooks", "hooks"))
+# A package index (pip, conda, a private mirror) whose URL may carry a token in its path: by its host, a directory
+# of its path, or the option or variable that names it (``PIP_INDEX_URL=``, ``--extra-index-url``, ``channels:``).
+_INDEX_HOSTS = tuple(
+    "pypi fury.io gemfury cloudsmith anaconda conda jfrog artifactory nexus devpi pkg.dev packagecloud repo registry "
+    "npm pkgs.".split()
+)
+_INDEX_DIRS = frozenset("pypi conda basic whl wheels repository repositories artifactory npm channel channels".split())
+_INDEX_CONTEXT = re.compile(r"(?i)index|channel|find.links|repo|registry|(?<![A-Za-z0-9])-[if][ \t=]")
+# A path segment, or a run of letters and digits, that reads as random: pieces (split at - _ ~) that mix letters
+# and digits, or mixed-case runs that change case often; a key, a token, a UUID does, a word or a version does not.
+_SEGMENT = re.compile(r"[A-Za-z0-9_\-~=+]{12,256}\Z")
+_PIECES = re.compile(r"[\-_~=+]+")
+
+
+def _classes(run):
+    """How many times ``run`` changes between upper case, lower case and digit, and how many of each it has."""
+    changes, last, counts = 0, None, [0, 0, 0]
+    for ch in run:
+        kind = 0 if ch.isdigit() else 1 if ch.isupper() else 2
+        counts[kind] += 1
+        changes += last is not None and kind != last
+        last = kind
+    return changes, counts
+
+
+def _random(run):
+    """True when a run of 20 or more letters and digits reads as a key: all three kinds, often changing."""
+    run = run[:256]
+    changes, (digits, upper, lower) = _classes(run)
+    return len(run) >= 20 and digits >= 2 and upper >= 2 and lower >= 2 and changes * 4 >= len(run)
+
+
+def _random_piece(piece):
+    if len(piece) >= 4 and not piece.isalpha() and not piece.isdigit():
+        return True  # letters and digits mixed: 1a2b3c4d, Cnry1aB3
+    return len(piece) >= 16 and _random(piece + "00")  # long mixed case: AbCdEfGhIjKlMnOp
+
+
+def _tokenish(segment):
+    """True when a URL path segment reads as a token (an index's /<token>/ or /t/<token>/), not a name."""
+    if not _SEGMENT.match(segment):
+        return False
+    return sum(len(piece) for piece in _PIECES.split(segment) if _random_piece(piece)) >= 10
+
+
+def _is_index(host, segments, before):
+    """True when the URL (``host``, its path ``segments``, the text ``before`` it on its line) names a package
+    index: its path segments are judged as tokens."""
+    host = host.lower()
+    if any(mark in host for mark in _INDEX_HOSTS):
+        return True
+    if any(segment in _INDEX_DIRS for segment in segments):
+        return True
+    named = [segment for segment in segments if segment]
+    if "simple" in named[-2:] or named[:1] == ["t"]:  # pip's /simple/ or /simple/<project>/; Anaconda's /t/<token>/
+        return True
+    return _INDEX_CONTEXT.search(before) is not None
+
+
+def _url(text, start, out):
+    """Mask the credentials of the URL whose ``://`` ends at ``start``; return where scanning goes on.
+
+    Its userinfo (a plain user name kept); the path of a webhook URL (the path is the secret); a path segment
+    that reads as a token in a package index's URL (``/basic/<token>/pypi/simple``, Anaconda's
+    ``/t/<token>/``, ``pypi.fury.io/<token>/``), and after ``/t/`` in any URL. Its query is left to the caller's
+    scan (``?access_token=X`` is a name and a value). Each part is bounded, so a URL costs a bounded scan.
+    """
+    pos = start
+    found = _URL_PASSWORD.match(text, pos) or _URL_USERINFO.match(text, pos)
+    if found:
+        out.append(_userinfo(text[pos : found.end() - 1]) + "@")
+        pos = found.end()
+    hook = _HOOK_HOST.match(text, pos)
+    host = _URL_HOST.match(text, pos)
+    path = _URL_PATH.match(text, host.end())
+    segments = path.group(0).split("/")[1:]
+    lowered = [segment.lower() for segment in segments]
+    cut = next((index for index, segment in enumerate(lowered[:9]) if segment in _HOOK_DIRS), None)
+    if hook or cut is not None:
+        head = hook.end() if hook else host.end() + sum(len(segment) + 1 for segment in segments[: cut + 1]) + 1
+        out.append(text[pos:head])
+        rest = _HOOK_PATH.match(text, head)
+        if rest:
+            out.append(REDACTED)
+            return rest.end()
+        return head
+    line = text.rfind("\n", max(0, start - 80), start)
+    before = text[max(line + 1, start - 80) : max(line + 1, start - 3)]
+    index = _is_index(host.group(0), lowered, before)
+    masked = [
+        (index or (number > 0 and lowered[number - 1] == "t")) and _tokenish(segment)
+        for number, segment in enumerate(segments)
+    ]
+    if not any(masked):
+        return pos  # the host and path are scanned as any text is
+    # up to the last token, what is not masked is scanned as any text is: a host or a segment is bounded and holds
+    # no ``/``, so this scans each character once more, and recurses no deeper; after it, the caller's scan goes on,
+    # and from a segment that holds a secret of its own (``/api_key=X/``) too, whose value may run over slashes
+    last = max(number for number, mask in enumerate(masked) if mask)
+    out.append(redact_text(host.group(0)))
+    at = host.end()
+    for segment, mask in zip(segments[: last + 1], masked):
+        if not mask and redact_text(segment) != segment:
+            return at
+        out.append("/" + (REDACTED if mask else segment))
+        at += len(segment) + 1
+    return at
+
+
+# Commands whose short options take a password: option letters whose value is the next word, letters whose value
+# is attached (``mysql -pX``: ``mysql -p db`` asks for it, db is a database), and a subcommand they need (``docker
+# login -p X``; ``docker run -p 8080:80`` publishes a port).
+_PASSWORD_OPTIONS = {
+    "docker": ("p", "", "login"),
+    "podman": ("p", "", "login"),
+    "nerdctl": ("p", "", "login"),
+    "buildah": ("p", "", "login"),
+    "skopeo": ("p", "", "login"),
+    "helm": ("p", "", "login"),
+    "oras": ("p", "", "login"),
+    "crane": ("p", "", "login"),
+    "sshpass": ("p", "", ""),
+    "mysql": ("", "p", ""),
+    "mysqldump": ("", "p", ""),
+    "mysqladmin": ("", "p", ""),
+    "mysqlimport": ("", "p", ""),
+    "mariadb": ("", "p", ""),
+    "mariadb-dump": ("", "p", ""),
+    "mongo": ("p", "p", ""),
+    "mongosh": ("p", "p", ""),
+    "mongodump": ("p", "p", ""),
+    "mongorestore": ("p", "p", ""),
+    "mongoexport": ("p", "p", ""),
+    "mongoimport": ("p", "p", ""),
+    "redis-cli": ("a", "a", ""),
+    "sqlcmd": ("P", "P", ""),
+    "bcp": ("P", "P", ""),
+    "zip": ("P", "P", ""),
+    "7z": ("", "p", ""),
+    "7za": ("", "p", ""),
+    "unrar": ("", "p", ""),
+    "rar": ("", "p", ""),
+    "ldapsearch": ("w", "w", ""),
+    "ldapadd": ("w", "w", ""),
+    "ldapmodify": ("w", "w", ""),
+    "ldapdelete": ("w", "w", ""),
+    "mosquitto_pub": ("P", "P", ""),
+    "mosquitto_sub": ("P", "P", ""),
+}
+_COMMANDS = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(" + "|".join(re.escape(c) for c in sorted(_PASSWORD_OPTIONS, key=len, reverse=True)) + ")"
+    r"(?![A-Za-z0-9_.\-])"
+)
+_COMMAND_WINDOW = 256  # how far back on its line an option's command is looked for
+_ATTACHED = re.compile(r"[^\s\"']{1,256}")
+
+
+_SUBCOMMANDS = {name: re.compile(r"(?<![A-Za-z0-9_\-])" + name + r"(?![A-Za-z0-9_\-])") for name in ("login",)}
+
+
+class _Commands:
+    """The last command of _PASSWORD_OPTIONS seen before a point of one text: each character is searched once, as
+    the scan moves on, so that a line of a thousand options costs no more than a line of one."""
+
+    def __init__(self, text):
+        self.text, self.upto, self.last = text, 0, None
+
+    def options(self, at):
+        """The option letters that take a password (next word, attached) in the command before ``at`` on its line."""
+        text = self.text
+        low = max(0, at - _COMMAND_WINDOW)
+        line = text.rfind("\n", low, at)
+        low = max(low, line + 1)
+        for found in _COMMANDS.finditer(text, max(self.upto, low), at):
+            self.last = found
+        self.upto = max(self.upto, at)
+        if self.last is None or self.last.start() < low:
+            return "", ""
+        separate, attached, subcommand = _PASSWORD_OPTIONS[self.last.group(1)]
+        if subcommand and _SUBCOMMANDS[subcommand].search(text, self.last.end(), at) is None:
+            return "", ""
+        return separate, attached
+
+
 _PARTS = re.compile(r"[^A-Z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DIGITS = re.compile(r"[0-9]+\Z")
@@ -229,8 +477,17 @@ def is_secret_name(name):
             return True  # AZURE_STORAGE_CONNECTION_STRING holds an account key
         return name.upper().endswith("KEY")
     if all(part.endswith(("TOKEN", "TOKENS")) for part in secret):
-        return not any(part in _TOKEN_COUNT_WORDS for part in parts)
+        return not _counts_tokens(parts)
     return True
+
+
+def _counts_tokens(parts):
+    """True when a name whose secret words are all TOKEN(S) counts tokens or names a special one (see above)."""
+    if any(part in _TOKEN_COUNT_WORDS for part in parts):
+        return True
+    first = min(index for index, part in enumerate(parts) if part.endswith(("TOKEN", "TOKENS")))
+    plural = any(part.endswith("TOKENS") for part in parts)
+    return any(part in _TOKEN_COUNT_AFTER and (plural or index > first) for index, part in enumerate(parts))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -277,24 +534,70 @@ def _value(text, start, out, words=False):
     return found.end()
 
 
+_SGR_RUN = re.compile(_SGR)
+
+
+def _skip_sgr(text, pos):
+    return _SGR_RUN.match(text, pos).end()
+
+
+def _short_password(commands, found, out):
+    """For ``-p X`` or ``-pX`` where the command takes a password there (``docker login -p X``, ``mysql -pX``):
+    append the option (and the mask of an attached value) and return True; else append nothing, return False."""
+    flag = found.group("flagname")
+    separate, attached = commands.options(found.start())
+    if len(flag) == 1 and flag in separate and not found.group(0).endswith("="):
+        out.append(found.group(0))
+        return True
+    if (flag[0] in attached and len(flag) > 1) or (flag in separate + attached and found.group(0).endswith("=")):
+        out.append("-" + flag[0] + REDACTED)
+        return True
+    return False
+
+
 def redact_text(text):
     """Mask credentials found by shape in free text, in one linear pass."""
     if not text:
         return text
-    out, pos, search = [], 0, _SCAN.search
+    out, pos, search, commands = [], 0, _SCAN.search, _Commands(text)
     while True:
         found = search(text, pos)
         if found is None:
             break
         out.append(text[pos : found.start()])
         kind = found.lastgroup
+        if kind == "sgr":
+            out.append(found.group(0))
+            pos = found.end()
+            named = _AFTER_COLOUR.match(text, pos)
+            if named is None:
+                continue
+            found, kind = named, named.lastgroup
         if kind == "token":
             out.append(REDACTED)
             pos = found.end()
-        elif kind == "url":
-            out.append("://" + _userinfo(found.group("userinfo")) + "@")
+        elif kind == "mangled":
+            out.append(found.group(0))
             pos = found.end()
-        elif kind in ("hook", "hookurl"):
+        elif kind == "random":
+            out.append(REDACTED if _random(found.group(0)) else found.group(0))
+            pos = found.end()
+        elif kind == "url":
+            out.append("://")
+            pos = _url(text, found.end(), out)
+        elif kind == "short":
+            out.append(found.group(0))
+            pos = found.end()
+            if found.group("letter") in commands.options(found.start())[1]:
+                value = _ATTACHED.match(text, pos)
+                out.append(REDACTED)
+                pos = value.end()
+        elif kind == "flag" and not found.group(0).startswith("--") and _short_password(commands, found, out):
+            if len(found.group("flagname")) == 1 and not found.group(0).endswith("="):
+                pos = _value(text, found.end(), out)
+            else:  # -pX: the value runs from the option's letter to the next space or quote
+                pos = _ATTACHED.match(text, found.start("flagname") + 1).end()
+        elif kind == "hook":
             out.append(found.group(0))
             pos = found.end()
             path = _HOOK_PATH.match(text, pos)
@@ -322,6 +625,9 @@ def redact_text(text):
                 words = kind == "pair" and _is_password_name(name)
                 if kind == "pair" and not words and _DTYPE_VALUE.match(text, pos):
                     continue  # ``attention.self.key: float32``: a module's dtype, not a key's value
+                if kind == "pair" and not words and "=" not in found.group(0)[len(name) :]:
+                    if _INNOCENT.match(text, _skip_sgr(text, pos)):
+                        continue  # "token: not a weight file": prose, not a token's value
                 pos = _value(text, pos, out, words=words)
     out.append(text[pos:])
     return "".join(out)

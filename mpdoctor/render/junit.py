@@ -17,7 +17,9 @@
 No time is given: the checks are not timed one by one, and a made-up zero would
 read as a measurement. Everything is XML-escaped, and characters that XML 1.0
 forbids (control characters, lone surrogates from a non-UTF-8 path) are written as
-a visible ``\\x1b`` / ``\\ud800`` escape instead, so the file always parses. The
+a visible ``\\x1b`` / ``\\ud800`` escape instead, so the file always parses; so are
+those XML allows but a reader's screen must not get raw (C1 controls such as the CSI
+U+009B, bidi overrides, invisible characters: render/sanitise.py's ``block``). The
 layout validates against the Jenkins xUnit plugin's JUnit schema (tests/fixtures/junit-10.xsd).
 """
 
@@ -32,6 +34,7 @@ from mpdoctor.checks.facts import FACTS
 from mpdoctor.checks.registry import Check, builtin_registry
 from mpdoctor.doctor.report import Report
 from mpdoctor.findings import Finding, Severity
+from mpdoctor.render import sanitise
 from mpdoctor.render.text import environment_line, summary_line
 
 # Everything outside XML 1.0's Char production (https://www.w3.org/TR/xml/#charsets).
@@ -40,7 +43,8 @@ CRASHED = re.compile(r"^Check ([A-Z]+[0-9]{3}) \(")  # MPD001's title, from regi
 
 
 def clean(text: str) -> str:
-    """``text`` with every character XML 1.0 cannot hold written as a visible escape."""
+    """``text`` with every character XML 1.0 cannot hold, and every one the sanitiser shows, as a visible escape."""
+    text = sanitise.block(text)  # C1 controls, bidi, invisible: XML holds them, a CI log view would show them raw
     return FORBIDDEN.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 

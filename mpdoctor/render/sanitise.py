@@ -15,8 +15,12 @@ tab in them is shown too, so a value cannot fake a line of the report. :func:`bl
 keeps ``\\n`` and ``\\t`` for fields that are laid out in lines (evidence such as a
 traceback); a carriage return is never layout (it rewrites the line it ends).
 
+Invisible characters (zero-width ones, the BOM, the Unicode tag characters that spell
+hidden ASCII) are shown the same way: two names that read alike must not differ unseen,
+and a ticket must not carry text its reader cannot see.
+
 Markdown renders more than a terminal: in a ticket, ``[the fix](https://evil)`` from a
-tensor name is a link and ``<img src=...>`` loads. :func:`markdown` escapes every
+tensor name is a link, ``<img src=...>`` loads and ``@name`` notifies a user. :func:`markdown` escapes every
 character with a meaning there, outside inline code, after :func:`line`. mpdoctor's
 own words put code in backticks (``run `nvidia-smi -L` ``), so a balanced backtick pair
 stays code, which is inert: nothing inside a code span is a link or HTML. A backtick
@@ -32,10 +36,15 @@ import re
 # (U+200E, U+200F) and the Arabic letter mark (U+061C). Line and paragraph separators (U+2028, U+2029) and
 # NEL (U+0085, a C1 control) end a line on some terminals and editors: shown too.
 _BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029"
-# C0 controls but \t and \n, DEL, C1 controls, bidi.
-_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+# Invisible characters, which make two names that read the same differ (``torch`` and ``tor\u200bch``) or carry
+# hidden text (the Unicode tag characters U+E0000-U+E007F spell ASCII invisibly, a way to hide instructions in a
+# ticket): zero-width space, non-joiner and joiner, word joiner and the invisible operators, the BOM, the soft
+# hyphen, the Mongolian vowel separator and the Hangul fillers.
+_INVISIBLE = "\u200b-\u200d\u2060-\u2064\ufeff\u00ad\u180e\u115f\u1160\u3164\uffa0\U000e0000-\U000e007f"
+# C0 controls but \t and \n, DEL, C1 controls, bidi, invisible.
+_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}]")
 # The same and \t and \n.
-_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}]")
 # What Markdown (GitHub's) gives a meaning outside code that can hide, link or load: links and images ([ ]: with
 # the brackets inert, "(url)" and "!" are words), HTML and autolinks (< >), entities (&: "&#x202e;" would be the
 # character itself), emphasis (*, which could also end mpdoctor's own **bold**), tables (|), headings (#),
@@ -43,6 +52,12 @@ _LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 # as CUDA_VISIBLE_DEVICES read as they are written.
 _MARKDOWN = re.compile(r"([\\\[\]<>&*|#])")
 _TICKS = re.compile(r"`+")
+# An @mention (GitHub, GitLab): ``@name`` or ``@org/team`` where a word does not run into the @ (an e-mail address
+# or ``pkg.git@v1`` is none). A ticket that quotes ``@torch.compile`` from a traceback would notify the user
+# "torch". A backslash does not stop GitHub (it finds mentions after Markdown is rendered); an empty HTML comment
+# after the @ does, and renders as nothing, so the text reads and copies as it was.
+_MENTION = re.compile(r"(?<![A-Za-z0-9_.+\-`@])@(?=[A-Za-z0-9])")
+NO_MENTION = "@<!-- -->"
 
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -53,7 +68,7 @@ def _visible(match: re.Match) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def line(text: str) -> str:
@@ -73,7 +88,7 @@ def lines(text: str) -> list[str]:
 
 
 def _escape(text: str) -> str:
-    return _MARKDOWN.sub(r"\\\1", text)
+    return _MENTION.sub(NO_MENTION, _MARKDOWN.sub(r"\\\1", text))
 
 
 def markdown(text: str, cell: bool = False) -> str:

@@ -247,7 +247,18 @@ def with_note(failure: Failure) -> Failure:
     dtypes = failure.dtypes
     if len(dtypes) > 1:
         lines.append(f"  {' and '.join(dtypes)} meet here.")
-    return replace(failure, note="\n".join(lines))
+    # module and tensor names are the user's (a ModuleDict key may hold ESC ]52; or U+202E): the note is printed
+    # with the traceback, so each of its lines shows such a character as its escape, and a newline in a name
+    # cannot add a line
+    return replace(failure, note="\n".join(shown(line) for line in lines))
+
+
+def shown(text: str) -> str:
+    """``text`` with every character that is not printable (controls, DEL, C1, bidi and other format characters,
+    line separators) written as its Python escape: ``\\x1b``, ``\\u202e``."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def grouped(tensors: Sequence[TensorInfo]) -> str:

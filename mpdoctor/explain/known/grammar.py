@@ -257,7 +257,9 @@ SIGNATURES: list[Signature] = [
             r"(?:half|bfloat16)\{\[[0-9, ]{0,40}\]\}\): expected a tensor with 2 or more dimensions of float, double",
         ),
         details=(
-            r"(?P<op>[a-z_][a-z0-9_.]{0,60})(?:\([a-z0-9_]{0,20}\{[^}]{0,60}\}\))?: (?:low precision|expected a)",
+            # the op starts a word: a search tries one start a word, not one a character (60 steps each)
+            r"(?<![a-z0-9_.])(?P<op>[a-z_][a-z0-9_.]{0,60})(?:\([a-z0-9_]{0,20}\{[^}]{0,60}\}\))?: "
+            r"(?:low precision|expected a)",
             r"got (?P<dtype>" + LOW + r")",
             r"\((?P<dtype>" + LOW + r")\{\[",
         ),

@@ -252,7 +252,7 @@ SIGNATURES: list[Signature] = [
         title="{op}: an fp16 op without a CPU kernel (torch before 1.7 words it without quotes)",
         needles=("_cpu not implemented for 'half", "_cpu not implemented for 'bfloat16"),
         patterns=(r"_cpu not implemented for '(?:half|bfloat16)'",),  # quoted, it is `_cpu" not implemented`
-        details=(r"(?P<op>[a-z0-9_]{1,60}_cpu) not implemented for '(?P<dtype>half|bfloat16)'",),
+        details=(r"(?<![a-z0-9_])(?P<op>[a-z0-9_]{1,60}_cpu) not implemented for '(?P<dtype>half|bfloat16)'",),
         cause="A {dtype} tensor reached a CPU kernel ({op}) that has no version for it: torch before 1.7 built "
         "almost no CPU op for Half (x86 CPUs have no fp16 arithmetic), and words the error without quotes. A "
         "`.half()` model, or a step of it such as YOLOv5's conv/bn fusing, ran on the CPU.",
