@@ -190,3 +190,36 @@ def test_extension_loads_that_never_happened_say_why():
     assert "stopped while loading" in apex.extensions[0].load_detail
     merge_extension_loads(apex, steps({"step": "apex_loads", "data": {"amp_C": {"status": "ok", "detail": ""}}}))
     assert apex.extensions[0].load_status == "ok"
+
+
+def test_pth_lines_about_apex_and_lines_that_only_hold_its_letters(tmp_path):
+    """A .pth line is apex's when it is: a folder named apex003-... is no apex (its line was once to be deleted)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    checkout = tmp_path / "src" / "apex"  # a source checkout, added by a path line
+    (checkout / "apex").mkdir(parents=True)
+    holder = tmp_path / "vendored"  # a folder holding the apex package
+    (holder / "apex").mkdir(parents=True)
+    stranger = tmp_path / "apex003-xc5bbbh_" / "site"  # only the letters
+    stranger.mkdir(parents=True)
+    (site / "_torch.pth").write_text(
+        f"{stranger}\n{checkout}\n{holder}\n/opt/eggs/apex-0.1-py3.11.egg\nimport apexlike\n"
+    )
+    (site / "__editable__.apex-0.1.pth").write_text(
+        "import __editable___apex_0_1_finder; __editable___apex_0_1_finder.install()\n"
+    )
+    (site / "hooks.pth").write_text(
+        "import __editable___apex_0_1_finder\nimport os; os.environ.setdefault('X', 'apex2')\n"
+    )
+
+    found = {(os.path.basename(line["file"]), line["line"]) for line in target_apex.pth_lines([str(site)])}
+
+    assert ("_torch.pth", str(stranger)) not in found and ("_torch.pth", "import apexlike") not in found
+    assert ("hooks.pth", "import os; os.environ.setdefault('X', 'apex2')") not in found
+    assert {
+        ("_torch.pth", str(checkout)),
+        ("_torch.pth", str(holder)),
+        ("_torch.pth", "/opt/eggs/apex-0.1-py3.11.egg"),
+        ("hooks.pth", "import __editable___apex_0_1_finder"),
+        ("__editable__.apex-0.1.pth", "import __editable___apex_0_1_finder; __editable___apex_0_1_finder.install()"),
+    } <= found

@@ -10,6 +10,7 @@ children, after torch.
 import ast
 import importlib.util
 import os
+import re
 import struct
 import warnings
 
@@ -216,8 +217,32 @@ def conda_packages(prefix):
     return sorted(name[:-5] for name in names if name.endswith(".json") and "apex" in name.lower())
 
 
+def names_package(line, word, pth_name=""):
+    """Whether a .pth line is about the package ``word``, not a line that only holds its letters.
+
+    A .pth file named after the package (``__editable__.apex-0.1.pth``) is about it whole; an ``import`` line
+    when it names the package as a word (``import __editable___apex_0_1_finder``); a path line when the package
+    is one of its components (a checkout ``/src/apex``, an egg ``apex-0.1-py3.11.egg``) or the directory holds
+    the package. ``/tmp/apex003-x/site``, a folder whose name merely starts with the letters, is none of these.
+    """
+    word = word.lower()
+    if word in pth_name.lower():
+        return True
+    text = line.strip()
+    if text.startswith(("import ", "import\t")):
+        return re.search(r"(?<![a-z0-9])%s(?![a-z0-9])" % re.escape(word), text.lower()) is not None
+    parts = [part.lower() for part in re.split(r"[/\\]", text) if part]
+    if any(part == word or part.startswith((word + "-", word + ".")) for part in parts):
+        return True
+    try:
+        return os.path.isdir(os.path.join(text, word))
+    except (OSError, ValueError):
+        return False
+
+
 def pth_lines(entries, words=("apex",)):
-    """Lines of .pth files on the path that mention one of ``words``: editable installs, added paths, hooks."""
+    """Lines of .pth files on the path that are about one of ``words`` (``names_package``): editable installs,
+    added paths, hooks."""
     lines = []
     for entry in entries:
         try:
@@ -233,7 +258,7 @@ def pth_lines(entries, words=("apex",)):
             lines += [
                 {"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)}
                 for line in text.splitlines()
-                if any(word in line.lower() for word in words)
+                if any(word in line.lower() and names_package(line, word, name) for word in words)
             ]
     return lines[:MAX_LIST]
 
