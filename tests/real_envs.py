@@ -142,61 +142,141 @@ def runs(python: os.PathLike | str, code: str, *, cwd: Optional[Path] = None) ->
     )
 
 
-def make_wheel(directory: Path, name: str, version: str, *, requires=(), files: Optional[dict] = None, summary=""):
-    """A real wheel of a tiny package (crafted metadata: ``requires`` as Requires-Dist) for pip to install: its path."""
+def make_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    *,
+    requires=(),
+    files: Optional[dict] = None,
+    summary="",
+    tag: str = "py3-none-any",
+):
+    """A real wheel of a tiny package (crafted metadata: ``requires`` as Requires-Dist) for pip to install: its path.
+
+    ``files`` maps paths in the wheel to text or bytes (a compiled module); ``tag`` is the wheel's tag (a
+    platform one, ``cp311-cp311-linux_x86_64``, makes it a platlib wheel, as a build with compiled parts is)."""
     import base64
     import hashlib
     import zipfile
 
     files = dict(files if files is not None else {f"{name.replace('-', '_')}/__init__.py": ""})
+    contents = {relative: data if isinstance(data, bytes) else data.encode() for relative, data in files.items()}
     info = f"{name.replace('-', '_')}-{version}.dist-info"
     metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", f"Summary: {summary}"]
-    files[f"{info}/METADATA"] = "\n".join(metadata + [f"Requires-Dist: {req}" for req in requires]) + "\n"
-    files[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: mpdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents[f"{info}/METADATA"] = ("\n".join(metadata + [f"Requires-Dist: {req}" for req in requires]) + "\n").encode()
+    purelib = "true" if tag.endswith("-none-any") else "false"
+    contents[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: mpdoctor-tests\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n"
+    ).encode()
     record = []
-    for relative, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{relative},sha256={digest},{len(text.encode())}")
-    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
-    path = directory / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+    for relative, data in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{relative},sha256={digest},{len(data)}")
+    contents[f"{info}/RECORD"] = ("\n".join(record + [f"{info}/RECORD,,"]) + "\n").encode()
+    path = directory / f"{name.replace('-', '_')}-{version}-{tag}.whl"
     with zipfile.ZipFile(path, "w") as wheel:
-        for relative, text in files.items():
-            wheel.writestr(relative, text)
+        for relative, data in contents.items():
+            wheel.writestr(relative, data)
     return path
+
+
+def runtime_distributions(name: str):
+    """This test run's distribution ``name`` and those it requires at run time (its requirements, followed), less
+    pip, setuptools and wheel: a venv has its own, and a second copy would be a finding."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    todo, seen = [name], set()
+    while todo:
+        try:
+            dist = metadata.distribution(todo.pop())
+        except metadata.PackageNotFoundError:
+            continue
+        if dist.metadata["Name"].lower() in seen:
+            continue
+        seen.add(dist.metadata["Name"].lower())
+        if dist.metadata["Name"].lower() in ("pip", "setuptools", "wheel"):
+            continue
+        yield dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if not req.marker or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+
+
+def top_entries(dist) -> dict[str, Path]:
+    """The top-level files and directories of site-packages that a distribution installed, by name: their paths."""
+    top = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+    return {
+        entry: Path(str(dist.locate_file(entry)))
+        for entry in top
+        if entry != "__pycache__" and Path(str(dist.locate_file(entry))).exists()
+    }
 
 
 def torch_site(root: Path) -> Path:
     """A directory of links to this test run's torch and what it imports at run time (its requirements, followed):
     a venv given it on a .pth line (``add_site``) imports the real torch without a 900 MB install, and its pip sees
     that torch as installed outside the environment, so no fix run in the venv can change or remove it."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-
     root.mkdir(parents=True, exist_ok=True)
-    todo, seen = ["torch"], set()
-    while todo:
-        name = todo.pop()
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        if dist.metadata["Name"].lower() in seen:
-            continue
-        seen.add(dist.metadata["Name"].lower())
-        # pip, setuptools and wheel stay out: the venv has its own, and a second copy would be a finding
-        if dist.metadata["Name"].lower() in ("pip", "setuptools", "wheel"):
-            continue
-        top = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
-        for entry in top:
-            source = Path(str(dist.locate_file(entry)))
-            if source.exists() and not (root / entry).exists() and entry != "__pycache__":
+    for dist in runtime_distributions("torch"):
+        for entry, source in top_entries(dist).items():
+            if not (root / entry).exists():
                 (root / entry).symlink_to(source)
-        for line in dist.requires or []:
-            req = Requirement(line)
-            if not req.marker or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
     return root
+
+
+def install_copy(python: os.PathLike | str, name: str) -> list[str]:
+    """Put this test run's distribution ``name``, and what it requires at run time, into the venv's own
+    site-packages as pip installed them (their files, dist-info, RECORD): what that venv's pip then does to them
+    (uninstall, reinstall) it does for real. The names put there.
+
+    Package files are hard links where the file system allows (torch's 900 MB in a second or two): pip and rm
+    replace or unlink a file, never write into it, so this test run's own stay as they are. The dist-info
+    directories are real copies, free to damage. Never write into a package file in place (``write_text``
+    truncates the file both names share): replace it.
+    """
+
+    def link(source, target):
+        try:
+            os.link(source, target)
+        except OSError:  # another file system, or no hard links there
+            shutil.copy2(source, target)
+
+    site, names = site_packages(python), []
+    for dist in runtime_distributions(name):
+        names.append(dist.metadata["Name"])
+        for entry, source in top_entries(dist).items():
+            target = site / entry
+            if target.exists() or target.is_symlink():
+                continue
+            copy = shutil.copy2 if entry.endswith(".dist-info") else link
+            if source.is_dir():
+                shutil.copytree(source, target, symlinks=True, copy_function=copy)
+            else:
+                copy(source, target)
+    return names
+
+
+def local_wheels(name: str, version: str) -> list[Path]:
+    """Wheels of ``name`` ``version`` in the find-links directories of pip's configuration here (PIP_FIND_LINKS,
+    pip.conf): what pip installs without a network; none means installing it would download it."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], env=child_env(), capture_output=True, text=True, timeout=60
+    )
+    places = os.environ.get("PIP_FIND_LINKS", "").split()
+    for line in listed.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith(".find-links"):
+            places += value.strip().strip("'\"").split()
+    found: list[Path] = []
+    for place in dict.fromkeys(places):
+        directory = Path(place.removeprefix("file://"))
+        if directory.is_dir():
+            found += directory.glob(f"{name.replace('-', '_')}-{version}-*.whl")
+    return found
 
 
 def add_site(python: os.PathLike | str, directory: Path, name: str = "_test_site") -> Path:

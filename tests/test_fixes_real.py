@@ -2,15 +2,18 @@
 
 For every code whose fix this machine can carry out (pip from PyPI, files and directories; no GPU, no driver, no
 CUDA torch download), a test builds the state for real (a package installed by the venv's own pip, a wheel with
-crafted metadata, a damaged dist-info, a source checkout in the working directory), checks that mpdoctor reports
-it, runs the commands of the fix's first way (and of the alternatives this machine can run) as a user would paste
-them, and checks again: the finding is gone, no new warning or error came, pip runs, and what the fix promises
-works (`import pynvml` gets NVIDIA's bindings, `import torch` still imports torch). ``proves`` records the codes;
-docs/checks.md lists them, and the last test holds the two to each other. The fixes this machine cannot run are
-the fix simulator's (tests/test_fix_simulator.py).
+crafted metadata, a damaged dist-info, a source checkout in the working directory, C extensions compiled here against
+another torch, what `pip uninstall torch` leaves behind), checks that mpdoctor reports it, runs the commands of the
+fix's first way (and of the alternatives this machine can run) as a user would paste them, and checks again: the
+finding is gone, no new warning or error came, pip runs, and what the fix promises works (`import pynvml` gets
+NVIDIA's bindings, `import torch` still imports torch). ``proves`` records the codes; docs/checks.md lists them, and
+the last test holds the two to each other. The fixes this machine cannot run are the fix simulator's
+(tests/test_fix_simulator.py).
 
 The venvs are copies of one fresh venv; torch, where a state needs it, is this test run's own, linked in through a
 .pth file (``real_envs.torch_site``): seconds instead of a 900 MB install, and out of reach of any fix run here.
+Where the fix itself must uninstall and install torch (TORCH011), torch is put in the venv as pip installed it, by
+hard links (``real_envs.install_copy``), and the fix's install takes this machine's own torch wheel, pinned.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from pathlib import Path
 import pytest
 
 import apex_envs
+from mpdoctor.checks import _apex
 from real_envs import (
     PROVEN_BY_RUNNING,
     add_site,
     child_env,
     copy_venv,
     findings,
+    install_copy,
+    local_wheels,
     make_venv,
     make_wheel,
     pip,
@@ -105,6 +111,70 @@ def test_python_only_nvidia_apex_is_uninstalled_by_its_fix(venv, torch_dir, tmp_
     pip(python, "install", "--no-deps", str(wheel))
     prove_fix(python, "APEX002", cwd=work)
     assert runs(python, "import apex").returncode != 0 and torch_works(python)
+
+
+# An extension module of apex's as a build against an older torch leaves it: real C, compiled here against this
+# Python's headers and linked to this torch's libc10, calling c10's maybe_wrap_dim_slow as torch < 2.1 exported it
+# (NVIDIA/apex#1677). This torch exports only the templated one, so importing it fails as a stale build fails.
+STALE_EXTENSION = """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+extern long %(symbol)s(long dim, long rank, _Bool wrap_scalar);
+
+static PyObject *wrap_dim(PyObject *self, PyObject *args) {
+    long dim, rank;
+    if (!PyArg_ParseTuple(args, "ll", &dim, &rank))
+        return NULL;
+    return PyLong_FromLong(%(symbol)s(dim, rank, 1));
+}
+
+static PyMethodDef methods[] = {{"wrap_dim", wrap_dim, METH_VARARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "%(name)s", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_%(name)s(void) { return PyModule_Create(&module); }
+"""
+
+
+@pytest.fixture(scope="module")
+def stale_apex_wheel(tmp_path_factory) -> Path:
+    """NVIDIA apex with its three core extensions compiled against another torch, as a platform wheel."""
+    import sysconfig
+
+    from packaging import tags
+
+    torch = pytest.importorskip("torch")
+    include = Path(sysconfig.get_paths()["include"])
+    if not apex_envs.compiler() or not (include / "Python.h").is_file():
+        pytest.skip("no C compiler or no Python headers to build an extension with")
+    out = tmp_path_factory.mktemp("stale-apex")
+    libs = Path(torch.__file__).parent / "lib"
+    extensions = {}
+    for name in _apex.CORE_EXTENSIONS:
+        source = STALE_EXTENSION % {"name": name, "symbol": apex_envs.STALE_TORCH_SYMBOL}
+        built = apex_envs.compile_shared(
+            out / f"{name}{apex_envs.EXT_SUFFIX}", source, f"-I{include}", f"-L{libs}", "-lc10", directory=out
+        )
+        extensions[name + apex_envs.EXT_SUFFIX] = built.read_bytes()
+    files = apex_envs.nvidia_apex_files(extensions=extensions)
+    tag = str(next(iter(tags.sys_tags())))
+    return make_wheel(out, "apex", "0.1", files=files, summary=_apex.NVIDIA_SUMMARY, tag=tag)
+
+
+@proves("APEX003")
+def test_an_apex_built_against_another_torch_is_removed_by_its_alternative(venv, torch_dir, stale_apex_wheel):
+    python, work = with_torch(venv[0], torch_dir), venv[1]
+    pip(python, "install", "--no-deps", str(stale_apex_wheel))
+    # the state, as the user meets it: torch imports, apex's extension does not
+    loaded = runs(python, "import torch, amp_C")
+    assert loaded.returncode != 0 and f"undefined symbol: {apex_envs.STALE_TORCH_SYMBOL}" in loaded.stderr, loaded
+    # its first way builds apex from GitHub with nvcc (no CUDA here); the second, removing apex, runs here
+    before, after, commands = prove_fix(python, "APEX003", cwd=work, way=1)
+    (finding,) = findings(before, "APEX003")
+    assert apex_envs.STALE_TORCH_SYMBOL in finding["title"], finding["title"]  # the import's own words
+    assert not findings(after, "APEX002"), "removing apex left a Python-only apex behind"
+    assert runs(python, "import amp_C").returncode != 0 and runs(python, "import apex").returncode != 0
+    assert torch_works(python)
 
 
 @proves("APEX009")
@@ -225,6 +295,40 @@ def test_a_library_swapping_its_norms_for_apex_is_cured_by_removing_apex(venv, t
     pip(python, "install", "safetensors")
     prove_fix(python, "APEX005", cwd=work)
     assert runs(python, "import apex").returncode != 0 and torch_works(python)
+
+
+# ---------------------------------------------------------------- torch
+
+
+@pytest.fixture(scope="module")
+def local_torch(tmp_path_factory) -> dict:
+    """What a fix that installs torch may install here: this test run's torch, from a wheel on this machine's disk
+    (pinned by a constraint, so a bare `pip install torch` gets exactly it). The environment to run fixes in."""
+    torch = pytest.importorskip("torch")
+    if not local_wheels("torch", torch.__version__):
+        pytest.skip(f"no torch {torch.__version__} wheel in pip's find-links here: installing it would download it")
+    constraints = tmp_path_factory.mktemp("constraints") / "torch.txt"
+    constraints.write_text(f"torch=={torch.__version__}\n")
+    return child_env(PIP_RETRIES="0", PIP_CONSTRAINT=str(constraints))
+
+
+@proves("TORCH011")
+def test_a_torch_directory_left_by_an_uninstall_is_replaced_by_a_working_torch(venv, local_torch):
+    python, work = venv
+    site = site_packages(python)
+    installed = install_copy(python, "torch")  # torch and its requirements, as pip installed them
+    # a library copied into torch/lib by hand: pip's uninstall removes what it installed and leaves the directory
+    (site / "torch" / "lib" / "libcustom_ops.so").write_bytes(b"\x7fELF")
+    pip(python, "uninstall", "-y", "torch")
+    assert not (site / "torch" / "__init__.py").exists() and (site / "torch").is_dir()
+    commands = prove_fix(python, "TORCH011", cwd=work, env=local_torch)[2]
+    assert any(" install torch" in command for command in commands), commands
+    # torch is back where it was, as a package that works, beside the requirements it had
+    origin = runs(python, "import torch; print(torch.__file__)")
+    assert origin.stdout.strip() == str(site / "torch" / "__init__.py"), origin
+    assert torch_works(python)
+    listed = pip(python, "list")
+    assert all(re.search(rf"(?im)^{re.escape(name)} ", listed) for name in installed), listed
 
 
 # ---------------------------------------------------------------- what docs/checks.md says of it
