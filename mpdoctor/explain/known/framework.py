@@ -81,10 +81,15 @@ SIGNATURES: list[Signature] = [
         id="framework-fp16-and-bf16-both-enabled",
         family="framework",
         title="fp16 and bf16 were both turned on (TrainingArguments or the DeepSpeed config)",
-        needles=("at most one of fp16 and bf16", "bfloat16 and fp16 modes cannot be simultaneously enabled"),
+        needles=(
+            "at most one of fp16 and bf16",
+            "bfloat16 and fp16 modes cannot be simultaneously enabled",
+            "bfloat16 and fp16 cannot be enabled at once",
+        ),
         patterns=(
-            r"At most one of fp16 and bf16 can be True, but not both",
+            r"At most one of fp16 and bf16 can be True(?: for full eval)?, but not both",
             r"bfloat16 and fp16 modes cannot be simultaneously enabled",
+            r"bfloat16 and fp16 cannot be enabled at once",  # DeepSpeed's engine, 0.19
         ),
         cause="A run has one half-precision format: `fp16=True` and `bf16=True` together (a config file with "
         "one and a command-line flag or default with the other), or both `fp16.enabled` and "
@@ -333,5 +338,41 @@ SIGNATURES: list[Signature] = [
         ),
         notes="The examples are the messages LLaMA-Factory's hparams/parser.py raises, in its current and older "
         "versions; issue 3346 is the maintainers explaining pure_bf16 against mixed precision.",
+    ),
+    Signature(
+        id="framework-deepspeed-precision-block-rejected",
+        family="framework",
+        title="DeepSpeed refused its {block} config block: it holds a key that block does not take",
+        needles=("for deepspeedbf16config", "for deepspeedfp16config"),
+        patterns=(r"validation errors? for deepspeed(?:bf16|fp16)config",),
+        details=(r"for (?P<block>DeepSpeed(?:BF16|FP16)Config)",),
+        cause="DeepSpeed reads the `bf16` and `fp16` blocks of its JSON config with pydantic models that forbid "
+        'unknown keys (`extra="forbid"`, deepspeed/runtime/config_utils.py). The loss-scaling keys '
+        "(`loss_scale`, `initial_scale_power`, `loss_scale_window`, `hysteresis`, `min_loss_scale`) belong to "
+        "the `fp16` block only: bf16 has fp32's range and takes no loss scale, so a config copied from an fp16 "
+        "run and switched to bf16 (or an HF/Accelerate template filling both) is refused. The lines after the "
+        "error name each key and say `Extra inputs are not permitted`.",
+        fixes=(
+            fix(
+                'Keep only what the block takes: `"bf16": {"enabled": true}` and move the loss-scale keys into '
+                '`"fp16"` (or delete them when fp16 is off)'
+            ),
+            fix(
+                "List what each block accepts in the DeepSpeed installed",
+                'python -c "import deepspeed.runtime.precision_config as p; '
+                'print(list(p.DeepSpeedBF16Config.model_fields), list(p.DeepSpeedFP16Config.model_fields))"',
+            ),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/precision_config.py",
+            "https://www.deepspeed.ai/docs/config-json/#bfloat16-training-options",
+        ),
+        examples=(
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedBF16Config\n"
+            "initial_scale_power\n  Extra inputs are not permitted [type=extra_forbidden, input_value=16, "
+            "input_type=int]",
+        ),
+        near_misses=("pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedZeroConfig",),
     ),
 ]

@@ -303,4 +303,32 @@ SIGNATURES: list[Signature] = [
         near_misses=("RuntimeError: CUDA error: no kernel image is available for execution on the device",),
         notes="The sm_89 case is Triton 2.0 on an RTX 4090 (fixed in Triton 2.1, ModelTC/LightLLM#176).",
     ),
+    Signature(
+        id="kernel-image-cutlass-mma-stub",
+        family="kernel-image",
+        title="A CUTLASS {dtype} matrix-multiply ran as its 'not implemented' stub: the build lacks this GPU's architecture",
+        needles=("cutlass::arch::mma<",),
+        patterns=(r"\] not implemented",),  # the needle holds the line to CUTLASS's Mma stub
+        details=(r"cutlass::(?P<dtype>float_e4m3_t|float_e5m2_t|half_t|bfloat16_t|tfloat32_t)",),
+        defaults=(("dtype", "low-precision"),),
+        cause="CUTLASS compiles each tensor-core instruction only for the architectures that have it; for any other "
+        "target the `cutlass::arch::Mma` template is a stub that prints its signature and `not implemented`. "
+        "The wheel (torch, or an extension built on CUTLASS) was compiled without this GPU's exact sm_XX and runs "
+        "PTX for an older one: fp8 (`float_e4m3_t`/`float_e5m2_t`) MMA needs sm_89/sm_90 code, bf16 sm_80.",
+        fixes=(
+            fix("See which architectures the build has and what the GPU is", PRINT_ARCHES),
+            fix(
+                "Install a build that includes the GPU's sm_XX (a newer torch or extension wheel, or build with "
+                "`TORCH_CUDA_ARCH_LIST` set to it), or run this op in bf16/fp16 instead of fp8"
+            ),
+        ),
+        checks=ARCH_CHECKS,
+        sources=("https://github.com/NVIDIA/cutlass/blob/main/include/cutlass/arch/mma.h",),
+        examples=(
+            "void cutlass::arch::Mma<cutlass::gemm::GemmShape<16, 8, 32>, 32, cutlass::float_e4m3_t, "
+            "cutlass::layout::RowMajor, cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, float, "
+            "cutlass::layout::RowMajor, Operator_>::operator()(cutlass::Array<float, 4, true> &) const "
+            "[with Operator_ = cutlass::arch::OpMultiplyAdd] not implemented",
+        ),
+    ),
 ]

@@ -155,4 +155,29 @@ SIGNATURES: list[Signature] = [
             "AMP checks failed \u274c, disabling Automatic Mixed Precision.",
         ),
     ),
+    Signature(
+        id="numerics-nan-image-cast",
+        family="numerics",
+        title="NaN pixels were cast to 8-bit (a black or blank image): the model overflowed in half precision",
+        needles=("* 255).astype(", "* 255).round().astype(", "* 255.0).astype(", "* 255).clip("),
+        patterns=(
+            r"\* 255\)\.astype\((?:np\.)?[\"']?uint8",
+            r"\* 255\.0\)\.astype\((?:np\.)?[\"']?uint8",
+            r"\* 255\)\.round\(\)\.astype\((?:np\.)?[\"']?uint8",
+            r"\* 255\)\.clip\([^)\n]{0,20}\)\.astype\((?:np\.)?[\"']?uint8",
+        ),
+        cause="numpy's `invalid value encountered in cast` on the line that turns a float image into 8-bit pixels "
+        "means the image held NaN or inf, and they save as black. In a generative pipeline that is almost always "
+        "half precision overflowing: a VAE decode in fp16 (fp16's largest value is 65504), or a model swapped "
+        "from bf16 to fp16 for an older GPU.",
+        fixes=(
+            fix("Decode in fp32: move the VAE (or the last stage) out of the autocast region and `.float()` it"),
+            fix("On Ampere or newer, run in bf16 instead of fp16; on older GPUs keep the decoder in fp32"),
+        ),
+        checks=("PREC003",),
+        rank=-1,
+        sources=("https://numpy.org/doc/stable/reference/generated/numpy.ndarray.astype.html",),
+        examples=("RuntimeWarning: invalid value encountered in cast\n  img = (img * 255).astype(np.uint8)",),
+        near_misses=("labels = (labels > 0.5).astype(np.uint8)",),
+    ),
 ]

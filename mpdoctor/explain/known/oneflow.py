@@ -330,4 +330,56 @@ SIGNATURES: list[Signature] = [
         ),
         near_misses=("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'",),
     ),
+    Signature(
+        id="oneflow-check-failed-dtype",
+        family="oneflow",
+        title="A OneFlow dtype check failed: an op's output no longer has its tensor's dtype (often under autocast)",
+        needles=("tensor_meta()->dtype() ==",),
+        patterns=(r"check failed: [^\n]{0,120}tensor_meta\(\)->dtype\(\) ==",),
+        cause="OneFlow's C++ checks (`CHECK_OR_RETURN`, printed as `Check failed:`) that an op writes a tensor of "
+        "the dtype the tensor already has. Under `oneflow.amp.autocast` (or OneDiff's fp16 graphs) a cast is "
+        "inserted before an in-place op that is missing from OneFlow's AMP op lists, so the inferred output "
+        "dtype (fp16) differs from the tensor's (fp32), or the other way round.",
+        fixes=(
+            fix("Run the in-place op outside the autocast region, or make it out-of-place (`x = x.fill(v)`)"),
+            fix("Cast the tensor to the autocast dtype first (`x = x.to(flow.float16)`), then call the op"),
+            fix("Update OneFlow: its AMP lists gain ops between nightlies", INSTALL_ONEFLOW),
+        ),
+        checks=("ONEFLOW005", "ONEFLOW004"),
+        sources=(
+            "https://github.com/Oneflow-Inc/oneflow/blob/master/oneflow/core/framework/op_interpreter/eager_local_op_interpreter.cpp",
+        ),
+        examples=(
+            "RuntimeError: Check failed: tensor_impl->tensor_meta()->dtype() == output_tensor_metas.at(0)->dtype()",
+        ),
+        near_misses=("Check failed: tensor_impl->tensor_meta()->shape() == output_tensor_metas.at(0)->shape()",),
+    ),
+    Signature(
+        id="oneflow-dtype-table-miss",
+        family="oneflow",
+        title="A OneFlow low-precision dtype ({dtype}) is missing from a dtype table: OneDiff and OneFlow versions differ",
+        needles=("keyerror(oneflow.", "keyerror: oneflow."),
+        patterns=(r"keyerror(?:\(|: )oneflow\.(?:float16|bfloat16|half|float8)",),
+        details=(r"oneflow\.(?P<dtype>float16|bfloat16|half|float8\w{0,10})",),
+        cause="A table that maps dtypes between torch and OneFlow (OneDiff's compiler, mock_torch) has no entry for "
+        "oneflow.{dtype}: the dtype object of this OneFlow build is not the one the table was built with, which "
+        "happens when OneDiff and a OneFlow nightly come from different dates (or two OneFlow copies are "
+        "importable). Compilation then fails before any fp16 kernel runs.",
+        fixes=(
+            fix(
+                "Install the OneFlow build OneDiff names for its release (same community channel and date)",
+                INSTALL_ONEFLOW,
+            ),
+            fix(
+                "Check which OneFlow and OneDiff are imported",
+                'python -c "import oneflow, onediff; print(oneflow.__version__, oneflow.__file__, onediff.__version__)"',
+            ),
+        ),
+        checks=("ONEFLOW002", "ONEFLOW001"),
+        sources=(
+            "https://github.com/siliconflow/onediff/blob/main/src/onediff/infer_compiler/backends/oneflow/deployable_module.py",
+        ),
+        examples=("Exception in forward: e=KeyError(oneflow.float16)",),
+        near_misses=("KeyError: oneflow.int64",),
+    ),
 ]

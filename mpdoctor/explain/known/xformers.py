@@ -133,4 +133,31 @@ SIGNATURES: list[Signature] = [
         near_misses=("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:",),
         notes="On AMD (ROCm) and Apple machines the warning is expected: xFormers' CUDA kernels do not apply there.",
     ),
+    Signature(
+        id="attention-xformers-kernel-refused",
+        family="attention",
+        title="An xFormers attention kernel ({kernel}) refused these inputs",
+        needles=("` is not supported because",),
+        patterns=(r"` is not supported because",),
+        details=(r"`(?P<kernel>[A-Za-z0-9@._+-]{2,60})` is not supported because",),
+        cause="xFormers' dispatcher (`memory_efficient_attention`) lists, for each kernel it tried, why that kernel "
+        "refused the inputs; the indented lines after this one are the reasons. The usual ones: a dtype the "
+        "kernel lacks (fp32 for flash kernels, bf16 before Ampere), the GPU's capability, or an `attn_bias` whose "
+        "last dimension is not a multiple of 8 in memory (cutlass needs aligned fp16/bf16 rows).",
+        fixes=(
+            fix(
+                "A misaligned `attn_bias`: allocate it padded to a multiple of 8 and slice, as xFormers' hint says: "
+                "`bias = torch.zeros([B, H, M, (N + 7) // 8 * 8], dtype=q.dtype)[..., :N]`"
+            ),
+            fix("A dtype reason: run the attention in fp16/bf16 (autocast, or cast q/k/v), bf16 only on Ampere+"),
+            fix("See which kernels this build has", "python -m xformers.info"),
+        ),
+        checks=("PREC006", "PREC001"),
+        rank=-1,
+        sources=("https://github.com/facebookresearch/xformers/blob/main/xformers/ops/fmha/dispatch.py",),
+        examples=(
+            "`cutlassF-pt` is not supported because:\n    attn_bias.stride(-2) % 8 != 0 (attn_bias.stride() = (1, 2, 3, 1))",
+        ),
+        near_misses=("`foo` is not supported",),
+    ),
 ]
