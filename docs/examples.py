@@ -72,10 +72,12 @@ EXAMPLES: Dict[str, Example] = {
 EXPLAIN_FAMILIES = {
     "dtype": "fp16/bf16 meeting fp32 inside one op (matmul, conv, SDPA, norms, RNNs, writes, optimizer updates), "
     "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings; "
-    "ONNX Runtime refusing fp16-converted graphs, FSDP flattening parameters of two dtypes, SyncBatchNorm counts",
+    "ONNX Runtime refusing fp16-converted graphs, FSDP flattening parameters of two dtypes, SyncBatchNorm counts, "
+    "any fused kernel (optimizer, RMSNorm, RoPE, GEMM) saying it takes only fp16/bf16",
     "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512, "
     "any library saying fp16/bf16 is not supported on the CPU (whisper), Ultralytics half export on the CPU, "
-    "old torch's unquoted CPU kernel errors",
+    "old torch's unquoted CPU kernel errors, any library saying fp16/fp8 needs a GPU (`requires --use_gpu`, "
+    "`without accelerator`)",
     "scaler": "GradScaler misuse: fp16 or bf16 gradients, unscale twice, calls out of order (step twice, unscale_ "
     "after step, no update), a closure, step without scale, no inf checks, no CUDA; torch.amp deprecations "
     "with their replacement call, autocast disabled (no CUDA, dtype not supported on the device)",
@@ -83,20 +85,25 @@ EXPLAIN_FAMILIES = {
     "hardware": "bf16/tf32/fp8 refused by the GPU: transformers, accelerate, vLLM, torch.autocast, DeepSpeed, "
     "cuBLAS, Transformer Engine, Triton fp8, Inductor skipping bf16; CTranslate2 compute types (faster-whisper, "
     "whisperX), fp8 without TransformerEngine, any engine saying the hardware has no native fp16 (TensorRT, "
-    "Paddle-TRT), AMD GPUs without bf16 instructions",
+    "Paddle-TRT), AMD GPUs without bf16 instructions, any library requiring a compute capability for fp8/fp4/bf16",
     "attention": "FlashAttention/xFormers/SDPA refusing the GPU or dtype, extension builds for another torch, "
-    "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16",
-    "kernel-image": "no kernel image / invalid device function / arch not in the torch build",
+    "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16, "
+    "each xFormers kernel's refusal",
+    "kernel-image": "no kernel image / invalid device function / arch not in the torch build, CUTLASS's "
+    "not-implemented MMA stubs (fp8 on a build without sm_89)",
     "apex": "NVIDIA apex builds (no extensions, ABI, missing libraries, no bf16 kernels), "
     "apex.amp removed/stale/deprecated, fused norms swapped in, PyPI's namesake",
     "oneflow": "OneFlow/OneDiff: type inference under torch.autocast, placeholder and incomplete installs, "
-    "mock-torch gaps, missing cuDNN/cuBLAS libraries, numpy 2, no kernel for a dtype on the device",
+    "mock-torch gaps, missing cuDNN/cuBLAS libraries, numpy 2, no kernel for a dtype on the device, dtype checks "
+    "failing under OneFlow's autocast, dtype tables of mismatched OneDiff/OneFlow",
     "driver": "driver too old or mismatched, CUDA unknown error, NVML missing, CPU-only torch",
     "framework": "DeepSpeed fp16/bf16 blocks vs HF TrainingArguments, HF Trainer and accelerate device requirements, "
     "Lightning precision values, axolotl and LLaMA-Factory validation, Lightning's 16-mixed to bf16-mixed fallback "
-    "on the CPU, TensorRT-RTX precision flags, Accelerate precision recipes",
+    "on the CPU, TensorRT-RTX precision flags, Accelerate precision recipes and values, DeepSpeed's bf16/fp16 "
+    "blocks refusing keys",
     "mps": "Apple MPS: bf16 before macOS 14, float64, ops without half kernels",
-    "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check",
+    "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check, "
+    "NaN pixels cast to uint8 in any pipeline",
     "op-support": "ops with no fp16/bf16/fp8 kernel (any torch `not implemented for`), linear algebra and FFT in "
     "half precision, `out=` dtypes, binary_cross_entropy under autocast, LayerNorm bf16 on old CPUs, ONNX ops given "
     "a float16 input their schema refuses",
@@ -125,8 +132,45 @@ def explain_coverage() -> str:
     return "\n".join(lines) + "\n"
 
 
+NUMERICS = ROOT / "docs" / "numerics_examples"
+
+
+def numerics_cli() -> str:
+    """`mpdoctor numerics` on an unchanged fp16 training script: its live line (stderr), the script, the verdict."""
+    script = "docs/numerics_examples/t5_overflow.py"
+    args = ["numerics", script, "--steps", "3"]
+    result = subprocess.run(
+        [sys.executable, "-m", "mpdoctor", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=_env()
+    )
+    if result.returncode != 1:
+        raise RuntimeError(f"example numerics-cli: mpdoctor exited {result.returncode}:\n{result.stderr}")
+    shown = [f"$ mpdoctor {' '.join(args)}", result.stderr.rstrip("\n"), result.stdout.rstrip("\n"), "$ echo $?", "1"]
+    return "```\n" + "\n".join(line.rstrip() for line in "\n".join(shown).splitlines()) + "\n```\n"
+
+
+def numerics_api(name: str):
+    """What docs/numerics_examples/api.py NAME prints: the Python API's own output."""
+
+    def block() -> str:
+        result = subprocess.run(
+            [sys.executable, str(NUMERICS / "api.py"), name], cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env=_env(),
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise RuntimeError(f"example numerics-{name}: api.py failed:\n{result.stderr}")
+        return "```\n" + "\n".join(line.rstrip() for line in result.stdout.rstrip("\n").splitlines()) + "\n```\n"
+
+    return block
+
+
 # Blocks made from mpdoctor's data rather than printed by a command.
-TABLES = {"explain-coverage": explain_coverage}
+TABLES = {
+    "explain-coverage": explain_coverage,
+    "numerics-cli": numerics_cli,
+    "numerics-attention": numerics_api("attention"),
+    "numerics-scaler": numerics_api("scaler"),
+    "numerics-compare": numerics_api("compare"),
+}
 
 
 def _env() -> Dict[str, str]:

@@ -48,4 +48,8 @@ def __getattr__(name: str):
         from mpdoctor.fleet.api import fleet_check
 
         return fleet_check
+    if name in ("numerics_watch", "numerics_compare"):
+        import mpdoctor.numerics
+
+        return getattr(mpdoctor.numerics, name)
     raise AttributeError(f"module 'mpdoctor' has no attribute {name!r}")

@@ -18,10 +18,10 @@ import sys
 import typer
 
 # Each registers its command on import, in the order `mpdoctor --help` lists them.
-from mpdoctor.cli import check, explain, audit, fleet  # noqa: F401,I001
+from mpdoctor.cli import check, explain, audit, fleet, numerics  # noqa: F401,I001
 from mpdoctor.cli.app import app, run
 from mpdoctor.cli.fleet import fleet_app
-from mpdoctor.cli.options import EXIT_INTERNAL, EXIT_USAGE
+from mpdoctor.cli.options import EXIT_INTERNAL, EXIT_USAGE, shown
 
 app.add_typer(fleet_app, name="fleet")
 
@@ -66,7 +66,7 @@ def main() -> None:
     except SystemExit:
         problem = stdout_problem()  # stdout on a full disk (/dev/full) fails only when flushed
         if problem:
-            typer.echo(f"mpdoctor: error: cannot write the output: {problem}", err=True)
+            typer.echo(f"mpdoctor: error: cannot write the output: {shown(problem)}", err=True)
             sys.exit(EXIT_USAGE)
         raise
     except Exception as exc:  # the last line of defence
@@ -75,12 +75,13 @@ def main() -> None:
             sys.exit(1)  # what the report deserved is not known here (every command writes through to_stdout)
         if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:  # the disk, not a bug
             stdout_problem()
-            typer.echo(f"mpdoctor: error: cannot write the output: {exc.strerror or exc}", err=True)
+            typer.echo(f"mpdoctor: error: cannot write the output: {shown(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_USAGE)
         from mpdoctor.portable.redact import redact_clip
+        from mpdoctor.render.sanitise import line
 
         typer.echo(
-            f"mpdoctor: internal error: {type(exc).__name__}: {redact_clip(exc, 2000)}\n"
+            f"mpdoctor: internal error: {type(exc).__name__}: {line(redact_clip(exc, 2000))}\n"
             "Please report it at https://github.com/mpdoctor/mpdoctor/issues",
             err=True,
         )
