@@ -49,29 +49,23 @@ import weakref
 from bisect import bisect_right
 from typing import Any, Callable, Optional
 
-from mpdoctor.numerics.events import Event, ScalerStep, headroom_bits, scaler_summary
+from mpdoctor.numerics.events import Event, ScalerStep, headroom_bits
 from mpdoctor.numerics.fixes import fixes_for
-from mpdoctor.numerics.ops import ALIASING, MASKING, judges_underflow
+from mpdoctor.numerics.judge import UNDERFLOW_BITS as UNDERFLOW_BITS  # re-exported: the rules' constants
+from mpdoctor.numerics.judge import UNDERFLOW_MARGIN as UNDERFLOW_MARGIN
+from mpdoctor.numerics.judge import UNDERFLOW_MIN_ELEMENTS as UNDERFLOW_MIN_ELEMENTS
+from mpdoctor.numerics.judge import judge, unpack
+from mpdoctor.numerics.judge import worse as _worse
+from mpdoctor.numerics.ops import ALIASING, judges_underflow
+from mpdoctor.numerics.steps import hook_steps
+from mpdoctor.numerics.verdict import verdict_text
 
-UNDERFLOW_MARGIN = 0.10  # share of an output flushed beyond what its inputs held as zeros: 10 %
-UNDERFLOW_MIN_ELEMENTS = 16  # a 4-element output with one zero is no evidence
-# The whole tensor sits at the bottom of the range: its largest |value| within this many bits (x256) of the
-# smallest normal number. A gradient with entries from 1e-1 down to 0 (a GELU's tail, a key bias through a
-# softmax) loses only what is negligible beside its largest; one whose largest is 1e-3 loses its substance.
-UNDERFLOW_BITS = 8
 MAX_BOUNDS = 400_000  # module entry/exit marks kept to attribute backward nodes (two per module call)
 MAX_EVENTS = 1000  # distinct (module, op, phase, kind) kept
 MAX_WINDOW = 200_000  # measurements held on the device between reads, at most (a few bytes each)
 _VIEW, _MEASURE = 1, 2
 _INFINITIES = (math.inf, -math.inf)
 _NO_NODE = 2**64 - 1  # AccumulateGrad and other nodes made outside a forward carry this sequence number
-_LOW = ("float16", "bfloat16")
-
-
-class _Measured:
-    """Host-side record of one measured tensor, once its statistics were read."""
-
-    __slots__ = ("lo", "hi", "tiny", "numel", "dtype", "mask", "tainted")
 
 
 class NumericsWatch:
@@ -210,37 +204,7 @@ class NumericsWatch:
         return out
 
     def verdict(self) -> str:
-        lines = []
-        first = self.first
-        if first is None and not self.ops_seen:
-            lines.append("numerics: no floating-point op ran under the watch (no model was called): nothing to judge")
-        elif first is None:
-            lines.append(
-                f"numerics: no overflow, NaN or underflow in {self.step_index or 1} step(s), {self.ops_seen} ops watched"
-            )
-        else:
-            lines.append(f"numerics: first {first.kind} in the {first.phase}, step {first.step}: {first.where}")
-            lines.append(f"  op {first.op} ({first.dtype}): {first.detail}")
-            for rank, fix in enumerate(first.fixes, 1):
-                lines.append(f"  fix {rank}: {fix}")
-            if len(self.events) > 1:
-                lines.append(f"  then {len(self.events) - 1} more event(s):")
-                for event in self.events[1:11]:
-                    lines.append(f"    {event.line()}")
-                if len(self.events) > 11:
-                    lines.append(f"    ... {len(self.events) - 11} more (watch.events)")
-        summary = scaler_summary(self.scaler)
-        if summary:
-            lines.append(summary)
-        if self.skipped:
-            lines.append(f"{self.skipped} op(s) not judged: their tensors cannot be read (sparse, subclassed)")
-        for problem in self.problems[:3]:
-            lines.append(f"a step's statistics could not be read, that step is not judged: {problem}")
-        tight = sorted(self.headroom.items(), key=lambda item: item[1])[:5]
-        if tight:
-            shown = ", ".join(f"{name or '(root)'} {bits:g}" for name, bits in tight)
-            lines.append(f"headroom (bits below the dtype's max, least first): {shown}")
-        return "\n".join(lines)
+        return verdict_text(self)
 
     def __str__(self) -> str:
         return self.verdict()
@@ -340,71 +304,7 @@ class NumericsWatch:
     # ------------------------------------------------------------------ steps, optimizers, GradScaler
 
     def _hook_steps(self) -> None:
-        torch = self._torch
-        import torch.optim.optimizer as optimizer
-
-        def before(opt, args, kwargs):
-            self._quiet += 1
-
-        def after(opt, args, kwargs):
-            self._quiet = max(0, self._quiet - 1)
-            self._refs.clear()  # the update wrote the parameters unseen: measure them afresh
-            if self._active and self.step_index not in self._scaled_steps:  # with a scaler, its update() ends the step
-                self._advance()
-
-        self._handles.append(optimizer.register_optimizer_step_pre_hook(before))
-        self._handles.append(optimizer.register_optimizer_step_post_hook(after))
-        scaler_class = torch.amp.GradScaler
-        watch = self
-
-        original_scale = scaler_class.scale
-        original_unscale = scaler_class.unscale_
-        original_update = scaler_class.update
-
-        def scale(scaler, outputs):
-            if watch._active:
-                watch._scaled_steps.add(watch.step_index)
-            return original_scale(scaler, outputs)
-
-        def unscale_(scaler, optimizer):
-            watch._quiet += 1
-            try:
-                return original_unscale(scaler, optimizer)
-            finally:
-                watch._quiet = max(0, watch._quiet - 1)
-
-        def update(scaler, new_scale=None):
-            if not watch._active or getattr(scaler, "_scale", None) is None:
-                return original_update(scaler, new_scale)
-            watch._quiet += 1
-            try:
-                try:  # what the scaler judged with: read with the statistics, never here
-                    before = scaler._scale.detach().clone().reshape(())
-                    found = [
-                        v
-                        for state in scaler._per_optimizer_states.values()
-                        for v in state.get("found_inf_per_device", {}).values()
-                    ]
-                    found_sum = sum(f.to(before.device) for f in found) if found else None
-                except Exception:  # a GradScaler of another shape: it still updates, unobserved
-                    before = None
-                result = original_update(scaler, new_scale)
-                if before is not None:
-                    after = scaler._scale.detach().clone().reshape(())
-                    slots = (
-                        watch._raw(before),
-                        -1 if found_sum is None else watch._raw(found_sum.float().reshape(())),
-                        watch._raw(after),
-                    )
-                    watch._scaler_slots.append((watch.step_index, slots))
-            finally:
-                watch._quiet = max(0, watch._quiet - 1)
-            watch._advance()
-            return result
-
-        for name, function in (("scale", scale), ("unscale_", unscale_), ("update", update)):
-            self._patched.append((scaler_class, name, scaler_class.__dict__[name]))
-            setattr(scaler_class, name, function)
+        hook_steps(self)
 
     def _advance(self) -> None:
         self.step_index += 1
@@ -622,12 +522,12 @@ class NumericsWatch:
                 return
             finally:
                 self._quiet = max(0, self._quiet - 1)
-            measured = self._unpack(values)
+            measured = unpack(values, self._buckets, self._where, self._meta)
             if len(self._bounds_seq) > MAX_BOUNDS:  # keep the newest half: old graphs have run their backward
                 del self._bounds_seq[: MAX_BOUNDS // 2], self._bounds_mod[: MAX_BOUNDS // 2]
             records, scaler_slots = self._records, self._scaler_slots
             self._reset_window()
-            self._judge(records, measured)
+            judge(records, measured, self._finfo_max, self._tiny_value, self._note_largest, self._event)
             for step, (before, found, after) in scaler_slots:
                 self.scaler.append(
                     ScalerStep(
@@ -638,80 +538,6 @@ class NumericsWatch:
                     )
                 )
             self._resolve_pending(final=False)
-
-    def _unpack(self, values: dict) -> list:
-        measured = []
-        counts = {device: len(bucket[0]) for device, bucket in self._buckets.items()}
-        tiny_at = {}
-        for device, bucket in self._buckets.items():
-            for position, slot in enumerate(bucket[3]):
-                tiny_at[slot] = values[device][2 * counts[device] + position]
-        for slot, (device, position) in enumerate(self._where):
-            m = _Measured()
-            row = values[device]
-            m.lo, m.hi = row[position], row[counts[device] + position]
-            m.numel, m.dtype, _ = self._meta[slot]
-            m.tiny = tiny_at.get(slot)
-            m.mask = False
-            m.tainted = _nonfinite(m.lo, m.hi)  # inputs (leaves) carry what they hold; outputs are judged below
-            measured.append(m)
-        return measured
-
-    def _judge(self, records: list, measured: list) -> None:
-        for name, module, phase, step, outputs, inputs, constant in records:
-            ins = [measured[i] for i in inputs if i >= 0]
-            unknown = len(ins) < len(inputs)
-            tainted_in = any(m.tainted for m in ins)
-            for slot in outputs:
-                out = measured[slot]
-                note = phase == 0 and module >= 0 and out.dtype in _LOW
-                if not _nonfinite(out.lo, out.hi):
-                    out.tainted = False
-                    if note:
-                        self._note_largest(module, max(abs(out.lo), abs(out.hi)), out.dtype)
-                    continue
-                nan = math.isnan(out.lo) or math.isnan(out.hi)
-                minus_only = not nan and out.hi != math.inf and out.lo == -math.inf
-                if minus_only and not tainted_in and (constant or name in MASKING):
-                    out.tainted, out.mask = False, True  # a mask being written: -inf that softmax turns into 0
-                    continue
-                out.tainted = True
-                if note:
-                    self._note_largest(module, math.inf, out.dtype)
-                if tainted_in or constant:
-                    continue  # passed on, not made here
-                kind = "nan" if nan else "overflow"
-                big = max((max(abs(m.lo), abs(m.hi)) for m in ins), default=0.0)
-                detail = (
-                    f"{'NaN' if nan else 'inf'} from finite inputs (largest |input| {big:.4g}, {out.dtype} max "
-                    f"{self._finfo_max.get(out.dtype, math.inf):.4g})"
-                )
-                self._event(kind, phase, module, name, out.dtype, step, detail)
-            if not outputs or tainted_in:
-                continue
-            out = measured[outputs[0]]
-            if out.dtype != "float16" or out.tiny is None or unknown or out.numel < UNDERFLOW_MIN_ELEMENTS:
-                continue
-            if not judges_underflow(name):
-                continue
-            if out.tainted:
-                continue
-            share = out.tiny / out.numel
-            allowed = max((m.tiny / m.numel for m in ins if m.tiny is not None and m.numel), default=0.0)
-            if not ins or share - allowed < UNDERFLOW_MARGIN:
-                continue
-            largest = max(abs(out.lo), abs(out.hi))
-            if largest == 0 and all(max(abs(m.lo), abs(m.hi)) == 0 for m in ins):
-                continue
-            tiny = self._tiny_value[out.dtype]
-            if largest >= tiny * 2.0**UNDERFLOW_BITS:
-                continue  # a wide tensor whose small entries flushed: they are negligible beside its largest
-            detail = (
-                f"{share:.0%} of {out.numel} values are zero or subnormal (below {tiny:.3g}), where its inputs "
-                f"had at most {allowed:.0%}; its largest is {largest:.3g}, within {UNDERFLOW_BITS} bits of the bottom"
-                " of the range"
-            )
-            self._event("underflow", phase, module, name, out.dtype, step, detail)
 
     def _note_largest(self, module: int, value: float, dtype: str) -> None:
         current = self._largest.get(module)
@@ -781,19 +607,6 @@ def _version(tensor) -> int:
         return tensor._version
     except RuntimeError:  # an inference-mode tensor keeps no version counter; it is never written in place
         return -1
-
-
-def _worse(value: float, dtype: str, other: float, other_dtype: str, finfo_max: dict) -> bool:
-    """Is ``value`` (in ``dtype``) closer to its dtype's max than ``other`` to its own?"""
-    if math.isnan(value) or math.isinf(value):
-        return True
-    if math.isnan(other) or math.isinf(other):
-        return False
-    return value / finfo_max[dtype] > other / finfo_max[other_dtype]
-
-
-def _nonfinite(lo: float, hi: float) -> bool:
-    return not (math.isfinite(lo) and math.isfinite(hi))
 
 
 _MODE: Any = None

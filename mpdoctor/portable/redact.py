@@ -46,83 +46,14 @@ and a password option's command, looked for at most 256 characters back on its l
 never leave the first characters of a token behind.
 """
 
-import functools
 import re
+
+from .secret_formats import _HOOKS, _PASSWORD_OPTIONS, _TOKENS
+from .secret_shapes import _is_index, _random, _tokenish
+from .secret_names import _is_password_name, is_secret_name
 
 REDACTED = "<redacted>"
 
-# Words that, as a ``_``/``-``/``.``-separated or camelCase part of a name, mark its value as a secret. Digits
-# after a part do not change it (``HF_TOKEN2``, ``DB_PASSWORD1``). ``PWD`` alone is the shell's working directory:
-# it counts only as a later part of a name (``MYSQL_PWD``).
-_SECRET_NAME_WORDS = frozenset(
-    """
-    TOKEN TOKENS SECRET SECRETS PASSWORD PASSWD PASS PASSPHRASE KEY KEYS APIKEY
-    CREDENTIAL CREDENTIALS CREDS AUTH AUTHN AUTHZ AUTHORIZATION OAUTH COOKIE COOKIES COOKIEJAR
-    SESSION SESSIONID SIGNATURE SIG PRIVATE DSN BEARER APITOKEN ACCESSTOKEN WEBHOOK WEBHOOKS WEBHOOKURL SAS
-    SSHPASS SMBPASS PAT CRED PSK JWT OTP TOTP HOTP PASSCODE MNEMONIC STOREPASS KEYPASS PASSIN PASSOUT
-    """.split()
-)
-# A part that holds one of these is a secret word too: PGPASSWORD, HTPASSWD, DBPASSWORD...
-_SECRET_INFIXES = ("PASSWORD", "PASSWD", "PASSPHRASE")
-# ...and one that starts or ends with one of these: HFTOKEN, CLIENTSECRET, SECRETKEY, AUTHTOKEN, OPENAIAPIKEY.
-_SECRET_PREFIXES = ("SECRET", "AUTHTOKEN", "AUTHKEY", "APIKEY", "APITOKEN")
-_SECRET_SUFFIXES = ("TOKEN", "SECRET", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "WEBHOOK")
-# The words of a password: its value may be several words (``password: correct horse battery staple``).
-_PASSWORD_WORDS = frozenset(("PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PWD", "SSHPASS", "SMBPASS"))
-# A name whose last part is one of these names a type, not a variable: ``KeyError: 'weight'``.
-_TYPE_WORDS = frozenset(("ERROR", "EXCEPTION", "WARNING", "ERR"))
-# A name whose only secret word is TOKEN(S) counts tokens, or names a tokenizer's special token, not a
-# credential, when it also has one of these parts: ``max_new_tokens``, ``eos_token``, ``vocab_size``...
-_TOKEN_COUNT_WORDS = frozenset(
-    """
-    PAD EOS BOS UNK CLS SEP MASK SPECIAL ADDITIONAL MAX MIN NUM NEW TOTAL VOCAB START
-    END LEN LENGTH COUNT SIZE PER LIMIT BUDGET IMAGE
-    """.split()
-)
-# ...and these only after the token word or with a plural one: ``pad_token_id``, ``input_tokens``, ``token_ids``;
-# before a singular one they name whose token it is: ``id_token`` (OIDC), ``INPUT_TOKEN`` (a GitHub Action's input).
-_TOKEN_COUNT_AFTER = frozenset("ID IDS PROMPT INPUT OUTPUT GENERATED BATCH SEQ".split())
-
-# Token formats that are secrets wherever they appear, whatever surrounds them.
-_TOKENS = (
-    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
-    r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub: classic, OAuth, user-to-server, server-to-server, refresh
-    r"github_pat_[A-Za-z0-9_]{20,}",  # GitHub fine-grained
-    r"gl(?:pat|dt|rt|ptt|oas|cbt|ft|imt|agent)-[A-Za-z0-9_\-]{20,}",  # GitLab
-    r"sk-[A-Za-z0-9_\-]{20,}",  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), DeepSeek...
-    r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe secret and restricted keys
-    r"whsec_[A-Za-z0-9]{20,}",  # Stripe webhook secret
-    r"xox[abposer]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}",  # Slack
-    r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}",  # AWS key ids
-    r"AIza[0-9A-Za-z_\-]{30,}",  # Google API key
-    r"ya29\.[0-9A-Za-z_\-]{20,}",  # Google OAuth access token
-    r"npm_[A-Za-z0-9]{30,}",  # npm
-    r"pypi-[A-Za-z0-9_\-]{30,}",  # PyPI
-    r"wandb_v1_[A-Za-z0-9_]{20,}",  # Weights & Biases (newer keys)
-    r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",  # HashiCorp Vault service, batch and recovery tokens
-    r"dckr_pat_[A-Za-z0-9_\-]{20,}",  # Docker Hub personal access token
-    r"api_org_[A-Za-z0-9]{20,}",  # Hugging Face organisation API token
-    r"GOCSPX-[A-Za-z0-9_\-]{20,}",  # Google OAuth client secret
-    r"gsk_[A-Za-z0-9]{20,}",  # Groq
-    r"r8_[A-Za-z0-9]{20,}",  # Replicate
-    r"do[opr]_v1_[a-f0-9]{40,}",  # DigitalOcean personal, OAuth and refresh tokens
-    r"ATATT[A-Za-z0-9_\-=]{20,}",  # Atlassian API token
-    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{20,}",  # Shopify access tokens and shared secret
-    r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
-    r"dapi[a-f0-9]{32}(?:-[0-9])?",  # Databricks
-    r"nvapi-[A-Za-z0-9_\-]{20,}",  # NVIDIA API catalog
-    r"xai-[A-Za-z0-9]{20,}",  # xAI
-    r"pplx-[A-Za-z0-9]{20,}",  # Perplexity
-    r"glsa_[A-Za-z0-9]{20,}_[A-Fa-f0-9]{8}",  # Grafana service account
-    r"lin_api_[A-Za-z0-9]{20,}",  # Linear
-    r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{20,}",  # Square
-    r"pul-[a-f0-9]{40}",  # Pulumi
-    r"ntn_[A-Za-z0-9]{30,}",  # Notion
-    r"LTAI[A-Za-z0-9]{16,}",  # Alibaba Cloud access key id
-    # JWT, also without its signature (a name split at dots, a line cut); header and payload are bounded so that
-    # a failed attempt costs a bounded scan.
-    r"eyJ[A-Za-z0-9_\-]{8,256}\.eyJ[A-Za-z0-9_\-]{8,8192}(?:\.[A-Za-z0-9_\-]*)?",
-)
 _KEY_TAIL = r"[A-Za-z0-9_\-]{0,80}"  # names are bounded: a failed attempt costs at most this
 # A terminal colour code (SGR: ``ESC [1;32m``), as a coloured log puts it around a name or before a value; also
 # escaped, as JSON or a repr writes it (``\\u001b[1m``, ``\\x1b[1m``, ``\\033[1m``).
@@ -133,13 +64,6 @@ _SGR = r"(?:(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;]{0,16}m){0,4}"
 # every character, would cost the whole scan half again).
 _WORD_START = r"(?:(?<![A-Za-z0-9_\-\\])|(?<=\\[nrt]))"
 _TOKEN_START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
-# Webhook URLs whose path is the secret: the path after these is masked, up to a space, a quote or a query.
-_HOOKS = (
-    r"hooks\.slack\.com/(?:services|workflows|triggers)/",  # Slack incoming webhooks and workflow triggers
-    r"discord(?:app)?\.com/api/webhooks/",  # Discord
-    r"webhook\.office\.com/webhookb2/",  # Microsoft Teams
-    r"hooks\.zapier\.com/hooks/catch/",  # Zapier
-)
 # Words after netrc's ``password`` that make it prose, not a netrc entry ("password authentication failed").
 _PROSE = (
     r"(?:for|is|was|are|were|and|or|of|to|the|a|an|in|on|at|by|from|with|must|cannot|can|not|no|required|"
@@ -251,63 +175,6 @@ _URL_PATH = re.compile(r"(?:/[^/\s\"'<>?#\\`]{0,256}){0,32}")
 # URL: the rest of the path is the secret.
 _HOOK_HOST = re.compile(r"(?:[A-Za-z0-9\-]{1,63}\.){0,4}?(?:" + "|".join(_HOOKS) + r")")
 _HOOK_DIRS = frozenset(("webhook", "webhooks", "hooks"))
-# A package index (pip, conda, a private mirror) whose URL may carry a token in its path: by its host, a directory
-# of its path, or the option or variable that names it (``PIP_INDEX_URL=``, ``--extra-index-url``, ``channels:``).
-_INDEX_HOSTS = tuple(
-    "pypi fury.io gemfury cloudsmith anaconda conda jfrog artifactory nexus devpi pkg.dev packagecloud repo registry "
-    "npm pkgs.".split()
-)
-_INDEX_DIRS = frozenset("pypi conda basic whl wheels repository repositories artifactory npm channel channels".split())
-_INDEX_CONTEXT = re.compile(r"(?i)index|channel|find.links|repo|registry|(?<![A-Za-z0-9])-[if][ \t=]")
-# A path segment, or a run of letters and digits, that reads as random: pieces (split at - _ ~) that mix letters
-# and digits, or mixed-case runs that change case often; a key, a token, a UUID does, a word or a version does not.
-_SEGMENT = re.compile(r"[A-Za-z0-9_\-~=+]{12,256}\Z")
-_PIECES = re.compile(r"[\-_~=+]+")
-
-
-def _classes(run):
-    """How many times ``run`` changes between upper case, lower case and digit, and how many of each it has."""
-    changes, last, counts = 0, None, [0, 0, 0]
-    for ch in run:
-        kind = 0 if ch.isdigit() else 1 if ch.isupper() else 2
-        counts[kind] += 1
-        changes += last is not None and kind != last
-        last = kind
-    return changes, counts
-
-
-def _random(run):
-    """True when a run of 20 or more letters and digits reads as a key: all three kinds, often changing."""
-    run = run[:256]
-    changes, (digits, upper, lower) = _classes(run)
-    return len(run) >= 20 and digits >= 2 and upper >= 2 and lower >= 2 and changes * 4 >= len(run)
-
-
-def _random_piece(piece):
-    if len(piece) >= 4 and not piece.isalpha() and not piece.isdigit():
-        return True  # letters and digits mixed: 1a2b3c4d, Cnry1aB3
-    return len(piece) >= 16 and _random(piece + "00")  # long mixed case: AbCdEfGhIjKlMnOp
-
-
-def _tokenish(segment):
-    """True when a URL path segment reads as a token (an index's /<token>/ or /t/<token>/), not a name."""
-    if not _SEGMENT.match(segment):
-        return False
-    return sum(len(piece) for piece in _PIECES.split(segment) if _random_piece(piece)) >= 10
-
-
-def _is_index(host, segments, before):
-    """True when the URL (``host``, its path ``segments``, the text ``before`` it on its line) names a package
-    index: its path segments are judged as tokens."""
-    host = host.lower()
-    if any(mark in host for mark in _INDEX_HOSTS):
-        return True
-    if any(segment in _INDEX_DIRS for segment in segments):
-        return True
-    named = [segment for segment in segments if segment]
-    if "simple" in named[-2:] or named[:1] == ["t"]:  # pip's /simple/ or /simple/<project>/; Anaconda's /t/<token>/
-        return True
-    return _INDEX_CONTEXT.search(before) is not None
 
 
 def _url(text, start, out):
@@ -360,46 +227,6 @@ def _url(text, start, out):
     return at
 
 
-# Commands whose short options take a password: option letters whose value is the next word, letters whose value
-# is attached (``mysql -pX``: ``mysql -p db`` asks for it, db is a database), and a subcommand they need (``docker
-# login -p X``; ``docker run -p 8080:80`` publishes a port).
-_PASSWORD_OPTIONS = {
-    "docker": ("p", "", "login"),
-    "podman": ("p", "", "login"),
-    "nerdctl": ("p", "", "login"),
-    "buildah": ("p", "", "login"),
-    "skopeo": ("p", "", "login"),
-    "helm": ("p", "", "login"),
-    "oras": ("p", "", "login"),
-    "crane": ("p", "", "login"),
-    "sshpass": ("p", "", ""),
-    "mysql": ("", "p", ""),
-    "mysqldump": ("", "p", ""),
-    "mysqladmin": ("", "p", ""),
-    "mysqlimport": ("", "p", ""),
-    "mariadb": ("", "p", ""),
-    "mariadb-dump": ("", "p", ""),
-    "mongo": ("p", "p", ""),
-    "mongosh": ("p", "p", ""),
-    "mongodump": ("p", "p", ""),
-    "mongorestore": ("p", "p", ""),
-    "mongoexport": ("p", "p", ""),
-    "mongoimport": ("p", "p", ""),
-    "redis-cli": ("a", "a", ""),
-    "sqlcmd": ("P", "P", ""),
-    "bcp": ("P", "P", ""),
-    "zip": ("P", "P", ""),
-    "7z": ("", "p", ""),
-    "7za": ("", "p", ""),
-    "unrar": ("", "p", ""),
-    "rar": ("", "p", ""),
-    "ldapsearch": ("w", "w", ""),
-    "ldapadd": ("w", "w", ""),
-    "ldapmodify": ("w", "w", ""),
-    "ldapdelete": ("w", "w", ""),
-    "mosquitto_pub": ("P", "P", ""),
-    "mosquitto_sub": ("P", "P", ""),
-}
 _COMMANDS = re.compile(
     r"(?<![A-Za-z0-9_.\-])(" + "|".join(re.escape(c) for c in sorted(_PASSWORD_OPTIONS, key=len, reverse=True)) + ")"
     r"(?![A-Za-z0-9_.\-])"
@@ -433,71 +260,6 @@ class _Commands:
         if subcommand and _SUBCOMMANDS[subcommand].search(text, self.last.end(), at) is None:
             return "", ""
         return separate, attached
-
-
-_PARTS = re.compile(r"[^A-Z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_DIGITS = re.compile(r"[0-9]+\Z")
-
-
-def _name_parts(name):
-    """The upper-case words of a name, camelCase split and trailing digits dropped: hfToken2 -> HF, TOKEN."""
-    parts = _PARTS.split(_CAMEL.sub("_", name).upper())
-    return [_DIGITS.sub("", part) or part for part in parts if part]
-
-
-def _secret_part(part, index):
-    if part in _SECRET_NAME_WORDS:
-        return True
-    if part == "PWD":
-        return index > 0  # MYSQL_PWD; PWD alone is the working directory
-    if part.startswith("AUTH"):  # AUTH_HEADER, AUTHTOKEN; not GIT_AUTHOR_NAME, nor AUTHENTICATION=required
-        return not part.startswith(("AUTHOR", "AUTHENTICAT")) or part.startswith("AUTHORIZ")
-    return (
-        any(word in part for word in _SECRET_INFIXES)
-        or part.startswith(_SECRET_PREFIXES)
-        or part.endswith(_SECRET_SUFFIXES)
-    )
-
-
-@functools.lru_cache(maxsize=4096)  # the same names come again and again (JSON keys, a report's variables)
-def is_secret_name(name):
-    """True when a variable's (or a field's, or an option's) name says its value is a secret.
-
-    By its words (``*_TOKEN*``, ``*_SECRET*``, ``*_KEY``, ``*PASSWORD*``, ``*PASSWD*``, ``*_PWD``,
-    ``*_CREDENTIALS``, ``*_AUTH*``, ``*_DSN``, ``*_WEBHOOK``, ``*_CONNECTION_STRING``), digits after a word
-    changing nothing (``HF_TOKEN2``); but not a count of tokens (``max_new_tokens``), nor a type (``KeyError``).
-    """
-    parts = _name_parts(name)
-    if not parts or parts[-1] in _TYPE_WORDS:
-        return False
-    secret = [part for index, part in enumerate(parts) if _secret_part(part, index)]
-    if not secret:
-        if "CONNECTION" in parts and ("STRING" in parts or "STR" in parts):
-            return True  # AZURE_STORAGE_CONNECTION_STRING holds an account key
-        return name.upper().endswith("KEY")
-    if all(part.endswith(("TOKEN", "TOKENS")) for part in secret):
-        return not _counts_tokens(parts)
-    return True
-
-
-def _counts_tokens(parts):
-    """True when a name whose secret words are all TOKEN(S) counts tokens or names a special one (see above)."""
-    if any(part in _TOKEN_COUNT_WORDS for part in parts):
-        return True
-    first = min(index for index, part in enumerate(parts) if part.endswith(("TOKEN", "TOKENS")))
-    plural = any(part.endswith("TOKENS") for part in parts)
-    return any(part in _TOKEN_COUNT_AFTER and (plural or index > first) for index, part in enumerate(parts))
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_password_name(name):
-    """True when ``name`` says password: its value may be several words."""
-    parts = _name_parts(name)
-    return any(
-        (part in _PASSWORD_WORDS and (part != "PWD" or index > 0)) or any(word in part for word in _SECRET_INFIXES)
-        for index, part in enumerate(parts)
-    )
 
 
 def _userinfo(userinfo):

@@ -40,11 +40,12 @@ import sys
 import threading
 from collections import deque
 from dataclasses import replace
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from mpdoctor.trace.chains import combined, offer, take
 from mpdoctor.trace.compat import autocast_queries as _autocast_queries
 from mpdoctor.trace.compat import register_hook as _register
+from mpdoctor.trace.reading import MAX_TENSORS, TensorReader
 from mpdoctor.trace.records import (
     MAX_PRODUCED,
     ROOT,
@@ -59,7 +60,6 @@ from mpdoctor.trace.records import (
     with_note,
 )
 
-MAX_TENSORS = 64  # floating tensors recorded per side of one call: a module fed a list of 10,000 stays cheap
 MAX_CALLS = 100_000  # records kept per trace; a generate() loop under a trace must not grow memory forever
 # Best first. with_kwargs (torch 2.0) shows keyword inputs; always_call (torch 2.1) runs
 # the forward hook when the forward raises, which is how the innermost module is found.
@@ -112,8 +112,7 @@ class DtypeTrace:
         self._local = threading.local()  # one stack per thread: DataParallel replicas run in threads
         self._count = 0
         self._pending: Optional[tuple[BaseException, Failure]] = None
-        self._autocast_on, self._autocast_dtype = _autocast_queries(torch)
-        self._dtype_names: dict[Any, str] = {}
+        self._read = TensorReader(torch, *_autocast_queries(torch))
 
     # ------------------------------------------------------------------ context manager
 
@@ -218,16 +217,16 @@ class DtypeTrace:
         offered = stack[-1].offered if stack else None
         objects: Optional[list] = [] if offered else None  # the input tensors, only to match against those
         for input_name, value in named:
-            found = self._collect(value, input_name, inputs, 1, objects)
+            found = self._read.collect(value, input_name, inputs, 1, objects)
             if first is None:
                 first = found
         sources = take(offered, objects) if objects else None
-        params = self._own(module._parameters)
-        buffers = self._own(module._buffers)
+        params = self._read.own(module._parameters)
+        buffers = self._read.own(module._buffers)
         if first is None:  # no floating input: the parameters' device, else the CPU
             first = next((t for t in module._parameters.values() if t is not None), None)
         device = first.device.type if first is not None else None
-        autocast, autocast_dtype = self._autocast(device)
+        autocast, autocast_dtype = self._read.autocast(device)
         parent = stack[-1].call if stack else None
         call = ModuleCall(
             index=self._count,
@@ -278,7 +277,7 @@ class DtypeTrace:
         objects: Optional[list] = [] if stack else None
         try:
             # The container a forward returns is a level of its own, as the argument tuple is for inputs.
-            self._collect(output, "output", outputs, 2, objects)
+            self._read.collect(output, "output", outputs, 2, objects)
         except Exception:  # an output the trace cannot read must not break the user's forward
             outputs, objects = [], None
         call.outputs = tuple(outputs)
@@ -317,7 +316,7 @@ class DtypeTrace:
             for _, dtype in call.combined:
                 found = getattr(torch, dtype)
                 promoted = found if promoted is None else torch.promote_types(promoted, found)
-            promoted_name = self._dtype(promoted)
+            promoted_name = self._read.dtype(promoted)
         except Exception:  # a dtype this torch cannot promote: keep the finding
             return True
         if self.dropped or call.index >= len(self.calls):
@@ -334,79 +333,14 @@ class DtypeTrace:
                 return True
         return any(t.dtype == promoted_name for t in call.outputs)
 
-    # ------------------------------------------------------------------ reading tensors
-
-    def _dtype(self, dtype: Any) -> str:
-        name = self._dtype_names.get(dtype)
-        if name is None:
-            name = self._dtype_names[dtype] = str(dtype).replace("torch.", "")
-        return name
-
-    def _info(self, name: str, tensor: Any) -> TensorInfo:
-        try:
-            shape = tuple(tensor.shape)
-        except Exception:  # nested (jagged) tensors have no plain shape
-            shape = None
-        dtype = tensor.dtype
-        return TensorInfo(name, self._dtype_names.get(dtype) or self._dtype(dtype), shape)
-
-    def _collect(self, value: Any, name: str, out: list, levels: int, objects: Optional[list] = None) -> Any:
-        """Floating tensors in ``value``, looking ``levels`` deep into tuples, lists and dicts.
-
-        Returns the first floating tensor found, or None; it is not kept. ``objects``, when
-        given, gets the tensors themselves, one per record, for the caller to drop after use.
-        """
-        if isinstance(value, self._torch.Tensor):
-            if value.is_floating_point() and len(out) < MAX_TENSORS:
-                out.append(self._info(name, value))
-                if objects is not None:
-                    objects.append(value)
-                return value
-            return None
-        if levels <= 0:
-            return None
-        if isinstance(value, dict):
-            items: Iterable = ((f"{name}[{k!r}]", v) for k, v in value.items())
-        elif isinstance(value, (tuple, list)):
-            items = ((f"{name}[{i}]", v) for i, v in enumerate(value))
-        else:
-            return None
-        first = None
-        for item_name, item in items:
-            found = self._collect(item, item_name, out, levels - 1, objects)
-            if first is None:
-                first = found
-            if len(out) >= MAX_TENSORS:
-                break
-        return first
-
-    def _own(self, tensors: dict) -> tuple[TensorInfo, ...]:
-        """The floating tensors of a module's ``_parameters`` or ``_buffers`` (its own, not its children's)."""
-        if not tensors:
-            return ()
-        return tuple(self._info(n, t) for n, t in tensors.items() if t is not None and t.is_floating_point())
-
-    def _autocast(self, device: Optional[str]) -> tuple[Optional[bool], Optional[str]]:
-        device = device or "cpu"
-        try:
-            on = bool(self._autocast_on(device))
-        except Exception:  # a device type this torch has no autocast state for ("meta")
-            return None, None
-        if not on:
-            return False, None
-        try:
-            return True, self._dtype(self._autocast_dtype(device))
-        except Exception:
-            return True, None
-
     # ------------------------------------------------------------------ failures
 
     def _describe_failure(self, frame: _Frame, exc: BaseException) -> Failure:
         call, module = frame.call, frame.module
         prefix = f"{call.name}." if call.name else ""
         produced = tuple(Produced(_relative(c.name, prefix), c.cls, c.outputs) for c in frame.produced or ())
-        params = tuple(self._info(n, t) for n, t in module.named_parameters() if t.is_floating_point())
-        buffers = tuple(self._info(n, t) for n, t in module.named_buffers() if t.is_floating_point())
+        params = tuple(self._read.info(n, t) for n, t in module.named_parameters() if t.is_floating_point())
+        buffers = tuple(self._read.info(n, t) for n, t in module.named_buffers() if t.is_floating_point())
         failure = Failure(
             index=call.index if _kept(self.calls, call) else None,
             module=call.name,

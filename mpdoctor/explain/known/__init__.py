@@ -14,16 +14,20 @@ from mpdoctor.explain.known import (
     attention,
     compiler,
     cpu_half,
+    cpu_half_unquoted,
     ctranslate2,
     driver,
     dtype,
     dtype_legacy,
     dtype_updates,
+    ecosystem_toolchains,
+    ecosystem_trainers,
     framework,
     fsdp,
     grammar,
     grammar_amp,
     grammar_ecosystem,
+    grammar_requirements,
     hardware,
     hardware_fp8,
     kernel_image,
@@ -65,7 +69,13 @@ MODULES = (
     fsdp,
     grammar,
     grammar_amp,
+    # the general shapes and what was learned with them, in the order they were learned: the order of
+    # signatures is the order of `explain --list --format json` and of explanations that tie on a line
     grammar_ecosystem,
+    ecosystem_trainers,
+    cpu_half_unquoted,
+    ecosystem_toolchains,
+    grammar_requirements,
 )
 
 

@@ -18,8 +18,10 @@ part loads apex's compiled extensions in a supervised forked worker (``supervise
 The env part also looks for OneFlow without importing it; a third part, ``oneflow``
 (``oneflow.py``), imports it and runs it beside torch.
 
-The parts' and steps' names are ``steps.py``'s: the host reads them back by the
-same names. The step file is written by ``supervise.StepWriter``.
+What each part reads is its siblings': ``env_facts.py`` (distributions, environment
+variables, module origins) and ``torch_facts.py`` (the build, CUDA, the devices); this
+module runs the steps. The parts' and steps' names are ``steps.py``'s: the host reads
+them back by the same names. The step file is written by ``supervise.StepWriter``.
 
 Command line: the part, its step file, the limits the part enforces itself (one
 JSON object from the host's ``Budget``: ``env_limits``, ``torch_limits``), then
@@ -35,40 +37,27 @@ import warnings
 
 from . import steps
 from ._portable import files, limits as shared_limits, redact
-from ._portable import limits as bound  # every bound on what is read here (portable/limits.py)
-from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
 
-# Environment variables that change how devices are enumerated or how precision
-# behaves, plus the ones that tell where packages come from.
-ENV_PREFIXES = (
-    "CUDA_",
-    "NVIDIA_",
-    "TORCH",
-    "PYTORCH_",
-    "NCCL_",
-    "CUDNN_",
-    "CUBLAS",
-    "HIP_",
-    "ROCR_",
-    "ROCM_",
-    "HSA_",
-    "ONEFLOW_",
-    "ONEDIFF_",
-    "ACCELERATE_",
-    "HF_",
-    "TRANSFORMERS_",
-    "DIFFUSERS_",
-    "XFORMERS_",
-    "APEX_",
-    "DS_",
-    "SLURM_",
-    "PIP_",
-    "CONDA_",
-    "OMP_",
-    "MKL_",
-    "KMP_",
+# What the parts read, named here too, where they always were (tests, the kernel runner: ``probe.torch_build_facts``).
+from .env_facts import (  # noqa: F401
+    ENV_NAMES,
+    ENV_PREFIXES,
+    MODULES,
+    distribution_facts,
+    distributions,
+    environment_variables,
+    module_origins,
 )
-ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PATH")
+from .supervise import StepWriter  # noqa: F401 (the step file's writer, used here and by the kernel runner)
+from .torch_facts import (  # noqa: F401
+    _warning_texts,
+    device_facts,
+    release_archs,
+    torch_build_facts,
+    torch_cuda_facts,
+    torch_device_facts,
+)
+
 MAX_TEXT = 4000
 # The default --timeout's limits, by the formula the host's Budget uses (portable/limits.py): only for a part
 # started without a JSON object of limits it can read (by hand, or an older host). No number is repeated here.
@@ -91,114 +80,6 @@ def _exception_facts(exc):
 
 
 # ---------------------------------------------------------------- env part
-
-
-def _read_text(dist, name):
-    try:
-        return dist.read_text(name)
-    except Exception:  # unreadable files count as absent
-        return None
-
-
-def distribution_facts(dist, sites=None):
-    """Facts about one installed distribution. Don't crash on broken metadata.
-
-    ``sites``: ``sites.context()``, to say which kind of site directory it is in ("" without it).
-    """
-    problems = []
-    meta_path = str(getattr(dist, "_path", "") or "")
-    try:
-        meta = dist.metadata
-        name = meta["Name"] if meta is not None else None
-        version = meta["Version"] if meta is not None else None
-        summary = meta["Summary"] if meta is not None else None
-    except Exception as exc:
-        name = version = summary = None
-        problems.append("metadata unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
-    if not name:
-        problems.append("no Name in metadata")
-    if not version:
-        problems.append("no Version in metadata")
-    name = _bounded(name, bound.DIST_NAME, "Name", problems)
-    version = _bounded(version, bound.DIST_VERSION, "Version", problems)
-    try:
-        requires = []
-        for index, line in enumerate(dist.requires or []):  # a generator: the bound stops reading it, too
-            if index == bound.DIST_REQUIRES:
-                problems.append("more than %d Requires-Dist lines: the rest not read" % bound.DIST_REQUIRES)
-                break
-            requires.append(line)
-    except Exception as exc:
-        requires = []
-        problems.append("requirements unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
-    try:
-        location = str(dist.locate_file(""))
-    except Exception:
-        location = os.path.dirname(meta_path)
-    direct_url = _read_text(dist, "direct_url.json")
-    return {
-        "name": name,
-        "version": version,
-        "location": location[: bound.DIST_PATH],
-        "metadata_path": meta_path[: bound.DIST_PATH],
-        "summary": _clip(summary or "", bound.DIST_SUMMARY),
-        "requires": [_clip(r, bound.DIST_REQUIRE) for r in requires],
-        "installer": (_read_text(dist, "INSTALLER") or "")[:100].strip(),
-        "direct_url": _clip(direct_url, bound.DIST_DIRECT_URL) if direct_url else "",
-        "site": _sibling("sites").site_kind(location, sites) if sites else "",
-        "problems": problems,
-    }
-
-
-def _bounded(text, limit, field, problems):
-    """``text`` (a metadata field) cut to ``limit`` characters, the cut named in ``problems``, redacted."""
-    text = str(text or "")
-    if len(text) > limit:
-        problems.append("%s is %d characters long: the first %d kept" % (field, len(text), limit - 3))
-        return redact.redact_clip(text, limit - 3)  # and "...": ``limit`` in all
-    return text
-
-
-def _clip(text, limit):
-    """``text`` redacted and cut to ``limit`` characters in all, its end kept ("..." marks the cut)."""
-    return redact.redact_clip(text, limit - 3 if len(str(text)) > limit else limit, tail=True)
-
-
-def distributions():
-    import importlib.metadata as metadata
-
-    sites = _sibling("sites").context()
-    found = []
-    for dist in metadata.distributions():
-        if len(found) == bound.DISTRIBUTIONS:  # one broken environment must not cost the report its bound
-            break
-        found.append(distribution_facts(dist, sites))
-    return found
-
-
-def environment_variables():
-    names = sorted(name for name in os.environ if name.startswith(ENV_PREFIXES) or name in ENV_NAMES)
-    return {name: redact.redact_env_value(name, os.environ[name]) for name in names}
-
-
-# Top-level modules whose origin tells which distribution really provides them.
-MODULES = ("pynvml",)
-
-
-def module_origins():
-    """Where each of MODULES would be imported from, without importing it."""
-    import importlib.util
-
-    origins = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pynvml's deprecation shim warns from its finder
-        for name in MODULES:
-            try:
-                spec = importlib.util.find_spec(name)
-            except Exception:  # a broken finder or package counts as not importable
-                spec = None
-            origins[name] = (spec.origin or "") if spec is not None else ""
-    return origins
 
 
 def guarded_step(out, step, func):
@@ -242,136 +123,6 @@ def run_env(out, limits, project=True, project_dir=""):
 
 
 # ---------------------------------------------------------------- torch part
-
-
-def _call(facts, key, func):
-    """Record func()'s result under key, or the exception that it raised."""
-    try:
-        facts[key] = func()
-    except Exception as exc:
-        facts.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
-
-
-def _warning_texts(caught):
-    return [redact.redact_clip("%s: %s" % (w.category.__name__, w.message), 1000, tail=True) for w in caught]
-
-
-def torch_build_facts(torch):
-    """What the build says of itself without starting CUDA: safe in a process that forks CUDA workers later.
-
-    Nothing here may call into CUDA (see ``torch_cuda_facts``). ``torch.cuda.nccl.version()``
-    reads the library's own constant and was measured fork-safe on torch 2.11.
-    """
-    facts = {}
-    _call(facts, "version", lambda: str(torch.__version__))
-    _call(facts, "file", lambda: getattr(torch, "__file__", None))
-    _call(facts, "cuda", lambda: getattr(torch.version, "cuda", None))
-    _call(facts, "hip", lambda: getattr(torch.version, "hip", None))
-    _call(facts, "git_version", lambda: getattr(torch.version, "git_version", None))
-    # Newer torch ships the arch list of each official CUDA build; use it for fixes.
-    # getattr all the way: a leftover torch/ directory imports with no .cuda at all.
-    table = getattr(getattr(torch, "cuda", None), "PYTORCH_RELEASES_CODE_CC", None)
-    if table is not None:
-        _call(facts, "release_archs", lambda: release_archs(table))
-    return _sibling("nccl").with_nccl(facts, torch)  # NCCL as torch loads it (fleet compares it across ranks)
-
-
-def release_archs(table):
-    """``torch.cuda.PYTORCH_RELEASES_CODE_CC`` as {cuda: {host: [cc, ...]}}, whichever shape this torch ships.
-
-    Seen: {cuda: {host: set}} and {cuda: set} (torch 2.11: one set of ccs per CUDA
-    version, for every host). A set alone is filed under host "any"; anything else raises
-    TypeError or ValueError, recorded as a fact error by the caller.
-    """
-
-    def ccs(value):
-        if isinstance(value, (set, frozenset, list, tuple)):
-            return sorted(int(cc) for cc in value)
-        raise TypeError("unexpected %s in PYTORCH_RELEASES_CODE_CC" % type(value).__name__)
-
-    if not isinstance(table, dict):
-        raise TypeError("PYTORCH_RELEASES_CODE_CC is a %s, not a dict" % type(table).__name__)
-    out = {}
-    for cuda, by_host in table.items():
-        if isinstance(by_host, dict):
-            out[str(cuda)] = {str(host): ccs(value) for host, value in by_host.items()}
-        else:
-            out[str(cuda)] = {"any": ccs(by_host)}
-    return out
-
-
-# Every call here starts CUDA, or marks the process so that a child it forks later can
-# never use CUDA ("Cannot re-initialize CUDA in forked subprocess"), measured on torch
-# 2.11 + H200: is_available() (unless PYTORCH_NVML_BASED_CUDA_CHECK=1),
-# get_arch_list() (it calls is_available), backends.cudnn.version() and
-# _C._cuda_getDeviceCount(). So they run only in a process that forks no CUDA worker
-# afterwards: the kernel runner's counting child, or the torch part after its forks.
-def torch_cuda_facts(torch):
-    """CUDA's availability and device count, with the build facts that need CUDA (under "build")."""
-    facts = {}
-    build = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _call(facts, "available", lambda: bool(torch.cuda.is_available()))
-        _call(facts, "device_count", lambda: int(torch.cuda.device_count()))
-        _call(build, "cudnn", lambda: torch.backends.cudnn.version())
-        _call(build, "arch_list", lambda: list(torch.cuda.get_arch_list()))
-    facts["build"] = build
-    facts["warnings"] = _warning_texts(caught)
-    return facts
-
-
-def _pci_bus_id(props):
-    """torch 2.8+ exposes the PCI location as ints; render it like NVML (normalised)."""
-    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-    if any(not isinstance(part, int) for part in parts):
-        return ""
-    return "%04x:%02x:%02x.0" % tuple(parts)
-
-
-def device_facts(torch, ordinal):
-    """One CUDA device's properties; getattr throughout, older torch lacks uuid and pci_*."""
-    props = torch.cuda.get_device_properties(ordinal)
-    uuid = getattr(props, "uuid", None)
-    memory = getattr(props, "total_memory", None)
-    sms = getattr(props, "multi_processor_count", None)
-    integrated = getattr(props, "is_integrated", None)
-    return {
-        "ordinal": ordinal,
-        "name": str(getattr(props, "name", "")),
-        "compute_capability": "%s.%s" % (props.major, props.minor),
-        "memory_total": int(memory) if memory is not None else None,
-        "multiprocessor_count": int(sms) if sms is not None else None,
-        "uuid": str(uuid) if uuid is not None else "",
-        "pci_bus_id": _pci_bus_id(props),
-        "is_integrated": bool(integrated) if integrated is not None else None,
-    }
-
-
-def torch_device_facts(torch, torch_count):
-    """Every device CUDA enumerates. Starts CUDA, so it runs as its own step.
-
-    ``torch_count`` is torch.cuda.device_count() from the step before, used only
-    when this torch lacks the runtime call.
-    """
-    facts = {}
-    # The runtime's count, not torch.cuda.device_count(): before CUDA starts, torch
-    # parses CUDA_VISIBLE_DEVICES itself (against NVML) and can disagree with CUDA.
-    runtime_count = getattr(getattr(torch, "_C", None), "_cuda_getDeviceCount", None)
-    if runtime_count is not None:
-        _call(facts, "runtime_device_count", lambda: int(runtime_count()))
-    count = facts.get("runtime_device_count")
-    if count is None:
-        count = torch_count if isinstance(torch_count, int) else 0
-    devices = []
-    for ordinal in range(count):
-        try:
-            devices.append(device_facts(torch, ordinal))
-        except Exception as exc:
-            error = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
-            facts.setdefault("errors", {})["device %d" % ordinal] = error
-    facts["devices"] = devices
-    return facts
 
 
 def apex_extension_loads(limit, budget):

@@ -1,0 +1,114 @@
+"""A child's output and how it ended: kept within bounds while it runs, told in words when it is over.
+
+``child.run_child`` sends a child's stdout and stderr to files, each a ``_Spool``, which is cut while the child
+runs so that one that prints forever fills neither the disk nor memory, and returns a ``ChildResult``: the exit
+status, the output kept, what was cut, and ``describe()``, how the child ended in words.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+from dataclasses import dataclass
+from typing import Optional
+
+from mpdoctor.portable import limits
+from mpdoctor.portable.redact import redact_text
+from mpdoctor.probes.remote.supervise import seconds_text
+
+STDERR_TAIL = 3000
+MAX_OUTPUT = limits.CHILD_KEPT  # of a child's stdout or stderr, the last this many bytes are kept: it may print forever
+
+
+@dataclass
+class ChildResult:
+    exit_code: Optional[int]  # None when it could not start or was killed at the timeout
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    start_error: str = ""  # why the program could not be started at all
+    limit: Optional[float] = None  # when timed out: the limit it overran (None: say how long it ran)
+    stdout_cut: int = 0  # bytes of its stdout dropped (at least): it wrote more than MAX_OUTPUT
+    stderr_cut: int = 0
+
+    @property
+    def cut_note(self) -> str:
+        """What was dropped of its output, in words ("" when nothing was)."""
+        cut = [f"{_size(n)} of {name}" for name, n in (("stdout", self.stdout_cut), ("stderr", self.stderr_cut)) if n]
+        if not cut:
+            return ""
+        return f"its output was cut: {' and '.join(cut)} dropped, the last {_size(MAX_OUTPUT)} of each kept"
+
+    @property
+    def signal_name(self) -> str:
+        if self.exit_code is None or self.exit_code >= 0:
+            return ""
+        try:
+            return signal.Signals(-self.exit_code).name
+        except ValueError:
+            return f"signal {-self.exit_code}"
+
+    @property
+    def stderr_tail(self) -> str:
+        text = redact_text(self.stderr.strip())
+        text = text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
+        return f"[{self.cut_note}] {text}" if self.stderr_cut else text
+
+    @property
+    def stderr_last_line(self) -> str:
+        """The last non-empty line of stderr (redacted): usually the error that ended it."""
+        lines = [line.strip() for line in self.stderr.strip().splitlines() if line.strip()]
+        return redact_text(lines[-1]) if lines else ""
+
+    def describe(self) -> str:
+        """How the child ended, in words (and what of its output was cut, when some was)."""
+        if self.start_error:
+            return self.start_error
+        if self.timed_out:
+            how = f"did not finish within {seconds_text(self.limit or self.seconds)} s and was killed"
+        elif self.signal_name:
+            how = f"was killed by {self.signal_name}"
+        else:
+            how = f"exited with status {self.exit_code}"
+        return f"{how} ({self.cut_note})" if self.cut_note else how
+
+
+def _size(count: int) -> str:
+    """A byte count as people read it: 512 bytes, 3.2 MB, 16 MiB (a power of two: the bound itself)."""
+    if count and count % (1 << 20) == 0:
+        return f"{count >> 20} MiB"
+    return f"{count} bytes" if count < 10_000 else f"{count / 1e6:.1f} MB"
+
+
+class _Spool:
+    """A child's stdout or stderr file (opened to append: the child writes at its end, wherever that is).
+
+    Measured while the child runs (``trim``): once past ``limits.CHILD_SPOOL`` bytes, its last MAX_OUTPUT bytes
+    are kept aside and the file is emptied, so a child that floods its output fills neither the temporary
+    directory nor memory. ``text`` is the last MAX_OUTPUT bytes of all it wrote; ``cut`` how many were dropped.
+    """
+
+    def __init__(self, handle) -> None:
+        self.handle, self.kept, self.cut = handle, b"", 0
+        fd = handle.fileno()  # O_APPEND on the open file the child shares: after a cut it writes from 0 again
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+
+    def trim(self) -> None:
+        fd = self.handle.fileno()
+        size = os.fstat(fd).st_size
+        if size <= limits.CHILD_SPOOL:
+            return
+        tail = os.pread(fd, MAX_OUTPUT, size - MAX_OUTPUT)
+        os.ftruncate(fd, 0)  # what it writes between the read and here is dropped too, uncounted ("at least")
+        self.cut += len(self.kept) + size - len(tail)
+        self.kept = tail
+
+    def text(self) -> str:
+        fd = self.handle.fileno()
+        size = os.fstat(fd).st_size
+        rest = os.pread(fd, MAX_OUTPUT, max(0, size - MAX_OUTPUT))
+        whole = self.kept + rest
+        self.cut += max(0, size - len(rest)) + max(0, len(whole) - MAX_OUTPUT)
+        return whole[-MAX_OUTPUT:].decode("utf-8", "replace")
