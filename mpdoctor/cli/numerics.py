@@ -7,7 +7,6 @@ underflows in fp16/bf16, forward or backward, with the fix."""
 import enum
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Annotated, Optional
@@ -101,7 +100,9 @@ def _run(interpreter: str, target: str, args: list, as_module: bool, steps: Opti
     command += ["--", target, *args]
     try:
         # The script's own prints go where they would; under --format json to stderr, so stdout stays JSON.
-        completed = subprocess.run(command, stdout=sys.stderr if json_output else None, env=env)
+        from mpdoctor.probes.child import run_attached
+
+        returncode = run_attached(command, env=env, stdout=sys.stderr if json_output else None)
         try:
             with open(result, encoding="utf-8") as stream:
                 text = stream.read()
@@ -119,8 +120,8 @@ def _run(interpreter: str, target: str, args: list, as_module: bool, steps: Opti
             "script": {
                 "target": target,
                 "status": "died",
-                "exit_code": completed.returncode,
-                "error": f"the script ended without letting mpdoctor report (exit status {completed.returncode}: "
+                "exit_code": returncode,
+                "error": f"the script ended without letting mpdoctor report (exit status {returncode}: "
                 "os._exit, a signal, or out of memory)",
             },
             "watch": None,

@@ -17,232 +17,33 @@ too, so nothing is left to wait for.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import math
 import os
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Optional
+from typing import IO, Callable, Iterator, Optional
 
-from mpdoctor import portable
-from mpdoctor.portable import limits
-from mpdoctor.portable.redact import redact_text
-from mpdoctor.probes import remote
+# How a child is started (launch.py) and what its output becomes (child_output.py) live beside this module; named
+# here too, where callers and tests have always imported them.
+from mpdoctor.probes.child_output import MAX_OUTPUT, STDERR_TAIL, ChildResult, _Spool  # noqa: F401
+from mpdoctor.probes.launch import (  # noqa: F401
+    BOOTSTRAP,
+    LOAD_PACKAGES,
+    OWN_BOOTSTRAP,
+    child_env,
+    own_argv,
+    package_inits,
+    remote_argv,
+)
 from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
-STDERR_TAIL = 3000
-MAX_OUTPUT = limits.CHILD_KEPT  # of a child's stdout or stderr, the last this many bytes are kept: it may print forever
 WATCH_EVERY = 0.01  # s: how often a watch runs; it reads step files, so a step's end is seen within 10 ms
 SPOOL_EVERY = 0.05  # s: how often a child's output files are measured (and cut past limits.CHILD_SPOOL)
 REAP_WAIT = 5.0  # s: how long a child killed with SIGKILL is waited for (one stuck in the kernel may never end)
-
-# Loads mpdoctor/portable/ and then mpdoctor/probes/remote/ in the target interpreter as two private packages,
-# `_mpdoctor_portable` and `_mpdoctor_remote`, by path (their __init__.py files are sys.argv[1] and [2]: see
-# package_inits): neither the target's sys.path nor another installed mpdoctor can interfere, and their modules
-# import each other relatively (remote reaches portable through one bridge, remote/_portable.py). Tests that drive
-# remote modules by hand in another interpreter start their code with this too.
-LOAD_PACKAGES = """\
-import importlib, importlib.util, os, sys
-for name, init in (("_mpdoctor_portable", sys.argv[1]), ("_mpdoctor_remote", sys.argv[2])):
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[os.path.dirname(init)])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[name] = package
-    spec.loader.exec_module(package)
-"""
-
-# Runs ``_mpdoctor_remote.<sys.argv[3]>.main(sys.argv[4:])``. Kept to syntax that old interpreters parse, so a
-# Python 2 fails with a readable error.
-BOOTSTRAP = (
-    """\
-import sys
-if sys.version_info < (3, 8):
-    sys.stderr.write("Python %d.%d is too old: mpdoctor can diagnose Python 3.8 or newer\\n" % sys.version_info[:2])
-    sys.exit(3)
-if sys.path and sys.path[0] == "":
-    del sys.path[0]  # `-c` put the working directory first; a training script would not
-import os
-if "MPDOCTOR_PYTHONPATH" in os.environ:  # run_child left out the entries naming the working directory: see child_env
-    os.environ["PYTHONPATH"] = os.environ.pop("MPDOCTOR_PYTHONPATH")  # the fact the probe reports is the user's
-"""
-    + LOAD_PACKAGES
-    + """\
-importlib.import_module("_mpdoctor_remote." + sys.argv[3]).main(sys.argv[4:])
-# Every result is in a step file, flushed line by line, or on stdout: flush that and end here. A normal exit
-# would first collect every object torch created (a third of a second after `import torch`) for nobody.
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
-"""
-)
-
-
-# Runs ``<sys.argv[2]>.main(sys.argv[3:])`` of this very mpdoctor (its package's parent is sys.argv[1]) in
-# mpdoctor's own interpreter, exiting with what main returns. Not `python -m`, which puts the working directory
-# first on sys.path, so that a `shutil.py` or `json.py` where the job is launched would run inside the child; and
-# not `-I` (isolated mode), which would also drop PYTHONPATH and the user's site-packages, where torch (which the
-# store child imports) or mpdoctor itself may be installed.
-OWN_BOOTSTRAP = """\
-import sys
-if sys.path and sys.path[0] == "":
-    del sys.path[0]  # `-c` put the working directory first
-sys.path.insert(0, sys.argv[1])  # this mpdoctor, ahead of any other on the path
-import importlib
-sys.exit(importlib.import_module(sys.argv[2]).main(sys.argv[3:]))
-"""
-
-
-def own_argv(module: str, *args: str) -> list[str]:
-    """The command that runs ``<module>.main(args)`` (``mpdoctor.fleet.store_child``) in mpdoctor's own interpreter.
-
-    The module comes from this very mpdoctor, and nothing from the working directory runs first (OWN_BOOTSTRAP).
-    """
-    # mpdoctor/portable/__init__.py -> the directory holding the mpdoctor package
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(portable.__file__))))
-    return [sys.executable, "-c", OWN_BOOTSTRAP, package_parent, module, *args]
-
-
-def child_env(env: Optional[Mapping[str, str]], cwd: Optional[str] = None) -> Optional[dict]:
-    """``env`` (None: this process's) for a child, without the PYTHONPATH entries that name its working directory.
-
-    Such an entry (``.``, an empty one, ``./`` or the directory's own path) puts the directory's files ahead of
-    the standard library in every Python the child starts, before any line of mpdoctor's runs (``sitecustomize``
-    is imported at startup): a ``shutil.py``, ``json.py`` or ``torch/`` where the job is launched would run
-    inside it. Every other entry is kept, in its order, subdirectories of the working directory included: a
-    cluster's module system or a hand-built torch is often found through PYTHONPATH, and so is OneFlow's
-    ``mock_torch`` in a ``./.venv``; the target interpreter must import the torch the job imports. The user's
-    value goes along as MPDOCTOR_PYTHONPATH, which BOOTSTRAP puts back, so the environment the probe reports is
-    the user's. Returns None (inherit unchanged) when ``env`` is None and nothing needs to change.
-    """
-    source = os.environ if env is None else env
-    value = source.get("PYTHONPATH")
-    try:
-        here = os.path.realpath(cwd or os.getcwd())
-    except OSError:  # the working directory was removed: no file in it can be imported either
-        return None if env is None else dict(env)
-    kept = [] if value is None else [entry for entry in value.split(os.pathsep) if not _names(entry, here)]
-    if value is None or os.pathsep.join(kept) == value:
-        return None if env is None else dict(env)
-    result = dict(source)
-    result["MPDOCTOR_PYTHONPATH"] = value
-    if kept:
-        result["PYTHONPATH"] = os.pathsep.join(kept)
-    else:
-        del result["PYTHONPATH"]
-    return result
-
-
-def _names(entry: str, directory: str) -> bool:
-    """Whether the path entry ``entry`` (a relative one, or the empty one, taken from ``directory``) is it."""
-    return os.path.realpath(os.path.join(directory, entry)) == directory
-
-
-def package_inits() -> list[str]:
-    """The two __init__.py files LOAD_PACKAGES takes, in its order: mpdoctor/portable's, mpdoctor/probes/remote's."""
-    return [portable.__file__, remote.__file__]
-
-
-def remote_argv(python: str, module: str, *args: str) -> list[str]:
-    """The command that runs ``mpdoctor.probes.remote.<module>.main(args)`` in the interpreter ``python``."""
-    return [python, "-c", BOOTSTRAP, *package_inits(), module, *args]
-
-
-@dataclass
-class ChildResult:
-    exit_code: Optional[int]  # None when it could not start or was killed at the timeout
-    timed_out: bool
-    seconds: float
-    stdout: str
-    stderr: str
-    start_error: str = ""  # why the program could not be started at all
-    limit: Optional[float] = None  # when timed out: the limit it overran (None: say how long it ran)
-    stdout_cut: int = 0  # bytes of its stdout dropped (at least): it wrote more than MAX_OUTPUT
-    stderr_cut: int = 0
-
-    @property
-    def cut_note(self) -> str:
-        """What was dropped of its output, in words ("" when nothing was)."""
-        cut = [f"{_size(n)} of {name}" for name, n in (("stdout", self.stdout_cut), ("stderr", self.stderr_cut)) if n]
-        if not cut:
-            return ""
-        return f"its output was cut: {' and '.join(cut)} dropped, the last {_size(MAX_OUTPUT)} of each kept"
-
-    @property
-    def signal_name(self) -> str:
-        if self.exit_code is None or self.exit_code >= 0:
-            return ""
-        try:
-            return signal.Signals(-self.exit_code).name
-        except ValueError:
-            return f"signal {-self.exit_code}"
-
-    @property
-    def stderr_tail(self) -> str:
-        text = redact_text(self.stderr.strip())
-        text = text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
-        return f"[{self.cut_note}] {text}" if self.stderr_cut else text
-
-    @property
-    def stderr_last_line(self) -> str:
-        """The last non-empty line of stderr (redacted): usually the error that ended it."""
-        lines = [line.strip() for line in self.stderr.strip().splitlines() if line.strip()]
-        return redact_text(lines[-1]) if lines else ""
-
-    def describe(self) -> str:
-        """How the child ended, in words (and what of its output was cut, when some was)."""
-        if self.start_error:
-            return self.start_error
-        if self.timed_out:
-            how = f"did not finish within {seconds_text(self.limit or self.seconds)} s and was killed"
-        elif self.signal_name:
-            how = f"was killed by {self.signal_name}"
-        else:
-            how = f"exited with status {self.exit_code}"
-        return f"{how} ({self.cut_note})" if self.cut_note else how
-
-
-def _size(count: int) -> str:
-    """A byte count as people read it: 512 bytes, 3.2 MB, 16 MiB (a power of two: the bound itself)."""
-    if count and count % (1 << 20) == 0:
-        return f"{count >> 20} MiB"
-    return f"{count} bytes" if count < 10_000 else f"{count / 1e6:.1f} MB"
-
-
-class _Spool:
-    """A child's stdout or stderr file (opened to append: the child writes at its end, wherever that is).
-
-    Measured while the child runs (``trim``): once past ``limits.CHILD_SPOOL`` bytes, its last MAX_OUTPUT bytes
-    are kept aside and the file is emptied, so a child that floods its output fills neither the temporary
-    directory nor memory. ``text`` is the last MAX_OUTPUT bytes of all it wrote; ``cut`` how many were dropped.
-    """
-
-    def __init__(self, handle) -> None:
-        self.handle, self.kept, self.cut = handle, b"", 0
-        fd = handle.fileno()  # O_APPEND on the open file the child shares: after a cut it writes from 0 again
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-
-    def trim(self) -> None:
-        fd = self.handle.fileno()
-        size = os.fstat(fd).st_size
-        if size <= limits.CHILD_SPOOL:
-            return
-        tail = os.pread(fd, MAX_OUTPUT, size - MAX_OUTPUT)
-        os.ftruncate(fd, 0)  # what it writes between the read and here is dropped too, uncounted ("at least")
-        self.cut += len(self.kept) + size - len(tail)
-        self.kept = tail
-
-    def text(self) -> str:
-        fd = self.handle.fileno()
-        size = os.fstat(fd).st_size
-        rest = os.pread(fd, MAX_OUTPUT, max(0, size - MAX_OUTPUT))
-        whole = self.kept + rest
-        self.cut += max(0, size - len(rest)) + max(0, len(whole) - MAX_OUTPUT)
-        return whole[-MAX_OUTPUT:].decode("utf-8", "replace")
 
 
 class Interrupted(SystemExit):
@@ -430,6 +231,43 @@ def run_child(
             stdout_cut=spools[0].cut,
             stderr_cut=spools[1].cut,
         )
+
+
+def run_attached(argv: list[str], env: Optional[dict] = None, stdout: Optional[IO] = None) -> int:
+    """Run a user's own program attached to this terminal, with no time limit; its exit status.
+
+    For ``mpdoctor numerics``, which runs the user's training script under a watch: the script keeps
+    mpdoctor's terminal, stdin and stderr (and stdout unless ``stdout`` is given) and its process group, as
+    ``python train.py`` would, so a Ctrl-C reaches the script itself, which stops and reports as it would,
+    while mpdoctor waits for it (SIGINT is ignored here for that while). It is registered like every child:
+    SIGTERM, or anything that ends mpdoctor, kills it. Raises OSError when it cannot start.
+    """
+    _raise_if_stopped()
+    _local.starting = True
+    try:
+        proc = subprocess.Popen(argv, stdout=stdout, env=env)
+        with _lock:
+            _live[proc.pid] = proc
+    finally:
+        _local.starting = False
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # after the start: the script keeps its default
+    except ValueError:  # not the main thread: signals are the main thread's business
+        previous = None
+    try:
+        _raise_if_stopped()
+        return proc.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.wait(timeout=REAP_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+        with _lock:
+            _live.pop(proc.pid, None)
 
 
 def _wait(
