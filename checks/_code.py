@@ -94,15 +94,22 @@ def _equality(text: str) -> Optional[tuple[str, object]]:
 
 def exclusive(first: list[Condition], second: list[Condition]) -> bool:
     """Whether no run meets both lists: one condition taken both ways, or one value compared to two constants."""
+    return bool(separating(first, second))
+
+
+def separating(first: list[Condition], second: list[Condition]) -> list[str]:
+    """The conditions that keep two lists apart (``exclusive``): each one taken both ways, and both sides of
+    each value compared to two constants; [] when some run meets both."""
+    found = []
     for text, holds in first:
         for other, other_holds in second:
             if text == other and holds != other_holds:
-                return True
-            if holds and other_holds:
+                found.append(text)
+            elif holds and other_holds:
                 a, b = _equality(text), _equality(other)
                 if a and b and a[0] == b[0] and a[1] != b[1]:
-                    return True
-    return False
+                    found += [text, other]
+    return found
 
 
 def one_path(first: list[Condition], second: list[Condition]) -> bool:
@@ -137,4 +144,28 @@ def reach(file_sites: list[AmpSite], scope: str) -> list[tuple[AmpSite, list[Con
                 found.append((site, above + conditions(site.guards, site), chain))
 
     walk(scope, [], [])
+    return found
+
+
+def in_order(
+    file_sites: list[AmpSite], scope: str
+) -> list[tuple[tuple[int, ...], AmpSite, list[Condition], list[AmpSite]]]:
+    """Every step ``scope`` runs, itself or through calls in its file, in the order it runs them: (position, step,
+    its conditions from ``scope``, the call sites on the way). A position is the lines of those calls, then the
+    step's own: a helper's steps run where it is called (``reach``, with the order kept)."""
+    steps: dict[str, list[AmpSite]] = defaultdict(list)
+    for site in file_sites:
+        steps[site.scope].append(site)
+    found: list[tuple[tuple[int, ...], AmpSite, list[Condition], list[AmpSite]]] = []
+
+    def walk(name: str, above: list[Condition], at: tuple[int, ...], calls: list[AmpSite], chain: list[str]) -> None:
+        for site in steps.get(name, []):
+            if site.kind == "call":
+                if site.what not in chain and site.what != name and len(chain) < MAX_DEPTH:
+                    walk(site.what, above + conditions(site.guards), at + (site.line,), calls + [site], chain + [name])
+            else:
+                found.append((at + (site.line,), site, above + conditions(site.guards, site), calls))
+
+    walk(scope, [], (), [], [])
+    found.sort(key=lambda step: step[0])
     return found

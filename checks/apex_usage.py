@@ -158,6 +158,18 @@ def really_guarded(use: ApexImport, failure: str) -> bool:
     return False
 
 
+def never_runs(snap: Snapshot, use: ApexImport, importable: bool) -> bool:
+    """Whether the code tests for an apex module that is missing here before it reaches the import
+    (``use.runs_only_with``: `if is_apex_available():`, `if amp is not None:`, `if not _APEX_AVAILABLE: raise`
+    before it): then it takes its other way, or raises its own message, and the import never runs. A test for
+    apex itself passes wherever apex imports: with apex 25.07 `from apex import amp` still runs, and fails."""
+    for module in use.runs_only_with:
+        parts = module.split(".")
+        if not importable or (len(parts) > 1 and parts[1] in REMOVED and _missing(snap, parts[1])):
+            return True
+    return False
+
+
 def failure_of(use: ApexImport, importable: bool) -> str:
     """What the import raises here: ModuleNotFoundError when no apex imports, or for `import apex.amp`; an
     apex without the part raises plain ImportError for `from apex import amp` (cannot import name)."""
@@ -191,7 +203,13 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
     namesake and a stray apex/ directory have none either. A `try` is a fallback
     only when its except clause catches that error and does not raise again:
     `except ModuleNotFoundError` misses the plain ImportError an apex without amp
-    raises for `from apex import amp`.
+    raises for `from apex import amp`. Nor does an import the code reaches only
+    after testing for apex: under `if is_apex_available():` (`if amp is not
+    None:`, `if _APEX_AVAILABLE:`, `find_spec("apex")`), after `if not
+    is_apex_available(): raise ...`, or in a method of a class whose `__init__`
+    raises without apex. Where apex is missing that code takes its other way or
+    raises its own message; where apex 25.07 is installed the test passes and
+    `from apex import amp` fails, so it is reported there.
 
     ## Fix
     Port the code to torch.amp (`torch.autocast` + `torch.amp.GradScaler`),
@@ -208,6 +226,7 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
         # Installed code only reaches these imports when apex looks installed (is_apex_available()).
         and not use.guarded
         and not use.lazy
+        and not never_runs(snap, use, importable)
     ]
     scan = snap.environment.project
     project = [
@@ -216,6 +235,7 @@ def amp_unavailable(snap: Snapshot) -> Iterator[Finding]:
         if removed_module(use)
         and _missing(snap, removed_module(use))
         and not really_guarded(use, failure_of(use, importable))
+        and not never_runs(snap, use, importable)
     ]
     if not installed and not project:
         return

@@ -300,6 +300,110 @@ def test_apex_parts_that_remain_are_not_reported(tmp_path):
     )
 
 
+# ---------------------------------------------------------------- APEX006: what a test for apex really guards
+
+
+@pytest.mark.parametrize(
+    "text, fires_without_apex, fires_with_apex_25_07",
+    [
+        ("if is_apex_available():\n    from apex import amp\n", False, True),
+        ("if _APEX_AVAILABLE:\n    from apex import amp\n", False, True),
+        ("if HAS_APEX and args.fp16:\n    from apex import amp\n", False, True),
+        (
+            "import importlib.util\nif importlib.util.find_spec('apex') is not None:\n    from apex import amp\n",
+            False,
+            True,
+        ),
+        # a flag assigned from a test far from the import, or set in the try of a guarded import
+        (
+            "import importlib.util\nok = importlib.util.find_spec('apex') is not None\n\n\ndef f():\n"
+            "    if ok:\n        from apex import amp\n",
+            False,
+            True,
+        ),
+        (
+            "try:\n    import apex\n    ok = True\nexcept ImportError:\n    ok = False\nif ok:\n    from apex import amp\n",
+            False,
+            True,
+        ),
+        # the test names apex.amp: it fails where amp is gone, too
+        ("if module_available('apex.amp'):\n    from apex import amp\n", False, False),
+        (
+            "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\n\n\ndef f():\n"
+            "    if amp is not None:\n        from apex.parallel import DistributedDataParallel\n",
+            False,
+            False,
+        ),
+        # the code leaves first, with its own message, when apex is missing
+        (
+            "def f():\n    if not is_apex_available():\n        raise ImportError('pip install apex')\n    from apex import amp\n",
+            False,
+            True,
+        ),
+        ("def f():\n    assert _APEX_AVAILABLE, 'needs apex'\n    from apex import amp\n", False, True),
+        ("if not is_apex_available():\n    pass\nelse:\n    from apex import amp\n", False, True),
+        # not a test of availability: a user's choice, a test turned round, an `or`, a check that does not leave
+        ("if args.apex:\n    from apex import amp\n", True, True),
+        ("if use_apex:\n    from apex import amp\n", True, True),
+        ("if not is_apex_available():\n    from apex import amp\n", True, True),
+        ("if is_apex_available():\n    pass\nelse:\n    from apex import amp\n", True, True),
+        ("if is_apex_available() or args.force:\n    from apex import amp\n", True, True),
+        ("if not is_apex_available():\n    print('no apex')\nfrom apex import amp\n", True, True),
+        ("if x.startswith('apex'):\n    from apex import amp\n", True, True),
+    ],
+)
+def test_an_import_under_a_test_for_apex_never_runs_without_it(
+    tmp_path, text, fires_without_apex, fires_with_apex_25_07
+):
+    assert ("APEX006" in findings(tmp_path / "a", {"train.py": text}, "no-apex")) is fires_without_apex
+    assert ("APEX006" in findings(tmp_path / "b", {"train.py": text}, "apex-25.07")) is fires_with_apex_25_07
+
+
+NEEDS_APEX = """\
+    def _load_amp():
+        from apex import amp
+        return amp
+
+
+    class ApexPlugin:
+        def __init__(self, level="O2"):
+            if not %s:
+                raise RuntimeError("You have asked for apex AMP but apex is not installed")
+            self.level = level
+
+        def setup(self, model, optimizer):
+            return _load_amp().initialize(model, optimizer, opt_level=self.level)
+
+        %s
+"""
+
+
+@pytest.mark.parametrize(
+    "test, more, fires",
+    [
+        ("_APEX_AVAILABLE", "pass", False),
+        (
+            "is_apex_available()",
+            "def state(self):\n            from apex import amp\n            return amp.state_dict()",
+            False,
+        ),
+        # a user's choice in __init__ proves nothing; a static method needs no instance; a helper others call
+        ("self.enabled", "pass", True),
+        (
+            "_APEX_AVAILABLE",
+            "@staticmethod\n        def state():\n            from apex import amp\n            return amp",
+            True,
+        ),
+        ("_APEX_AVAILABLE", "pass\n\n\n    AMP = _load_amp", True),
+        ("_APEX_AVAILABLE", "pass\n\n\n    def other():\n        return _load_amp()", True),
+    ],
+)
+def test_methods_of_a_class_that_cannot_exist_without_apex(tmp_path, test, more, fires):
+    text = NEEDS_APEX % (test, more)
+    assert ("APEX006" in findings(tmp_path / "a", {"plugin.py": text}, "no-apex")) is fires
+    assert "APEX006" in findings(tmp_path / "b", {"plugin.py": text}, "apex-25.07")  # apex there, amp gone
+
+
 # ---------------------------------------------------------------- AMP001: clipping scaled gradients
 
 LOOP = """\
@@ -355,6 +459,83 @@ def test_clipping_after_the_step_or_in_the_fp32_branch_is_fine(tmp_path):
 def test_a_bare_clip_imported_from_torch_counts(tmp_path):
     text = LOOP.replace("import torch\n", "import torch\n    from torch.nn.utils import clip_grad_norm_\n")
     assert "AMP001" in findings(tmp_path, {"train.py": text % "    clip_grad_norm_(model.parameters(), 1.0)"})
+
+
+FIT_BATCH = """\
+    import torch
+
+    class Brain:
+        def fit_batch(self, batch):
+            loss = self.compute(batch)
+            %s
+            self.scaler.scale(loss).backward()
+            if self.step %% self.accumulate == 0:
+                self.scaler.unscale_(self.optimizer)
+                %s
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+
+        def check_gradients(self):
+            torch.nn.utils.clip_grad_norm_(self.modules.parameters(), 5.0)
+"""
+
+
+@pytest.mark.parametrize(
+    "before, after, fires",
+    [
+        ("self.check_gradients()", "pass", True),  # before the backward: what earlier micro-batches left scaled
+        ("pass", "self.check_gradients()", False),  # after unscale_, once per step: right
+        ("loss.backward()\n            self.check_gradients()", "pass", False),  # clips a backward of its own
+    ],
+)
+def test_a_clip_before_the_scaled_backward_of_an_accumulating_step(tmp_path, before, after, fires):
+    found = findings(tmp_path, {"brain.py": FIT_BATCH % (before, after)})
+    assert ("AMP001" in found) is fires
+    if fires:
+        evidence = " ".join(found["AMP001"].evidence)
+        assert (
+            "brain.py:15 in Brain.check_gradients" in evidence and "called from Brain.fit_batch at line 6" in evidence
+        )
+        fix = found["AMP001"].fix[0].text
+        assert "move the clip" in fix and "after `self.scaler.unscale_(self.optimizer)` (line 9)" in fix
+
+
+def test_a_clip_before_the_backward_when_every_call_steps_is_fine(tmp_path):
+    text = """\
+    import torch
+
+    def step(model, optimizer, scaler, loss):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+    """
+    assert "AMP001" not in findings(tmp_path, {"train.py": text})
+
+
+def test_a_clip_in_a_helper_called_between_scale_and_step(tmp_path):
+    text = """\
+    import torch
+
+    def clip(model):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+
+    def step(model, optimizer, scaler, batch):
+        with torch.autocast("cuda"):
+            loss = model(batch)
+        scaler.scale(loss).backward()
+        clip(model)
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    found = findings(tmp_path, {"train.py": text})["AMP001"]
+    assert (
+        "insert `scaler.unscale_(optimizer)` on the line before 10 (`clip(model)`, which reaches the clip at line 4)"
+        in found.fix[0].text
+    )
+    fixed = text.replace("        clip(model)", "        scaler.unscale_(optimizer)\n        clip(model)")
+    assert "AMP001" not in findings(tmp_path / "fixed", {"train.py": fixed})
 
 
 # ---------------------------------------------------------------- AMP002 / AMP003: scalers missing or not needed
@@ -438,10 +619,29 @@ def test_deprecated_spellings_through_any_import(tmp_path, text, spelling):
         "import torch\ntry:\n    s = torch.amp.GradScaler('cuda')\nexcept AttributeError:\n    s = torch.cuda.amp.GradScaler()\n",
         "import torch\nif OLD_TORCH:\n    ctx = torch.cuda.amp.autocast()\nelse:\n    ctx = torch.autocast('cuda')\n",
         "from apex import amp\nmodel = amp.initialize(model)\n",  # apex's amp is not torch.cuda.amp
+        # the new spelling for a device given at run time: a fallback when a version test keeps them apart
+        "import torch\nif hasattr(torch.amp, 'GradScaler'):\n    s = torch.amp.GradScaler(dev)\nelse:\n"
+        "    s = torch.cuda.amp.GradScaler()\n",
+        "import torch\ntry:\n    s = torch.amp.GradScaler(dev)\nexcept AttributeError:\n    s = torch.cuda.amp.GradScaler()\n",
+        "import torch\nif is_torch_version('>=', '2.4'):\n    c = torch.amp.autocast(dev)\nelse:\n    c = torch.cuda.amp.autocast()\n",
     ],
 )
 def test_current_spellings_and_fallbacks_for_old_torch_are_not_deprecated(tmp_path, text):
     assert "AMP004" not in findings(tmp_path, {"train.py": text})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an if/elif chain on the device: the CUDA branch still builds the deprecated scaler
+        "import torch\nif is_xpu_available():\n    s = torch.amp.GradScaler('xpu')\nelif is_npu_available():\n"
+        "    s = torch.npu.amp.GradScaler()\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
+        "import torch\nif device == 'cpu':\n    c = torch.autocast('cpu')\nelse:\n    c = torch.cuda.amp.autocast()\n",
+        "import torch\nif on_xpu:\n    s = torch.amp.GradScaler(dev)\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
+    ],
+)
+def test_the_old_spelling_beside_another_devices_new_one_is_no_fallback(tmp_path, text):
+    assert "AMP004" in findings(tmp_path, {"train.py": text})
 
 
 def test_the_deprecation_words_are_torchs_own(recwarn):

@@ -134,6 +134,19 @@ ODD = {
     "semicolons.py": "import os; import apex; x = torch.autocast\n",
     "async_match.py": "import torch\nasync def f():\n    async with torch.autocast('cuda'):\n        pass\n"
     "match x:\n    case 1:\n        from apex import amp\n",
+    # tests for apex before an import: flags set far from it (from a string naming apex), guarded imports' names,
+    # a statement that leaves, and a class that cannot exist without apex whose callers hold no key word
+    "apex_tests.py": "import importlib.util\nok = importlib.util.find_spec('apex') is not None\n"
+    'HAS = RequirementCache("apex.amp")\n\n\ndef f():\n    if ok:\n        from apex import amp\n\n\n'
+    "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\nif amp is not None:\n"
+    "    import apex.parallel\nif not _APEX_AVAILABLE:\n    raise ImportError('apex')\nimport apex.RNN\n\n\n"
+    "def g():\n    if HAS:\n        from apex import fp16_utils\n",
+    "apex_class.py": "def _load():\n    from apex import amp\n    return amp\n\n\nclass Plugin:\n"
+    "    def __init__(self):\n        if not _APEX_AVAILABLE:\n            raise RuntimeError('no apex')\n\n"
+    "    def setup(self):\n        return _load()\n\n    def other(self):\n        return 1\n",
+    "apex_class_leaks.py": "def _load():\n    from apex import amp\n    return amp\n\n\nclass Plugin:\n"
+    "    def __init__(self):\n        if not _APEX_AVAILABLE:\n            raise RuntimeError('no apex')\n\n"
+    "    def setup(self):\n        return _load()\n\n\nLOADER = _load\n",
     "empty.py": "",
     "bom.py": "\ufefffrom apex import amp\nimport apex\n",
     "cookie_utf8.py": "# -*- coding: utf-8 -*-\nfrom apex import amp  # caf\u00e9\n",
@@ -174,6 +187,12 @@ def test_odd_places_give_the_same_uses_as_parsing_every_file(tmp_path):
         (tmp_path / env / "x.py").write_text("import apex\n")
     fast = assert_same(tmp_path)
     assert "fifo.py: a FIFO (named pipe), not a regular file" in fast["skipped_files"]
+    # the tests for apex are live: each import is reached only with what its test names, save the leaking class's
+    tested = {(use["file"], use["line"]): use["runs_only_with"] for use in fast["apex_uses"]}
+    assert tested[("apex_tests.py", 8)] == ["apex"] and tested[("apex_tests.py", 16)] == ["apex.amp"]
+    assert tested[("apex_tests.py", 19)] == ["apex"] and tested[("apex_tests.py", 12)] == []
+    assert tested[("apex_tests.py", 24)] == ["apex", "apex.amp"]  # after the module's raise, and under HAS
+    assert tested[("apex_class.py", 2)] == ["apex"] and tested[("apex_class_leaks.py", 2)] == []
     # the cases are live: each kind of use is found, and in the files meant to have them
     files = {use["file"] for key in ("apex_uses", "torch_amp_uses", "oneflow_uses") for use in fast[key]}
     assert {
@@ -258,6 +277,15 @@ SNIPPETS = [
     "f1()\n",
     "self.f2()\n",
     "c = partial(torch.autocast, device_type='cuda')\n",
+    # tests for apex: a flag from a string, a call, a guarded import's name, statements that leave, a class
+    "APEX_OK = find_spec('apex') is not None\n",
+    "if is_apex_available():\n    from apex import amp\n",
+    "if amp is not None:\n    import apex.parallel\n",
+    "if not APEX_OK:\n    raise ImportError('apex')\n",
+    "assert has_apex\n",
+    "class G:\n    def __init__(self):\n        if not _APEX_AVAILABLE:\n            raise RuntimeError\n"
+    "    def m(self):\n        return _load()\n",
+    "def _load():\n    from apex import amp\n",
 ]
 
 

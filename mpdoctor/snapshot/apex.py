@@ -75,6 +75,12 @@ class ApexImport:
     handlers_read: bool = fact("The scan recorded handlers (snapshots before it did say only guarded)", False)
     lazy: bool = fact("Inside a function: runs when called, not when the module imports", False)
     conditional: bool = fact("Inside an if block (e.g. `if is_apex_available():`)", False)
+    runs_only_with: list[str] = fact(
+        "The apex modules the code tests for before it reaches the import (`if is_apex_available():`, `if amp is "
+        "not None:`, `if not _APEX_AVAILABLE: raise ...` before it, a class whose __init__ raises without apex): "
+        "apex, or a part such as apex.amp; empty when it tests for none. The import never runs without them",
+        factory=list,
+    )
     distribution: str = fact("The installed distribution the file belongs to; empty for project code", "")
     version: str = fact("That distribution's version", "")
 

@@ -7,6 +7,7 @@ returns under the reader's key (``scan.READERS``). The installed-distribution sc
 
 import ast
 
+from . import apex_guards
 from ._portable import redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
@@ -34,44 +35,56 @@ def _handlers(node):
     return found
 
 
-def _imports_with_context(body, context, out, handlers=()):
-    """Collect (import node, context, handlers) triples; context names the enclosing try/def/if blocks, handlers
-    are the except clauses of the innermost try whose body holds the import."""
+def _imports_with_context(body, context, out, handlers=(), proved=(), known=None, level=True, functions=()):
+    """Collect (import node, context, handlers, proved, functions) tuples; context names the enclosing
+    try/def/if blocks, handlers are the except clauses of the innermost try whose body holds the import, proved
+    the apex modules the code has tested for on the way (``apex_guards``), functions the ids of the functions
+    around it. ``level``: at module or class level, where a statement that leaves counts only when it names apex."""
+    known = {} if known is None else known
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.append((node, context, handlers))
+            out.append((node, context, handlers, proved, functions))
             continue
         for field in BLOCK_FIELDS:
             children = getattr(node, field, None)
             if not isinstance(children, list) or not children:
                 continue
-            inner, caught = context, handlers
+            inner, caught, shown, flat, around = context, handlers, proved, level, functions
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                inner, caught = context | {"def"}, ()
+                inner, caught, flat, around = context | {"def"}, (), False, functions + (id(node),)
+            elif isinstance(node, ast.ClassDef):
+                flat = True
             elif isinstance(node, ast.If):
                 inner = context | {"if"}
+                shown = proved + apex_guards.tests(node.test, known, field == "body")
             elif field == "body" and (isinstance(node, ast.Try) or type(node).__name__ == "TryStar"):
                 inner, caught = context | {"try"}, tuple(_handlers(node))
             if field in ("handlers", "cases"):  # except clauses and match cases hold their own bodies
                 for clause in children:
-                    _imports_with_context(clause.body, inner, out, caught)
+                    _imports_with_context(clause.body, inner, out, caught, shown, known, flat, around)
             else:
-                _imports_with_context(children, inner, out, caught)
+                _imports_with_context(children, inner, out, caught, shown, known, flat, around)
+        proved = proved + apex_guards.leaves_unless(node, known, level)  # `if not available: raise` before it
     return out
 
 
 def apex_imports(tree, lines):
-    """Each import of apex (or a submodule) in a parsed file, with the blocks around it."""
+    """Each import of apex (or a submodule) in a parsed file, with the blocks around it and the apex modules the
+    code tests for before it (``runs_only_with``, see ``apex_guards``)."""
+    known, found = _apex_found(tree)
+    classes = None
     uses = []
-    for node, context, handlers in _imports_with_context(tree.body, frozenset(), []):
+    for node, context, handlers, proved, functions in found:
+        if not proved and functions:  # a method of a class that cannot exist without apex (the whole file)
+            if classes is None:
+                classes = apex_guards.guarded_classes(tree, known)
+            proved = next((classes[f] for f in reversed(functions) if f in classes), ())
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names if alias.name.split(".")[0] == "apex"]
             names = []
-        elif not node.level and (node.module or "").split(".")[0] == "apex":
+        else:
             modules = [node.module]
             names = [alias.name for alias in node.names]
-        else:
-            continue
         for module in modules:
             uses.append(
                 {
@@ -86,9 +99,23 @@ def apex_imports(tree, lines):
                     "handlers_read": True,
                     "lazy": "def" in context,
                     "conditional": "if" in context,
+                    "runs_only_with": sorted(set(proved)),
                 }
             )
     return uses
+
+
+def _apex_found(tree):
+    known = apex_guards.flags(tree)
+    found = _imports_with_context(tree.body, frozenset(), [], known=known)
+    return known, [item for item in found if apex_guards.imported(item[0])]
+
+
+def needs_whole_file(tree):
+    """Whether the apex imports of a window need every function of the file: one in a function that the code tests
+    nothing for on the way, which a class that cannot exist without apex may still hold, and whose callers the
+    window may lack (``apex_guards.guarded_classes``)."""
+    return any(functions and not proved for _, _, _, proved, functions in _apex_found(tree)[1])
 
 
 def _dotted(node):

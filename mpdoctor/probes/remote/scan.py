@@ -40,6 +40,7 @@ from .amp_uses import (  # noqa: F401
     TORCH_AMP_MODULES,
     TORCH_AMP_NAMES,
     apex_imports,
+    needs_whole_file,
     oneflow_uses,
     torch_amp_uses,
 )
@@ -227,8 +228,8 @@ def _file_uses(source, path, readers, skipped, label):
         uses = _uses(tree, source, readers)
         if not any(uses.values()):
             return uses
-        if both_systems(uses.get("amp_sites", ())):
-            tree = WHOLE  # the call chains between them need every function: parse the whole file
+        if both_systems(uses.get("amp_sites", ())) or (uses.get("apex_uses") and needs_whole_file(tree)):
+            tree = WHOLE  # the call chains between them, or who calls an apex import, need every function
     if tree is not WHOLE:
         try:
             symtable.symtable(source, path, "exec")

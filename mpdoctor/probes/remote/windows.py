@@ -63,7 +63,8 @@ APEX_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+apex\b", re.MULTILINE)
 # What each reader needs to see in a file before it looks (scan.py's APEX_IMPORT, TORCH_AMP and ONEFLOW, as byte
 # searches: the same answers, at memchr speed), and the key words its uses stand on: (whole words, substrings).
 KEYS = (
-    ((b"apex",), ()),
+    # apex in any identifier, any case: the tests apex_guards reads (is_apex_available(), _APEX_AVAILABLE, HAS_APEX)
+    ((b"apex",), (b"apex", b"APEX", b"Apex")),
     ((b"autocast", b"GradScaler", b"amp"), ()),
     ((b"autocast", b"backend"), (b"oneflow", b"onediff")),
     # scan.SITE_KEYS: the code-path reader reads a unit only when it names one of them
@@ -81,6 +82,9 @@ KEYS = (
         (),
     ),
 )
+# Strings that name an apex module (find_spec("apex"), RequirementCache("apex.amp")): a test of apex's availability
+# (apex_guards), a hit of the apex reader although a string; found at the string's opening quote.
+QUOTED = (b'"apex"', b"'apex'", b'"apex.', b"'apex.")
 COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 
 
@@ -182,10 +186,13 @@ def hits(source, readers):
             words.update(whole)
             substrings.update(parts)
     offsets = key_offsets(source, sorted(words), sorted(substrings))
-    if not offsets:  # the common case: a word like maybe_autocast flagged the file; no lexing needed
+    quoted = key_offsets(source, (), QUOTED) if readers[0] else []
+    if not offsets and not quoted:  # the common case: a word like maybe_autocast flagged the file; no lexing needed
         return [], b""
     masked, starts, ends = lex(source)
-    return code_hits(offsets, starts, ends), masked
+    opening = set(starts)
+    found = code_hits(offsets, starts, ends) + [offset for offset in quoted if offset in opening]
+    return sorted(set(found)), masked
 
 
 def _continued(masked, offset):
