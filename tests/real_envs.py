@@ -29,10 +29,17 @@ from interpreters import find_python
 
 
 def base_python() -> str:
-    """The interpreter to make venvs from: this Python's version as a user's shell finds it, else the one this
-    test run's venv was made from."""
-    found = find_python("%d.%d" % sys.version_info[:2])
-    return found or getattr(sys, "_base_executable", sys.executable)
+    """The interpreter to make venvs from, and to stand for a user's base Python: never a venv's own (a user
+    site and --system-site-packages need a real base). The one this test run's venv was made from, else this
+    Python when it is no venv, else this Python's version as a user's shell finds it. Under CI's activated venv
+    ``python3.11`` on PATH is the venv's: found first, it hid the base and the user-site case skipped."""
+    if sys.prefix != sys.base_prefix:
+        made_from = getattr(sys, "_base_executable", "")
+        if made_from and os.path.isfile(made_from):
+            return made_from
+    else:
+        return sys.executable
+    return find_python("%d.%d" % sys.version_info[:2]) or sys.executable
 
 
 def make_venv(root: Path, *, system_site: bool = False, python: Optional[str] = None) -> Path:
