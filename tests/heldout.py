@@ -1,0 +1,70 @@
+"""A held-out round of real error messages (tests/explain_heldout/roundN.json), and how explain is judged on it.
+
+Each round was collected from public threads that had taught no signature, labelled with the family a reader
+should be given, and measured before anything was learned from it. A round's tests hold what is true now: every
+mixed-precision message not in ``known_gaps`` is explained with its family first, every other error stays
+unrecognised, a gap that closes must leave the list, and the threads learned from are exactly those recorded
+beside the measurement (``learned_when_measured``): one learned later is no longer held out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mpdoctor.explain.explainer import explain
+from mpdoctor.explain.known import all_signatures
+
+FOLDER = Path(__file__).parent / "explain_heldout"
+SIGNATURES = {s.id: s for s in all_signatures()}
+
+
+class Round:
+    """One round's messages, split into the mixed-precision ones and the others, with its gaps."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.data = json.loads((FOLDER / name).read_text(encoding="utf-8"))
+        self.messages = self.data["messages"]
+        self.mixed = [e for e in self.messages if e["family"]]
+        self.other = [e for e in self.messages if not e["family"]]
+        self.gaps = set(self.data["known_gaps"])
+
+    def wrong_families(self) -> list:
+        """(source, expected, found) for each mixed-precision message outside the gaps not explained as labelled."""
+        checked = [(e, first_family(e["message"])) for e in self.mixed if e["source"] not in self.gaps]
+        return [(e["source"], e["family"], found) for e, found in checked if found != e["family"]]
+
+    def closed_gaps(self) -> list:
+        return [
+            e["source"] for e in self.mixed if e["source"] in self.gaps and first_family(e["message"]) == e["family"]
+        ]
+
+    def problems(self) -> list:
+        """What is wrong with the set itself: sources, labels, learned marks against the signatures' citations."""
+        cited = {source.rstrip("/") for s in SIGNATURES.values() for source in s.sources}
+        families = {s.family for s in SIGNATURES.values()}
+        found = []
+        for entry in self.messages:
+            if not entry["source"].startswith("https://github.com/"):
+                found.append(("not a GitHub thread", entry["source"]))
+            if entry["learned"] != (entry["source"].rstrip("/") in cited):
+                found.append(("learned mark disagrees with the signatures' sources", entry["source"]))
+            if entry["family"] is not None and entry["family"] not in families:
+                found.append(("no such family", entry["family"]))
+        learned = {e["source"] for e in self.messages if e["learned"]}
+        if learned != set(self.data["learned_when_measured"]):
+            found.append(
+                (
+                    "learned differs from learned_when_measured",
+                    sorted(learned ^ set(self.data["learned_when_measured"])),
+                )
+            )
+        if not self.gaps <= {e["source"] for e in self.mixed}:
+            found.append(("a known gap is no mixed-precision message", sorted(self.gaps)))
+        return found
+
+
+def first_family(message: str):
+    found = explain(message, "held-out").recognised
+    return SIGNATURES[found[0].id].family if found else None
