@@ -10,6 +10,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from mpdoctor.checks import fixes
 from mpdoctor.analysis.capability import parse_capability
 from mpdoctor.findings import FixStep
+from mpdoctor.portable.linebreaks import split_lines
 from mpdoctor.snapshot import Distribution, NvmlGpu, Snapshot, canonical_name
 
 
@@ -30,7 +31,9 @@ def driver_evidence(snap: Snapshot) -> list[str]:
 
 
 def tail(text: str, lines: int = 6) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
+    """The last ``lines`` lines of ``text`` (a traceback, a child's stderr): lines as a terminal shows them, so a
+    NEL or U+2028 inside an error message keeps the message whole."""
+    return "\n".join(split_lines(text.strip())[-lines:])
 
 
 def is_cuda_build(snap: Snapshot) -> bool:

@@ -11,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from mpdoctor.checks import _sites, fixes
 from mpdoctor.findings import Finding, FixStep, error, info, warning
+from mpdoctor.portable.linebreaks import split_lines
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Distribution, Snapshot
 
@@ -45,7 +46,7 @@ def environment_probe_failed(snap: Snapshot) -> Iterator[Finding]:
         return  # a snapshot made without this probe
     detail = probe.detail or env.distributions_error
     evidence = [f"probe status: {probe.status}" + (f" during step '{probe.step}'" if probe.step else "")]
-    evidence += [line for line in (probe.stderr_tail.strip().splitlines()[-6:] or [env.distributions_error]) if line]
+    evidence += [line for line in (split_lines(probe.stderr_tail.strip())[-6:] or [env.distributions_error]) if line]
     yield error(
         f"cannot inventory the Python environment: {detail}",
         evidence,

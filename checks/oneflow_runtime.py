@@ -9,6 +9,7 @@ from mpdoctor.checks import fixes
 from mpdoctor.checks import _code, _oneflow
 from mpdoctor.checks._oneflow import FAMILY
 from mpdoctor.findings import Finding, FixStep, error, info, warning
+from mpdoctor.portable.linebreaks import split_lines
 from mpdoctor.checks.registry import check
 from mpdoctor.snapshot import Snapshot
 from mpdoctor.snapshot.oneflow import CoexistCase
@@ -115,7 +116,7 @@ def no_fp16_kernel(snap: Snapshot) -> str:
         return ""
     what = "no fp16 Linear kernel" if NO_KERNEL in plain.detail else "an fp16 Linear does not run"
     # OneFlow's error runs to a dozen lines (the OperatorConf, C++ frames): its first line names the failure.
-    raised = plain.detail.strip().splitlines()[0] if plain.detail.strip() else "an error"
+    raised = split_lines(plain.detail.strip())[0] if plain.detail.strip() else "an error"
     return (
         f"measured on {plain.device}: {what} in this OneFlow on the {plain.device} (an fp16 Linear on fp16 input, "
         f"no autocast, raised {raised}): a fact about this OneFlow build, not evidence about autocast"

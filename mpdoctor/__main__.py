@@ -59,6 +59,12 @@ def run() -> None:
             f"install mpdoctor with its dependencies: {sys.executable} -m pip install {source}\n"
         )
         sys.exit(2)
+    from mpdoctor.probes import orphans
+
+    if orphans.adopt():  # before the first child: what its daemons leave is re-parented here, and stopped (Linux)
+        import atexit
+
+        atexit.register(_stop_orphans)  # at the very end: after threads still waiting on children (Ctrl-C) are done
     if sys.argv[1:2] == ["check"]:
         from mpdoctor.probes.prescan import start_check_early
         from mpdoctor.render.output import target_problem
@@ -67,6 +73,26 @@ def run() -> None:
     from mpdoctor.cli import main
 
     main()
+
+
+def _stop_orphans() -> None:
+    """Stop what the children left running that is still here, and say on stderr what mpdoctor stopped."""
+    from mpdoctor.probes import orphans
+
+    child = sys.modules.get("mpdoctor.probes.child")
+    if child is not None:  # no child was ever started otherwise
+        try:
+            child.sweep_orphans()
+        except OSError:  # /proc unreadable, say: what the sweeps after each batch of children stopped is named below
+            pass
+    note = orphans.note(orphans.stopped())
+    if note:
+        from mpdoctor.render.sanitise import line
+
+        try:
+            sys.stderr.write(line(note) + "\n")
+        except (OSError, ValueError, AttributeError):  # stderr closed or gone: the processes were stopped all the same
+            pass
 
 
 if __name__ == "__main__":

@@ -215,10 +215,11 @@ def test_explain_imports_neither_torch_nor_anything_heavy():
     # the snapshot and probes are only for --check (the redactor, shared with the probed interpreter, lives
     # in mpdoctor.portable, outside probes; the progress board, a dict under a lock, is what reading a big log
     # posts to; the --timeout option every probing command shares, read into a Budget: probes/budget.py, a leaf
-    # module, with the default it takes from portable/limits.py)
+    # module, with the default it takes from portable/limits.py; the CLI's entry point making itself a child
+    # subreaper before any command runs: probes/orphans.py, a leaf module)
     for heavy in ("torch", "pydantic", "mpdoctor.snapshot", "mpdoctor.doctor.diagnose"):
         assert heavy not in imported, heavy
-    shared = {"mpdoctor.probes", "mpdoctor.probes.progress", "mpdoctor.probes.budget"}
+    shared = {"mpdoctor.probes", "mpdoctor.probes.progress", "mpdoctor.probes.budget", "mpdoctor.probes.orphans"}
     assert not {name for name in imported if name.startswith("mpdoctor.probes")} - shared
 
 

@@ -164,9 +164,42 @@ def test_nccl_as_torch_loads_it_is_compared_instead_of_the_wheel():
 
 def test_torch_versions_that_differ_are_an_error():
     report = compare(fleet([h100_node(), h100_node(torch="2.12.1+cu128")]), 2, "torchrun")
-    assert any(
-        f.code == "FLEET002" and f.severity == "error" and f.title.startswith("torch differs") for f in report.findings
-    )
+    [finding] = [f for f in report.findings if f.title.startswith("torch differs")]
+    assert (finding.code, finding.severity) == ("FLEET002", "error")
+    # the command that gives the odd rank the reference rank's torch, from the PyTorch index that build is on
+    assert [(step.text, step.command) for step in finding.fix] == [
+        (
+            "Install torch 2.13.0+cu130 on the odd ranks' nodes (or the same image everywhere)",
+            "python -m pip install torch==2.13.0+cu130 --index-url https://download.pytorch.org/whl/cu130",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "reference, command",
+    [
+        ("2.13.0", "python -m pip install torch==2.13.0"),  # no local label: PyPI's
+        ("2.13.0+cpu", "python -m pip install torch==2.13.0+cpu --index-url https://download.pytorch.org/whl/cpu"),
+        ("2.6.0a0+ecf3bae40a.nv25.01", None),  # NVIDIA's container build: on no index
+        ("2.5.0a0+git1234abc", None),  # a source build
+        ("2.5.1; rm -rf ~", None),  # no version at all (a report written by hand)
+    ],
+)
+def test_the_torch_fix_installs_the_reference_build_only_where_an_index_serves_it(reference, command):
+    nodes = [h100_node(torch=reference), h100_node(torch=reference), h100_node(torch="2.12.1+cu128")]
+    [finding] = [f for f in compare(fleet(nodes), 3, "torchrun").findings if f.title.startswith("torch differs")]
+    [step] = finding.fix
+    assert step.command == command and reference in step.text
+    if command is None:
+        assert "no package index serves that build" in step.text
+
+
+def test_a_package_only_the_odd_ranks_have_is_no_install_of_an_unset_version():
+    nodes = [h100_node(), h100_node(), with_distributions(h100_node(), dist("apex", "0.1"))]
+    [finding] = [f for f in compare(fleet(nodes), 3, "torchrun").findings if "package apex" in f.title]
+    assert [(s.text, s.command) for s in finding.fix] == [
+        ("Install the same packages on every node: only the odd ranks have apex", None)
+    ]
 
 
 def test_a_minor_package_difference_is_one_info_finding():

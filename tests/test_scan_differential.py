@@ -69,7 +69,8 @@ def reference_uses(top: str, max_files: int = 3000) -> dict:
         tree = scan._parse(source, path, facts["skipped_files"], relative)
         if tree is None:
             continue
-        lines = source.decode("utf-8", "replace").splitlines()
+        # numbered as the parser numbers them: a form feed or a NEL is inside a line, not the end of one
+        lines = source.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
         if has_apex:
             facts["apex_uses"] += [dict(use, file=relative) for use in scan.apex_imports(tree, lines)]
         if has_amp:

@@ -77,11 +77,12 @@ def main() -> None:
             stdout_problem()
             typer.echo(f"mpdoctor: error: cannot write the output: {shown(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_USAGE)
+        from mpdoctor.portable import limits
         from mpdoctor.portable.redact import redact_clip
         from mpdoctor.render.sanitise import line
 
         typer.echo(
-            f"mpdoctor: internal error: {type(exc).__name__}: {line(redact_clip(exc, 2000))}\n"
+            f"mpdoctor: internal error: {type(exc).__name__}: {line(redact_clip(exc, limits.FAILURE_TEXT))}\n"
             "Please report it at https://github.com/mpdoctor/mpdoctor/issues",
             err=True,
         )

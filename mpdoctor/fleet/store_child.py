@@ -23,6 +23,9 @@ import time
 from datetime import timedelta
 
 from mpdoctor.fleet import activity, mailbox
+from mpdoctor.portable import limits
+from mpdoctor.portable.linebreaks import split_lines
+from mpdoctor.portable.redact import redact_clip
 from mpdoctor.fleet.protocol import (
     COUNTED,
     POLL,
@@ -182,7 +185,7 @@ def main(argv: list[str]) -> int:
     try:
         channel = Channel(connect(config), config["run_id"])
     except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
-        first = str(exc).splitlines()[0] if str(exc) else ""
+        first = split_lines(str(exc))[0] if str(exc) else ""
         mailbox.put(
             config["dir"],
             mailbox.ERROR,
@@ -196,7 +199,11 @@ def main(argv: list[str]) -> int:
         while not rank.step():
             time.sleep(TICK)
     except Exception as exc:  # noqa: BLE001 - the parent names it in one line, not "exited with status 1"
-        mailbox.put(config["dir"], mailbox.ERROR, f"the store child failed: {type(exc).__name__}: {str(exc)[:500]}")
+        mailbox.put(
+            config["dir"],
+            mailbox.ERROR,
+            f"the store child failed: {type(exc).__name__}: {redact_clip(exc, limits.ERROR_TEXT)}",
+        )
         return 1
     return 0
 

@@ -20,7 +20,7 @@ from mpdoctor.portable import files, limits
 
 MAX_VALUE = limits.STORE_REPORT  # bytes of the largest value read from the store (each kind has its own bound)
 MAX_DEPTH = 96  # nesting of a value: a report, its fingerprint and its snapshot need under 20 levels
-MAX_TEXT = 2000  # characters kept of a heartbeat's host, step or detail
+MAX_TEXT = limits.STORE_BEAT_TEXT  # characters kept of a heartbeat's host, step or detail
 SEVERITIES = ("error", "warning", "info")  # findings.Severity's values: what a verdict's "worst" may be
 STATES = ("running", "crashed", "done")
 NONCE = re.compile(r"[0-9a-f]{32}\Z")  # a rank's nonce: 128 random bits, in hex

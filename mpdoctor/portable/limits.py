@@ -1,5 +1,6 @@
 """The default ``--timeout``, the limits the environment probe's parts enforce themselves, and every bound on
-what mpdoctor reads from a child, a target interpreter, a fleet's store or a model folder (the table at the end).
+what mpdoctor reads from a child, a target interpreter, a fleet's store or a model folder, and the length each
+kind of outside text is kept to (the tables at the end).
 
 Declared once, here, because both sides need them: the host's ``Budget``
 (``mpdoctor/probes/budget.py``, which tables every limit) derives its
@@ -57,6 +58,7 @@ DIST_REQUIRE = 500  # characters of one requirement line
 DIST_SUMMARY = 300  # characters of its Summary
 DIST_PATH = 4096  # characters of its location or metadata path (PATH_MAX)
 DIST_DIRECT_URL = 1000  # characters of its direct_url.json
+DIST_INSTALLER = 100  # characters of its INSTALLER file: a tool's name (pip, uv, conda), a word
 DISTRIBUTIONS = 20000  # distributions listed (a large conda environment has about 1,500)
 
 # Step files (probes/remote/supervise.py's reader, on both sides): a line is one step's JSON. A line longer
@@ -75,6 +77,7 @@ STORE_VERDICT = 4 << 10  # a rank's verdict: about 200 bytes
 STORE_COUNTER = 32  # a counter (`reported`, `ack`, a group's claim): an integer of at most 18 digits
 STORE_ARRIVAL = 12  # bytes per rank of the arrivals list ("1023," is 5), plus STORE_ARRIVAL_SLACK
 STORE_ARRIVAL_SLACK = 1 << 10
+STORE_BEAT_TEXT = 2000  # characters kept of a heartbeat's host, step or detail: each a few words
 STORE_BACKOFF = 1.0
 STORE_BACKOFF_MAX = 30.0
 
@@ -85,3 +88,45 @@ VISIBLE_ENTRIES = 1024
 # `mpdoctor audit` (mpdoctor/checkpoint_audit/): an index or model_index.json (weightfile.py). The largest
 # real index (a 400B model's) is under 3 MB.
 AUDIT_INDEX = 64 << 20
+
+
+# ---------------------------------------------------------------- text kept from outside
+#
+# What mpdoctor keeps of a text it did not write (an exception's message, a warning, a line of someone's code, a
+# string a library reports about itself, a line of a log) is redacted, then cut to one of these
+# (``redact.redact_clip``: redacting first, so a cut never leaves half a token) and marked where cut. One bound
+# per kind of text, named by what it bounds, so two texts of one kind are cut alike wherever they are read;
+# tests/test_limits_vocabulary.py fails on a text bound spelled anywhere else. (The widths mpdoctor lays its own
+# output out in, a Markdown cell, a trace table's cell, are layout, and stay with what lays it out.)
+
+# A line of code or of a .pth file quoted as evidence (the project and installed-code scans, an apex .pth line):
+# a line a person writes is under 100 characters (PEP 8 asks 79, black 88), a .pth line a path or an import or
+# two; a minified or generated line shows where a use is, no more, and 2,000 sites of a project cost a snapshot
+# at most 600 KB of it.
+CODE_LINE = 300
+# A process's command line named in a note (a process of a probe's that outlived it, stopped by mpdoctor): its
+# program and first arguments say which one it was.
+PROCESS_COMMAND = 200
+# One exception's ``Type: message`` where collecting one fact failed, kept as that fact's error or that step's
+# detail (a torch call, a OneFlow attribute, apex's find_spec, unreadable metadata, a supervised step or kernel
+# test that raised, the fleet's store child). The message's first lines are the diagnosis, and a snapshot may
+# hold dozens of these: a few lines each.
+ERROR_TEXT = 600
+# The message of a failure that is itself the finding: importing torch, OneFlow or an apex extension, a probe
+# part that raised, a checkpoint torch would not load, mpdoctor's own internal error or explain's check. torch's
+# longest real ones are about 1,000 characters (weights_only's refusal of a global; an undefined symbol with its
+# library's path), so a message is kept whole, with room for a long qualified name in it.
+FAILURE_TEXT = 4000
+# The end of a traceback kept beside such a failure: its last frames, where it happened, some 20 of them.
+TRACEBACK = 4000
+# One warning's text (torch's at import, OneFlow's, SDPA's why-not for a kernel, autocast's in a kernel test):
+# torch's longest, which names the capabilities its build has and a pip command per CUDA build that has this
+# GPU's, runs to several hundred characters.
+WARNING_TEXT = 1000
+# A string a library reports about itself (OneFlow's version, git commit, CUDA version, build configuration):
+# a version or a one-line description.
+REPORTED_VALUE = 300
+# One line of the text given to ``mpdoctor explain``, as its signatures' regexes see it and as a match shows it:
+# a log line is seldom over a few hundred characters; past this one, a line is data (a tensor printed whole,
+# base64), and what a regex may cost grows with it (tests/test_explain_scan_bound.py).
+LOG_LINE = 4096

@@ -12,6 +12,12 @@ same for a block of code), kills every child's process group, lets no new child
 start, and raises :class:`Interrupted` in the main thread: mpdoctor exits 128 +
 the signal's number. The threads that waited on children see them die and stop
 too, so nothing is left to wait for.
+
+A process that left its child's group (a daemon the target's start-up code starts
+with ``setsid``) escapes the group's kill. Under the CLI, which makes mpdoctor a
+child subreaper on Linux, such a process is re-parented to mpdoctor, and once no
+child is running (the last of a batch ended, or mpdoctor exits) it is stopped and
+named (:func:`sweep_orphans`, ``orphans.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import IO, Callable, Iterator, Optional
 
 # How a child is started (launch.py) and what its output becomes (child_output.py) live beside this module; named
 # here too, where callers and tests have always imported them.
+from mpdoctor.probes import orphans
 from mpdoctor.probes.child_output import MAX_OUTPUT, STDERR_TAIL, ChildResult, _Spool  # noqa: F401
 from mpdoctor.probes.launch import (  # noqa: F401
     BOOTSTRAP,
@@ -73,12 +80,33 @@ _live: dict[int, subprocess.Popen] = {}
 _stopped_by: Optional[int] = None  # the signal on_signal got: from then on no child starts
 _local = threading.local()  # .starting: this thread is between starting a child and registering it
 _cancelled = threading.Event()  # cancel_children() runs: run_child raises Cancelled instead of starting one
+# Children being started now (maybe forked, not yet in _live): no orphan sweep meanwhile, one of them is no orphan.
+_starting = 0
+# Children killed that did not end within REAP_WAIT (stuck in the kernel): still children, never orphans.
+_unreaped: dict[int, subprocess.Popen] = {}
 
 
 def live_children() -> list[int]:
     """The pids of the children running now (each leads its own process group)."""
     with _lock:
         return list(_live)
+
+
+def sweep_orphans() -> list[orphans.Stopped]:
+    """Stop what the children that ended left running (``orphans.adopted``), when no child is running or starting
+    now (one that is could still need what it started); what was stopped. Nothing unless the CLI adopts orphans.
+    """
+    if not orphans.adopting():
+        return []
+    with _lock:
+        if _live or _starting:
+            return []
+        for pid, proc in list(_unreaped.items()):
+            if proc.poll() is not None:
+                del _unreaped[pid]
+        exclude = set(_unreaped)
+        pids = orphans.adopted(exclude)  # found under the lock: no child of ours starts meanwhile
+    return orphans.stop(pids) if pids else []
 
 
 def kill_children() -> None:
@@ -188,12 +216,15 @@ def run_child(
     group is killed first. Within :func:`stop_on_signals`, once a signal came it
     raises :class:`Interrupted` rather than start a child or report a killed one.
     """
+    global _starting
     start = time.monotonic()
     env = child_env(env, cwd)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         _raise_if_stopped()
         spools = (_Spool(out), _Spool(err))  # appended to, and cut when too large
         _local.starting = True  # a signal now is raised below, once the child is registered
+        with _lock:
+            _starting += 1
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd, start_new_session=True
@@ -206,6 +237,8 @@ def run_child(
             return ChildResult(None, False, time.monotonic() - start, "", "", f"could not run {argv[0]}: {reason}")
         finally:
             _local.starting = False
+            with _lock:
+                _starting -= 1
         try:
             _raise_if_stopped()
             limit = _wait(proc, start, timeout, watch, spools)
@@ -217,6 +250,12 @@ def run_child(
                 pass
             with _lock:
                 _live.pop(proc.pid, None)
+                if proc.returncode is None:
+                    _unreaped[proc.pid] = proc
+            try:
+                sweep_orphans()  # a daemon that left the group escaped the kill: stopped once no child runs
+            except OSError:  # /proc unreadable, say: the exit's sweep tries again, and the probe's result stands
+                pass
         _raise_if_stopped()  # killed by the signal, not by its own fault: its result means nothing
         seconds = time.monotonic() - start
         timed_out = limit is not None or proc.returncode is None
@@ -243,6 +282,11 @@ def run_attached(argv: list[str], env: Optional[dict] = None, stdout: Optional[I
     SIGTERM, or anything that ends mpdoctor, kills it. Raises OSError when it cannot start.
     """
     _raise_if_stopped()
+    with orphans.not_adopting():  # what the user's program leaves running is its own, as without mpdoctor
+        return _run_attached(argv, env, stdout)
+
+
+def _run_attached(argv: list[str], env: Optional[dict], stdout: Optional[IO]) -> int:
     _local.starting = True
     try:
         proc = subprocess.Popen(argv, stdout=stdout, env=env)

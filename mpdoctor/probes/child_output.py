@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mpdoctor.portable import limits
+from mpdoctor.portable.linebreaks import split_lines
 from mpdoctor.portable.redact import redact_text
 from mpdoctor.probes.remote.supervise import seconds_text
 
@@ -59,7 +60,7 @@ class ChildResult:
     @property
     def stderr_last_line(self) -> str:
         """The last non-empty line of stderr (redacted): usually the error that ended it."""
-        lines = [line.strip() for line in self.stderr.strip().splitlines() if line.strip()]
+        lines = [line.strip() for line in split_lines(self.stderr.strip()) if line.strip()]
         return redact_text(lines[-1]) if lines else ""
 
     def describe(self) -> str:

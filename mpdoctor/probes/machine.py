@@ -278,6 +278,7 @@ def nvml_argv() -> list[str]:
 
 def probe_nvml(timeout: float) -> NvmlInfo:
     """NVML facts from a child given ``timeout`` seconds (``Budget.nvml``); a hang or crash is a fact too."""
+    from mpdoctor.portable.linebreaks import split_lines
     from mpdoctor.probes.child import run_child, seconds_text
     from mpdoctor.schema.serde import DataError, from_data
     from mpdoctor.snapshot import NvmlInfo
@@ -291,7 +292,7 @@ def probe_nvml(timeout: float) -> NvmlInfo:
         info = None
         if result.exit_code == 0:
             try:
-                info = from_data(NvmlInfo, json.loads(result.stdout.strip().splitlines()[-1]))
+                info = from_data(NvmlInfo, json.loads(split_lines(result.stdout.strip())[-1]))
             except (IndexError, ValueError, DataError):
                 pass
         if info is None:

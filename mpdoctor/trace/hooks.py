@@ -43,22 +43,22 @@ from dataclasses import replace
 from typing import Any, Optional, Sequence
 
 from mpdoctor.trace.chains import combined, offer, take
+from mpdoctor.trace.children import promotion_seen, relative
 from mpdoctor.trace.compat import autocast_queries as _autocast_queries
 from mpdoctor.trace.compat import register_hook as _register
 from mpdoctor.trace.reading import MAX_TENSORS, TensorReader
 from mpdoctor.trace.records import (
     MAX_PRODUCED,
-    ROOT,
     Failure,
     Mismatch,
     ModuleCall,
     Produced,
     TensorInfo,
     attach_note,
-    cell,
     first_line,
     with_note,
 )
+from mpdoctor.trace.table import table
 
 MAX_CALLS = 100_000  # records kept per trace; a generate() loop under a trace must not grow memory forever
 # Best first. with_kwargs (torch 2.0) shows keyword inputs; always_call (torch 2.1) runs
@@ -151,23 +151,7 @@ class DtypeTrace:
 
     def table(self) -> str:
         """The calls as a text table; only mismatched calls and the failing call are marked."""
-        failing = self.failure.index if self.failure is not None else None
-        rows = [("#", "module", "class", "inputs", "params", "outputs", "autocast", "")]
-        for c in self.calls:
-            mark = "<- raised here" if c.index == failing else ("<- mismatch" if c.mismatched else "")
-            autocast = "?" if c.autocast is None else (c.autocast_dtype or "on") if c.autocast else "off"
-            outputs = "(raised)" if c.raised and not c.finished else cell(c.outputs)
-            rows.append(
-                (str(c.index), c.label, c.cls, cell(c.inputs), ",".join(c.param_dtypes) or "-", outputs, autocast, mark)
-            )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(text.ljust(w) for text, w in zip(row, widths)).rstrip() for row in rows]
-        if self.dropped:
-            lines.append(f"... {self.dropped} more calls not recorded (max_calls={self.max_calls})")
-        if self.failure is not None:
-            lines.append("")
-            lines.append(self.failure.note)
-        return "\n".join(lines)
+        return table(self.calls, self.failure, self.dropped, self.max_calls)
 
     def __str__(self) -> str:
         return self.table()
@@ -282,7 +266,7 @@ class DtypeTrace:
             outputs, objects = [], None
         call.outputs = tuple(outputs)
         call.finished = True
-        if call.combined and not self._promotion_seen(call):
+        if call.combined and not promotion_seen(self._torch, self._read, self.calls, self.dropped, call):
             call.combined = ()
         if stack:
             parent = stack[-1]
@@ -295,50 +279,18 @@ class DtypeTrace:
                     parent.offered = deque(maxlen=MAX_TENSORS)
                 offer(
                     parent.offered,
-                    _relative(call.name, f"{parent.call.name}." if parent.call.name else ""),
+                    relative(call.name, f"{parent.call.name}." if parent.call.name else ""),
                     call.name,
                     outputs,
                     objects,
                 )
-
-    def _promotion_seen(self, call: ModuleCall) -> bool:
-        """Whether the children's outputs of ``call`` that differ in dtype really met in an op.
-
-        Tensors of two dtypes that meet in an op give a tensor of their promoted dtype (fp16 with fp32 gives
-        fp32), and that tensor goes somewhere: into a later child, or out of the module. When neither holds
-        it, the odd output was cast before it was used: diffusers' UNet casts its fp32 timestep embedding to
-        the model's dtype (``t_emb.to(dtype=sample.dtype)``) before ``time_embedding`` takes it, and no dtypes
-        meet. A call that raised is judged elsewhere; when records were dropped the answer is yes (unknown).
-        """
-        torch = self._torch
-        try:
-            promoted = None
-            for _, dtype in call.combined:
-                found = getattr(torch, dtype)
-                promoted = found if promoted is None else torch.promote_types(promoted, found)
-            promoted_name = self._read.dtype(promoted)
-        except Exception:  # a dtype this torch cannot promote: keep the finding
-            return True
-        if self.dropped or call.index >= len(self.calls):
-            return True
-        producers = {name for name, _ in call.combined}
-        prefix = f"{call.name}." if call.name else ""
-        first = None  # the index of the first child whose output is among those combined
-        for later in self.calls[call.index + 1 :]:
-            if later.parent != call.index:
-                continue
-            if first is None and _relative(later.name, prefix) in producers:
-                first = later.index
-            elif first is not None and any(t.dtype == promoted_name for t in later.inputs):
-                return True
-        return any(t.dtype == promoted_name for t in call.outputs)
 
     # ------------------------------------------------------------------ failures
 
     def _describe_failure(self, frame: _Frame, exc: BaseException) -> Failure:
         call, module = frame.call, frame.module
         prefix = f"{call.name}." if call.name else ""
-        produced = tuple(Produced(_relative(c.name, prefix), c.cls, c.outputs) for c in frame.produced or ())
+        produced = tuple(Produced(relative(c.name, prefix), c.cls, c.outputs) for c in frame.produced or ())
         params = tuple(self._read.info(n, t) for n, t in module.named_parameters() if t.is_floating_point())
         buffers = tuple(self._read.info(n, t) for n, t in module.named_buffers() if t.is_floating_point())
         failure = Failure(
@@ -392,10 +344,6 @@ def dtype_trace(model: Any, *, max_calls: int = MAX_CALLS) -> DtypeTrace:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _relative(name: str, prefix: str) -> str:
-    return name[len(prefix) :] if prefix and name.startswith(prefix) else (name or ROOT)
 
 
 def _kept(calls: list[ModuleCall], call: ModuleCall) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, NamedTuple, Optional, Sequence
 
+from mpdoctor.portable.linebreaks import split_lines
+
 MAX_PRODUCED = 8  # submodule outputs named in a failure note: the last ones before the error matter most
 MAX_NAMES = 4  # parameter names shown per dtype in a failure note
 MAX_CELL = 48  # characters in one table cell
@@ -315,5 +317,5 @@ def attach_note(exc: BaseException, text: str) -> None:
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().split("\n", 1)[0]
+    text = (split_lines(str(exc).strip()) or [""])[0]  # "\r\n" ends it too, NEL and U+2028 do not
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -11,8 +11,38 @@ is the one remote module allowed absolute imports of these two packages.
 """
 
 if __name__.startswith("_mpdoctor_remote"):
-    from _mpdoctor_portable import files, kernel_names, limits, redact, secret_formats, secret_names, secret_shapes
+    from _mpdoctor_portable import (
+        files,
+        kernel_names,
+        limits,
+        linebreaks,
+        redact,
+        secret_formats,
+        secret_names,
+        secret_patterns,
+        secret_shapes,
+    )
 else:
-    from mpdoctor.portable import files, kernel_names, limits, redact, secret_formats, secret_names, secret_shapes
+    from mpdoctor.portable import (
+        files,
+        kernel_names,
+        limits,
+        linebreaks,
+        redact,
+        secret_formats,
+        secret_names,
+        secret_patterns,
+        secret_shapes,
+    )
 
-__all__ = ["files", "kernel_names", "limits", "redact", "secret_formats", "secret_names", "secret_shapes"]
+__all__ = [
+    "files",
+    "kernel_names",
+    "limits",
+    "linebreaks",
+    "redact",
+    "secret_formats",
+    "secret_names",
+    "secret_patterns",
+    "secret_shapes",
+]

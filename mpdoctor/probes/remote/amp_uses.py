@@ -8,14 +8,13 @@ returns under the reader's key (``scan.READERS``). The installed-distribution sc
 import ast
 
 from . import apex_guards
-from ._portable import redact
+from ._portable import limits, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 TORCH_AMP_NAMES = ("autocast", "GradScaler")
 TORCH_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
 ONEFLOW_PACKAGES = ("oneflow", "onediff", "onediffx")
-TEXT_LIMIT = 200  # characters of a source line kept in a use (redacted, then cut)
 
 
 # Statement lists a block holds; imports are statements, so nothing else needs a visit.
@@ -91,7 +90,7 @@ def apex_imports(tree, lines):
                     "module": module,
                     "names": names,
                     "line": node.lineno,
-                    "text": redact_clip(lines[node.lineno - 1].strip(), TEXT_LIMIT)
+                    "text": redact_clip(lines[node.lineno - 1].strip(), limits.CODE_LINE)
                     if node.lineno <= len(lines)
                     else "",
                     "guarded": "try" in context,
@@ -148,7 +147,7 @@ def torch_amp_uses(tree, lines):
                 {
                     "what": what,
                     "line": line,
-                    "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else "",
+                    "text": redact_clip(lines[line - 1].strip(), limits.CODE_LINE) if 0 < line <= len(lines) else "",
                 }
             )
     return uses
@@ -166,7 +165,7 @@ def oneflow_uses(tree, lines):
                 {
                     "what": what,
                     "line": line,
-                    "text": redact_clip(lines[line - 1].strip(), TEXT_LIMIT) if 0 < line <= len(lines) else "",
+                    "text": redact_clip(lines[line - 1].strip(), limits.CODE_LINE) if 0 < line <= len(lines) else "",
                 }
             )
 

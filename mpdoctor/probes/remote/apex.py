@@ -14,7 +14,7 @@ import re
 import struct
 import warnings
 
-from ._portable import files, redact
+from ._portable import files, limits, linebreaks, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
@@ -57,7 +57,6 @@ EXTENSIONS = (
 DISTRIBUTIONS = ("apex", "nvidia-apex")
 MAX_SOURCE = 1 << 20  # bytes of apex/__init__.py worth parsing
 MAX_LIST = 60
-TEXT_LIMIT = 300  # characters of an error or a source line kept (redacted, then cut)
 
 
 def _canonical(name):
@@ -104,7 +103,7 @@ def import_resolution():
             warnings.simplefilter("ignore")
             spec = importlib.util.find_spec("apex")
     except Exception as exc:  # a broken finder (.pth hook) counts as an answer too
-        return {"kind": "error", "error": redact_clip("%s: %s" % (type(exc).__name__, exc), TEXT_LIMIT)}
+        return {"kind": "error", "error": redact_clip("%s: %s" % (type(exc).__name__, exc), limits.ERROR_TEXT)}
     if spec is None:
         return {"kind": "none"}
     locations = list(spec.submodule_search_locations or [])
@@ -138,7 +137,7 @@ def module_imports(path):
         source = files.read_bytes(path, MAX_SOURCE, cut=True)  # a FIFO named *.py is refused, not waited on
         tree = ast.parse(source, filename=path)
     except (OSError, SyntaxError, ValueError) as exc:
-        return None, redact_clip("%s: %s" % (type(exc).__name__, exc), TEXT_LIMIT)
+        return None, redact_clip("%s: %s" % (type(exc).__name__, exc), limits.ERROR_TEXT)
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -156,14 +155,14 @@ def _top_levels(dist):
     names = set()
     record = _read(dist, "RECORD")
     if record:
-        paths = [line.rsplit(",", 2)[0].strip('"') for line in record.splitlines() if line.strip()]
+        paths = [line.rsplit(",", 2)[0].strip('"') for line in linebreaks.split_lines(record) if line.strip()]
     else:
         listed = _read(dist, "installed-files.txt") or ""
         base = str(getattr(dist, "_path", ""))
         location = os.path.dirname(base)
         paths = [
             os.path.relpath(os.path.normpath(os.path.join(base, line)), location)
-            for line in listed.splitlines()
+            for line in linebreaks.split_lines(listed)
             if line.strip()
         ]
     for path in paths:
@@ -256,7 +255,7 @@ def pth_lines(entries, words=("apex",)):
             except (OSError, files.Refused):  # unreadable, or not a regular file (a FIFO would block the open)
                 continue
             lines += [
-                {"file": path, "line": redact_clip(line.strip(), TEXT_LIMIT)}
+                {"file": path, "line": redact_clip(line.strip(), limits.CODE_LINE)}
                 for line in text.splitlines()
                 if any(word in line.lower() and names_package(line, word, name) for word in words)
             ]

@@ -29,13 +29,12 @@ import sys
 import time
 
 from . import supervise
-from ._portable import redact
+from ._portable import limits, linebreaks, redact
 
 MAX_TENSORS = 200000
 # Containers and tensors looked at per file. A pickle may hold one list many times over (its memo makes that cheap to
 # write): 100 references to a list of 100 references, twelve levels deep, would be 10**24 visits.
 MAX_VISITS = 2000000
-MAX_MESSAGE = 4000
 IMPORT_FILE = "import.jsonl"  # one step, IMPORT: {"ok": true} or why torch could not be imported
 IMPORT = "import"
 WORKER_FILE = "worker-%d.jsonl"  # WORKER_FILE % n: worker n's files, one step each, named by the file's index
@@ -76,10 +75,10 @@ def _walk(obj, prefix, out, torch, depth=0, visits=None):
 
 def message(exc):
     """``exc``'s message as one line: control characters gone, the line naming the cause first, redacted, bounded."""
-    lines = [" ".join(line.split()) for line in CONTROL.sub("", str(exc)).splitlines()]
+    lines = [" ".join(line.split()) for line in linebreaks.split_lines(CONTROL.sub("", str(exc)))]
     lines = [line for line in lines if line]
     ordered = [line for line in lines if CAUSE.search(line)] + [line for line in lines if not CAUSE.search(line)]
-    return redact.redact_text(" ".join(ordered))[:MAX_MESSAGE]
+    return redact.redact_text(" ".join(ordered))[: limits.FAILURE_TEXT]
 
 
 def import_torch():

@@ -10,8 +10,8 @@ a name means through the file's imports, is ``code_names.py``'s.
 import ast
 import re
 
-from ._portable import redact
-from .amp_uses import TEXT_LIMIT, _dotted
+from ._portable import limits, redact
+from .amp_uses import _dotted
 from .code_names import SITE_KEYS, _bindings, _keyed, _keyed_nodes, _module_bindings, _resolve
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
@@ -272,7 +272,7 @@ class _Sites(ast.NodeVisitor):
     def _text(self, line):
         if not 0 < line <= len(self.source):
             return ""
-        return redact_clip(self.source[line - 1].decode("utf-8", "replace").strip(), TEXT_LIMIT)
+        return redact_clip(self.source[line - 1].decode("utf-8", "replace").strip(), limits.CODE_LINE)
 
     def _segment(self, node):
         """The source of an expression (ast.unparse is 3.9+), whitespace collapsed, redacted and cut."""
@@ -284,7 +284,7 @@ class _Sites(ast.NodeVisitor):
         else:
             pieces = [self.source[start - 1][node.col_offset :]] + self.source[start : end - 1]
             text = b" ".join(pieces + [self.source[end - 1][: node.end_col_offset]])
-        return redact_clip(" ".join(text.decode("utf-8", "replace").split()), TEXT_LIMIT)
+        return redact_clip(" ".join(text.decode("utf-8", "replace").split()), limits.CODE_LINE)
 
 
 def _autocast(target):

@@ -67,7 +67,7 @@ def distribution_facts(dist, sites=None):
         summary = meta["Summary"] if meta is not None else None
     except Exception as exc:
         name = version = summary = None
-        problems.append("metadata unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
+        problems.append("metadata unreadable: %s" % redact.redact_clip(exc, bound.ERROR_TEXT, tail=True))
     if not name:
         problems.append("no Name in metadata")
     if not version:
@@ -83,7 +83,7 @@ def distribution_facts(dist, sites=None):
             requires.append(line)
     except Exception as exc:
         requires = []
-        problems.append("requirements unreadable: %s" % redact.redact_clip(exc, 300, tail=True))
+        problems.append("requirements unreadable: %s" % redact.redact_clip(exc, bound.ERROR_TEXT, tail=True))
     try:
         location = str(dist.locate_file(""))
     except Exception:
@@ -96,7 +96,7 @@ def distribution_facts(dist, sites=None):
         "metadata_path": meta_path[: bound.DIST_PATH],
         "summary": _clip(summary or "", bound.DIST_SUMMARY),
         "requires": [_clip(r, bound.DIST_REQUIRE) for r in requires],
-        "installer": (_read_text(dist, "INSTALLER") or "")[:100].strip(),
+        "installer": (_read_text(dist, "INSTALLER") or "")[: bound.DIST_INSTALLER].strip(),
         "direct_url": _clip(direct_url, bound.DIST_DIRECT_URL) if direct_url else "",
         "site": _sites().site_kind(location, sites) if sites else "",
         "problems": problems,

@@ -25,8 +25,8 @@ import math
 import time
 import warnings
 
-from . import load_sample, supervise
-from ._portable import kernel_names
+from . import load_sample
+from ._portable import kernel_names, limits, redact
 
 # The vocabulary both sides share (portable/kernel_names.py), under the names this package has always had.
 CONCLUSIVE_ROUNDS = kernel_names.CONCLUSIVE_ROUNDS
@@ -97,14 +97,12 @@ MAX_ROUNDS = 25  # rounds of one op, disturbed ones included, extra budget or no
 SETTLED = 1.25  # a kernel whose median is within 25% of its best needs no more rounds
 BATCH_LIMIT = 5  # a CPU batch stops after this many times its "round" length (see Device.per_call)
 EARLY_ROUNDS = 2  # an op whose first rounds were all disturbed stops after this many: the load stays
-# A test's error text, in its result's detail: cut as the supervisor cuts a step that raised (the same field).
-ERROR_TEXT = supervise.DETAIL_LIMIT
 
 
 def error_text(exc):
     text = "%s: %s" % (type(exc).__name__, exc)
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_TEXT else text[:ERROR_TEXT] + "..."
+    # in its result's detail: cut as the supervisor cuts a step that raised (the same field)
+    return redact.redact_clip(" ".join(text.split()), limits.ERROR_TEXT)
 
 
 def record(op, dtype, backend="", status="ok", detail="", **extra):
@@ -233,7 +231,7 @@ def sdpa_reason(messages):
     for i, message in enumerate(messages):
         if "not used because" in message:
             reason = " ".join(" ".join(messages[i : i + 2]).split())
-            return " (%s)" % (reason if len(reason) <= 400 else reason[:400] + "...")
+            return " (%s)" % redact.redact_clip(reason, limits.WARNING_TEXT)
     return ""
 
 

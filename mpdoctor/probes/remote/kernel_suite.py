@@ -13,7 +13,7 @@ import warnings
 import zlib
 
 from . import steps
-from ._portable import kernel_names
+from ._portable import kernel_names, limits, redact
 from .kernel_measure import (
     REFERENCE_ROWS,
     Device,
@@ -172,7 +172,8 @@ def autocast(dev, dtype):
     wrong = {op: got for op, got in produced.items() if got != dtype}
     detail = ", ".join("%s gave %s" % item for item in sorted(wrong.items()))
     if said:
-        detail = (detail + " (torch warned: %s)" % said[:300]) if detail else "torch warned: %s" % said[:300]
+        said = redact.redact_clip(said, limits.WARNING_TEXT)
+        detail = (detail + " (torch warned: %s)" % said) if detail else "torch warned: %s" % said
     return record("autocast", dtype, status="wrong" if wrong else "ok", detail=detail, output_dtypes=produced)
 
 

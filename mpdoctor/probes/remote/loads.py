@@ -13,12 +13,11 @@ import tempfile
 import time
 
 from . import supervise
-from ._portable import redact
+from ._portable import limits, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
 STEP = "import %s"  # one step per extension; its own names, so none can clash with the supervisor's records
-DETAIL_LIMIT = 2000
 WORDING = {
     "crashed": "the interpreter %(how)s while importing it",
     "timeout": "the import did not finish within %(limit)s s and was killed",
@@ -74,7 +73,7 @@ def _importer(name):
         try:
             __import__(name)
         except BaseException as exc:  # a broken extension can raise SystemExit too
-            return {"status": "error", "detail": redact_clip("%s: %s" % (type(exc).__name__, exc), DETAIL_LIMIT)}
+            return {"status": "error", "detail": redact_clip("%s: %s" % (type(exc).__name__, exc), limits.FAILURE_TEXT)}
         return {"status": "ok", "detail": ""}
 
     return load

@@ -20,7 +20,7 @@ import sys
 import warnings
 
 from . import steps
-from ._portable import files, redact
+from ._portable import files, limits, linebreaks, redact
 
 redact_clip = redact.redact_clip  # redacts before it cuts: a cut token would no longer look like one
 
@@ -44,7 +44,7 @@ def _read(path, limit=65536):
 
 
 def _error(exc):
-    return "%s: %s" % (type(exc).__name__, redact_clip(exc, 600))
+    return "%s: %s" % (type(exc).__name__, redact_clip(exc, limits.ERROR_TEXT))
 
 
 # ---------------------------------------------------------------- static: no oneflow code runs
@@ -99,9 +99,11 @@ def wheel_facts(site):
     if not infos:
         return {}
     text = _read(os.path.join(site, infos[0], "WHEEL"), 8192).decode("utf-8", "replace")
-    tags = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
+    tags = [line.split(":", 1)[1].strip() for line in linebreaks.split_lines(text) if line.startswith("Tag:")]
     purelib = [
-        line.split(":", 1)[1].strip().lower() for line in text.splitlines() if line.startswith("Root-Is-Purelib:")
+        line.split(":", 1)[1].strip().lower()
+        for line in linebreaks.split_lines(text)
+        if line.startswith("Root-Is-Purelib:")
     ]
     return {"metadata_dir": infos[0], "wheel_tags": tags, "purelib": purelib[:1] == ["true"]}
 
@@ -203,8 +205,8 @@ def _import(name):
         try:
             module = importlib.import_module(name)
         except BaseException as exc:
-            return None, {"ok": False, "type": type(exc).__name__, "message": redact_clip(exc, 2000)}
-    return module, {"ok": True, "warnings": [redact_clip(w.message, 300) for w in caught][:10]}
+            return None, {"ok": False, "type": type(exc).__name__, "message": redact_clip(exc, limits.FAILURE_TEXT)}
+    return module, {"ok": True, "warnings": [redact_clip(w.message, limits.WARNING_TEXT) for w in caught][:10]}
 
 
 def _call(facts, key, func):
@@ -213,7 +215,9 @@ def _call(facts, key, func):
     except Exception as exc:
         facts.setdefault("errors", {})[key] = _error(exc)
         return
-    facts[key] = value if isinstance(value, (bool, int, float)) or value is None else redact_clip(value, 300)
+    facts[key] = (
+        value if isinstance(value, (bool, int, float)) or value is None else redact_clip(value, limits.REPORTED_VALUE)
+    )
 
 
 def oneflow_build(flow):
@@ -266,7 +270,7 @@ def _fp16_linear(flow, device):
             record["status"] = "ok"
         except Exception as exc:
             record["status"], record["detail"] = "error", _error(exc)
-    record["warnings"] = [redact_clip(w.message, 300) for w in caught][:5]
+    record["warnings"] = [redact_clip(w.message, limits.WARNING_TEXT) for w in caught][:5]
     return record
 
 
@@ -309,7 +313,7 @@ def coexistence(torch, flow):
                 record["status"] = "ok"
             except Exception as exc:
                 record["status"], record["detail"] = "error", _error(exc)
-        record["warnings"] = [redact_clip(w.message, 300) for w in caught][:5]
+        record["warnings"] = [redact_clip(w.message, limits.WARNING_TEXT) for w in caught][:5]
         return record
 
     return {

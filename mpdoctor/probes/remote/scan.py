@@ -30,13 +30,12 @@ import symtable
 import time
 
 from . import listing, project_root, windows
-from ._portable import files, redact
+from ._portable import files, linebreaks, redact
 
 # The readers of a parsed file, and their bounds, live beside this module; named here too, where they always were.
 from .amp_uses import (  # noqa: F401
     BLOCK_FIELDS,
     ONEFLOW_PACKAGES,
-    TEXT_LIMIT,
     TORCH_AMP_MODULES,
     TORCH_AMP_NAMES,
     apex_imports,
@@ -138,7 +137,7 @@ def _python_files(dist, location):
             return [str(entry.locate()) for entry in dist.files or [] if str(entry).endswith(".py")]
         except Exception:
             return []
-    paths = (line.rsplit(",", 2)[0].strip('"') for line in record.splitlines())
+    paths = (line.rsplit(",", 2)[0].strip('"') for line in linebreaks.split_lines(record))
     return [os.path.join(location, path) for path in paths if path.endswith(".py") and not path.startswith("..")]
 
 
@@ -168,7 +167,7 @@ def installed_uses(budget):
             tree = _parse(source, path)
             if tree is None:
                 continue
-            lines = source.decode("utf-8", "replace").splitlines()
+            lines = linebreaks.split_lines(source.decode("utf-8", "replace"))  # the parser's lines, as in _uses
             for use in apex_imports(tree, lines):
                 use.update({"distribution": name, "version": version, "file": os.path.relpath(path, location)})
                 uses.append(use)
@@ -189,7 +188,9 @@ WHOLE = "parse the whole file"
 
 
 def _uses(tree, source, readers):
-    lines = source.decode("utf-8", "replace").splitlines()
+    # The parser's lines (a form feed or U+2028 is no line break to it): a node's line number picks the line it
+    # counted, where str.splitlines would pick one above it.
+    lines = linebreaks.split_lines(source.decode("utf-8", "replace"))
     return {
         key: read(tree, lines, source) if read is amp_sites else read(tree, lines)
         for wanted, (key, read) in zip(readers, READERS)

@@ -55,7 +55,6 @@ from . import steps
 from ._portable import limits, redact
 
 POLL = 0.01  # s; a tick costs a waitpid and a stat per job, nothing the timed kernels notice
-DETAIL_LIMIT = 600
 WORKER_FAILED = 70  # the exit status of a worker whose plan could not even be built
 
 # How the supervisor words its records. %(how)s: how the process ended ("was
@@ -341,7 +340,7 @@ def _work(path, plan, skip, first):
         try:
             data = func()
         except Exception as exc:  # the step failed, the worker did not
-            detail = redact.redact_clip("%s: %s" % (type(exc).__name__, exc), DETAIL_LIMIT, tail=True)
+            detail = redact.redact_clip("%s: %s" % (type(exc).__name__, exc), limits.ERROR_TEXT, tail=True)
             data = {"status": "error", "detail": detail}
         out.emit(key, data)
         if key == first and isinstance(data, dict) and data.get("status") == "error":

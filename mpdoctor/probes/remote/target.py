@@ -58,7 +58,6 @@ from .torch_facts import (  # noqa: F401
     torch_device_facts,
 )
 
-MAX_TEXT = 4000
 # The default --timeout's limits, by the formula the host's Budget uses (portable/limits.py): only for a part
 # started without a JSON object of limits it can read (by hand, or an older host). No number is repeated here.
 DEFAULT_LIMITS = shared_limits.handed_limits(shared_limits.DEFAULT_TIMEOUT)
@@ -72,9 +71,9 @@ def _sibling(name):
 def _exception_facts(exc):
     return {
         "type": type(exc).__name__,
-        "message": redact.redact_clip(exc, MAX_TEXT, tail=True),
+        "message": redact.redact_clip(exc, shared_limits.FAILURE_TEXT, tail=True),
         "traceback": redact.redact_clip(
-            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), MAX_TEXT, tail=True
+            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), shared_limits.TRACEBACK, tail=True
         ),
     }
 

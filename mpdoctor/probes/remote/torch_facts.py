@@ -8,7 +8,7 @@ the CUDA and device facts do, so they run only where no CUDA worker is forked af
 
 import warnings
 
-from ._portable import redact
+from ._portable import limits, redact
 
 
 def _call(facts, key, func):
@@ -16,11 +16,16 @@ def _call(facts, key, func):
     try:
         facts[key] = func()
     except Exception as exc:
-        facts.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
+        facts.setdefault("errors", {})[key] = "%s: %s" % (
+            type(exc).__name__,
+            redact.redact_clip(exc, limits.ERROR_TEXT, tail=True),
+        )
 
 
 def _warning_texts(caught):
-    return [redact.redact_clip("%s: %s" % (w.category.__name__, w.message), 1000, tail=True) for w in caught]
+    return [
+        redact.redact_clip("%s: %s" % (w.category.__name__, w.message), limits.WARNING_TEXT, tail=True) for w in caught
+    ]
 
 
 def torch_build_facts(torch):
@@ -137,7 +142,7 @@ def torch_device_facts(torch, torch_count):
         try:
             devices.append(device_facts(torch, ordinal))
         except Exception as exc:
-            error = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, 500, tail=True))
+            error = "%s: %s" % (type(exc).__name__, redact.redact_clip(exc, limits.ERROR_TEXT, tail=True))
             facts.setdefault("errors", {})["device %d" % ordinal] = error
     facts["devices"] = devices
     return facts
