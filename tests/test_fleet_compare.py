@@ -40,10 +40,11 @@ def h100_node(
     driver: str = "550.54.14",
     bf16_native: bool = True,
     torch: str = "2.13.0+cu130",
+    torch_cuda: str = "13.0",
 ) -> Snapshot:
     """Constructed: one node with ``gpus`` H100s, torch CUDA, and measured kernels (``slow``: device -> factor)."""
     snap = with_nvml(capture("cpu-laptop"), H100_NODE[:gpus], driver=driver, cuda="12.4")
-    snap = cuda_torch(snap, version=torch)
+    snap = cuda_torch(snap, version=torch, cuda=torch_cuda)
     return with_kernels(snap, gpu_kernels(snap, slow or {}, bf16_native))
 
 
@@ -510,3 +511,14 @@ def _written(tmp_path, content) -> str:
     path = tmp_path / "hostile.json"
     (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
     return str(path)
+
+
+def test_torch_cuda_that_differs_is_fixed_by_the_reference_ranks_torch_build():
+    nodes = [h100_node(), h100_node(), h100_node(torch="2.13.0+cu126", torch_cuda="12.6")]
+    report = compare(fleet(nodes), 3, "torchrun")
+    [finding] = [f for f in report.findings if f.title.startswith("torch's CUDA differs")]
+    assert finding.severity == "error"
+    # the same command as torch's own difference: one build of torch names its CUDA
+    assert [step.command for step in finding.fix] == [
+        "python -m pip install torch==2.13.0+cu130 --index-url https://download.pytorch.org/whl/cu130"
+    ]

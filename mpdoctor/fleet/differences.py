@@ -94,7 +94,10 @@ def differences(groups: list[Group], reports: list[RankReport]) -> list[Finding]
         if severity is None:
             minor.append(evidence)
             continue
-        out.append(rule.stamp(severity(title, evidence, _fix(label, common))))
+        fix = _fix(label, common)
+        if label == STACK_FIELDS["torch_cuda"]:
+            fix = _same_torch_build(groups, flats, label, ordered[0][0]) or fix
+        out.append(rule.stamp(severity(title, evidence, fix)))
     if minor:
         out.append(
             rules.STACK_DIFFERS.stamp(
@@ -160,6 +163,17 @@ def _fix(label: str, common: str) -> list[FixStep]:
     if label in ("GPU", "compute capability", "bf16 native"):
         return [FixStep("Schedule the job on one GPU model (e.g. sbatch --constraint), or use a dtype all support")]
     return [FixStep(f"Use the same {label} ({common}) on every node: one image or lock file")]
+
+
+def _same_torch_build(groups: list[Group], flats: list[dict[str, str]], label: str, common: str) -> list[FixStep]:
+    """torch's CUDA differing is a different torch build: the fix is the reference ranks' torch, installed on the
+    odd ones (its version names the CUDA, ``2.13.0+cu130``). Nothing when the ranks with the common CUDA do not
+    agree on one torch, or have none: then which build to install is not for mpdoctor to guess."""
+    builds = {flat.get("torch", "") for flat in flats if flat.get(label, "") == common}
+    if len(builds) != 1 or not common:
+        return []
+    (build,) = builds
+    return [_install_step("torch", build)] if build and build != "None" else []
 
 
 def _install_step(name: str, version: str) -> FixStep:
