@@ -73,19 +73,22 @@ EXPLAIN_FAMILIES = {
     "dtype": "fp16/bf16 meeting fp32 inside one op (matmul, conv, SDPA, norms, RNNs, writes, optimizer updates), "
     "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings; "
     "ONNX Runtime refusing fp16-converted graphs, FSDP flattening parameters of two dtypes, SyncBatchNorm counts, "
-    "any fused kernel (optimizer, RMSNorm, RoPE, GEMM) saying it takes only fp16/bf16",
+    "any fused kernel (optimizer, RMSNorm, RoPE, GEMM) saying it takes only fp16/bf16, any library's dtype allow-list "
+    "(`must be float32 or bfloat16`, `Supported dtypes: ...`, `only bf16 activation is supported`)",
     "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512, "
     "any library saying fp16/bf16 is not supported on the CPU (whisper), Ultralytics half export on the CPU, "
     "old torch's unquoted CPU kernel errors, any library saying fp16/fp8 needs a GPU (`requires --use_gpu`, "
-    "`without accelerator`)",
+    "`without accelerator`), fp16 pipelines and fp8/fp4 models left on the CPU",
     "scaler": "GradScaler misuse: fp16 or bf16 gradients, unscale twice, calls out of order (step twice, unscale_ "
     "after step, no update), a closure, step without scale, no inf checks, no CUDA; torch.amp deprecations "
-    "with their replacement call, autocast disabled (no CUDA, dtype not supported on the device)",
+    "with their replacement call, autocast disabled (no CUDA, dtype not supported on the device), fp16 loss-scale "
+    "settings refused (DeepSpeed's `fp16` block, a scaler under bf16)",
     "overflow": "fp16 range: loss scale at minimum or collapsed, constants that do not fit fp16, inf/nan activations",
     "hardware": "bf16/tf32/fp8 refused by the GPU: transformers, accelerate, vLLM, torch.autocast, DeepSpeed, "
     "cuBLAS, Transformer Engine, Triton fp8, Inductor skipping bf16; CTranslate2 compute types (faster-whisper, "
     "whisperX), fp8 without TransformerEngine, any engine saying the hardware has no native fp16 (TensorRT, "
-    "Paddle-TRT), AMD GPUs without bf16 instructions, any library requiring a compute capability for fp8/fp4/bf16",
+    "Paddle-TRT), AMD GPUs without bf16 instructions, any library requiring a compute capability or a GPU "
+    "architecture (Hopper, Blackwell, MI300) for fp8/fp4/bf16",
     "attention": "FlashAttention/xFormers/SDPA refusing the GPU or dtype, extension builds for another torch, "
     "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16, "
     "each xFormers kernel's refusal",
@@ -100,16 +103,20 @@ EXPLAIN_FAMILIES = {
     "framework": "DeepSpeed fp16/bf16 blocks vs HF TrainingArguments, HF Trainer and accelerate device requirements, "
     "Lightning precision values, axolotl and LLaMA-Factory validation, Lightning's 16-mixed to bf16-mixed fallback "
     "on the CPU, TensorRT-RTX precision flags, Accelerate precision recipes and values, DeepSpeed's bf16/fp16 "
-    "blocks refusing keys",
+    "blocks refusing keys; any library refusing a precision setting's value, precision options that contradict, "
+    "a torch or opset too old for a precision, a missing fp8/fp4 kernel package",
     "mps": "Apple MPS: bf16 before macOS 14, float64, ops without half kernels",
     "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check, "
-    "NaN pixels cast to uint8 in any pipeline",
+    "NaN pixels cast to uint8 in any pipeline, gradients accumulated in bf16, ONNX fp16 conversions that fail "
+    "validation",
     "op-support": "ops with no fp16/bf16/fp8 kernel (any torch `not implemented for`), linear algebra and FFT in "
     "half precision, `out=` dtypes, binary_cross_entropy under autocast, LayerNorm bf16 on old CPUs, ONNX ops given "
-    "a float16 input their schema refuses",
+    "a float16 input their schema refuses, any library saying a feature has no fp8/fp4/fp16 path (`does not support "
+    "FP8`, `is not supported for Float8Tensors`)",
     "compiler": "Triton emitting bf16 for pre-Ampere GPUs, tl.dot dtype mixes, loop variables promoted to fp32",
     "quantization": "bitsandbytes compute dtypes (4-bit fp32 compute, 8-bit casts), int8/fp8 weights in a plain "
-    "matmul, fp8 `_scaled_mm` layout, shape and scale rules",
+    "matmul, fp8 `_scaled_mm` layout, shape and scale rules, fp8/fp4 block sizes (`divisible by 16`), a quantized "
+    "model cast with `.half()`, quantization that found no Linear layers",
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import select
 import stat
 from collections import deque
@@ -16,6 +15,7 @@ from mpdoctor.explain.signature import fill
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
 from mpdoctor.probes.progress import SILENT, ProgressBoard
+from mpdoctor.portable import limits
 from mpdoctor.portable.redact import redact_clip, redact_text
 
 if TYPE_CHECKING:
@@ -176,8 +176,14 @@ def explanation(match: Match) -> Explanation:
     # a grammar signature names what its line names: the op, the device, the two dtypes (Signature.details)
     details = dict(match.details)
     # a general signature names the library its line names, else the library its traceback runs in
+    named = details.get("library")
     if "library" in details and details["library"] == dict(s.defaults).get("library"):
-        details["library"] = library_of(match.frames) or details["library"]
+        named = match.library
+        details["library"] = named or details["library"]
+    elif s.library_fixes and not named:
+        named = match.library
+    # ...and then its fixes come first in that library's own terms
+    fixes = s.fixes_for_library(named) + s.fixes if named and s.library_fixes else s.fixes
     # the device the lines name decides which fixes and checks fit: no CUDA cure for an op that ran on the CPU
     device = device_of([text for _, text in match.lines], details.get("device"))
     details["device"] = {"cpu": "the CPU", "cuda": "the GPU"}.get(device, "its device")
@@ -191,27 +197,13 @@ def explanation(match: Match) -> Explanation:
         frames=[redact_text(str(frame)) for frame in match.frames],
         fixes=[
             replace(f, text=fill(f.text, details), command=f.command and fill(f.command, details))
-            for f in fixes_for(device, s.fixes)
+            for f in fixes_for(device, fixes)
         ],
         sources=list(s.sources),
         # the checks that tell the ranked causes apart run (and are listed) with the explanation's own
         checks=checks_for(device, checks),
         alternatives=[OtherCause(a.cause, a.tell, list(a.checks), list(a.fixes)) for a in s.alternatives],
     )
-
-
-# A frame's package: `.../site-packages/tensorrt/...`, `...\\dist-packages\\faster_whisper\\...`.
-_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][A-Za-z0-9_]{0,60})")
-_PLUMBING = frozenset(("torch", "torchvision", "typing_extensions", "warnings", "threading", "concurrent"))
-
-
-def library_of(frames) -> Optional[str]:
-    """The innermost installed package the traceback runs in that is not torch's plumbing, or None."""
-    for frame in reversed(frames):
-        found = _PACKAGE.search(frame.file)
-        if found and found.group(1) not in _PLUMBING:
-            return found.group(1)
-    return None
 
 
 def explain(
@@ -247,7 +239,7 @@ def confirm(report: ExplainReport, python: str, budget: Budget) -> None:
         # The torch import checks run too: when torch cannot be imported, they say why the others could not judge.
         result = redacted(diagnose(Options(python=python, budget=budget, select=codes + list(TORCH_IMPORT_CHECKS))))
     except Exception as exc:  # a failed probe must not cost the explanation
-        report.check_error = redact_clip(f"{type(exc).__name__}: {exc}", 2000)
+        report.check_error = redact_clip(f"{type(exc).__name__}: {exc}", limits.FAILURE_TEXT)
         return
     for item in report.recognised:
         item.findings = [f for f in result.findings if any(f.code.startswith(code) for code in item.checks)]

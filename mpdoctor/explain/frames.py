@@ -45,6 +45,21 @@ def is_meaningful(frame) -> bool:
     return bool(MEANINGFUL.search(_path(frame)))
 
 
+# An installed package a frame runs in: `.../site-packages/tensorrt/...`, `...\\dist-packages\\faster_whisper\\...`.
+_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][A-Za-z0-9_]{0,60})")
+_PLUMBING = frozenset(("torch", "torchvision", "typing_extensions", "warnings", "threading", "concurrent"))
+
+
+def library_of(frames: Sequence) -> str:
+    """The innermost installed package the traceback runs in that is not torch's plumbing ("" when none): the
+    library a general explanation names, and whose own fixes it ranks first."""
+    for frame in reversed(frames):
+        found = _PACKAGE.search(frame.file)
+        if found and found.group(1) not in _PLUMBING:
+            return found.group(1)
+    return ""
+
+
 def rank(frames: Sequence[F]) -> list[F]:
     """The user's innermost frames, then the innermost frames of a library that changes the meaning.
 
@@ -55,4 +70,4 @@ def rank(frames: Sequence[F]) -> list[F]:
     return (user + library) or list(frames[-3:])
 
 
-__all__ = ["is_meaningful", "is_user", "rank"]
+__all__ = ["is_meaningful", "is_user", "library_of", "rank"]

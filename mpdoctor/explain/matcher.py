@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from mpdoctor.explain.cleaning import fold, prepare
-from mpdoctor.explain.frames import rank as rank_frames
+from mpdoctor.explain.frames import library_of, rank as rank_frames
 from mpdoctor.explain.known.spelling import DTYPE_WORD, canonical, is_dtype, is_low
 from mpdoctor.explain.needles import hit_lines
 from mpdoctor.explain.signature import Signature
+from mpdoctor.portable import limits
 from mpdoctor.portable.redact import CLIP_MARGIN
 
-MAX_LINE = 4096  # characters of one line given to a regex
+MAX_LINE = limits.LOG_LINE  # characters of one line given to a regex
 MAX_CONTEXT = 65_536  # characters searched backwards for the traceback a line is in
 MAX_LINES_PER_MATCH = 5
 MAX_FRAMES = 256  # innermost frames of one traceback a signature's frame rules look at
@@ -54,6 +55,9 @@ class Match:
     lines: list[tuple[int, str]] = field(default_factory=list)  # (1-based line number, the line)
     frames: list[Frame] = field(default_factory=list)
     details: dict[str, str] = field(default_factory=dict)  # what its first line names: op, device, dtypes
+    # the innermost installed package of its first line's traceback (frames.library_of), from all of its frames:
+    # the frames kept above are only those a reader needs, which leave most libraries out
+    library: str = ""
 
 
 class Text:
@@ -240,7 +244,10 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
             if match is None:
                 frames = text.frames_before(start) if frames is None else frames
                 match = matches[signature.id] = Match(
-                    signature, frames=_relevant_frames(signature, frames), details=line_details(signature, line) or {}
+                    signature,
+                    frames=_relevant_frames(signature, frames),
+                    details=line_details(signature, line) or {},
+                    library=library_of(frames),
                 )
             # the line as far as it is shown, plus a margin so that redaction sees a secret whole before the cut
             match.lines.append(

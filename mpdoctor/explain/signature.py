@@ -75,6 +75,11 @@ class Signature:
     # they are different dtypes in torch's spellings (``known/spelling.py``), so "Half and Half" is no mismatch.
     details: tuple[str, ...] = ()  # the first must match the line; the others add what they find
     defaults: tuple[tuple[str, str], ...] = ()  # (group, text) used when the group did not match
+    # A general shape's fixes in each library's own terms: (regex over the library's name, as the line or the
+    # traceback's installed packages name it, lower-cased; the fixes ranked first when it matches). Several
+    # libraries say the same thing, and each is fixed with its own settings (`compute_type=` for CTranslate2, a
+    # recipe for TransformerEngine, `module_filter_fn` for torchao).
+    library_fixes: tuple[tuple[str, tuple[FixStep, ...]], ...] = ()
 
     @cached_property
     def compiled(self) -> tuple[re.Pattern, ...]:
@@ -88,6 +93,15 @@ class Signature:
     def compiled_details(self) -> tuple[re.Pattern, ...]:
         # run on the line as written, so that an op or a call is shown in its own case (`torch.amp.GradScaler`)
         return tuple(re.compile(p, re.IGNORECASE) for p in self.details)
+
+    @cached_property
+    def compiled_library_fixes(self) -> tuple[tuple[re.Pattern, tuple[FixStep, ...]], ...]:
+        return tuple((re.compile(pattern), steps) for pattern, steps in self.library_fixes)
+
+    def fixes_for_library(self, library: str) -> tuple[FixStep, ...]:
+        """The fixes in the named library's terms (none when it is not named or not one this shape knows)."""
+        name = library.lower()
+        return tuple(step for pattern, steps in self.compiled_library_fixes if pattern.search(name) for step in steps)
 
     @cached_property
     def compiled_frames(self) -> tuple[re.Pattern, ...]:

@@ -26,8 +26,12 @@ from mpdoctor.explain.known import (
     fsdp,
     grammar,
     grammar_amp,
+    grammar_dtype_lists,
     grammar_ecosystem,
+    grammar_quantized,
+    grammar_refusals,
     grammar_requirements,
+    grammar_settings,
     hardware,
     hardware_fp8,
     kernel_image,
@@ -76,6 +80,11 @@ MODULES = (
     cpu_half_unquoted,
     ecosystem_toolchains,
     grammar_requirements,
+    # the ecosystem's mined messages, read as general shapes (issue 38)
+    grammar_dtype_lists,
+    grammar_refusals,
+    grammar_settings,
+    grammar_quantized,
 )
 
 

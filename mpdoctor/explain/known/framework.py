@@ -58,7 +58,7 @@ SIGNATURES: list[Signature] = [
         title="accelerate's --mixed_precision contradicts the fp16/bf16 block of the DeepSpeed config file",
         needles=("arg cannot be set to",),
         patterns=(
-            r"`--mixed_precision` arg cannot be set to `(?:fp16|bf16|no|fp8)` when `(?:fp16|bf16)` is set in "
+            r"`--mixed_precision` arg cannot be set to `[a-z0-9_.]{1,20}` when `[a-z0-9_.]{1,20}` is set in "
             r"the DeepSpeed config file",
         ),
         cause="With a DeepSpeed config file, accelerate takes the precision from it; `--mixed_precision` (from "

@@ -114,6 +114,7 @@ SIGNATURES: list[Signature] = [
             "to have type half",
             "to have type bfloat16",
             "to have type float but",
+            "must match when outside",
         ),
         patterns=(
             r"same (?:scalar type|dtype)",
@@ -128,6 +129,9 @@ SIGNATURES: list[Signature] = [
             r"data type of input and weight should be the same for fp8",
             # SyncBatchNorm's gather (`Expected counts to have type Half but got Float`), other ATen checks alike
             r"expected [a-z_]{1,40} to have type [a-z0-9]{3,12} but got [a-z0-9]{3,12}",
+            # TransformerEngine's modules outside autocast: "Data types for parameters must match when outside of
+            # autocasted region. Found input dtype: torch.float32 and weight dtype: torch.bfloat16"
+            r"must match when outside of autocast",
         ),
         details=(PAIR, OP),
         defaults=(("op", "one op"),),

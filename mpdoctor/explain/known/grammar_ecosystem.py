@@ -48,6 +48,7 @@ SIGNATURES: list[Signature] = [
             "not have fast",
             "not have native",
             "not support fp16",
+            "not support fp8",
             "not support bf16",
             "not support half",
             "not support fast",

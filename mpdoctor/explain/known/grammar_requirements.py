@@ -5,6 +5,7 @@ takes only half precision, a precision setting the library does not know.
 
 from __future__ import annotations
 
+from mpdoctor.explain.known import _library_terms as terms
 from mpdoctor.explain.known._dtype_words import DTYPE_TRACE
 from mpdoctor.explain.known.grammar_ecosystem import _GENERAL_NOTE
 from mpdoctor.explain.signature import Signature, fix
@@ -55,7 +56,7 @@ SIGNATURES: list[Signature] = [
     Signature(
         id="cpu-half-precision-needs-gpu",
         family="cpu-half",
-        title="{library} runs {dtype} only on a GPU, and this run has none",
+        title="{library} runs {dtype} only on a GPU, and this run put it on the CPU",
         needles=(
             "requires --use_gpu",
             "is for gpu only",
@@ -65,6 +66,20 @@ SIGNATURES: list[Signature] = [
             "requires a gpu",
             "requires a cuda gpu",
             "is only supported on gpu",
+            # the ecosystem's wordings of the same (tests/explain_ecosystem): a model or pipeline on the CPU
+            "is needed for",
+            "requires a cuda `device_map`",
+            "cannot run with `cpu`",
+            "device_map that contains a cpu",
+            "device_map that contains a disk",
+            "does not support cpu",
+            "implementation in cpu",
+            "model on cpu and have a",
+            "requires cuda tensors",
+            "inference on cpu requires",
+            "--use_gpu",
+            "does not seem to be correctly installed",
+            "please call .cuda() or .to(device)",
         ),
         patterns=(
             # CTranslate2's C++ ops: "FP16 LayerNorm is only supported on GPU"
@@ -76,15 +91,30 @@ SIGNATURES: list[Signature] = [
             r"accelerator is not detected, cannot perform low precision",
             r"requires a gpu",
             r"requires a cuda gpu",
+            r"(?: gpu| xpu|accelerator)[a-z /]{0,20} (?:is|are) needed for",
+            r"requires a cuda `?device_map",
+            r"cannot run with `?cpu`? device",
+            r"device_map that contains a (?:cpu|disk)",
+            r"does not support cpu (?:or disk )?offload",
+            r"implementation in cpu",
+            r"model on cpu and have a (?:cuda|gpu|xpu)",
+            r"requires cuda tensors",
+            r"inference on cpu requires",
+            r"requires [a-z_ -]{0,30}--use_gpu",
+            r"does not seem to be correctly installed",
+            # bitsandbytes quantizes a 4-bit layer when it is moved to the GPU
+            r"please call \.cuda\(\) or \.to\(device\)",
         ),
         details=(
-            r"(?P<dtype>fp16|float16|half|bf16|bfloat16|fp8|nvfp4|mxfp4|mixed precision|low precision)",
-            r"(?P<library>onnxruntime|deepspeed|transformers|accelerate|bitsandbytes|ctranslate2)",
+            r"(?P<dtype>fp16|float16|half|bf16|bfloat16|fp8|nvfp4|mxfp4|fp4|mixed precision|low precision)",
+            terms.LIBRARY,
         ),
         defaults=(("library", "The library"),),
+        library_fixes=terms.DEVICE,
         cause="{library} has no CPU path for {dtype} (most CPU kernels have no fp16 arithmetic, fp8/fp4 kernels are "
-        "GPU-only), and it found no GPU: a CPU-only torch wheel, no driver, no `--use_gpu`/device given, or "
-        "CUDA_VISIBLE_DEVICES empty.",
+        "GPU-only), and the model or this step is on the CPU: no GPU was found (a CPU-only torch wheel, no driver, "
+        'CUDA_VISIBLE_DEVICES empty), or none was asked for (no `--use_gpu`, no `device_map`/`.to("cuda")`, a '
+        "device map that puts layers on the CPU or disk).",
         fixes=(
             fix(
                 "If a GPU was meant to run it, make torch see it and pass the device (`--use_gpu` for ONNX Runtime's "
@@ -105,10 +135,18 @@ SIGNATURES: list[Signature] = [
             "AssertionError: fp16 requires --use_gpu",
             "SystemError: Cannot use fp16 without accelerator.",
             "RuntimeError: FP16 LayerNorm is only supported on GPU",
+            "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device. It is not recommended to move "
+            "them to `cpu` as running them will fail. Please make sure to use an accelerator to run the pipeline in "
+            "inference, due to the lack of support for`float16` operations on this device in PyTorch. Please, remove "
+            "the `dtype=torch.float16` argument, or use another device for inference.",
+            "RuntimeError: No GPU or XPU found. A GPU or XPU is needed for FP8 quantization.",
+            "AssertionError: fp16 requires --optimize_onnx --use_gpu",
         ),
         near_misses=(
             "ValueError: this sample requires a GPU to be fast",
             "FileNotFoundError: model requires --use_gpu",
+            "ValueError: You can't train a model that has been loaded in 8-bit or 4-bit precision with CPU or disk "
+            "offload. If you want train the 8-bit or 4-bit model in CPU, please install bitsandbytes with multi-backend",
         ),
         rank=-1,
         notes=_GENERAL_NOTE,

@@ -125,10 +125,11 @@ SIGNATURES: list[Signature] = [
         id="numerics-ultralytics-amp-check-failed",
         family="numerics",
         title="Ultralytics' AMP check failed: fp16 gives wrong results on this GPU, so AMP was turned off",
-        needles=("anomalies were detected with amp", "amp checks failed"),
+        needles=("anomalies were detected with amp", "amp checks failed", "gpu may cause nan losses"),
         patterns=(
             r"Anomalies were detected with AMP on your system that may lead to NaN losses",
             r"AMP checks failed\W{0,12}disabling Automatic Mixed Precision",  # YOLOv5's words
+            r"AMP training on [^\n]{0,60} GPU may cause NaN losses",  # ultralytics 8.4
         ),
         cause="Before training, YOLOv5/YOLOv8/YOLO11 run a small model with and without AMP and compare the "
         "detections. They differ: GTX 16xx cards (1650/1660) and some Quadro T-series compute fp16 wrongly, "

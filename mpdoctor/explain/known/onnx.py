@@ -145,4 +145,56 @@ SIGNATURES: list[Signature] = [
             "(/blocks.0/norm1/Cast) is invalid.",
         ),
     ),
+    Signature(
+        id="numerics-onnx-fp16-validation-failed",
+        family="numerics",
+        title="onnxconverter-common's automatic fp16 conversion found no conversion that keeps the outputs",
+        needles=("validation failed for final fp16 model", "validation failed for model with nothing converted"),
+        patterns=(
+            r"validation failed for final fp16 model",
+            r"validation failed for model with nothing converted to fp16",
+        ),
+        cause="`auto_convert_mixed_precision` converts the graph to fp16 and keeps in fp32 the nodes whose "
+        "conversion changes the outputs beyond `rtol`/`atol` (or `validate_fn`), comparing each attempt with the fp32 "
+        "model on `feed_dict`. It found no set that passes. When even the model with nothing converted fails, the "
+        "comparison itself cannot pass: inputs were cast to fp16 (`keep_io_types=False`), the tolerance is tighter "
+        "than fp16's precision (about 1e-3 relative), or the outputs change from run to run (random ops). When "
+        "only the final model fails, the attempts were not consistent with each other.",
+        fixes=(
+            fix(
+                "Keep the graph's inputs and outputs in fp32 and compare at fp16's precision: "
+                "`auto_convert_mixed_precision(model, feed_dict, rtol=0.01, atol=0.001, keep_io_types=True)`"
+            ),
+            fix(
+                "Or convert by hand and check the outputs yourself: `float16.convert_float_to_float16(model, "
+                "keep_io_types=True, op_block_list=float16.DEFAULT_OP_BLOCK_LIST + [...], node_block_list=[...])`"
+            ),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/microsoft/onnxconverter-common/blob/master/onnxconverter_common/auto_mixed_precision.py",
+            _SOURCE_CONVERTER,
+        ),
+        examples=("ValueError: validation failed for final fp16 model",),
+        near_misses=("ValueError: validation failed for original fp32 model",),
+    ),
+    Signature(
+        id="framework-onnx-fp16-converted-twice",
+        family="framework",
+        title="onnxconverter-common refused to convert a model that is already float16",
+        needles=("already converted to float16",),
+        patterns=(r"model is already converted to float16",),
+        cause="`convert_float_to_float16` was given a model whose graph is already float16 (converted before, or "
+        "exported in fp16); converting it again would insert Casts around Casts and can change the results, so it "
+        "refuses unless told to.",
+        fixes=(
+            fix("Convert the original fp32 model (export it again in fp32), not the converted one"),
+            fix("If converting again is meant, pass `check_fp16_ready=False` to `convert_float_to_float16`"),
+        ),
+        checks=(),
+        sources=(_SOURCE_CONVERTER,),
+        examples=(
+            "ValueError: The model is already converted to float16, if convert again, the model might be wrong. ",
+        ),
+    ),
 ]

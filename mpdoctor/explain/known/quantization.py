@@ -40,7 +40,7 @@ SIGNATURES: list[Signature] = [
         family="quantization",
         title="bitsandbytes 8-bit matmul casts bf16 inputs to fp16 (LLM.int8 has no bf16 path)",
         needles=("matmul8bitlt: inputs will be cast from",),
-        patterns=(r"MatMul8bitLt: inputs will be cast from torch\.(?:bfloat16|float32) to float16",),
+        patterns=(r"MatMul8bitLt: inputs will be cast from [a-z0-9_.]{1,20} to float16",),
         cause="`load_in_8bit=True` (LLM.int8) computes its matmuls in fp16. A model run in bf16 (`--bf16`, "
         "`torch_dtype=torch.bfloat16`) or fp32 has every 8-bit layer's input cast to fp16 and back: the "
         "warning is harmless for accuracy in most models, but values beyond fp16's range overflow there.",
