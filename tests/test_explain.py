@@ -44,6 +44,19 @@ def test_clean_removes_colours_controls_and_windows_line_ends():
     assert ids(raw) == ["dtype-expected-scalar-type"]
 
 
+def test_vertical_tab_and_form_feed_are_spaces_not_glue():
+    # removed outright they glued "found Half\x0bfoo" into "Halffoo", and the message went unrecognised
+    message = "RuntimeError: expected scalar type Float but found Half"
+    for sep in ("\x0b", "\x0c"):
+        for raw in (
+            (message + sep + "foo").encode(),
+            message + sep + "foo",
+            (message + sep + "foo\xff").encode("latin-1"),
+        ):
+            assert clean(raw).startswith(message + " foo")
+            assert ids(raw) == ids(message + "\nfoo") == ["dtype-expected-scalar-type"]
+
+
 def test_binary_junk_and_invalid_utf8_are_read_not_raised():
     junk = bytes(range(256)) * 200 + b"\n" + DTYPE.encode() + b"\n" + bytes(range(255, -1, -1)) * 50
     assert "dtype-expected-scalar-type" in ids(junk)

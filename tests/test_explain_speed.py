@@ -40,13 +40,14 @@ ERROR = "RuntimeError: expected scalar type Float but found Half"
 # --- the definitions, written plainly -------------------------------------------------------------------------
 
 DEF_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-DEF_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+DEF_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]+")
+DEF_SPACES = re.compile(r"[\x0b\x0c]")  # vertical tab and form feed separate words: each becomes a space
 
 
 def definition_clean(data: bytes | str) -> str:
     text = data.decode("utf-8", errors="replace") if isinstance(data, (bytes, bytearray)) else data
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return DEF_CONTROL.sub("", DEF_ANSI.sub("", text))
+    return DEF_SPACES.sub(" ", DEF_CONTROL.sub("", DEF_ANSI.sub("", text)))
 
 
 def definition_lines(text: str, needles_: list[str]) -> dict[int, list[int]]:
@@ -160,7 +161,7 @@ def test_overlapping_needles_on_one_line_all_count():
 def test_the_automaton_is_given_bounded_windows():
     """A log made of needles returns its occurrences a window at a time, never all at once."""
     sizes = []
-    automaton, longest = needles._automaton(tuple(NEEDLES))
+    automaton, dense, longest = needles._automaton(tuple(NEEDLES))
 
     class Recording:
         def find_matches_as_indexes(self, haystack, overlapping=False):
@@ -169,17 +170,42 @@ def test_the_automaton_is_given_bounded_windows():
 
     text = " ".join(NEEDLES) * 50
     with mock.patch.object(needles, "WINDOW", 1000), mock.patch.object(
-        needles, "_automaton", lambda _: (Recording(), longest)
+        needles, "_automaton", lambda _: (Recording(), Recording(), longest)
     ):
         found = needles.hit_lines(cleaning.fold(text), NEEDLES, len(text), "automaton")
     assert found == definition_lines(text, NEEDLES)
     assert len(sizes) > 1 and max(sizes) <= 1000 + longest - 1
 
 
+def test_dense_and_sparse_windows_find_what_the_definition_finds():
+    """Windows dense with needles are read by the NFA, the others by the DFA; a log alternating the two (and each
+    automaton on its own) finds the lines the definition finds."""
+    text = cleaning.clean((mixed_log(11, 400) + "\n" + " ".join(NEEDLES) * 20 + "\n" + mixed_log(12, 400)).encode())
+    folded = cleaning.fold(text)
+    used = []
+    sparse, dense, longest = needles._automaton(tuple(NEEDLES))
+
+    class Named:
+        def __init__(self, name, automaton):
+            self.name, self.automaton = name, automaton
+
+        def find_matches_as_indexes(self, haystack, overlapping=False):
+            used.append(self.name)
+            return self.automaton.find_matches_as_indexes(haystack, overlapping=overlapping)
+
+    expected = definition_lines(text, NEEDLES)
+    for pair in ((sparse, dense), (sparse, sparse), (dense, dense)):
+        with mock.patch.object(needles, "WINDOW", 4096), mock.patch.object(
+            needles, "_automaton", lambda _, pair=pair: (Named("sparse", pair[0]), Named("dense", pair[1]), longest)
+        ):
+            assert needles.hit_lines(folded, NEEDLES, len(text), "automaton") == expected
+    assert "dense" in used and "sparse" in used
+
+
 def test_lines_come_out_in_order_whatever_order_the_automaton_reports_in():
     """The library reports matches in the order they end, which keeps lines in order; were that to change, the
     lines still come out in order and whole (a stand-in automaton reporting each window backwards)."""
-    automaton, longest = needles._automaton(tuple(NEEDLES))
+    automaton, _, longest = needles._automaton(tuple(NEEDLES))
 
     class Backwards:
         def find_matches_as_indexes(self, haystack, overlapping=False):
@@ -187,7 +213,7 @@ def test_lines_come_out_in_order_whatever_order_the_automaton_reports_in():
 
     text = cleaning.clean(mixed_log(9, 3000).encode())
     with mock.patch.object(needles, "WINDOW", 4096), mock.patch.object(
-        needles, "_automaton", lambda _: (Backwards(), longest)
+        needles, "_automaton", lambda _: (Backwards(), Backwards(), longest)
     ):
         found = needles.hit_lines(cleaning.fold(text), NEEDLES, len(text), "automaton")
     assert list(found.items()) == list(definition_lines(text, NEEDLES).items())

@@ -1,7 +1,9 @@
 """The input as the matcher reads it: the cleaned text, and the lower-cased bytes its needles are found in.
 
 Cleaning replaces undecodable bytes, removes ANSI colour codes and control characters
-(NULs included) and makes Windows and old-Mac line endings ``\\n``. A log is mostly
+(NULs included), makes the vertical tab and form feed spaces (they separate words: removing
+them would glue ``found Half\\x0bfoo`` into one word) and makes Windows and old-Mac line
+endings ``\\n``. A log is mostly
 plain ASCII with none of those, so each step first asks, at memchr speed, whether it
 has anything to do; a 100 MB log costs a few passes over its bytes, not a regex over
 every character. The result is the same text the plain definition (decode, then the
@@ -16,12 +18,15 @@ from __future__ import annotations
 import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")  # runs: a log of NULs is one match, not one per byte
+CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]+")  # runs: a log of NULs is one match, not one per byte
+SPACES = str.maketrans("\x0b\x0c", "  ")  # vertical tab and form feed: whitespace, kept as a space
 # The same two patterns over bytes, for input that is valid UTF-8 (every ASCII byte there is a character).
 ANSI_BYTES = re.compile(ANSI.pattern.encode("ascii"))
-CONTROL_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])  # what CONTROL removes
-# bytes.lower() in the table form, so that lower-casing and removing control bytes is one pass over a log
-_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])  # what CONTROL removes
+_SPACES = bytes.maketrans(b"\x0b\x0c", b"  ")
+# bytes.lower() in the table form (with the two spaces), so that lower-casing and removing control bytes is one
+# pass over a log
+_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ\x0b\x0c", b"abcdefghijklmnopqrstuvwxyz  ")
 
 
 def clean(data: bytes | bytearray | str) -> str:
@@ -30,7 +35,7 @@ def clean(data: bytes | bytearray | str) -> str:
     if raw is None:
         return _clean_text(data.decode("utf-8", errors="replace") if not isinstance(data, str) else data)
     raw = _clean_bytes(raw)
-    return raw.translate(None, CONTROL_BYTES).decode("utf-8")
+    return raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8")
 
 
 def prepare(data: bytes | bytearray | str) -> tuple[str | bytes | bytearray, bytes | bytearray]:
@@ -44,10 +49,11 @@ def prepare(data: bytes | bytearray | str) -> tuple[str | bytes | bytearray, byt
     raw = _clean_bytes(raw)
     if raw.isascii():
         folded = raw.translate(_LOWER, CONTROL_BYTES)  # lower-cased and control bytes gone, in one pass
-        if len(folded) != len(raw):  # there were control bytes: the text loses them too
-            raw = raw.translate(None, CONTROL_BYTES)
+        # there were control bytes, or a vertical tab or form feed: the text loses or spaces them too
+        if len(folded) != len(raw) or b"\x0b" in raw or b"\x0c" in raw:
+            raw = raw.translate(_SPACES, CONTROL_BYTES)
         return raw, folded
-    text = raw.translate(None, CONTROL_BYTES).decode("utf-8")
+    text = raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8")
     return text, fold(text)
 
 
@@ -92,7 +98,7 @@ def _clean_text(text: str) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    return CONTROL.sub("", text)
+    return CONTROL.sub("", text).translate(SPACES)
 
 
 __all__ = ["ANSI", "CONTROL", "CONTROL_BYTES", "clean", "fold", "prepare"]

@@ -771,6 +771,15 @@ SOFT = tuple((re.compile(p, re.IGNORECASE), why) for p, why in SOFT)
 LOW_FLOAT = re.compile(
     r"\bhalf\b|half2|bfloat16|float16|fp16|bf16|float8|fp8|e4m3|e5m2|\bfp4|nvfp4|mxfp\d|autocast|scal", re.I
 )
+# Tensors whose dtypes must agree, or must be one dtype, with the dtypes themselves only holes (FSDP2's `FSDP expects
+# uniform original parameter dtype but got {orig_dtypes}`, flash-attn's `query and key must have the same dtype`): a
+# mixed-precision failure whatever the holes print, so no low-precision word is needed to count it as precision.
+DTYPE_AGREEMENT = re.compile(
+    r"(?:same|uniform|matching|consistent|identical) (?:\w+ ){0,3}(?:d(?:ata ?)?types?|scalar types?|type as)\b|"
+    r"\bd(?:ata ?)?types? (?:mismatch|must (?:match|agree|be the same)|should (?:match|be the same)|do(?:es)? not match)|"
+    r"\bmismatch(?:ed|ing)? (?:\w+ ){0,2}d(?:ata ?)?types?\b",
+    re.IGNORECASE,
+)
 # Only when no low precision is named: the words then come for any dtype.
 NO_LOW_PRECISION = "names a dtype only in passing (a type, a config key, a tensor's metadata): no low precision"
 # A library's own wordings that are no failure (hard): (regex over the lower-cased message, why).
@@ -849,7 +858,7 @@ def not_precision_reason(library: str, text: str) -> tuple[str, bool]:
     for pattern, why in HARD:
         if pattern.search(blanked):
             return why, True
-    if not LOW.search(blanked):
+    if not LOW.search(blanked) and not DTYPE_AGREEMENT.search(blanked):
         return NO_LOW_PRECISION, False
     if not LOW_FLOAT.search(blanked):
         for pattern, why in SOFT:

@@ -28,6 +28,7 @@ from mpdoctor.explain.known import (
     grammar_amp,
     grammar_dtype_lists,
     grammar_ecosystem,
+    grammar_pasted,
     grammar_quantized,
     grammar_refusals,
     grammar_requirements,
@@ -85,6 +86,8 @@ MODULES = (
     grammar_refusals,
     grammar_settings,
     grammar_quantized,
+    # what users paste, read as general shapes (issue 38, round 5's learn half)
+    grammar_pasted,
 )
 
 

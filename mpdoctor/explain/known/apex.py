@@ -94,9 +94,13 @@ SIGNATURES: list[Signature] = [
         id="apex-python-only-build",
         family="apex",
         title="apex was installed without its CUDA/C++ extensions (a Python-only build)",
-        needles=("no module named", "apex was installed without", "requires cuda extensions"),
+        needles=("no module named", "apex was installed without", "requires cuda extensions", "install apex with"),
         patterns=(
             r"No module named '" + APEX_EXTENSIONS + "'",
+            # a library that needs one of the extensions, in its own words: "the custom CUDA extension
+            # fused_weight_gradient_mlp_cuda module is not found. ... you must install APEX with --cpp_ext and --cuda_ext"
+            APEX_EXTENSIONS + r" module is not found",
+            r"install apex with --(?:cpp|cuda)_ext",
             r"apex was installed without --cuda_ext",
             r"apex\.optimizers\.\w{1,40} requires cuda extensions",  # FusedAdam, FusedLAMB... without their kernels
         ),
@@ -118,10 +122,16 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/apex/issues/1208",
             "https://github.com/NVIDIA/apex/issues/86",
             "https://github.com/openai/vdvae/issues/11",
+            "https://github.com/flagos-ai/Megatron-LM-FL/issues/145",
             "https://github.com/NVIDIA/apex/blob/b82c6bd7613ffb9c4ea68e7306fa83aabe9fa9b5/apex/amp/scaler.py",
         ),
         examples=(
             "ModuleNotFoundError: No module named 'fused_layer_norm_cuda'",
+            "RuntimeError: ColumnParallelLinear was called with gradient_accumulation_fusion set to True but the custom "
+            "CUDA extension fused_weight_gradient_mlp_cuda module is not found. To use gradient_accumulation_fusion you "
+            'must install APEX with --cpp_ext and --cuda_ext. For example: pip install --global-option="--cpp_ext" '
+            '--global-option="--cuda_ext ." Note that the extension requires CUDA>=11. Otherwise, you must turn off '
+            "gradient accumulation fusion.",
             "    raise RuntimeError('apex.optimizers.FusedAdam requires cuda extensions')\n"
             "RuntimeError: apex.optimizers.FusedAdam requires cuda extensions",
             "Traceback (most recent call last):\n"

@@ -3,14 +3,18 @@
 FSDP1 flattens every parameter of a wrapped unit into one 1-D ``FlatParameter``, which has one dtype
 (``_validate_tensors_to_flatten`` in ``torch/distributed/fsdp/_flat_param.py``). A model loaded in bf16 with
 adapters, norms or Mamba/SSM parameters left in fp32 (PEFT/LoRA, QLoRA's quant storage) fails when it is wrapped.
+FSDP2 (``fully_shard``) has no FlatParameter but the same rule for the trainable parameters of one group
+(``FSDPParamGroup._init_mp_dtypes`` in ``torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py``).
 """
 
 from __future__ import annotations
 
+from mpdoctor.explain.known._dtype_words import DTYPE_TRACE
 from mpdoctor.explain.signature import Signature, fix
 
 _SOURCE_FLAT_PARAM = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/fsdp/_flat_param.py"
 _SOURCE_MP = "https://pytorch.org/docs/stable/fsdp.html#torch.distributed.fsdp.MixedPrecision"
+_SOURCE_FSDP2 = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py"
 _SOURCE_QLORA = "https://huggingface.co/docs/peft/accelerate/fsdp#use-peft-qlora-and-fsdp-for-finetuning-large-models-on-multiple-gpus"
 
 SIGNATURES: list[Signature] = [
@@ -64,5 +68,36 @@ SIGNATURES: list[Signature] = [
         notes="The dtype words are not required: users retype the message ('torch.bloat16', axolotl#1482). "
         "Mixed requires_grad (frozen parameters, the near-miss) is FSDP's other flattening rule, fixed by "
         "`use_orig_params=True`; it is not a precision failure.",
+    ),
+    Signature(
+        id="fsdp2-uniform-param-dtype",
+        family="dtype",
+        title="FSDP2 (fully_shard) needs its trainable parameters in one dtype",
+        needles=("fsdp expects uniform",),
+        patterns=(r"fsdp expects uniform (?:original parameter|reduce) dtype",),
+        cause="`fully_shard` groups the parameters of each module it wraps and all-gathers and reduces them together; "
+        "the trainable ones (frozen parameters are not counted) must share one original dtype, and one reduce "
+        "dtype. Some are fp32 and others bf16/fp16: adapters or a head added in fp32 to a model loaded in bf16, "
+        "norms kept in fp32. The casting for compute belongs to its MixedPrecisionPolicy, not to the parameters.",
+        fixes=(
+            fix(
+                "Keep the trainable parameters in one dtype (fp32) and let FSDP2 cast for compute: "
+                "`model.to(torch.float32)` before `fully_shard(module, mp_policy=MixedPrecisionPolicy("
+                "param_dtype=torch.bfloat16, reduce_dtype=torch.float32))`"
+            ),
+            fix(
+                "Or cast the added parts to the model's dtype before wrapping: "
+                "`for p in model.parameters(): p.data = p.data.to(torch.bfloat16)`; frozen parameters may keep "
+                "another dtype"
+            ),
+            DTYPE_TRACE,
+        ),
+        checks=("PREC007",),
+        sources=(_SOURCE_FSDP2, "https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"),
+        examples=(
+            "AssertionError: FSDP expects uniform original parameter dtype but got {torch.float32, torch.bfloat16}",
+        ),
+        notes="The example is torch 2.13's message (_fsdp_param_group.py) with its hole filled, as "
+        "tests/explain_ecosystem's table holds it; `FSDP expects uniform reduce dtype` is its neighbour.",
     ),
 ]
