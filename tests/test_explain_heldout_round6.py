@@ -1,0 +1,104 @@
+"""`mpdoctor explain` on held-out round 6 (tests/explain_heldout/round6.json): 111 real messages from the threads of
+31 libraries users run beside torch (ONNX/ONNX Runtime/TensorRT/TensorRT-LLM, CTranslate2/faster-whisper/whisper,
+FSDP/DDP/DeepSpeed/Megatron-LM, FlashAttention/xFormers/TGI/vLLM/SGLang, Triton/torch.compile/torchao,
+bitsandbytes/PEFT/transformers/diffusers/accelerate, Lightning/TransformerEngine/apex, Ultralytics/timm, MPS and ROCm).
+
+Collected from public threads that had taught no signature and were in no earlier held-out set (round 5 included) nor
+in tests/explain_ecosystem, labelled before measuring. Measured on a clean export of d7d3201 before anything was
+learned from them: 52 of 80 mixed-precision messages explained with the right family first (22 silent, 6 given
+another family), 0 of 31 other errors recognised; the learn half 23 of 37, the held half 29 of 43
+(`measured_at.before` holds the per-library figures). Each thread carries a `split` fixed by the SHA-256 of its URL,
+so a later session can learn from the 'learn' half only and still report the 'held' half as unseen. What the tests
+hold is in tests/heldout.py; a negative that explain claims would be listed in FALSE_POSITIVES (none is).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+
+import pytest
+
+from heldout import FOLDER, Round, first_family
+
+ROUND = Round("round6.json")
+
+# Negatives explain claims today: source -> why it is a real false positive. Each becomes a strict xfail, so the
+# file passes while the false positive lasts and fails (XPASS) the day it is fixed, to be taken out of here.
+FALSE_POSITIVES: dict[str, str] = {}
+
+
+def split_of(source: str) -> str:
+    return "learn" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held"
+
+
+def test_the_set_is_what_it_says():
+    assert ROUND.problems() == []
+    assert len(ROUND.mixed) >= 80 and len(ROUND.other) >= 30
+    assert len({e["source"] for e in ROUND.messages}) == len(ROUND.messages)  # one message per thread
+    assert len({e["message"] for e in ROUND.messages}) == len(ROUND.messages)  # and no text twice
+    libraries = collections.Counter(e["library"] for e in ROUND.messages)
+    assert max(libraries.values()) <= 0.12 * len(ROUND.messages), libraries.most_common(3)
+    assert set(libraries) == set(ROUND.data["collected"]["libraries"])
+
+
+def test_the_split_is_fixed_by_the_url():
+    assert [e["source"] for e in ROUND.messages if e["split"] != split_of(e["source"])] == []
+    learn = sum(e["split"] == "learn" for e in ROUND.messages)
+    assert 0.35 * len(ROUND.messages) <= learn <= 0.65 * len(ROUND.messages)
+
+
+def test_held_out_from_the_earlier_sets():
+    earlier = [FOLDER / name for name in ("messages.json", "round3.json", "round4.json", "round5.json")]
+    earlier += sorted((FOLDER.parent / "explain_ecosystem").glob("*.json"))
+    texts = "\n".join(path.read_text(encoding="utf-8") for path in earlier)
+    assert [e["source"] for e in ROUND.messages if f'"{e["source"]}"' in texts] == []
+    # no message whose whole text an earlier set already holds, as JSON writes it
+    assert [e["source"] for e in ROUND.messages if json.dumps(e["message"], ensure_ascii=False) in texts] == []
+
+
+def test_the_measurement_is_recorded():
+    measured = ROUND.data["measured_at"]
+    before = measured["before"]
+    assert measured["commit"] == "d7d3201"
+    assert (before["mixed"], before["other"]) == (len(ROUND.mixed), len(ROUND.other))
+    assert before["mixed_silent"] + before["mixed_wrong_family"] == before["mixed"] - before["mixed_right_family_first"]
+    # known_gaps are exactly the mixed-precision messages d7d3201 did not explain with their family
+    assert len(ROUND.gaps) == before["mixed"] - before["mixed_right_family_first"]
+    per_library = before["per_library"]
+    assert sum(p["mixed_right"] for p in per_library.values()) == before["mixed_right_family_first"]
+    assert sum(p["other_claimed"] for p in per_library.values()) == before["other_recognised"]
+    assert sum(p["mixed"] + p["other"] for p in per_library.values()) == len(ROUND.messages)
+    for split in ("learn", "held"):
+        entries = [e for e in ROUND.messages if e["split"] == split]
+        assert before[split]["mixed"] == sum(bool(e["family"]) for e in entries)
+        assert before[split]["other"] == sum(not e["family"] for e in entries)
+        assert before[split]["mixed_right_family_first"] == sum(
+            bool(e["family"]) and e["source"] not in ROUND.gaps for e in entries
+        )
+    assert sum(before[s]["mixed_right_family_first"] for s in ("learn", "held")) == before["mixed_right_family_first"]
+    assert ROUND.data["learned_when_measured"] == []  # measured before anything was learned from this round
+
+
+def test_mixed_precision_messages_get_their_family_first():
+    wrong = ROUND.wrong_families()
+    assert not wrong, wrong
+
+
+def test_the_known_gaps_are_still_gaps():
+    closed = ROUND.closed_gaps()
+    assert not closed, f"explained now: take them out of known_gaps in round6.json: {closed}"
+
+
+def _other_case(entry):
+    reason = FALSE_POSITIVES.get(entry["source"])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(entry, marks=marks)
+
+
+@pytest.mark.parametrize(
+    "entry", [_other_case(e) for e in ROUND.other], ids=[f"other-{i}" for i in range(len(ROUND.other))]
+)
+def test_other_errors_stay_not_recognised(entry):
+    assert first_family(entry["message"]) is None, (entry["source"], entry["cause"])
