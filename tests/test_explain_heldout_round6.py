@@ -10,6 +10,14 @@ another family), 0 of 31 other errors recognised; the learn half 23 of 37, the h
 (`measured_at.before` holds the per-library figures). Each thread carries a `split` fixed by the SHA-256 of its URL,
 so a later session can learn from the 'learn' half only and still report the 'held' half as unseen. What the tests
 hold is in tests/heldout.py; a negative that explain claims would be listed in FALSE_POSITIVES (none is).
+
+Learning (issue 38, on top of 67da4c9): 12 threads of the learn half taught general shapes
+(``known/grammar_pasted_more.py``: a runtime fed another input type than the model declares, from any host language;
+a minimum compute capability stated for a low precision; a library built without this GPU's architecture; fp8 values
+promoted without dequantizing; torch 1.x's ``CPUType for Half``; a builder with no format for the data types; a packed
+4-bit weight in a plain matmul; and, widened, apex's loss scale down to a few units, fp8 dimensions not compatible,
+a framework's ``dtypes.`` namespace). After it, the learn half: 35 of 37; the held half, read only as counts once:
+29 of 43 (unchanged); 0 of 31 negatives recognised (``measured_at.after_learning``).
 """
 
 from __future__ import annotations
@@ -64,8 +72,11 @@ def test_the_measurement_is_recorded():
     assert measured["commit"] == "d7d3201"
     assert (before["mixed"], before["other"]) == (len(ROUND.mixed), len(ROUND.other))
     assert before["mixed_silent"] + before["mixed_wrong_family"] == before["mixed"] - before["mixed_right_family_first"]
-    # known_gaps are exactly the mixed-precision messages d7d3201 did not explain with their family
-    assert len(ROUND.gaps) == before["mixed"] - before["mixed_right_family_first"]
+    # known_gaps are the mixed-precision messages d7d3201 did not explain with their family, less those learned since
+    after = measured["after_learning"]
+    closed = after["learn"]["mixed_right_family_first"] + after["held"]["mixed_right_family_first"]
+    closed -= before["mixed_right_family_first"]
+    assert len(ROUND.gaps) == before["mixed"] - before["mixed_right_family_first"] - closed
     per_library = before["per_library"]
     assert sum(p["mixed_right"] for p in per_library.values()) == before["mixed_right_family_first"]
     assert sum(p["other_claimed"] for p in per_library.values()) == before["other_recognised"]
@@ -74,11 +85,18 @@ def test_the_measurement_is_recorded():
         entries = [e for e in ROUND.messages if e["split"] == split]
         assert before[split]["mixed"] == sum(bool(e["family"]) for e in entries)
         assert before[split]["other"] == sum(not e["family"] for e in entries)
-        assert before[split]["mixed_right_family_first"] == sum(
+        # the gaps left are what the last measurement did not explain
+        assert measured["after_learning"][split]["mixed_right_family_first"] == sum(
             bool(e["family"]) and e["source"] not in ROUND.gaps for e in entries
         )
     assert sum(before[s]["mixed_right_family_first"] for s in ("learn", "held")) == before["mixed_right_family_first"]
-    assert ROUND.data["learned_when_measured"] == []  # measured before anything was learned from this round
+    assert after["learned_when_measured"] == ROUND.data["learned_when_measured"]
+    for split in ("learn", "held"):
+        entries = [e for e in ROUND.messages if e["split"] == split]
+        assert after[split]["mixed"] == sum(bool(e["family"]) for e in entries)
+        assert after[split]["other"] == sum(not e["family"] for e in entries)
+        assert after["before_learning"][split]["mixed_right_family_first"] == before[split]["mixed_right_family_first"]
+    assert not [e["source"] for e in ROUND.messages if e["learned"] and e["split"] != "learn"]  # the held half unseen
 
 
 def test_mixed_precision_messages_get_their_family_first():

@@ -29,6 +29,7 @@ from mpdoctor.explain.known import (
     grammar_dtype_lists,
     grammar_ecosystem,
     grammar_pasted,
+    grammar_pasted_more,
     grammar_quantized,
     grammar_refusals,
     grammar_requirements,
@@ -88,6 +89,8 @@ MODULES = (
     grammar_quantized,
     # what users paste, read as general shapes (issue 38, round 5's learn half)
     grammar_pasted,
+    # and round 6's learn half
+    grammar_pasted_more,
 )
 
 

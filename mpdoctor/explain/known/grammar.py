@@ -146,12 +146,16 @@ SIGNATURES: list[Signature] = [
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/LinearAlgebra.cpp",
             "https://github.com/hpcaitech/ColossalAI/issues/258",
             "https://github.com/pytorch/pytorch/blob/main/torch/nn/modules/_functions.py",
+            "https://github.com/Lightning-AI/lightning-thunder/issues/1044",
         ),
         examples=(
             "RuntimeError: index_add_(): self (Half) and source (Float) must have the same scalar type",
             "RuntimeError: Input dtypes must be the same, got: input float, batch1: c10::Half, batch2: c10::Half",
             "RuntimeError: prelu: Type promoting not supported. Got Half and Float",
             "This will raise exception `RuntimeError: Expected counts to have type Half but got Float`",
+            # a framework's dtype namespace (Thunder tracing Megatron-core's TE layers)
+            " AssertionError: Data types for parameters must match when outside of autocasted region.  Found input "
+            "dtype: thunder.dtypes.float32 and 'weight' dtype: thunder.dtypes.bfloat16",
         ),
         near_misses=(
             "RuntimeError: index_add_(): self (Long) and source (Float) must have the same scalar type",

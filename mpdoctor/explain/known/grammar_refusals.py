@@ -314,9 +314,19 @@ SIGNATURES: list[Signature] = [
         id="quantization-low-precision-block-sizes",
         family="quantization",
         title="{library}'s {dtype} kernels need sizes in multiples of their block (the general explanation)",
-        needles=("divisible by", "multiple of", "must be even for fp4", "block_size=", "x128 "),
+        needles=(
+            "divisible by",
+            "multiple of",
+            "must be even for fp4",
+            "block_size=",
+            "x128 ",
+            "not compatible for",
+            "not compatible with fp",
+        ),
         patterns=(
             r"divisible by ?[{(0-9a-z]",
+            # "Tensor dimensions are not compatible for FP8 execution: (2048 % 8 != 0, 767 % 16 != 0)"
+            r"(?:dimensions|dims|shapes|sizes) (?:are |is )?not compatible (?:for|with) (?:fp8|float8|fp4|nvfp4|mxfp)",
             r"multiple of ?[{(0-9a-z]",
             r"must be even for fp4 packing",
             r"requires block_size ?= ?[0-9]{2,3}",
@@ -343,12 +353,14 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/TransformerEngine/blob/main/transformer_engine/pytorch/utils.py",
             "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/plugins/precision/transformer_engine.py",
             "https://docs.nvidia.com/cuda/cublas/index.html#cublasltmatmul",
+            "https://github.com/NVIDIA/TransformerEngine/issues/688",
         ),
         examples=(
             "ValueError: FP8 execution requires the product of all dimensions except the last to be divisible by 8 "
             "and the last dimension to be divisible by 16, but got tensor with dims=[7, 1024]",
             "RuntimeError: NVFP4 only supports weight shape with last 2 dims divisible by 16, got torch.Size([100, 30])",
             "AssertionError: Start index 3 must be even for FP4 packing",
+            "AssertionError: Tensor dimensions are not compatible for FP8 execution: (2048 % 8 != 0, 767 % 16 != 0)",
         ),
         near_misses=(
             "ValueError: Logits should have twice the batch size of the input ids, the first half of batches "

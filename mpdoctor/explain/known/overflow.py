@@ -59,11 +59,13 @@ SIGNATURES: list[Signature] = [
     Signature(
         id="overflow-loss-scale-collapsed",
         family="overflow",
-        title="The fp16 loss scale has collapsed (to 1 or below): every step overflows and is skipped",
+        title="The fp16 loss scale has collapsed (to a few units or below): every step overflows and is skipped",
         needles=("reducing loss scale to", "attempted loss scale:", "setting loss scale to:"),
         patterns=(
+            # apex: below 1, or down to 4, 2 or 1 from its 65536 start (fourteen halvings in a row: even a scale of a
+            # few units overflows, so the fp16 gradients themselves are inf/nan)
             r"Gradient overflow\.\s{1,3}Skipping step, loss scaler \d{0,3} ?reducing loss scale to "
-            r"(?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20})",
+            r"(?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20}|[124]\.0(?![0-9]))",
             # fairseq's dynamic scaler: halved below 1 on every step, on its way to --min-loss-scale
             r"overflow detected, setting loss scale to: (?:\d\.?\d{0,20}e-\d{1,3}|0\.\d{1,20})",
             r"Attempted loss scale: 1(?:\.0)?, reducing to 1(?:\.0)?\b",
@@ -91,6 +93,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/deepspeedai/DeepSpeed/issues/697",
             "https://github.com/huggingface/transformers/issues/14531",
             "https://github.com/NVIDIA/apex/issues/318",
+            "https://github.com/NVIDIA/apex/issues/493",
             "https://github.com/whai362/PVT/issues/94",
             "https://github.com/NVIDIA/apex/blob/master/apex/amp/handle.py",
             "https://github.com/facebookresearch/fairseq/issues/1895",
@@ -103,10 +106,14 @@ SIGNATURES: list[Signature] = [
             "Attempted loss scale: 1, reducing to 1",
             "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 8.165126103939127e-202",
             "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 0.03125",
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 4.0\n"
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 2.0\n"
+            "Validation loss 8416:  0.711720  ",
         ),
         near_misses=(
             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
             "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 131072.0",
+            "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 256.0.",
             "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
             "Skipping step. Attempted loss scale: 65536, reducing to 32768",
             "[2023-06-07 22:16:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "

@@ -21,8 +21,9 @@ _DISPATCH_PREFIX = r"(?:cuda|cpu|xpu|mps)?"  # CUDAHalfType, CPUBFloat16Type
 
 # One low-precision dtype, spelled any way torch spells it, as a whole word.
 # Not inside another word, nor a method call (`model.half()`): "torch.float16" is matched from its "torch.".
-# torch's own "but gotHalf" (masked_scatter's message misses a space) is a dtype after "got".
-_START = r"(?:(?<=got)|(?<![a-z0-9_.]))"
+# torch's own "but gotHalf" (masked_scatter's message misses a space) is a dtype after "got"; a framework's dtype
+# namespace ("thunder.dtypes.bfloat16") names one too.
+_START = r"(?:(?<=got)|(?<=dtypes\.)|(?<![a-z0-9_.]))"
 LOW = _START + (
     r"(?:(?:struct )?c10::" + _LOW_CORE + r"|" + _TENSOR_PREFIX + r"(?:half|bfloat16)tensor"
     r"|" + _DISPATCH_PREFIX + r"(?:half|bfloat16)type|torch\." + _LOW_CORE + r"|" + _LOW_CORE + r")(?![a-z0-9_])"
