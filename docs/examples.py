@@ -177,6 +177,7 @@ TABLES = {
     "numerics-attention": numerics_api("attention"),
     "numerics-scaler": numerics_api("scaler"),
     "numerics-compare": numerics_api("compare"),
+    "numerics-verify": numerics_api("verify"),
 }
 
 

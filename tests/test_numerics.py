@@ -230,11 +230,11 @@ def test_backward_overflow_is_attributed_to_the_module_whose_backward_made_it():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 32), nn.Linear(32, 8))
     with torch.no_grad():
-        model[2].weight.mul_(1e5)  # forward: its input is ~1e-5, fine; backward: grad @ W passes 65504
-        model[0].weight.mul_(1e-3)
+        model[2].weight.mul_(1e5)  # forward: its input is ~1e-3, fine; backward: grad @ W passes 65504
+        model[0].weight.mul_(1e-2)
         model[0].bias.zero_()
     model = model.half()
-    x = torch.randn(16, 32, dtype=HALF) * 0.01
+    x = torch.randn(16, 32, dtype=HALF) * 0.1
     with numerics_watch(model) as watch:
         out = model(x)
         assert torch.isfinite(out).all()

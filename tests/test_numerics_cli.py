@@ -96,6 +96,8 @@ def test_an_unchanged_script_gets_the_module_live_and_at_the_end(project):
     assert "step 0 loss" in result.stdout and "step 2 loss" not in result.stdout  # its own --steps 2, unchanged
     assert "numerics: first overflow in the forward, step 0: ff.wo (Linear)" in result.stdout
     assert '"wo"' in result.stdout and "_keep_in_fp32_modules" in result.stdout
+    # The script owns its steps: the fix cannot be tried by re-running one, and the verdict does not pretend it was.
+    assert "  not verified (the script's step cannot be re-run)\n" in result.stdout
     assert "script: train.py finished" in result.stdout
 
 
@@ -111,6 +113,10 @@ def test_json_and_a_module_run_with_its_arguments(project):
         "forward",
         "float16",
     )
+    assert first["verification"] == {
+        "status": "not verified",
+        "text": "not verified (the script's step cannot be re-run)",
+    }
     assert report["script"] == {"target": "trainer.main", "status": "ok", "exit_code": 0, "error": None}
 
 

@@ -1,7 +1,8 @@
 """The Python API examples of docs/numerics.md, printed by the real code: `python api.py NAME`.
 
 NAME is attention (scores overflowing inside an attention block, fp16), scaler (GradScaler's own
-overflow steps, autocast fp16) or compare (bf16 drift of a hand-written LayerNorm against fp32).
+overflow steps, autocast fp16), compare (bf16 drift of a hand-written LayerNorm against fp32) or verify
+(the step re-run with the fix applied: the attention block's, and a norm whose fix moves the overflow on).
 """
 
 import sys
@@ -67,15 +68,62 @@ class AudioEncoder(nn.Module):
         return self.fc(self.layer_norm(self.conv(x) + 4.0))  # features with a large mean
 
 
-def attention() -> None:
+class RMSNorm(nn.Module):
+    """T5's norm written by hand, its variance in the input's dtype: x.pow(2) overflows fp16, the output is zeros."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.layer_norm = RMSNorm(d)
+        self.wi, self.wo = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x):
+        return x + self.wo(torch.relu(self.wi(self.layer_norm(x))))
+
+
+def attention_model():
     torch.manual_seed(0)
     model = nn.Sequential(Block(), Block()).half()
     with torch.no_grad():
         for proj in (model[1].self_attn.q_proj, model[1].self_attn.k_proj):
             proj.weight.mul_(300)
     x = torch.randn(2, 16, 64, dtype=torch.half) * 4
+    return model, lambda: model(x).float().pow(2).sum().backward()
+
+
+def attention() -> None:
+    model, step = attention_model()
     with mpdoctor.numerics_watch(model) as watch:
-        model(x).float().pow(2).sum().backward()
+        step()
+    print(watch)
+
+
+def verify() -> None:
+    model, step = attention_model()
+    with mpdoctor.numerics_watch(model) as watch:
+        step()
+    print(watch.verify(step).text)  # the step run again, unchanged and with the fix; the model is left as it was
+    torch.manual_seed(0)
+    model = FeedForward()
+    with torch.no_grad():
+        model.wo.weight.mul_(1e5)  # t5-large's wo: activations past fp16's max, once the norm lets them through
+    model = model.half()
+    x = torch.randn(2, 8, 16, dtype=torch.half) * 300
+
+    def train_step():
+        model(x).float().sum().backward()
+
+    with mpdoctor.numerics_watch(model) as watch:
+        train_step()
+    watch.verify(train_step)
     print(watch)
 
 
@@ -106,4 +154,4 @@ def compare() -> None:
 
 
 if __name__ == "__main__":
-    {"attention": attention, "scaler": scaler, "compare": compare}[sys.argv[1]]()
+    {"attention": attention, "scaler": scaler, "compare": compare, "verify": verify}[sys.argv[1]]()

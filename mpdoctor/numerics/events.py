@@ -35,6 +35,7 @@ class Event:
     detail: str
     fixes: list = field(default_factory=list)
     count: int = 1  # times the same (module, op, phase, kind) was seen; only the first is listed
+    verification: Optional["Verification"] = None  # set by NumericsWatch.verify: the step re-run with the fix
 
     @property
     def fix(self) -> str:
@@ -49,10 +50,39 @@ class Event:
     def line(self) -> str:
         return f"{self.kind} in {self.phase}, step {self.step}: {self.where}, op {self.op}, {self.dtype}: {self.detail}"
 
-    def to_data(self) -> dict:
+    def to_data(self, unverified: str = "not verified") -> dict:
+        """JSON-ready; an event no re-run verified says so, with ``unverified`` (why not, or how to)."""
         data = asdict(self)
         data["fix"] = self.fix
+        if self.verification is None:
+            data["verification"] = {"status": "not verified", "text": unverified}
         return data
+
+
+VERIFIED, MOVED, STAYED, NOT_VERIFIED = "verified", "moved", "stayed", "not verified"
+
+
+@dataclass
+class Verification:
+    """What re-running the step with a fix applied showed (``NumericsWatch.verify``).
+
+    ``status``: "verified" (the event is gone), "moved" (gone here, and a new event appears elsewhere:
+    ``moved_to``), "stayed" (it recurs with the fix), or "not verified" (``text`` says why: the event did not
+    recur when the step ran unchanged, the step failed with the fix...). ``fix`` is the fix applied (one of the
+    event's ``fixes``, ``rank`` its place, 1 the first) and ``applied`` what was done; ``after`` the events of the
+    re-run with the fix.
+    """
+
+    status: str
+    text: str
+    fix: str = ""
+    rank: int = 0
+    applied: str = ""
+    moved_to: Optional[dict] = None
+    after: list = field(default_factory=list)
+
+    def to_data(self) -> dict:
+        return asdict(self)
 
 
 @dataclass

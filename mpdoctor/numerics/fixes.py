@@ -8,7 +8,7 @@ its input cast, or ``_keep_in_fp32_modules`` in transformers), then bf16 where r
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from mpdoctor.numerics.ops import ATTENTION_OPS, NORM_OPS, SOFTMAX_OPS
 
@@ -111,3 +111,18 @@ def _norm_fix(module: Optional[str], cls: str) -> str:
         "`variance = x.float().pow(2).mean(-1, keepdim=True)`, normalise in fp32, then cast the output back "
         "(`.to(input_dtype)`), as transformers' T5LayerNorm/LlamaRMSNorm do"
     )
+
+
+NO_MECHANICAL_FIX = "not verified (no fix for it can be applied without changing code)"
+
+
+def mechanical_fix(event: Any) -> Optional[tuple[int, str]]:
+    """(rank, "fp32" or "scale") of the event's first fix that can be applied without changing code; None."""
+    if event.module is None or event.kind == "drift":
+        return None
+    for rank, fix in enumerate(event.fixes, 1):
+        if fix == SCALER and event.phase == "backward":
+            return rank, "scale"
+        if fix.startswith("keep "):
+            return rank, "fp32"
+    return None

@@ -176,6 +176,10 @@ HONEST_ZEROS = frozenset(
         "native_dropout_backward",
         "hardtanh_backward",
         "index_backward",
+        # A tanh's or sigmoid's gradient, grad * (1 - y^2) or grad * y (1 - y), is zero where its output rounded to
+        # its bound: saturation, not a small value lost.
+        "tanh_backward",
+        "sigmoid_backward",
         # A softmax's gradient is zero where it saturated (one-hot attention), in any precision.
         "_softmax_backward_data",
         "_log_softmax_backward_data",
@@ -213,6 +217,23 @@ def op_name(func) -> str:
     if packet:
         return packet
     return str(func).split(".")[1] if str(func).count(".") >= 2 else str(func)
+
+
+# Ops whose first tensor argument is added to a product (addmm: bias + x @ w): an output is zero only where the
+# term and the product both are, so that term's zeros never explain more than the product's factors do.
+ADDITIVE_FIRST = frozenset({"addmm", "baddbmm", "addbmm", "addmv", "addcmul", "addcmul_", "addcdiv"})
+ALL, ALL_BUT_FIRST, FIRST_ONLY = 0, 1, 2
+
+
+def bounding(name: str) -> int:
+    """Which inputs' zeros bound an op's honest zeros: ALL; ALL_BUT_FIRST for a term added to a product; FIRST_ONLY
+    for a gradient op (``*_backward``), linear in the gradient it is given, its first argument: its other inputs
+    (what the forward saved) zero it only where its derivative is zero by construction (``HONEST_ZEROS``)."""
+    if name in ADDITIVE_FIRST:
+        return ALL_BUT_FIRST
+    if name.endswith("_backward") or name.endswith("_backward_data"):
+        return FIRST_ONLY
+    return ALL
 
 
 def judges_underflow(name: str) -> bool:

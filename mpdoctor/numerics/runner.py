@@ -52,6 +52,7 @@ def main(argv: list[str]) -> int:
         from mpdoctor.numerics.watch import NumericsWatch
 
         watch = NumericsWatch(None, steps=steps, on_event=_live)
+        watch.unverified = "not verified (the script's step cannot be re-run)"  # the script owns its steps
     except ImportError as exc:  # no torch in this interpreter
         script.update(status="no-torch", exit_code=2, error=f"{type(exc).__name__}: {exc}")
         _write(result_path, script, None)

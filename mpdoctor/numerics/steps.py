@@ -22,7 +22,7 @@ def hook_steps(watch: Any) -> None:
 
     def after(opt, args, kwargs):
         watch._quiet = max(0, watch._quiet - 1)
-        watch._refs.clear()  # the update wrote the parameters unseen: measure them afresh
+        watch._recorder.forget()  # the update wrote the parameters unseen: measure them afresh
         if watch._active and watch.step_index not in watch._scaled_steps:  # with a scaler, its update() ends the step
             watch._advance()
 
@@ -64,12 +64,13 @@ def hook_steps(watch: Any) -> None:
             result = original_update(scaler, new_scale)
             if before is not None:
                 after = scaler._scale.detach().clone().reshape(())
+                raw = watch._recorder.window.raw
                 slots = (
-                    watch._raw(before),
-                    -1 if found_sum is None else watch._raw(found_sum.float().reshape(())),
-                    watch._raw(after),
+                    raw(before),
+                    -1 if found_sum is None else raw(found_sum.float().reshape(())),
+                    raw(after),
                 )
-                watch._scaler_slots.append((watch.step_index, slots))
+                watch._recorder.window.scaler.append((watch.step_index, slots))
         finally:
             watch._quiet = max(0, watch._quiet - 1)
         watch._advance()

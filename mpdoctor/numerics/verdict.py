@@ -1,7 +1,8 @@
 """The verdict of a numerics watch as text: what ``str(watch)`` prints.
 
-The first event, where and with which op, its fixes ranked; the events after it; what GradScaler did; the
-ops that could not be read; and the modules with the least headroom below their dtype's max.
+The first event, where and with which op, its fixes ranked and whether re-running the step with one applied
+verified it; the events after it; what GradScaler did; the ops that could not be read; and the modules with the
+least headroom below their dtype's max.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def verdict_text(watch: Any) -> str:
         lines.append(f"  op {first.op} ({first.dtype}): {first.detail}")
         for rank, fix in enumerate(first.fixes, 1):
             lines.append(f"  fix {rank}: {fix}")
+        lines.append(f"  {first.verification.text if first.verification else watch.unverified_text(first)}")
         if len(watch.events) > 1:
             lines.append(f"  then {len(watch.events) - 1} more event(s):")
             for event in watch.events[1:11]:
