@@ -146,8 +146,9 @@ def test_usage_errors_and_help_stay_torch_free(project):
     assert "Stop watching after N optimizer steps" in result.stdout
 
 
-def test_the_scripts_own_exit_status_comes_back_when_nothing_was_found(tmp_path):
+def test_the_scripts_own_exit_status_comes_back_when_nothing_was_found(tmp_path, monkeypatch):
     """In-process (torch is already here): the runner records sys.exit(3), the CLI exits with it."""
+    monkeypatch.setattr(sys, "path", sys.path[:])  # the runner puts the script's folder first, as python does
     from mpdoctor.cli.numerics import _status, _text
     from mpdoctor.numerics import runner
 

@@ -655,11 +655,6 @@ def test_a_hand_written_update_that_writes_nan_is_an_event_outside_the_model():
     assert verdict(watch) == (None, "nan", "forward"), lines(watch)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mpdoctor reports nothing ('no overflow, NaN or underflow in 2 step(s)'): the watch is quiet inside "
-    "optimizer.step(), so the NaN Adam writes into the weights is never seen, and the next forward only passes it on",
-)
 def test_pure_fp16_adam_writing_nan_into_unused_embedding_rows_is_an_event():
     # Adam's default eps=1e-8 is 0 in fp16 (its smallest subnormal is 6e-8). Embedding rows the batch did not use
     # have gradient 0, so m = v = 0 and the update is 0 / (sqrt(0) + 0) = NaN, written into the weights inside
@@ -1136,18 +1131,14 @@ class MaskedScores(nn.Module):
         return self.o(torch.softmax(scores, -1) @ v)
 
 
-LOG_MASK = "overflow in forward at (root) (MaskedScores), op log: the -inf log(0) writes for the mask is reported"
-MUL_MASK = "overflow in forward at (root) (MaskedScores), op mul: 1 * -1e9 rounding to -inf in fp16 is reported"
-
-
 @pytest.mark.parametrize(
     "how, dtype",
     [
         ("generate_square_subsequent_mask", HALF),
         ("where", HALF),
-        pytest.param("log", HALF, marks=pytest.mark.xfail(strict=True, reason=LOG_MASK)),
-        pytest.param("log", BF16, marks=pytest.mark.xfail(strict=True, reason=LOG_MASK)),
-        pytest.param("times -1e9", HALF, marks=pytest.mark.xfail(strict=True, reason=MUL_MASK)),
+        ("log", HALF),
+        ("log", BF16),
+        ("times -1e9", HALF),
         ("times -1e9", BF16),
     ],
     ids=["subsequent-mask-fp16", "where-fp16", "log-fp16", "log-bf16", "times-1e9-fp16", "times-1e9-bf16"],
@@ -1306,11 +1297,6 @@ class XVector(nn.Module):
         return self.head(torch.cat([mean, std], -1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="names the root '' (16.9 u) and gives pool 0.3 u: only the first tensor of a module's output is "
-    "compared, so the std, pool's second output, is never judged; the root inherits it",
-)
 def test_bf16_drift_in_a_modules_second_output_names_that_module():
     torch.manual_seed(0)
     model = XVector()
@@ -1341,12 +1327,6 @@ class SaturatedGate(nn.Module):
         return x * torch.sigmoid(self.fc(x))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reports no drift ('no module's own error exceeds what the dtype explains'; 1: backward 1.2 u) while "
-    "1.fc.weight's gradient is ~150 u off: the backward is judged on the gradient into a module's inputs only, "
-    "not on the gradients of its parameters, which the optimizer uses",
-)
 def test_bf16_backward_drift_of_a_saturated_gates_weight_gradient_names_the_gate():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 16), SaturatedGate(), nn.Linear(16, 4))
@@ -1369,14 +1349,6 @@ def test_bf16_backward_drift_of_a_saturated_gates_weight_gradient_names_the_gate
     assert (first.module, first.kind, first.phase) == ("1", "drift", "backward"), str(report)
 
 
-IN_PLACE_FORWARD = (
-    "drift named at stem.1 (BatchNorm2d), 250 u, and every bn1/bn2 ~230-260 u, though the whole model's output "
-    "error is 0.8 u and 'verified' shows no change (0.8 u -> 0.8 u): the in-place ReLU / `out += identity` after "
-    "each BatchNorm rewrote its stored fp32 reference output, so its 'own error' compares relu(ref) with the low run"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=IN_PLACE_FORWARD)
 def test_compare_a_healthy_resnet_with_in_place_relus_reports_nothing():
     gen = seeded()
     model = TinyResNet().eval()
@@ -1386,12 +1358,6 @@ def test_compare_a_healthy_resnet_with_in_place_relus_reports_nothing():
     assert report.first is None, str(report)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="numerics_compare(loss=...) raises 'a leaf Variable that requires grad is being used in an in-place "
-    "operation' on any module that modifies its input in place (nn.ReLU(inplace=True))",
-)
 def test_compare_with_a_loss_on_a_model_with_in_place_relus_works():
     gen = seeded()
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(inplace=True), nn.Linear(32, 4))
@@ -1401,11 +1367,6 @@ def test_compare_with_a_loss_on_a_model_with_in_place_relus_works():
     assert report.errors["0"]["backward"] < report.tolerances["0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="numerics_compare in fp16 names the head but calls it kind 'drift' ('its own forward error is inf "
-    "(inf u)'), with only the keep-in-fp32 fix: a value out of fp16's range is an overflow (fix: bf16 or fp32)",
-)
 def test_compare_in_fp16_calls_an_out_of_range_module_an_overflow():
     gen = seeded()
     model = Classifier()

@@ -34,11 +34,7 @@ class _Run:
     def __init__(self, steps: Optional[int]) -> None:
         self.steps = _checked(steps)
         self.watch: Any = None
-        self._closures: Any = None  # the optimizer hook that lets closures be watched, while a watch runs
-
-    @property
-    def watching(self) -> bool:
-        return self._closures is not None
+        self.watching = False  # a watch of this run is active (Lightning's closures inside optimizer.step included)
 
     def start(self, model: Any) -> None:
         from mpdoctor.numerics.watch import NumericsWatch
@@ -47,17 +43,12 @@ class _Run:
             return
         self.watch = NumericsWatch(model, steps=self.steps, on_event=self._found)
         self.watch.__enter__()
-        try:
-            self._closures = _watch_closures(self.watch)
-        except BaseException:
-            self.watch.__exit__(None, None, None)
-            raise
+        self.watching = True
 
     def end(self) -> None:
         if not self.watching:
             return
-        self._closures.remove()
-        self._closures = None
+        self.watching = False
         self.watch.__exit__(None, None, None)
         LOG.info("%s", self.watch.verdict())
 
@@ -71,38 +62,6 @@ def _checked(steps: Optional[int]) -> Optional[int]:
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
         raise ValueError(f"steps must be a whole number of optimizer steps, at least 1 (got {steps!r})")
     return steps
-
-
-def _watch_closures(watch: Any) -> Any:
-    """Let the watch see what an optimizer's closure runs; returns the hook's handle.
-
-    The watch keeps quiet inside ``optimizer.step`` (the update writes the parameters, unobserved on purpose),
-    but Lightning's automatic optimization, like LBFGS, runs the whole step, forward and backward, inside
-    ``optimizer.step(closure)``: unwrapped, the watch would see none of it. The closure runs with the watch
-    listening again; the update around it stays unobserved. (This belongs in the watch's own step hooks,
-    mpdoctor/numerics/steps.py; until it is there the callbacks do it: the watch has no public switch.)
-    """
-    import torch.optim.optimizer as optimizer
-
-    def listening(closure):
-        @functools.wraps(closure)
-        def closure_seen(*args, **kwargs):
-            quiet, watch._quiet = watch._quiet, 0
-            try:
-                return closure(*args, **kwargs)
-            finally:
-                watch._quiet = quiet
-
-        return closure_seen
-
-    def before(opt, args, kwargs):  # args[0] is the optimizer itself
-        if callable(kwargs.get("closure")):
-            return args, {**kwargs, "closure": listening(kwargs["closure"])}
-        if len(args) > 1 and callable(args[1]):
-            return (args[0], listening(args[1]), *args[2:]), kwargs
-        return None
-
-    return optimizer.register_optimizer_step_pre_hook(before)
 
 
 # ---------------------------------------------------------------------------------------- transformers

@@ -34,8 +34,16 @@ from typing import Any, Callable, Optional
 
 from mpdoctor.numerics.events import Event
 from mpdoctor.numerics.fixes import fixes_for
+from mpdoctor.numerics.reference import autocast_off as _autocast_off
+from mpdoctor.numerics.reference import cast as _cast
+from mpdoctor.numerics.reference import keep_random_state as _keep_random_state
+from mpdoctor.numerics.reference import out_of_range, relative, tensors, worst
+from mpdoctor.numerics.reference import random_state as _random_state
+from mpdoctor.numerics.reference import set_random_state as _set_random_state
+from mpdoctor.numerics.reference import state as _state
 
 TOLERANCE_UNITS = 8.0
+_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 
 
 @dataclass
@@ -91,25 +99,6 @@ class CompareReport:
         }
 
 
-def _cast(value, to, torch):
-    """Floating tensors in ``value`` (nested in lists, tuples, dicts) as ``to``, detached; the rest as they are."""
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(to)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, to, torch) for v in value)
-    if isinstance(value, dict):
-        return {k: _cast(v, to, torch) for k, v in value.items()}
-    return value
-
-
-def _state(module, to, torch) -> dict:
-    """Copies of the module's floating parameters and buffers in ``to``, always copies: a BatchNorm in training
-    mode writes its running statistics into the buffers it is given."""
-    found = {n: p.detach().to(to, copy=True) if p.is_floating_point() else p for n, p in module.named_parameters()}
-    found.update({n: b.to(to, copy=True) if b.is_floating_point() else b.clone() for n, b in module.named_buffers()})
-    return found
-
-
 def numerics_compare(
     model: Any, *inputs: Any, dtype: Any = None, loss: Optional[Callable[[Any], Any]] = None
 ) -> CompareReport:
@@ -127,38 +116,41 @@ def numerics_compare(
     classes = {n: type(m).__name__ for n, m in model.named_modules()}
     modules = dict(model.named_modules())
 
-    # The reference: the step in fp32, each module call's inputs, output and random state recorded (in finishing
-    # order), so that a module run again alone draws the same dropout mask as it did in the step.
-    calls: list[tuple[str, tuple, dict, Any, Any]] = []
-    drawn: list[Any] = []
+    # The reference: the step in fp32, each module call's inputs (copied as it is entered), output (copied as it
+    # returns: the next module may write either in place) and random state recorded, in finishing order, so that a
+    # module run again alone draws the same dropout mask as it did in the step.
+    calls: list[tuple[str, tuple, dict, list, Any, int]] = []
+    entered: list[Any] = []
     handles = []
+    grads: dict[tuple, Any] = {}  # (call, output position) -> the reference's gradient of that output
 
-    def enter(module, args):
-        drawn.append(_random_state(torch))
+    def enter(module, args, kwargs):
+        entered.append((_random_state(torch), _cast(args, torch.float32, torch), _cast(kwargs, torch.float32, torch)))
 
     def record(module, args, kwargs, output):
-        rng = drawn.pop() if drawn else None
-        calls.append(
-            (names[id(module)], _cast(args, torch.float32, torch), _cast(kwargs, torch.float32, torch), output, rng)
-        )
+        rng, args_in, kwargs_in = entered.pop() if entered else (None, args, kwargs)
+        outs = tensors(output, torch)
+        call = len(calls)
+        if loss is not None:  # registered now, before a later in-place write: the gradient of this value
+            for position, out in enumerate(outs):
+                if out.requires_grad:
+                    out.register_hook(lambda g, key=(call, position): grads.__setitem__(key, g.detach()))
+        calls.append((names[id(module)], args_in, kwargs_in, [o.detach().clone() for o in outs], rng, call))
 
     for module in model.modules():
-        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_pre_hook(enter, with_kwargs=True))
         handles.append(module.register_forward_hook(record, with_kwargs=True, always_call=True))
     reference_params = _state(model, torch.float32, torch)
     if loss is not None:
         for name, _ in model.named_parameters():
             if reference_params[name].is_floating_point():
                 reference_params[name].requires_grad_(True)
-    outputs_grads: dict[int, Any] = {}
     start = _random_state(torch)
     with _autocast_off(torch), _keep_random_state(torch):
         try:
             ref_out = functional_call(model, reference_params, _cast(inputs, torch.float32, torch))
+            ref_outs = [t.detach().clone() for t in tensors(ref_out, torch)]
             if loss is not None:
-                tensors = [call[3] for call in calls if isinstance(call[3], torch.Tensor) and call[3].requires_grad]
-                for out in tensors:
-                    out.register_hook(lambda grad, key=id(out): outputs_grads.__setitem__(key, grad.detach()))
                 loss(ref_out).backward()
         finally:
             for handle in handles:
@@ -166,16 +158,17 @@ def numerics_compare(
         _set_random_state(torch, start)
         low_out = functional_call(model, _state(model, dtype, torch), _cast(inputs, dtype, torch))
         report = CompareReport(dtype=str(dtype).replace("torch.", ""), unit_roundoff=u)
-        report.output_error = _relative(_first_tensor(low_out, torch), _first_tensor(ref_out, torch), torch)
-        for name, args, kwargs, ref, rng in calls:
-            _judge_call(report, modules[name], name, args, kwargs, ref, rng, dtype, loss, outputs_grads, u, torch)
+        report.output_error = worst(tensors(low_out, torch), ref_outs, torch)
+        for name, args, kwargs, refs, rng, call in calls:
+            given = [grads.get((call, position)) for position in range(len(refs))]
+            _judge_call(report, modules[name], name, args, kwargs, refs, rng, dtype, loss, given, u, torch)
     report.events = _drifts(report, classes, str(dtype).replace("torch.", ""))
     first = report.first
-    if first is not None and first.kind == "drift" and first.phase == "forward" and first.module:
+    if first is not None and first.phase == "forward" and first.module and first.kind in ("drift", "overflow", "nan"):
         with _autocast_off(torch), _keep_random_state(torch):
             _set_random_state(torch, start)
             fixed = _output_with_fp32(model, modules[first.module], first.module, inputs, dtype, torch)
-        report.fixed_output_error = _relative(fixed, _first_tensor(ref_out, torch), torch)
+        report.fixed_output_error = worst(fixed, ref_outs, torch)
         u = report.unit_roundoff
         first.detail += (
             f"; verified: with {first.module} kept in fp32 the whole model's output error is "
@@ -184,8 +177,8 @@ def numerics_compare(
     return report
 
 
-def _output_with_fp32(model, module, name: str, inputs, dtype, torch):
-    """The model's output in ``dtype`` with ``module`` kept in fp32 (its weights, its inputs cast up, its output
+def _output_with_fp32(model, module, name: str, inputs, dtype, torch) -> list:
+    """The model's outputs in ``dtype`` with ``module`` kept in fp32 (its weights, its inputs cast up, its output
     cast back): the first fix, re-run on the same step."""
     from torch.func import functional_call
 
@@ -198,103 +191,90 @@ def _output_with_fp32(model, module, name: str, inputs, dtype, torch):
     )
     down = module.register_forward_hook(lambda mod, args, output: _cast(output, dtype, torch))
     try:
-        return _first_tensor(functional_call(model, params, _cast(inputs, dtype, torch)), torch)
+        return tensors(functional_call(model, params, _cast(inputs, dtype, torch)), torch)
     finally:
         up.remove()
         down.remove()
 
 
-def _judge_call(report, module, name, args, kwargs, ref, rng, dtype, loss, outputs_grads, u, torch) -> None:
-    """One module call, run alone in ``dtype`` on its reference inputs: its own forward (and backward) error."""
+def _judge_call(report, module, name, args, kwargs, refs, rng, dtype, loss, given, u, torch) -> None:
+    """One module call, run alone in ``dtype`` on its reference inputs: its own forward (and backward) error, every
+    floating output judged (a module returning (mean, std) can drift in its second), and where a value left the
+    dtype's range (inf or NaN where the fp32 reference is finite), which is an overflow, not drift."""
     from torch.func import functional_call
 
-    ref_tensor = _first_tensor(ref, torch)
-    if ref_tensor is None or not ref_tensor.is_floating_point():
+    if not refs:
         return
     low_params = _state(module, dtype, torch)
     _set_random_state(torch, rng)
-    low = functional_call(module, low_params, _cast(args, dtype, torch), _cast(kwargs, dtype, torch))
-    forward = _relative(_first_tensor(low, torch), ref_tensor, torch)
-    backward = None
-    grad = outputs_grads.get(id(ref))
-    if loss is not None and grad is not None:
-        _set_random_state(torch, rng)
-        backward = _backward_error(module, args, kwargs, grad, dtype, functional_call, torch, rng)
-    entry = report.errors.setdefault(name, {"forward": 0.0, "backward": None, "gradient_cast": None, "calls": 0})
-    entry["forward"] = max(entry["forward"], forward)
-    if backward is not None:
-        entry["backward"] = max(entry["backward"] or 0.0, backward[0])
-        entry["gradient_cast"] = max(entry["gradient_cast"] or 0.0, backward[1])
+    low = tensors(functional_call(module, low_params, _cast(args, dtype, torch), _cast(kwargs, dtype, torch)), torch)
+    entry = report.errors.setdefault(
+        name, {"forward": 0.0, "backward": None, "gradient_cast": None, "calls": 0, "range": None}
+    )
+    entry["forward"] = max(entry["forward"], worst(low, refs, torch))
+    if entry["range"] is None:
+        left = out_of_range(low, refs, torch)
+        entry["range"] = None if left is None else (*left, "forward")
+    if loss is not None and any(g is not None for g in given):
+        backward = _backward_error(module, args, kwargs, given, dtype, functional_call, torch, rng)
+        if backward is not None:
+            entry["backward"] = max(entry["backward"] or 0.0, backward[0])
+            entry["gradient_cast"] = max(entry["gradient_cast"] or 0.0, backward[1])
+            if entry["range"] is None and backward[2] is not None:
+                entry["range"] = (*backward[2], "backward")
     entry["calls"] += 1
     report.tolerances[name] = _tolerance(module, args, u, torch)
 
 
-def _random_state(torch):
-    """The CPU generator's state, and each CUDA device's once CUDA is in use: what a dropout draws from."""
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    return torch.get_rng_state(), cuda
+def _backward_error(module, args, kwargs, given, dtype, functional_call, torch, rng=None):
+    """The gradients the module sends back and gives its parameters (its submodules' included), in ``dtype`` vs fp32,
+    from the reference's gradients of its outputs: (the largest relative error among them, each judged on its own:
+    a weight's gradient wrong by tens of percent is not hidden by an accurate, larger input gradient; what casting
+    the incoming gradients to ``dtype`` alone loses; where a gradient left the range, or None)."""
 
-
-def _set_random_state(torch, saved) -> None:
-    if saved is None:
-        return
-    cpu, cuda = saved
-    torch.set_rng_state(cpu)
-    if cuda is not None:
-        torch.cuda.set_rng_state_all(cuda)
-
-
-class _keep_random_state:  # noqa: N801 (a context manager, named for the with statement)
-    """The caller's random state, put back afterwards: comparing a step must not change the user's next draws."""
-
-    def __init__(self, torch) -> None:
-        self.torch = torch
-
-    def __enter__(self):
-        self.saved = _random_state(self.torch)
-
-    def __exit__(self, *exc):
-        _set_random_state(self.torch, self.saved)
-        return False
-
-
-def _autocast_off(torch):
-    """Autocast off on every device type in use: the reference is fp32, the low run exactly ``dtype``."""
-    import contextlib
-
-    stack = contextlib.ExitStack()
-    stack.enter_context(torch.autocast("cpu", enabled=False))
-    if torch.cuda.is_available():
-        stack.enter_context(torch.autocast("cuda", enabled=False))
-    return stack
-
-
-def _backward_error(module, args, kwargs, grad, dtype, functional_call, torch, rng=None):
-    """The gradient the module sends back and gives its parameters, in dtype vs fp32, from the same grad;
-    and what casting that incoming gradient to dtype alone loses."""
-
-    def grads(to):
+    def run(to):
         _set_random_state(torch, rng)
         trainable = {n for n, p in module.named_parameters() if p.is_floating_point()}
         params = {n: v.requires_grad_(True) if n in trainable else v for n, v in _state(module, to, torch).items()}
-        xs = [
-            a.detach().to(to).requires_grad_(True)
+        leaves = [
+            a.detach().to(to, copy=True).requires_grad_(True)
             for a in args
             if isinstance(a, torch.Tensor) and a.is_floating_point()
         ]
-        it = iter(xs)
-        call_args = tuple(next(it) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
-        out = _first_tensor(functional_call(module, params, call_args, kwargs), torch)
-        wrt = xs + [p for p in params.values() if p.requires_grad]
-        if out is None or not out.requires_grad or not wrt:
+        it = iter(leaves)
+        # The module gets a copy of each leaf, not the leaf: it may write its input in place (nn.ReLU(inplace=True)).
+        call_args = tuple(
+            next(it).clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args
+        )
+        outs = tensors(functional_call(module, params, call_args, _cast(kwargs, to, torch)), torch)
+        pairs = [(o, g.to(to)) for o, g in zip(outs, given) if g is not None and o.requires_grad and o.shape == g.shape]
+        wrt = leaves + [p for p in params.values() if p.requires_grad]
+        if not pairs or not wrt:
             return None
-        found = torch.autograd.grad(out, wrt, grad.to(to), allow_unused=True)
-        return [g.float().flatten() for g in found if g is not None]
+        found = torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+        return [None if g is None else g.float() for g in found]
 
-    low, ref = grads(dtype), grads(torch.float32)
+    low, ref = run(dtype), run(torch.float32)
     if not low or not ref or len(low) != len(ref):
         return None
-    return _relative(torch.cat(low), torch.cat(ref), torch), _relative(grad.to(dtype).float(), grad.float(), torch)
+    try:  # fp64: which of the reference's gradients fp32 itself computes to better than dtype's roundoff
+        exact = run(torch.float64) or [None] * len(ref)
+    except Exception:  # a module with no fp64 kernel: every fp32 gradient is taken as the reference
+        exact = [None] * len(ref)
+    u = torch.finfo(dtype).eps / 2
+    pairs = [
+        (lo, re)
+        for lo, re, ex in zip(low, ref, exact)
+        # A gradient zero by construction (a bias before a BatchNorm, a sum that cancels) is rounding noise in fp32
+        # as in dtype: no reference for it, left out rather than called drift.
+        if lo is not None and re is not None and (ex is None or relative(re, ex, torch) <= u)
+    ]
+    if not pairs:
+        return None
+    lows, refs = [p[0] for p in pairs], [p[1] for p in pairs]
+    incoming = [g for g in given if g is not None]
+    cast = worst([g.to(dtype).float() for g in incoming], [g.float() for g in incoming], torch)
+    return worst(lows, refs, torch), cast, out_of_range(lows, refs, torch)
 
 
 def _tolerance(module, args, u: float, torch) -> float:
@@ -322,7 +302,15 @@ def _drifts(report: CompareReport, classes: dict, dtype: str) -> list:
                 continue  # a submodule past its own tolerance explains it
             error, tolerance, cls = over[name], report.tolerances[name], classes.get(name, "")
             cast = report.errors[name].get("gradient_cast") if phase == "backward" else None
-            if cast is not None and (math.isnan(cast) or cast > tolerance):
+            left = report.errors[name].get("range")
+            if left is not None and left[2] == phase:  # inf or NaN where fp32 is finite: range, not precision
+                kind = left[0]
+                what = "output" if phase == "forward" else "gradients"
+                detail = (
+                    f"its {what} hold inf in {dtype} (max {_MAX.get(dtype, math.inf):.4g}) where the fp32 reference's "
+                    f"largest |value| is {left[1]:.4g}, given fp32 inputs"
+                )
+            elif cast is not None and (math.isnan(cast) or cast > tolerance):
                 kind = "underflow"  # the gradient reaching it does not fit the dtype: range, not this module
                 detail = (
                     f"the gradient of its output loses {cast:.3g} ({cast / u:.1f} u) just being cast to {dtype}: "
@@ -348,31 +336,3 @@ def _drifts(report: CompareReport, classes: dict, dtype: str) -> list:
                 )
             )
     return events
-
-
-def _first_tensor(value, torch):
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            found = _first_tensor(item, torch)
-            if found is not None:
-                return found
-    if isinstance(value, dict):
-        for item in value.values():
-            found = _first_tensor(item, torch)
-            if found is not None:
-                return found
-    return None
-
-
-def _relative(low, ref, torch) -> float:
-    if low is None or ref is None or low.shape != ref.shape:
-        return 0.0
-    low, ref = low.detach().double(), ref.detach().double()
-    scale = torch.linalg.vector_norm(ref).item()
-    diff = torch.linalg.vector_norm(low - ref).item()
-    if not math.isfinite(diff):
-        return math.inf
-    floor = torch.finfo(torch.float32).tiny * math.sqrt(max(ref.numel(), 1))
-    return diff / max(scale, floor)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 KINDS = ("overflow", "nan", "underflow", "drift")
-PHASES = ("forward", "backward")
+PHASES = ("forward", "backward", "optimizer")  # "optimizer": what optimizer.step() wrote into the parameters
 OUTSIDE = "(outside the model)"
 
 
@@ -20,7 +20,9 @@ class Event:
 
     ``module`` is the qualified name of the innermost module running ("" for the root; None when the op ran
     outside every watched module: the loss, a cast of the output); ``op`` the aten op inside it; ``phase``
-    "forward" or "backward" (the module whose backward made the gradient); ``kind`` "overflow" (inf from
+    "forward", "backward" (the module whose backward made the gradient) or "optimizer" (``optimizer.step()``
+    wrote inf/NaN into the parameters the module holds; ``op`` is then the step, ``Adam.step``); ``kind``
+    "overflow" (inf from
     finite inputs), "nan" (nan from finite inputs), "underflow" (values flushed to zero or subnormal where
     the inputs were not zero) or "drift" (numerics_compare); ``fix`` the first of ``fixes``, ranked.
     """

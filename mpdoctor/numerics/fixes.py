@@ -48,18 +48,52 @@ SCALER = (
 )
 
 
+LOW = ("float16", "bfloat16")
 OUTSIDE = (
     "this ran outside the model (the loss, or a cast of its output): compute the loss in fp32 from fp32 logits, "
     "`loss_fn(logits.float(), target)`, and keep large constants out of fp16"
 )
 
 
+def _range(dtype: str) -> str:
+    return (
+        f"the values leave {dtype}'s own range, so no change of precision helps: bound them where they grow "
+        "(normalise the input, scale the scores, clip the gradients, lower the learning rate)"
+    )
+
+
+def _optimizer(dtype: str) -> list[str]:
+    """An update that wrote inf/NaN into the parameters: the step itself runs in the parameters' dtype."""
+    fixes = []
+    if dtype in LOW:
+        fixes.append(
+            f"use fp32 master weights: keep the parameters (and so the optimizer's update and its state) in fp32 "
+            f"and run the forward under `torch.autocast(device_type, dtype=torch.{dtype})`"
+            + (" with a GradScaler" if dtype == "float16" else "")
+            + f", instead of a model cast to {dtype}"
+        )
+    if dtype == "float16":
+        fixes.append(
+            "in a pure fp16 model, an Adam-type optimizer's eps=1e-8 is 0 in fp16 (its smallest value is 6e-08): "
+            "a parameter whose gradient is 0 gets 0 / (sqrt(0) + 0) = NaN; use `eps=1e-4` or larger"
+        )
+        fixes.append(BF16)
+    fixes.append("lower the learning rate or clip the gradients (`torch.nn.utils.clip_grad_norm_`) before the step")
+    return fixes
+
+
 def fixes_for(kind: str, phase: str, module: Optional[str], cls: str, op: str, dtype: str) -> list[str]:
-    """Ranked remedies for one event."""
+    """Ranked remedies for one event: what ran, where, and its dtype (an fp32 model is not told to keep a module
+    in fp32, nor an overflow in bf16 to move to bf16)."""
+    if phase == "optimizer":
+        return _optimizer(dtype)
     fixes = _fixes(kind, phase, module, cls, op, dtype)
+    if dtype not in LOW and kind != "drift":  # already wide: precision fixes cannot help, bounding the values can
+        fixes = [f for f in fixes if not f.startswith(("keep ", "compute ")) and f != BF16]
+        fixes.append(_range(dtype))
     if module is None:  # no module to keep in fp32: the loss or the code around the model
         fixes = [f for f in fixes if not f.startswith("keep ")]
-        if kind != "underflow" or phase != "backward":
+        if (kind != "underflow" or phase != "backward") and dtype in LOW:
             fixes.insert(0, OUTSIDE)
     return fixes
 
@@ -118,7 +152,7 @@ NO_MECHANICAL_FIX = "not verified (no fix for it can be applied without changing
 
 def mechanical_fix(event: Any) -> Optional[tuple[int, str]]:
     """(rank, "fp32" or "scale") of the event's first fix that can be applied without changing code; None."""
-    if event.module is None or event.kind == "drift":
+    if event.module is None or event.kind == "drift" or event.phase == "optimizer":
         return None
     for rank, fix in enumerate(event.fixes, 1):
         if fix == SCALER and event.phase == "backward":

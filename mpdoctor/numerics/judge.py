@@ -46,6 +46,9 @@ UNDERFLOW_MIN_ELEMENTS = 16  # a 4-element output with one zero is no evidence
 PRECISION_BITS = {"float16": 11, "bfloat16": 8}  # significant bits: 10 and 7 stored, one implicit
 TINY = {"float16": 2.0**-14, "bfloat16": 2.0**-126}  # the smallest normal numbers
 _LOW = ("float16", "bfloat16")
+LOGS = frozenset({"log", "log2", "log10"})
+PRODUCTS = frozenset({"mul", "mul_"})
+OPTIMIZER = 2  # the phase of an optimizer's update (0 forward, 1 backward)
 
 
 def judge(
@@ -73,20 +76,26 @@ def judge(
                 continue
             nan = math.isnan(out.lo) or math.isnan(out.hi)
             minus_only = not nan and out.hi != math.inf and out.lo == -math.inf
-            if minus_only and not tainted_in and (constant or name in MASKING):
+            if (
+                minus_only
+                and not tainted_in
+                and (constant is True or name in MASKING or _mask(name, known, constant, out, finfo_max))
+            ):
                 out.tainted = False  # a mask being written: -inf that softmax turns into 0
                 continue
             out.tainted = True
             if note:
                 note_largest(module, math.inf, out.dtype)
-            if tainted_in or constant:
+            if tainted_in or constant is True:
                 continue  # passed on, not made here
             kind = "nan" if nan else "overflow"
             big = max((max(abs(m.lo), abs(m.hi)) for m in known), default=0.0)
-            detail = (
-                f"{'NaN' if nan else 'inf'} from finite inputs (largest |input| {big:.4g}, {out.dtype} max "
-                f"{finfo_max.get(out.dtype, math.inf):.4g})"
-            )
+            top = f"{out.dtype} max {finfo_max.get(out.dtype, math.inf):.4g}"
+            if phase == OPTIMIZER:
+                detail = f"the update wrote {'NaN' if nan else 'inf'} into its parameters from finite gradients "
+                detail += f"(largest |gradient| {big:.4g}, {top})"
+            else:
+                detail = f"{'NaN' if nan else 'inf'} from finite inputs (largest |input| {big:.4g}, {top})"
             event(kind, phase, module, name, out.dtype, step, detail)
         if outputs and not tainted_in and -1 not in inputs:
             bounds = bounding(name)  # whose zeros explain the output's: all inputs, all but an added term, the gradient
@@ -94,6 +103,25 @@ def judge(
             underflow = _underflow(name, measured[outputs[0]], [measured[i] for i in factors if i >= 0])
             if underflow is not None:
                 event("underflow", phase, module, name, measured[outputs[0]].dtype, step, underflow)
+
+
+def _mask(name: str, known: list, constant, out, finfo_max: dict) -> bool:
+    """Is this op's -inf (and only -inf, from finite inputs) a 0/1 mask made additive, not a value out of range?
+
+    * ``log`` of a 0/1 mask (its input's extrema exactly 0 and 1): log(0) is -inf exactly, in every dtype, the way
+      a mask is written; a value that overflowed has no exact zero to come from.
+    * a product of values in [0, 1] (a mask, ``1 - mask``) with a number that is itself beyond the output dtype's
+      range (the Annotated Transformer's ``-1e9`` in fp16): the -inf is the constant the code put in, rounded to
+      the dtype, as a ``masked_fill(-inf)`` writes it. Values of either sign, or a constant the dtype holds, stay
+      events (``x * -1e9`` on scores is an overflow).
+    """
+    if not known:
+        return False
+    if name in LOGS:
+        return all(m.lo == 0.0 and m.hi == 1.0 for m in known)
+    if name in PRODUCTS and type(constant) is float:
+        return constant > finfo_max.get(out.dtype, math.inf) and all(0.0 <= m.lo and m.hi <= 1.0 for m in known)
+    return False
 
 
 def _underflow(name: str, out, ins: list):

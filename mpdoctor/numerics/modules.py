@@ -34,6 +34,8 @@ class Modules:
         self.stack: list[int] = []  # the modules whose forward is running, innermost last
         self.bounds_seq: list[int] = []  # the autograd sequence counter at each module entry and exit...
         self.bounds_mod: list[int] = []  # ...and the module running from that mark on (-1: none)
+        self._held: dict[int, tuple] = {}  # id(parameter) -> (the module holding it, a weak reference to it)
+        self._held_count = -1  # modules mapped into _held
         if model is not None:
             for name, module in model.named_modules():
                 self.register(module, name)
@@ -87,6 +89,8 @@ class Modules:
         def pre_hook(module, args):
             if not watch._active:
                 return
+            if watch._quiet and watch._stepping:
+                watch.listen()  # a module called while an optimizer step is still "running": that step raised
             index = self.index.get(id(module))
             if index is not None and everything and self.alive[index]() is not module:
                 index = None  # a module that died, and this new one got its id
@@ -120,6 +124,18 @@ class Modules:
             hooks.register_module_forward_pre_hook(pre_hook),
             hooks.register_module_forward_hook(post_hook, always_call=True),
         ]
+
+    def parameter_owner(self, parameter: Any) -> int:
+        """The module that holds ``parameter`` as its own (-1: none this watch knows), for the optimizer's update."""
+        if self._held_count != len(self.names):  # modules registered since (global mode): map theirs too
+            self._held_count = len(self.names)
+            for index, ref in enumerate(self.alive):
+                module = ref()
+                for value in getattr(module, "_parameters", {}).values() if module is not None else ():
+                    if value is not None:
+                        self._held.setdefault(id(value), (index, weakref.ref(value)))
+        found = self._held.get(id(parameter))
+        return found[0] if found is not None and found[1]() is parameter else -1
 
     def owner(self, sequence_nr: int) -> int:
         """The module whose forward made the autograd node numbered ``sequence_nr`` (-1: outside every module)."""

@@ -23,6 +23,7 @@ _VIEW, _MEASURE, _CAST, _DERIVED = 1, 2, 3, 4
 _IGNORED = -2  # an input that does not bound the op's zeros (ops.bounding), unknown in the backward: not needed
 _NO_NODE = 2**64 - 1  # AccumulateGrad and other nodes made outside a forward carry this sequence number
 _INFINITIES = (math.inf, -math.inf)
+_LOW_MAX = 65504.0  # fp16's largest finite value: a number beyond it cannot be stored in fp16
 # Norms whose outputs after the first are saved statistics (the mean, 1/std) for their backward.
 _STATISTICS_AFTER = frozenset(
     {"native_layer_norm", "native_batch_norm", "_native_batch_norm_legit", "native_group_norm", "_fused_rms_norm"}
@@ -152,8 +153,10 @@ class Recorder:
                     if isinstance(item, tensor_type) and item.dtype in floating:
                         tensors.append(item)
                         narrow = narrow or item.dtype in low
-            elif type(value) is float and (value != value or value in _INFINITIES):
-                constant = True  # a -inf fill value: what comes out was put in
+            elif type(value) is float and not -_LOW_MAX <= value <= _LOW_MAX:
+                # A -inf fill value: what comes out was put in (True). A finite number beyond fp16's range (an
+                # additive mask's -1e9): its magnitude, for the judge to compare with the output dtype's max.
+                constant = True if value != value or value in _INFINITIES or constant is True else abs(value)
         fill = None
         if kind == _CAST:
             target = kwargs.get("dtype")

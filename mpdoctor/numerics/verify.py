@@ -331,18 +331,18 @@ def _tensors(value: Any, torch: Any) -> list:
 
 
 def _autocast_off(torch: Any) -> Any:
-    from mpdoctor.numerics.compare import _autocast_off as off
+    from mpdoctor.numerics.reference import autocast_off as off
 
     return off(torch)
 
 
 def _random_state(torch: Any) -> Any:
-    from mpdoctor.numerics.compare import _random_state as state
+    from mpdoctor.numerics.reference import random_state as state
 
     return state(torch)
 
 
 def _set_random_state(torch: Any, saved: Any) -> None:
-    from mpdoctor.numerics.compare import _set_random_state as put
+    from mpdoctor.numerics.reference import set_random_state as put
 
     put(torch, saved)

@@ -37,7 +37,7 @@ import math
 import threading
 from typing import Any, Callable, Optional
 
-from mpdoctor.numerics.events import Event, ScalerStep, headroom_bits
+from mpdoctor.numerics.events import PHASES, Event, ScalerStep, headroom_bits
 from mpdoctor.numerics.fixes import NO_MECHANICAL_FIX, fixes_for, mechanical_fix
 from mpdoctor.numerics.judge import judge
 from mpdoctor.numerics.judge import worse as _worse
@@ -95,6 +95,8 @@ class NumericsWatch:
         self._mode: Any = None
         self._active = False
         self._quiet = 0  # > 0: ops pass unobserved (an optimizer's update, the watch's own read)
+        self._stepping = 0  # optimizer steps running (their update unobserved; steps.py)
+        self._closures = 0  # optimizer closures running inside them (observed)
         self._lock = threading.RLock()
         self._finfo_max = {
             str(d).replace("torch.", ""): torch.finfo(d).max for d in (torch.float16, torch.bfloat16, torch.float32)
@@ -136,10 +138,18 @@ class NumericsWatch:
     def step(self) -> None:
         """End of a training step: read this step's statistics now (one host read). Optional: the end of each
         backward and the end of the block read them too; call it after a forward-only step to see it live."""
+        self.listen()
         self._flush()
         if not self._stepped_since_flush:
             self._advance()
         self._stepped_since_flush = False
+
+    def listen(self) -> None:
+        """An optimizer step that raised never ran its post-hook: outside a step's closure, listen again."""
+        if self._stepping and not self._closures:
+            self._quiet = max(0, self._quiet - self._stepping)
+            self._stepping = 0
+            self._recorder.forget()
 
     def verify(self, step: Callable[[], Any], event: Optional[Event] = None):
         """Re-run ``step`` (no arguments: one forward and backward, as in training) with ``event``'s fix applied
@@ -241,9 +251,13 @@ class NumericsWatch:
 
     def _flush(self) -> None:
         with self._lock:
-            window = self._recorder.take_window()
-            if not window.meta:
+            pending = self._recorder.window
+            if len(pending.records) == pending.checks and not pending.scaler:
+                # Nothing but the checks of an optimizer's update (or nothing): no read of its own for them, they
+                # are read with the next step's statistics (one host read per step). The last update before the
+                # watch ends is therefore not checked: nothing the watch runs reads its parameters again.
                 return
+            window = self._recorder.take_window()
             self._quiet += 1
             try:
                 measured, reads = window.read()  # the one host read of this window, per device
@@ -274,7 +288,7 @@ class NumericsWatch:
     def _event(self, kind: str, phase: int, module: int, op: str, dtype: str, step: int, detail: str) -> None:
         name = None if module < 0 else self._modules.names[module]
         cls = "" if module < 0 else self._modules.classes[module]
-        phase_name = "backward" if phase else "forward"
+        phase_name = PHASES[phase]
         key = (name, op, phase_name, kind)
         seen = self._seen.get(key)
         if seen is not None:
@@ -294,7 +308,7 @@ class NumericsWatch:
             fixes=fixes_for(kind, phase_name, name, cls, op, dtype),
         )
         self._seen[key] = event
-        if phase and kind in ("overflow", "nan") and step in self._scaled_steps:
+        if phase == 1 and kind in ("overflow", "nan") and step in self._scaled_steps:
             self._pending.append((step, event))  # the scaler may own it: wait for its update()
             return
         self._publish(event)
@@ -326,7 +340,7 @@ class NumericsWatch:
                 )
                 self._publish(event)
         self._pending = keep
-        self.events.sort(key=lambda e: (e.step, 0 if e.phase == "forward" else 1))
+        self.events.sort(key=lambda e: (e.step, PHASES.index(e.phase)))
 
 
 def numerics_watch(model: Any = None, *, steps: Optional[int] = None, on_event=None) -> NumericsWatch:

@@ -98,7 +98,8 @@ class Window:
     """Everything queued since the last read, and how to queue more."""
 
     __slots__ = (
-        "types", "torch", "buckets", "where", "meta", "records", "refs", "sampled", "derived", "blind", "scaler", "rows"
+        "types", "torch", "buckets", "where", "meta", "records", "refs", "sampled", "derived", "blind", "scaler", "rows",
+        "checks",
     )  # fmt: skip
 
     def __init__(self, types: "Types") -> None:
@@ -107,7 +108,8 @@ class Window:
         self.buckets: dict = {}  # device -> _Bucket
         self.where: list = []  # slot -> (lows, position) of its extrema; None for derived and sample-only slots
         self.meta: list = []  # slot -> (numel, dtype name)
-        self.records: list = []  # (op, module, phase, step, output slots, input slots, nonfinite constant)
+        self.records: list = []  # (op, module, phase, step, output slots, input slots, constant: True for
+        # a nonfinite one, else the magnitude of one beyond fp16's range, or False)
         # id(tensor) -> (slot, weak reference, version): a tensor written in place since (by an op the watch did
         # not see: an optimizer's update, `.data =`) has another version, and is measured again.
         self.refs: dict = {}
@@ -116,6 +118,7 @@ class Window:
         self.blind: set = set()  # slots only sampled, without extrema
         self.scaler: list = []  # (step, (scale before, found inf, scale after) slots)
         self.rows = 0
+        self.checks = 0  # records of optimizer updates (steps.check_update): alone, they wait for the next read
 
     def bucket(self, device) -> _Bucket:
         bucket = self.buckets.get(device)
