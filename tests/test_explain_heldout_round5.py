@@ -11,12 +11,13 @@ its URL, so a later session can learn from the 'learn' half only and still repor
 the tests hold is in tests/heldout.py; a negative that explain claims would be listed in FALSE_POSITIVES (none is).
 
 Learning (issue 38, on top of 4b5ede1, where the learn half stood at 23 of 42 and the held half at 8 of 34): 17
-threads of the learn half taught general shapes (``known/grammar_pasted.py``: tensors that must share a dtype, a
-collective without a low precision, a quantization method refusing a dtype, precision modes and values refused, a
-builder not told a layer's precision, an optimizer of another precision mode, bf16 autocast before torch 1.10, a
-GPU-supports-dtype check in the traceback, a kernel IR needing one type, ROCm's CK attention refusing the problem, ONNX
-Runtime's inserted fp16 casts; FSDP2's uniform dtype; apex extensions a library needs). After it, the learn half: 40 of
-42; the held half, read only as counts (twice, the same figure): 11 of 34; 0 of 31 negatives recognised (``measured_at.after_learning``).
+threads of the learn half taught general shapes (``known/grammar_pasted.py``, ``grammar_pasted_settings.py``,
+``grammar_pasted_stack.py``: tensors that must share a dtype, a collective without a low precision, a quantization
+method refusing a dtype, precision modes and values refused, a builder not told a layer's precision, an optimizer of
+another precision mode, bf16 autocast before torch 1.10, a GPU-supports-dtype check in the traceback, a kernel IR
+needing one type, ROCm's CK attention refusing the problem, ONNX Runtime's inserted fp16 casts; FSDP2's uniform dtype;
+apex extensions a library needs). After it, the learn half: 40 of 42; the held half, read only as counts (twice, the
+same figure): 11 of 34; 0 of 31 negatives recognised (``measured_at.after_learning``).
 Round 6's learning pass (on top of 67da4c9) revisited the learn half (a packed 4-bit weight in a plain matmul): learn
 half 41 of 42, held half (counts only, once) 12 of 34, 0 negatives (``measured_at.round6_learning``).
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mpdoctor.explain.signature import Signature
 from mpdoctor.explain.known import (
     apex,
+    apex_amp,
     apex_builds,
     attention,
     compiler,
@@ -30,8 +31,11 @@ from mpdoctor.explain.known import (
     grammar_ecosystem,
     grammar_pasted,
     grammar_pasted_more,
+    grammar_pasted_settings,
+    grammar_pasted_stack,
     grammar_quantized,
     grammar_refusals,
+    grammar_refusals_kernels,
     grammar_requirements,
     grammar_settings,
     hardware,
@@ -61,6 +65,7 @@ MODULES = (
     xformers,
     kernel_image,
     apex,
+    apex_amp,
     apex_builds,
     oneflow,
     driver,
@@ -85,10 +90,13 @@ MODULES = (
     # the ecosystem's mined messages, read as general shapes (issue 38)
     grammar_dtype_lists,
     grammar_refusals,
+    grammar_refusals_kernels,
     grammar_settings,
     grammar_quantized,
     # what users paste, read as general shapes (issue 38, round 5's learn half)
     grammar_pasted,
+    grammar_pasted_settings,
+    grammar_pasted_stack,
     # and round 6's learn half
     grammar_pasted_more,
 )

@@ -1,5 +1,5 @@
 """apex installs that cannot do what is asked of them: PyPI's unrelated `apex` (a Pyramid toolkit) failing
-inside its own imports, and NVIDIA apex kernels built before bf16 support. apex.py has the rest."""
+inside its own imports, and NVIDIA apex kernels built before bf16 support. apex.py and apex_amp.py have the rest."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ takes only half precision, a precision setting the library does not know.
 
 from __future__ import annotations
 
+from mpdoctor.explain.known import _library_settings as settings_terms
 from mpdoctor.explain.known import _library_terms as terms
 from mpdoctor.explain.known._dtype_words import DTYPE_TRACE
 from mpdoctor.explain.known.grammar_ecosystem import _GENERAL_NOTE
@@ -110,7 +111,7 @@ SIGNATURES: list[Signature] = [
             terms.LIBRARY,
         ),
         defaults=(("library", "The library"),),
-        library_fixes=terms.DEVICE,
+        library_fixes=settings_terms.DEVICE,
         cause="{library} has no CPU path for {dtype} (most CPU kernels have no fp16 arithmetic, fp8/fp4 kernels are "
         "GPU-only), and the model or this step is on the CPU: no GPU was found (a CPU-only torch wheel, no driver, "
         'CUDA_VISIBLE_DEVICES empty), or none was asked for (no `--use_gpu`, no `device_map`/`.to("cuda")`, a '

@@ -14,6 +14,7 @@ grammar_ecosystem.py): a value it does not know, fp16 loss-scale settings, and o
 
 from __future__ import annotations
 
+from mpdoctor.explain.known import _library_settings as settings_terms
 from mpdoctor.explain.known import _library_terms as terms
 from mpdoctor.explain.known.grammar_ecosystem import _GENERAL_NOTE
 from mpdoctor.explain.signature import Signature, fix
@@ -93,7 +94,7 @@ SIGNATURES: list[Signature] = [
             fix("Use one of the values the message lists (it prints them beside the refusal)"),
             fix("Look for the value where it comes from: a config file, an environment variable, a launcher flag"),
         ),
-        library_fixes=terms.SETTINGS,
+        library_fixes=settings_terms.SETTINGS,
         checks=(),
         sources=(
             "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py",
@@ -150,7 +151,7 @@ SIGNATURES: list[Signature] = [
                 "bf16, drop the loss scaler: `scaler = torch.amp.GradScaler(enabled=(dtype == torch.float16))`"
             ),
         ),
-        library_fixes=terms.LOSS_SCALE,
+        library_fixes=settings_terms.LOSS_SCALE,
         checks=("AMP003",),
         sources=(
             "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/precision_config.py",
@@ -228,7 +229,7 @@ SIGNATURES: list[Signature] = [
             fix("Turn on the option the message says is needed, or turn off one of the two that contradict"),
             fix("Look for both where they come from: the config file, the launcher's flags, the trainer's arguments"),
         ),
-        library_fixes=terms.CONFLICTS,
+        library_fixes=settings_terms.CONFLICTS,
         checks=(),
         sources=(
             "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py",
@@ -262,7 +263,7 @@ SIGNATURES: list[Signature] = [
                 "larger micro-batch"
             ),
         ),
-        library_fixes=terms.ACCUMULATION,
+        library_fixes=settings_terms.ACCUMULATION,
         checks=(),
         sources=("https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/engine.py",),
         examples=(
