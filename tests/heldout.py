@@ -9,8 +9,12 @@ beside the measurement (``learned_when_measured``): one learned later is no long
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
 from pathlib import Path
+
+import pytest
 
 from mpdoctor.explain.explainer import explain
 from mpdoctor.explain.known import all_signatures
@@ -63,6 +67,45 @@ class Round:
         if not self.gaps <= {e["source"] for e in self.mixed}:
             found.append(("a known gap is no mixed-precision message", sorted(self.gaps)))
         return found
+
+
+def split_of(source: str) -> str:
+    """The half a thread belongs to, fixed by its URL before measuring: SHA-256 even, "learn"; odd, "held"."""
+    return "learn" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held"
+
+
+class SplitRound(Round):
+    """A round split into a learn and a held half (rounds 5 on), with the checks every such round shares."""
+
+    def wrong_splits(self) -> list:
+        return [e["source"] for e in self.messages if e["split"] != split_of(e["source"])]
+
+    def learn_share(self) -> float:
+        return sum(e["split"] == "learn" for e in self.messages) / len(self.messages)
+
+    def libraries(self) -> collections.Counter:
+        return collections.Counter(e["library"] for e in self.messages)
+
+    def already_in(self, earlier: list) -> list:
+        """Sources of this round that an earlier set or a mined table (``earlier``: names in FOLDER, and every
+        tests/explain_ecosystem table) holds already: the same thread, or the whole text as JSON writes it."""
+        paths = [FOLDER / name for name in earlier] + sorted((FOLDER.parent / "explain_ecosystem").glob("*.json"))
+        texts = "\n".join(path.read_text(encoding="utf-8") for path in paths)
+        return [
+            e["source"]
+            for e in self.messages
+            if f'"{e["source"]}"' in texts or json.dumps(e["message"], ensure_ascii=False) in texts
+        ]
+
+    def others(self, false_positives: dict) -> list:
+        """The negatives as test parameters; one explain claims today (``false_positives``: source -> why) a strict
+        xfail, so the test passes while the false positive lasts and fails (XPASS) the day it is fixed."""
+        return [
+            pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=false_positives[e["source"]])])
+            if e["source"] in false_positives
+            else pytest.param(e)
+            for e in self.other
+        ]
 
 
 def first_family(message: str):

@@ -24,47 +24,33 @@ half 41 of 42, held half (counts only, once) 12 of 34, 0 negatives (``measured_a
 
 from __future__ import annotations
 
-import collections
-import hashlib
-import json
-
 import pytest
 
-from heldout import FOLDER, Round, first_family
+from heldout import SplitRound, first_family
 
-ROUND = Round("round5.json")
+ROUND = SplitRound("round5.json")
 
-# Negatives explain claims today: source -> why it is a real false positive. Each becomes a strict xfail, so the
-# file passes while the false positive lasts and fails (XPASS) the day it is fixed, to be taken out of here.
+# Negatives explain claims today: source -> why it is a real false positive (a strict xfail: SplitRound.others).
 FALSE_POSITIVES: dict[str, str] = {}
-
-
-def split_of(source: str) -> str:
-    return "learn" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held"
 
 
 def test_the_set_is_what_it_says():
     assert ROUND.problems() == []
     assert len(ROUND.mixed) >= 70 and len(ROUND.other) >= 30
     assert len({e["source"] for e in ROUND.messages}) == len(ROUND.messages)  # one message per thread
-    libraries = collections.Counter(e["library"] for e in ROUND.messages)
+    libraries = ROUND.libraries()
     assert max(libraries.values()) <= 0.15 * len(ROUND.messages), libraries.most_common(3)
     assert set(libraries) == set(ROUND.data["collected"]["libraries"])
 
 
 def test_the_split_is_fixed_by_the_url():
-    assert [e["source"] for e in ROUND.messages if e["split"] != split_of(e["source"])] == []
-    learn = sum(e["split"] == "learn" for e in ROUND.messages)
-    assert 0.35 * len(ROUND.messages) <= learn <= 0.65 * len(ROUND.messages)
+    assert ROUND.wrong_splits() == []
+    assert 0.35 <= ROUND.learn_share() <= 0.65
 
 
 def test_held_out_from_the_earlier_sets():
-    earlier = [FOLDER / name for name in ("messages.json", "round3.json", "round4.json")]
-    earlier += sorted((FOLDER.parent / "explain_ecosystem").glob("*.json"))
-    texts = "\n".join(path.read_text(encoding="utf-8") for path in earlier)
-    assert [e["source"] for e in ROUND.messages if f'"{e["source"]}"' in texts] == []
-    # no message whose whole text an earlier set already holds, as JSON writes it
-    assert [e["source"] for e in ROUND.messages if json.dumps(e["message"], ensure_ascii=False) in texts] == []
+    # no thread, and no whole message text, that an earlier set or a mined table holds
+    assert ROUND.already_in(["messages.json", "round3.json", "round4.json"]) == []
 
 
 def test_the_measurement_is_recorded():
@@ -93,14 +79,6 @@ def test_the_known_gaps_are_still_gaps():
     assert not closed, f"explained now: take them out of known_gaps in round5.json: {closed}"
 
 
-def _other_case(entry):
-    reason = FALSE_POSITIVES.get(entry["source"])
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(entry, marks=marks)
-
-
-@pytest.mark.parametrize(
-    "entry", [_other_case(e) for e in ROUND.other], ids=[f"other-{i}" for i in range(len(ROUND.other))]
-)
+@pytest.mark.parametrize("entry", ROUND.others(FALSE_POSITIVES), ids=[f"other-{i}" for i in range(len(ROUND.other))])
 def test_other_errors_stay_not_recognised(entry):
     assert first_family(entry["message"]) is None, (entry["source"], entry["cause"])

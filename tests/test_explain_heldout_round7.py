@@ -14,18 +14,13 @@ and still report the 'held' half as unseen. What the tests hold is in tests/held
 
 from __future__ import annotations
 
-import collections
-import hashlib
-import json
-
 import pytest
 
-from heldout import FOLDER, Round, first_family
+from heldout import SplitRound, first_family
 
-ROUND = Round("round7.json")
+ROUND = SplitRound("round7.json")
 
-# Negatives explain claims today: source -> why it is a real false positive. Each becomes a strict xfail, so the
-# file passes while the false positive lasts and fails (XPASS) the day it is fixed, to be taken out of here.
+# Negatives explain claims today: source -> why it is a real false positive (a strict xfail: SplitRound.others).
 FALSE_POSITIVES: dict[str, str] = {
     "https://github.com/Comfy-Org/ComfyUI/issues/6612": (
         "a ComfyUI load log (model weight dtype torch.bfloat16) ending in 'Torch not compiled with CUDA enabled' on a Mac "
@@ -35,33 +30,24 @@ FALSE_POSITIVES: dict[str, str] = {
 }
 
 
-def split_of(source: str) -> str:
-    return "learn" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held"
-
-
 def test_the_set_is_what_it_says():
     assert ROUND.problems() == []
     assert len(ROUND.mixed) >= 28 and len(ROUND.other) >= 8
     assert len({e["source"] for e in ROUND.messages}) == len(ROUND.messages)  # one message per thread
     assert len({e["message"] for e in ROUND.messages}) == len(ROUND.messages)  # and no text twice
-    libraries = collections.Counter(e["library"] for e in ROUND.messages)
+    libraries = ROUND.libraries()
     assert max(libraries.values()) <= 0.12 * len(ROUND.messages), libraries.most_common(3)
     assert set(libraries) == set(ROUND.data["collected"]["libraries"])
 
 
 def test_the_split_is_fixed_by_the_url():
-    assert [e["source"] for e in ROUND.messages if e["split"] != split_of(e["source"])] == []
-    learn = sum(e["split"] == "learn" for e in ROUND.messages)
-    assert 0.35 * len(ROUND.messages) <= learn <= 0.65 * len(ROUND.messages)
+    assert ROUND.wrong_splits() == []
+    assert 0.35 <= ROUND.learn_share() <= 0.65
 
 
 def test_held_out_from_the_earlier_sets():
-    earlier = [FOLDER / name for name in ("messages.json", "round3.json", "round4.json", "round5.json", "round6.json")]
-    earlier += sorted((FOLDER.parent / "explain_ecosystem").glob("*.json"))
-    texts = "\n".join(path.read_text(encoding="utf-8") for path in earlier)
-    assert [e["source"] for e in ROUND.messages if f'"{e["source"]}"' in texts] == []
-    # no message whose whole text an earlier set already holds, as JSON writes it
-    assert [e["source"] for e in ROUND.messages if json.dumps(e["message"], ensure_ascii=False) in texts] == []
+    # no thread, and no whole message text, that an earlier set or a mined table holds
+    assert ROUND.already_in(["messages.json", "round3.json", "round4.json", "round5.json", "round6.json"]) == []
 
 
 def test_the_measurement_is_recorded():
@@ -98,14 +84,6 @@ def test_the_known_gaps_are_still_gaps():
     assert not closed, f"explained now: take them out of known_gaps in round7.json: {closed}"
 
 
-def _other_case(entry):
-    reason = FALSE_POSITIVES.get(entry["source"])
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(entry, marks=marks)
-
-
-@pytest.mark.parametrize(
-    "entry", [_other_case(e) for e in ROUND.other], ids=[f"other-{i}" for i in range(len(ROUND.other))]
-)
+@pytest.mark.parametrize("entry", ROUND.others(FALSE_POSITIVES), ids=[f"other-{i}" for i in range(len(ROUND.other))])
 def test_other_errors_stay_not_recognised(entry):
     assert first_family(entry["message"]) is None, (entry["source"], entry["cause"])
