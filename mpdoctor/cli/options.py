@@ -140,7 +140,7 @@ def write_output(option: str, path: str, text: str) -> None:
 
 def check_temp() -> None:
     """Probing needs a temporary directory (each child's output goes there): without one, say so and stop."""
-    from mpdoctor.probes.child import temp_problem
+    from mpdoctor.probes.tempdir import temp_problem
 
     problem = temp_problem()
     if problem:

@@ -92,7 +92,7 @@ def check_request(argv: list[str], path_problem: PathProblem) -> Optional[early.
         if option in values and path_problem(values[option]):
             return None
     from mpdoctor.probes import early
-    from mpdoctor.probes.child import temp_problem
+    from mpdoctor.probes.tempdir import temp_problem
 
     if temp_problem():
         return None
