@@ -74,7 +74,8 @@ EXPLAIN_FAMILIES = {
     "every torch wording since 0.4, and any message of torch's naming two floating dtypes, in any of its spellings; "
     "ONNX Runtime refusing fp16-converted graphs, FSDP flattening parameters of two dtypes, SyncBatchNorm counts, "
     "any fused kernel (optimizer, RMSNorm, RoPE, GEMM) saying it takes only fp16/bf16, any library's dtype allow-list "
-    "(`must be float32 or bfloat16`, `Supported dtypes: ...`, `only bf16 activation is supported`)",
+    "(`must be float32 or bfloat16`, `Supported dtypes: ...`, `only bf16 activation is supported`), MPSGraph ops "
+    "meeting two element types",
     "cpu-half": "fp16/bf16 ops on the CPU without a kernel, CPU autocast dtypes, oneDNN on CPUs without AVX-512, "
     "any library saying fp16/bf16 is not supported on the CPU (whisper), Ultralytics half export on the CPU, "
     "old torch's unquoted CPU kernel errors, any library saying fp16/fp8 needs a GPU (`requires --use_gpu`, "
@@ -90,8 +91,8 @@ EXPLAIN_FAMILIES = {
     "Paddle-TRT), AMD GPUs without bf16 instructions, any library requiring a compute capability or a GPU "
     "architecture (Hopper, Blackwell, MI300) for fp8/fp4/bf16",
     "attention": "FlashAttention/xFormers/SDPA refusing the GPU or dtype, extension builds for another torch, "
-    "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16, "
-    "each xFormers kernel's refusal",
+    "sdp_kernel deprecation, attention bias and mask dtypes, any attention kernel that only takes fp16/bf16 "
+    "(transformers' Flash Attention 2 dtype check), each xFormers kernel's refusal",
     "kernel-image": "no kernel image / invalid device function / arch not in the torch build, CUTLASS's "
     "not-implemented MMA stubs (fp8 on a build without sm_89)",
     "apex": "NVIDIA apex builds (no extensions, ABI, missing libraries, no bf16 kernels), "
@@ -105,7 +106,7 @@ EXPLAIN_FAMILIES = {
     "on the CPU, TensorRT-RTX precision flags, Accelerate precision recipes and values, DeepSpeed's bf16/fp16 "
     "blocks refusing keys; any library refusing a precision setting's value, precision options that contradict, "
     "a torch or opset too old for a precision, a missing fp8/fp4 kernel package",
-    "mps": "Apple MPS: bf16 before macOS 14, float64, ops without half kernels",
+    "mps": "Apple MPS: bf16 before macOS 14, float64, ops without half kernels, any op refusing fp16/bf16 on MPS",
     "numerics": "fp16 NaNs: web-UI VAE/UNet NaN checks, diffusers black images, Ultralytics' AMP check, "
     "NaN pixels cast to uint8 in any pipeline, gradients accumulated in bf16, ONNX fp16 conversions that fail "
     "validation",
@@ -116,7 +117,9 @@ EXPLAIN_FAMILIES = {
     "compiler": "Triton emitting bf16 for pre-Ampere GPUs, tl.dot dtype mixes, loop variables promoted to fp32",
     "quantization": "bitsandbytes compute dtypes (4-bit fp32 compute, 8-bit casts), int8/fp8 weights in a plain "
     "matmul, fp8 `_scaled_mm` layout, shape and scale rules, fp8/fp4 block sizes (`divisible by 16`), a quantized "
-    "model cast with `.half()`, quantization that found no Linear layers",
+    "model cast with `.half()`, quantization that found no Linear layers, a quantized kernel taking only fp16/bf16 "
+    "(Marlin, GPTQ, AWQ), a quantization scheme the loader lacks, bit unpacking of packed weights cast to a float "
+    "dtype",
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 from helpers import run_cli
 from mpdoctor.explain.explainer import MAX_INPUT, explain, read_stream
 from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.shapes import SIGNATURES as GENERAL
 from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.matcher import MAX_LINE, find
 from mpdoctor.explain.report import SCHEMA_PATH, explain_schema
@@ -97,6 +98,30 @@ def test_a_later_traceback_has_its_own_context():
         '  File "train.py", line 30, in <module>\n' + DTYPE + "\n"
     )
     assert set(ids(log)) == {"apex-fused-norm-dtype", "dtype-expected-scalar-type"}
+
+
+def test_the_error_that_ended_the_run_comes_before_a_warning_above_it(tmp_path):
+    """Real torch: CPU autocast refuses float64 with a warning, then a matmul fails on fp32 meeting fp16. The error
+    is explained first, though its line comes after the warning's; the warning keeps its explanation, second."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import torch\n"
+        'with torch.autocast("cpu", dtype=torch.float64):\n'
+        "    torch.nn.functional.linear(torch.randn(2, 4), torch.randn(3, 4).half())\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "UserWarning" in run.stderr, run.stderr
+    found = find(run.stderr, all_signatures())
+    assert [m.signature.family for m in found] == ["dtype", "cpu-half"], [m.signature.id for m in found]
+    assert found[0].lines[0][0] > found[1].lines[0][0]  # the error's line is the later one
+    # warnings alone, or errors alone, keep the order they appear in
+    warning = run.stderr.split("Traceback")[0]
+    assert [m.signature.family for m in find(warning + warning, all_signatures())] == ["cpu-half"]
+    assert ids(DTYPE + "\n" + APEX_TRACEBACK) == ["dtype-expected-scalar-type", "apex-fused-norm-dtype"]
 
 
 def test_lines_are_numbered_and_capped():
@@ -199,7 +224,7 @@ def test_secrets_in_the_input_do_not_reach_the_output():
 def test_list_shows_every_signature():
     result = run_cli("explain", "--list", "--format", "json")
     listed = json.loads(result.stdout)
-    assert [s["id"] for s in listed] == [s.id for s in all_signatures()]
+    assert [s["id"] for s in listed] == [s.id for s in all_signatures()] + [s.id for s in GENERAL.values()]
     assert all(s["sources"] and s["examples"] for s in listed)
     text = run_cli("explain", "--list")
     assert "apex-fused-norm-dtype" in text.stdout and "learned from:" in text.stdout

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.shapes import SIGNATURES as GENERAL
 
 HERE = Path(__file__).parent / "explain_ecosystem"
 # loaded under its own name: tests/explain_torch has a mine.py too, imported as `mine` by its test
@@ -29,7 +30,7 @@ sys.modules[_SPEC.name] = mine  # dataclasses resolve the module by name
 _SPEC.loader.exec_module(mine)
 
 TABLES = {lib.name: mine.load(lib.name) for lib in mine.LIBRARIES if not lib.skipped}
-SIGNATURES = {s.id for s in all_signatures()}
+SIGNATURES = {s.id for s in [*all_signatures(), *GENERAL.values()]}
 REGENERATE = "python tests/explain_ecosystem/mine.py --judge (then read the diff of the tables)"
 
 

@@ -15,11 +15,12 @@ import pytest
 
 from mpdoctor.explain.explainer import explain
 from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.shapes import SIGNATURES as GENERAL
 
 HELD_OUT = json.loads((Path(__file__).parent / "explain_heldout" / "messages.json").read_text(encoding="utf-8"))
 MIXED = HELD_OUT["mixed_precision"]
 OTHER = HELD_OUT["not_mixed_precision"]
-SIGNATURES = {s.id: s for s in all_signatures()}
+SIGNATURES = {s.id: s for s in [*all_signatures(), *GENERAL.values()]}
 MIN_RECOGNISED = 0.95
 
 

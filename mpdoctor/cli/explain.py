@@ -48,8 +48,9 @@ def explain(
 
     if list_known:
         from mpdoctor.explain.known import all_signatures
+        from mpdoctor.explain.shapes import SIGNATURES as GENERAL
 
-        signatures = all_signatures()
+        signatures = all_signatures() + list(GENERAL.values())  # the general explanations last
         if format is ExplainFormat.json:
             to_stdout(lambda: sys.stdout.write(view.list_json(signatures)))
         else:

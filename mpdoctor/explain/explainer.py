@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO, Optional
 
 from mpdoctor.explain.device import checks_for, device_of, fixes_for
 from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.shapes import explain_by_shape
 from mpdoctor.explain.signature import fill
 from mpdoctor.explain.matcher import MAX_LINE, Match, find
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
@@ -211,7 +212,8 @@ def explain(
 ) -> ExplainReport:
     """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
     progress.update(TASK, text="looking for known failures")
-    matches = find(data, all_signatures())
+    signatures = all_signatures()
+    matches = find(data, signatures) or explain_by_shape(data, signatures)
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token

@@ -189,8 +189,31 @@ def _relevant_frames(signature: Signature, frames: Sequence[Frame]) -> list[Fram
     return wanted or rank_frames(frames)
 
 
+# A line that reports an error, by the first marker word it holds: an exception's name (`RuntimeError`, `Exception`),
+# a failed assertion, a logger's ERROR. A warning ("UserWarning:", vLLM's "WARNING ...]") is none, even when it names
+# an error it avoided. Whole words only: a path such as `test_error_cases/run.py` names no error.
+LINE_MARKER = re.compile(
+    r"\b(?:([a-z0-9_]*warning|warn)|[a-z0-9_]*(?:error|exception)|assert(?:ion)?|fail(?:ed|ure)?|fatal|abort(?:ed)?)\b"
+)
+
+
+def is_error_line(line: str) -> bool:
+    """Whether a (lower-cased) line reports an error: its first marker is an error's, not a warning's."""
+    found = LINE_MARKER.search(line)
+    return found is not None and not found.group(1)
+
+
+def _errors_first(matches: list[Match]) -> list[Match]:
+    """The matches found on an error line first, then the others (warnings, bare messages, a warning's continuation
+    lines), each group in the order it first appears: the failure that stopped the run is what a reader acts on, not
+    a warning logged above it ("float16 is not supported on CPU, casting to bfloat16" above the ValueError that
+    ended the run). The sort is stable: input of one kind keeps its order."""
+    return sorted(matches, key=lambda m: not any(is_error_line(text.lower()) for _, text in m.lines))
+
+
 def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine: str = "auto") -> list[Match]:
-    """Every signature recognised in ``data``, in the order its first line appears.
+    """Every signature recognised in ``data``: those found on an error line first, then the others, each group in
+    the order its first line appears (``_errors_first``).
 
     ``engine`` picks how needles are found (``needles.hit_lines``); every engine finds the same lines."""
     text = Text(*prepare(data))
@@ -253,7 +276,7 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
             match.lines.append(
                 (text.number(start), text.slice(start, min(end, start + MAX_LINE + CLIP_MARGIN)).strip())
             )
-    return list(matches.values())
+    return _errors_first(list(matches.values()))
 
 
 __all__ = ["FRAME", "MAX_LINE", "Frame", "Match", "Text", "find"]

@@ -76,7 +76,12 @@ class ExplainReport:
     input_lines: int = fact("Lines read", 0)
     input_bytes: int = fact("Bytes read", 0)
     truncated: bool = fact("The input was longer than mpdoctor reads; only its end was scanned", False)
-    recognised: list[Explanation] = fact("Every known failure found, in the order it first appears", factory=list)
+    recognised: list[Explanation] = fact(
+        "Every known failure found: those recognised on a line that reports an error (an exception, a failed "
+        "assertion, a logged ERROR) first, then the others (warnings, bare messages), each in the order it first "
+        "appears",
+        factory=list,
+    )
     checked: bool = fact("--check ran the confirming checks", False)
     check_error: str = fact("Why --check could not run them, when it could not", "")
     schema_version: int = version_fact("Version of this JSON layout", EXPLAIN_SCHEMA_VERSION)

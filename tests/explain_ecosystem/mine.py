@@ -712,6 +712,8 @@ def sample(text: str, kind: str) -> str:
 
     def hole(found: re.Match) -> str:
         inside = found.group(0).lower()
+        if inside.startswith(("{type(", "{type (")) or "__class__" in inside or "__name__" in inside:
+            return "OtherClass"  # a class's name (`{type(x).__name__}`), never a dtype
         if "device" in inside:
             return "cuda"
         if "dtype" in inside:

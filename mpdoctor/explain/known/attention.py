@@ -117,7 +117,8 @@ SIGNATURES: list[Signature] = [
         ),
         notes="The transformers warning in the near-misses is issued at load time for fp32 weights and is "
         "harmless when training runs under autocast (FSDP/verl setups silence it); the error here is the "
-        "kernel actually receiving fp32.",
+        "kernel actually receiving fp32; grammar_ecosystem's attention-kernel-half-only explains the warning, with "
+        "that harmless case as its other cause.",
     ),
     Signature(
         id="attention-sdpa-no-kernel",

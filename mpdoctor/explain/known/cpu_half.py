@@ -178,13 +178,17 @@ SIGNATURES: list[Signature] = [
             "_cpu\" not implemented for 'half",
             "_cpu_\" not implemented for 'half",
             "_kernel_impl\" not implemented for 'half",
+            "_channels_last\" not implemented for 'half",
         ),
-        patterns=(r"(?:_cpu_?|_kernel_impl)\" not implemented for 'Half",),
+        # torch's CPU kernels name themselves: "*_cpu", "*_kernel_impl", and the vectorized channels-last ones in
+        # aten/src/ATen/native/cpu/ ("upsample_nearest2d_channels_last"; CUDA's are "*_nhwc_*")
+        patterns=(r"(?:_cpu_?|_kernel_impl|_channels_last)\" not implemented for 'Half",),
         details=(KERNEL,),  # the kernel's name in the title: which op to run in float32
         cause="A float16 tensor reached a CPU kernel that has no Half version (the name in quotes is the CPU "
-        'kernel: "*_cpu", "*_kernel_impl"). Before torch 2.2 most CPU ops were not built for Half, since '
-        "x86 CPUs have no fp16 arithmetic; fp16 on the CPU was meant for storage. The model or a tensor is "
-        "in fp16 while the computation runs on the CPU.",
+        'kernel: "*_cpu", "*_kernel_impl", "*_channels_last"). Before torch 2.2 most CPU ops were not built for '
+        "Half, since x86 CPUs have no fp16 arithmetic; fp16 on the CPU was meant for storage. The model or a tensor "
+        "is in fp16 while the computation runs on the CPU: an fp16 export (`half=True` for ONNX or TensorRT) "
+        "traced on the CPU does it too.",
         fixes=(
             _RUN_ON_GPU,
             fix(
@@ -204,6 +208,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/pytorch/pytorch/issues/99563",
             "https://github.com/pytorch/pytorch/issues/83322",
             "https://github.com/Megvii-BaseDetection/YOLOX/pull/688",
+            "https://github.com/ultralytics/ultralytics/pull/9516",
         ),
         examples=(
             "RuntimeError: \"log_softmax_lastdim_kernel_impl\" not implemented for 'Half'",
@@ -211,6 +216,9 @@ SIGNATURES: list[Signature] = [
             "RuntimeError: \"clamp_scalar_cpu\" not implemented for 'Half'",
             "\"clamp_min_cpu\" not implemented for 'Half'",
             "RuntimeError: \"sigmoid_cpu\" not implemented for 'Half'",
+            # an fp16 export (`half=True`) traced on the CPU
+            "ONNX: export failure \u274c 2.7s: \"upsample_nearest2d_channels_last\" not implemented for 'Half'\n"
+            "TensorRT: export failure \u274c 2.7s: \"upsample_nearest2d_channels_last\" not implemented for 'Half'",
         ),
         near_misses=(
             "RuntimeError: \"SigmoidFocalLoss_forward\" not implemented for 'Half'",

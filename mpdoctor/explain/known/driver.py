@@ -4,7 +4,7 @@ initialise after suspend, and a CPU-only torch on a GPU machine."""
 
 from __future__ import annotations
 
-from mpdoctor.explain.signature import Signature, fix
+from mpdoctor.explain.signature import Alternative, Signature, fix
 
 TORCH_CU118 = "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118"
 TORCH_FOR_DRIVER = (
@@ -325,6 +325,21 @@ SIGNATURES: list[Signature] = [
         near_misses=(
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
             "and installed a driver from http://www.nvidia.com/Download/index.aspx",
+        ),
+        alternatives=(
+            Alternative(
+                cause="A Mac: torch has had no CUDA build for macOS since 1.x, so code that asks for 'cuda' (a "
+                "script, a ComfyUI node that hardcodes it) cannot run there as written, whatever is installed",
+                tell='On macOS it is this one: nothing to install; `python -c "import torch; '
+                'print(torch.backends.mps.is_available())"` prints True on Apple silicon, where `mps` is the GPU',
+                fixes=(
+                    fix(
+                        'Make the code pick the device instead of hardcoding CUDA: `device = "cuda" if '
+                        'torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"` (a '
+                        "node or tool that hardcodes it needs its Mac fix)"
+                    ),
+                ),
+            ),
         ),
     ),
 ]

@@ -21,7 +21,7 @@ general shapes: a capability, a GPU, a half-only kernel, an unknown setting).
 
 from __future__ import annotations
 
-from mpdoctor.explain.signature import Signature, fix
+from mpdoctor.explain.signature import Alternative, Signature, fix
 
 # A low-precision word as logs write it (lower-cased): fp16, float16, half2, bf16, bfloat16, fp8, int8.
 _LOW = r"(?:half2?|fp16|float16|bf16|bfloat16|fp8|float8|16-bit float)"
@@ -145,16 +145,33 @@ SIGNATURES: list[Signature] = [
         id="attention-kernel-half-only",
         family="attention",
         title="An attention kernel that only takes fp16/bf16 was handed another dtype (the general explanation)",
-        needles=("only support fp16", "only supports fp16", "only surpport fp16", "only suport fp16"),
-        patterns=(r"attention[^\n]{0,20}? only (?:supports?|surpport|suport) fp16 and bf16",),
-        cause="A fused attention kernel (FlashAttention and its ports) has only fp16/bf16 code, and the query/"
-        "key/value reached it in fp32: the model was loaded in the default float32, training ran without "
-        "bf16/fp16 (or outside autocast), or a layer before attention (an upcast LayerNorm, an fp32 adapter) "
-        "returned fp32.",
+        needles=(
+            "only support",
+            "only surpport",
+            "only suport",
+            *(f"only {low}" for low in ("fp16", "bf16", "float16", "bfloat16", "half")),
+        ),
+        # a half-only refusal (grammar_requirements.dtype-kernel-takes-only-half) whose subject is attention: the
+        # kernel family decides the fixes (its dtype, or another attention backend), so it outranks the dtype reading.
+        # transformers: "Flash Attention 2 only supports torch.float16 and torch.bfloat16 dtypes"; TransformerEngine:
+        # "Flex Attention only supports FP16/BF16 tensors"; users retyping it: "only surpport fp16 and bf16"
+        patterns=(
+            r"(?:attention|attn)[^\n]{0,60}? only (?:supports?|surpport|suport) (?:torch\.)?(?:fp16|bf16|float16|"
+            r"bfloat16|half)",
+            r"(?:attention|attn)[^\n]{0,60}? only (?:fp16|bf16|float16|bfloat16|half)[^\n]{0,30}? (?:is|are) supported",
+        ),
+        cause="A fused attention kernel (FlashAttention 2/3 and its ports, TransformerEngine's fused and flex "
+        "attention) has only fp16/bf16 code and does not cast, and the query/key/value reached it in fp32: the model "
+        "was loaded in the default float32, training ran without bf16/fp16 (or outside autocast), or a layer before "
+        "attention (an upcast LayerNorm, an fp32 adapter) returned fp32. transformers checks the model's dtype when "
+        '`attn_implementation="flash_attention_2"` is asked for: older releases raise `ValueError: Flash Attention '
+        "2.0 only supports torch.float16 and torch.bfloat16 dtypes. You passed torch.float32`, newer ones log `... "
+        "but the current dype in <Model> is torch.float32` when the model is loaded.",
         fixes=(
             fix(
-                "Load the model in half precision (`torch_dtype=torch.bfloat16`, fp16 on pre-Ampere GPUs) or run "
-                'the step under `torch.autocast("cuda", dtype=torch.bfloat16)`; trainers: `bf16=True`'
+                "Load the model in half precision (`torch_dtype=torch.bfloat16`, `dtype=` in transformers 5; fp16 on "
+                'pre-Ampere GPUs) or run the step under `torch.autocast("cuda", dtype=torch.bfloat16)`; trainers: '
+                "`bf16=True`"
             ),
             fix("Or cast right before the kernel: `q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))`"),
             fix('Or use an attention that accepts fp32: `attn_implementation="sdpa"`'),
@@ -163,9 +180,35 @@ SIGNATURES: list[Signature] = [
         sources=(
             "https://github.com/Alpha-VLLM/LLaMA2-Accessory/issues/201",
             "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp",
+            "https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_utils.py",
+            "https://github.com/huggingface/transformers/issues/41875",
+            "https://github.com/rllm-org/rllm/issues/11",
+            "https://github.com/open-compass/VLMEvalKit/issues/1139",
         ),
-        examples=("RuntimeError：FLashAttention only surpport fp16 and bf16 data type",),
-        near_misses=("RuntimeError: FlashAttention only supports Ampere GPUs or newer.",),
+        examples=(
+            "RuntimeError：FLashAttention only surpport fp16 and bf16 data type",
+            "Flash Attention 2 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+            "T5GemmaForConditionalGeneration is torch.float32.",
+            "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+            "Qwen2ForCausalLM is torch.float32.",
+            "ValueError: Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes. You passed "
+            "torch.float32, this might lead to unexpected behaviour.",
+        ),
+        near_misses=(
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+            # a mask's dtypes, not the kernel's precision
+            "AssertionError: attention_mask only supports bool or float masks",
+        ),
+        alternatives=(
+            Alternative(
+                cause="Only transformers' load-time warning: the weights are fp32 on purpose (FSDP or DeepSpeed mixed "
+                "precision, a Trainer with `bf16=True`) and the forward runs under autocast, so attention gets bf16 "
+                "and nothing fails",
+                tell="The warning alone, in a run that goes on, is this one and harmless; a ValueError when loading, or "
+                "flash-attn's own `FlashAttention only support fp16 and bf16 data type` at the first forward, is fp32 "
+                "reaching the kernel",
+            ),
+        ),
         rank=-1,
         notes=_GENERAL_NOTE + " FlashAttention's exact wording is attention.py's signature, which ranks above.",
     ),

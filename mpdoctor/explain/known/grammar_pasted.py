@@ -180,6 +180,7 @@ SIGNATURES: list[Signature] = [
         sources=(
             "https://github.com/vllm-project/vllm/issues/1941",
             "https://github.com/zjunlp/DeepKE/issues/591",
+            "https://github.com/vllm-project/vllm/issues/12794",
         ),
         examples=(
             '  File "/work/vllm-github/vllm/model_executor/model_loader.py", line 84, in get_model\n'
@@ -187,6 +188,10 @@ SIGNATURES: list[Signature] = [
             "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: "
             "[torch.float16]",
             "ValueError: Blockwise quantization only supports 16/32-bit floats, but got torch.bfloat16",
+            # the warning above it is explained too, after it (matcher: the error that ended the run comes first)
+            "WARNING 02-06 00:09:44 cpu_executor.py:327] float16 is not supported on CPU, casting to bfloat16.\n"
+            "ValueError: torch.bfloat16 is not supported for quantization method gptq. Supported dtypes: "
+            "[torch.float16]",
         ),
         rank=-1,
         notes=_GENERAL_NOTE,

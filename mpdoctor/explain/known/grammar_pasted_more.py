@@ -137,13 +137,15 @@ SIGNATURES: list[Signature] = [
         id="kernel-image-library-built-without-this-gpu",
         family="kernel-image",
         title="{library} was built without kernels for this GPU's architecture",
-        needles=("tensilelibrary", "unsupported architecture", "unsupported gpu architecture"),
+        needles=("tensilelibrary", "unsupported architecture", "unsupported gpu architecture", "unsupported sm"),
         patterns=(
             # rocBLAS looks for the Tensile kernels of the GPU's gfx target and finds no file
             r"(?:cannot|could not|can't|unable to) (?:read|load|find|open) [^\n]{0,200}?tensilelibrary",
             r"tensilelibrary[^\n]{0,60}?(?:no such file|not found|does not exist)",
             # a kernel runner's own check of the architecture it was compiled for
             r"assertion failed: unsupported (?:gpu )?architecture",
+            # a TensorRT plugin's kernels without this SM: "Assertion failed: Unsupported SM."
+            r"assertion failed: unsupported sm\b",
             r"unsupported (?:gpu )?architecture[^\n]{0,200}?(?:kernels?/|fmha|attention|gemm|cutlass)",
         ),
         details=(r"(?P<library>rocblas|hipblaslt|tensorrt.llm|tensorrt|flash.?attn|xformers|vllm)?",),
@@ -151,8 +153,8 @@ SIGNATURES: list[Signature] = [
         cause="GPU libraries ship compiled kernels for a list of architectures (gfx targets on ROCm, SM versions "
         "on CUDA). This GPU's is not in the list of the installed build: rocBLAS has no TensileLibrary file for "
         "the gfx target (consumer and older AMD GPUs are often left out of ROCm wheels), or a kernel runner "
-        "(TensorRT-LLM's fused fp16 attention) was compiled without this SM. The fp16/bf16 kernels are the ones "
-        "that go first.",
+        "(TensorRT-LLM's fused fp16 attention, a TensorRT plugin: `Assertion failed: Unsupported SM`) was compiled "
+        "without this SM. The fp16/bf16 kernels are the ones that go first.",
         fixes=(
             fix(
                 "On AMD, see the GPU's gfx target; an unlisted one can often run as the nearest listed one "
@@ -169,12 +171,15 @@ SIGNATURES: list[Signature] = [
         sources=(
             "https://github.com/ROCm/rocBLAS/issues/1339",
             "https://github.com/NVIDIA/TensorRT-LLM/issues/95",
+            "https://github.com/NVIDIA/TensorRT/issues/1487",
         ),
         examples=(
             "rocBLAS error: Cannot read /home/bc250/Desktop/stable-diffusion-webui/venv/lib/python3.10/site-packages/"
             "torch/lib/rocblas/library/TensileLibrary.dat: No such file or directory",
             "  what():  [TensorRT-LLM][ERROR] Assertion failed: Unsupported architecture (/src/tensorrt_llm/cpp/"
             "tensorrt_llm/kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp:87)",
+            "Half2 support requested on hardware without native FP16 support, performance will be nagatively "
+            "affected.\nAssertion failed: Unsupported SM.",
         ),
         near_misses=("AssertionError: Unsupported compute capability. Supported: 9.x, 10.x",),
         rank=-1,

@@ -1,0 +1,82 @@
+"""When no known signature recognises the input: read the failure that ended it by its shape.
+
+Two steps, both on the input's last ``reader.TAIL`` characters only, so they cost the same on any log:
+
+1. The message as a library wrapped it (a log prefix such as glog's ``E0519 12:00:00.000 123 file.py:12]``,
+   torchrun's ``[rank0]:``, vLLM's ``(Worker pid=1) ERROR ... [file.py:8]``, or quotes escaped by a JSON or
+   HTTP error) is unwrapped, and the known signatures are tried again on it.
+2. Else the general reader (``reader.py``) reads the final failure's dtypes, refusal and context into a family,
+   and answers with that family's general signature (``signatures.py``), whose title says it is the general
+   explanation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from mpdoctor.explain.cleaning import clean
+from mpdoctor.explain.frames import library_of
+from mpdoctor.explain.matcher import FRAME, Frame, Match, find
+from mpdoctor.explain.shapes.reader import TAIL, read
+from mpdoctor.explain.shapes.signatures import SIGNATURES
+from mpdoctor.explain.signature import Signature
+
+# A log's own prefix before the message, repeated as loggers nest (`[rank0]:[rank0]:E0623 13:13:49.827 ...]`).
+_PREFIX = re.compile(
+    r"^(?:\s{0,8}(?:"
+    r"\[(?:default)?rank\d{1,6}\]:"  # torchrun
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} {1,8}\d{1,10} [^\]\s]{1,300}:\d{1,7}\](?: \[[\d/]{1,20}\])?"  # glog
+    r"|\([\w-]{1,60} pid=\d{1,10}\)"  # vLLM's worker
+    r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) {1,4}\d\d-\d\d \d\d:\d\d:\d\d(?: \[[^\]\s]{1,200}\])?"  # vLLM
+    r"))+\s?"
+)
+_ESCAPED = re.compile(r"\\(['\"])")
+
+
+def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signature]) -> list[Match]:
+    """What the input's end says when ``find`` recognised nothing in the whole input (see the module's doc)."""
+    tail = data[-TAIL * 4 :] if not isinstance(data, str) else data[-TAIL:]
+    text = clean(tail)[-TAIL:]
+    lines = text.split("\n")
+    # the input's number of the tail's first line: the lines before the tail, as the matcher numbers them
+    first = _line_count(data[: len(data) - len(tail)]) + 1 if len(tail) < len(data) else 1
+    unwrapped = [_ESCAPED.sub(r"\1", _PREFIX.sub("", line)) for line in lines]
+    if unwrapped != lines:
+        matches = find("\n".join(unwrapped), signatures)
+        if matches:
+            for match in matches:
+                match.lines = [(first + number - 1, lines[number - 1].strip()) for number, _ in match.lines]
+            return matches
+    reading = read(unwrapped)
+    if reading is None:
+        return []
+    start = reading.lines[0][0]
+    frames = [
+        Frame(hit.group(1), int(hit.group(2)), hit.group(3) or "")
+        for hit in map(FRAME.match, lines[max(0, start - 200) : start])
+        if hit
+    ]
+    low = [name for name in reading.dtypes if name in ("fp16", "bf16", "fp8", "fp4")]
+    details = {
+        "dtype": low[0] if low else "this precision",
+        "dtypes": " and ".join(dict.fromkeys(reading.dtypes)) or "two dtypes",
+        "cue": reading.cue,
+    }
+    return [
+        Match(
+            SIGNATURES[reading.family],
+            lines=[(first + index, lines[index].strip()) for index, _ in reading.lines][:5],
+            frames=frames[-3:],
+            details=details,
+            library=library_of(frames),
+        )
+    ]
+
+
+def _line_count(head: bytes | bytearray | str) -> int:
+    """Line ends in the part of a long input before its tail (a line cut by the tail's start counts once)."""
+    return head.count("\n" if isinstance(head, str) else b"\n")
+
+
+__all__ = ["SIGNATURES", "explain_by_shape"]

@@ -1,0 +1,136 @@
+"""The words a precision failure is told in, whatever the library: refusals, mismatches, and what refuses.
+
+Each cue is a regex over a lower-cased message. A cue alone proves nothing; ``reader.py`` combines them with
+the dtypes a message names (``vocabulary.py``) into a family, and ``NOT_PRECISION`` names the failures that
+mention a precision only in passing (an out-of-memory error in an fp16 run, a shape error in a bf16 log).
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def _cue(*alternatives: str) -> re.Pattern:
+    return re.compile("|".join(f"(?:{a})" for a in alternatives))
+
+
+# Something is refused outright: not supported, only X, does not support, no kernel for X, cannot X.
+REFUSAL = _cue(
+    r"not (?:yet |currently )?(?:supported|available|allowed|enabled|compatible)",
+    r"unsupported|no support|without (?:native )?support|without native|lacks? ",
+    r"only (?:support|accept|work|allow|available|compatible|run|implemented|be used)|only (?:fp|bf|int|float|half)",
+    r"does(?: not|n't) (?:support|have|work|allow|accept|implement)|do(?: not|n't) (?:support|have|work)",
+    r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
+    r"convert|cast|launch|load|compile|build|select|dispatch)",
+    r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
+    r"incompatible|not compatible|disabled|refus|无效|不支持",
+    r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
+)
+# A refusal only when a dtype follows it closely (``requires bf16``, ``must be float16``, ``invalid type
+# 'tensor(float16)'``): the same words before anything else check an argument, not a precision.
+WEAK_REFUSAL = _cue(
+    r"\brequires?\b|\bneeds?\b|must (?:be|have|use)|should (?:be|have|use)|\binvalid\b|\billegal\b|无效",
+)
+# torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
+# it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
+NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for (?:struct |class )?(?:\\?['\"`(]|c10::|at::|torch\.)")
+
+# Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
+MISMATCH = _cue(
+    r"\bexpected\b|\bexpects?\b|but (?:got|found|received|is|was)|\bgot\b|\bfound\b|\bactual\b|\breceived\b",
+    r"mismatch|do(?:es)?(?: not|n't) match|must (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
+    r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
+    r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
+    r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?",
+)
+
+# What refuses it, or where: these steer a refusal into its family.
+ATTENTION = _cue(
+    r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
+    r"mem_?eff|cutlassf|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
+)
+QUANTIZATION = _cue(
+    r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
+    r"modelopt|blockwise|dequant|\bscales\b|zero_points?|exllama|kv[_ ]cache[_ ]dtype|qlora|[48][- ]?bit\b",
+    r"scaled_mm|compute_type|int8_float",
+)
+INTEGER = _cue(r"\bu?int(?:4|8|16|32)\b|\b(?:16|32)(?:/(?:16|32))?-bit floats?")
+# Integer and boolean dtypes: a mismatch that names one (a Long mask, an int index) is no mixed-precision failure.
+NOT_FLOATING = _cue(r"\blong(?: int)?\b|\bint(?:8|16|32|64)?\b|\bbool(?:ean)?\b|\buint8\b|\bbyte\b|\bint64_t\b")
+MPS = _cue(r"\bmps\b|mpsgraph|metal performance|\bmetal\b|apple silicon|mpsfileloc|\bmps[._:]")
+CPU = _cue(r"\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider")
+HARDWARE = _cue(
+    r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
+    r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
+    r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
+    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b",
+)
+KERNEL_IMAGE = _cue(
+    r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
+    r"unsupported (?:gpu )?arch|unsupported sm\b|arch conditional|targeting appropriate compute capability",
+    r"on a unsupported architecture|on an unsupported architecture",
+)
+COMPILER = _cue(
+    r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
+    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|xla",
+)
+# A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
+SETTING = _cue(
+    r"precision ?[=:]|precision plugin|precisionplugin|mixed[_ ]?precision|bf16-mixed|16-mixed|bf16-true|16-true",
+    r"amp_backend|amp_level|--fp16|--bf16|\bfp16 ?[=:]|\bbf16 ?[=:]|fp16_opt_level|enabled_precisions",
+    r"use_explicit_typing|torch_dtype|compute_dtype|param_dtype|reduce_dtype|buffer_dtype|precision set",
+    r"half_precision|data type and gradient|gradient accumulation data type|model data type",
+)
+# Two settings that contradict each other.
+CONFLICT = _cue(
+    r"\bboth\b|conflict|cannot be used (?:with|together)|mutually exclusive|also specified|also set",
+    r"should not be used (?:when|with)|not compatible with|only one of|\beither\b|must be equal|must match",
+    r"no precision set|(?:is|was) set to",
+)
+SCALER = _cue(r"gradscaler|grad_scaler|loss[_ ]?scal|\bscaler\b|unscale|inf checks|found_inf|dynamic loss")
+APEX = _cue(r"\bapex\b|amp_c\b|fused_layer_norm_cuda|fused_adam_cuda|--cpp_ext|--cuda_ext|apex\.amp")
+# torch's AMP API missing: a torch older than the code (`module 'torch' has no attribute 'autocast'`).
+AMP_API = _cue(
+    r"has no attribute '(?:autocast|amp|gradscaler|is_bf16_supported|get_autocast\w{0,30}|float8\w{0,20}|bfloat16)'"
+)
+
+# A failure that only mentions a precision: the run did not stop because of it.
+NOT_PRECISION = _cue(
+    r"out of memory|\boom\b|outofmemory|cuda_error_out_of_memory|memory\w* (?:error|exhausted)",
+    r"no module named|modulenotfounderror|cannot import name|importerror",
+    r"no such file|filenotfounderror|permission denied|connection|timed? ?out|\b40[134]\b",
+    # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
+    r"operands of type pointer<",
+    r"size mismatch|shape|dimension|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
+    r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
+    r"not enough|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
+    r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
+    # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
+    r"deprecat|will be removed|no longer (?:supported|used|needed)|renamed|skipping|\bskipped\b",
+    r"(?:is|are) required (?:for|to|with)|must be (?:provided|set|given|passed|specified)|requires module to have",
+    r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
+    r"(?:of|be) type `?torch\.dtype|a `?torch\.dtype|number of|copy_from_storage|\bamax\b|fp8_meta|elem_dtype",
+    r"tensorstats|workaround|slight overhead|quantizers?\b|groupedtensor|\bnode: ",
+)
+
+__all__ = [
+    "AMP_API",
+    "APEX",
+    "ATTENTION",
+    "COMPILER",
+    "CONFLICT",
+    "CPU",
+    "INTEGER",
+    "HARDWARE",
+    "KERNEL_IMAGE",
+    "MISMATCH",
+    "MPS",
+    "NOT_PRECISION",
+    "QUANTIZATION",
+    "NOT_FLOATING",
+    "NOT_IMPLEMENTED_FOR",
+    "REFUSAL",
+    "WEAK_REFUSAL",
+    "SCALER",
+    "SETTING",
+]

@@ -1,0 +1,116 @@
+# ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
+"""Real messages the general reader was measured on, with the threads they come from: each general signature's
+examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7
+(tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "apex": (
+        (
+            "https://github.com/deepspeedai/DeepSpeed/issues/474",
+            "[2020-10-23 09:11:35,886] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,897] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,905] [WARNING] [engine.py:48:<module>] Warning:  apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.",
+        ),
+    ),
+    "attention": (
+        (
+            "https://github.com/huggingface/transformers/issues/28731",
+            "*Model Generate With Bfloat16:* `False (RuntimeError: cutlassF: no kernel found to launch!)`",
+        ),
+    ),
+    "compiler": (
+        (
+            "https://github.com/triton-lang/triton/issues/2302",
+            "Compilation error message is `AssertionError('Block element type(bf16) and value element type(fp32) mismatch')`",
+        ),
+    ),
+    "cpu-half": (
+        (
+            "https://github.com/pytorch/pytorch/issues/100565",
+            "RuntimeError: Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype",
+        ),
+    ),
+    "dtype": (
+        (
+            "https://github.com/pytorch/TensorRT/issues/2113",
+            "Expected input tensors to have type Half, found type float",
+        ),
+        (
+            "https://github.com/kijai/ComfyUI-SUPIR/pull/208",
+            "input types 'tensor<2x1280xf32>' and 'tensor<1280xf16>' are not broadcast compatible",
+        ),
+        (
+            "https://github.com/pytorch/pytorch/issues/111317",
+            "RuntimeError: attempting to assign a gradient with dtype 'c10::BFloat16' to a tensor with dtype 'float'.",
+        ),
+    ),
+    "framework": (
+        ("https://github.com/Lightning-AI/pytorch-lightning/issues/16011", "RuntimeError('No precision set')"),
+        (
+            "https://github.com/NVIDIA-NeMo/Speech/issues/8848",
+            "Converting Mistral/Mixtral to Nemo format throws error: Received both `precision=bf16-mixed` and `plugins=<...nlp_overrides.PipelineMixedPrecisionPlugin>`",
+        ),
+        (
+            "https://github.com/deepspeedai/DeepSpeed/issues/2734",
+            "v0.7.7 gives no errors when using `bf16` with zero-1/2/3 stages. v0.8.0 results in `Model data type and gradient accumulation data type must be equal to use ZeRO`.",
+        ),
+    ),
+    "hardware": (
+        (
+            "https://github.com/kvcache-ai/ktransformers/issues/836",
+            "f8e4m3nv is only supported on compute capability >= 90",
+        ),
+        (
+            "https://github.com/meta-pytorch/torchtune/issues/801",
+            "RuntimeError: bf16 precision was requested but not available on this hardware. Please use fp32 precision instead.",
+        ),
+    ),
+    "kernel-image": (
+        (
+            "https://github.com/pytorch/pytorch/issues/103973",
+            "RuntimeError: Attempting to use hipBLASLt on a unsupported architecture!",
+        ),
+        (
+            "https://github.com/pytorch/ao/issues/2904",
+            "ERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.\nERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.",
+        ),
+    ),
+    "mps": (
+        (
+            "https://github.com/Comfy-Org/ComfyUI/issues/11626",
+            "KSamplerAdvanced: Trying to convert Float8_e4m3fn to the MPS backend but it does not have support for that dtype",
+        ),
+        (
+            "https://github.com/huggingface/diffusers/issues/2521",
+            "loc(\"varianceEps\"(\"(mpsFileLoc): /AppleInternal/Library/BuildRoots/9e200cfa-7d96-11ed-886f-a23c4f261b56/Library/Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm\":228:0)):\nerror: input types 'tensor<1x77x1xf16>' and 'tensor<1xf32>' are not broadcast compatible",
+        ),
+    ),
+    "op-support": (
+        (
+            "https://github.com/microsoft/onnxconverter-common/issues/208",
+            "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from model_fp16.onnx failed:This is an invalid model。类型错误：节点 (Resize__139) 中运算符 (Resize) 的输入参数 (const_empty_float__132) 的类型“tensor(float16 )”无效。",
+        ),
+        (
+            "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/Dispatch.h",
+            "NotImplementedError: \"cdist\" not implemented for 'Half'",
+        ),
+    ),
+    "quantization": (
+        (
+            "https://github.com/OpenNMT/CTranslate2/issues/1351",
+            "ValueError: DequantizeGemmOutput: output should have a float type",
+        ),
+        (
+            "https://github.com/lum3on/comfyui_HiDream-Sampler/issues/83",
+            "Blockwise quantization only supports 16/32-bit floats, but got torch.uint8",
+        ),
+        (
+            "https://github.com/pytorch/ao/issues/876",
+            "Expected Tensor argument scales to have dtype torch.bfloat16, but got torch.float32 instead",
+        ),
+    ),
+    "scaler": (
+        (
+            "https://github.com/huggingface/pytorch-image-models/issues/1712",
+            "AttributeError: module 'torch' has no attribute 'autocast'",
+        ),
+    ),
+}

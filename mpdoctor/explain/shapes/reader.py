@@ -1,0 +1,188 @@
+"""Read the failure that ended a run by its shape, when no known signature recognised it.
+
+A library nobody mined still tells a precision failure in a few parts: the dtypes it names (``vocabulary.py``),
+a refusal or a mismatch, and what refuses (an attention kernel, a quantization method, MPS, the CPU, the GPU's
+capability, a compiler, a trainer's precision setting; ``cues.py``). ``read`` finds the failure that ended the
+input (its last failure lines, never a log's earlier chatter) and decides its family from those parts, in the
+order below: the most specific context first, a bare refusal of a low precision last.
+
+It reads at most ``TAIL`` characters of the input's end, so it costs the same on any log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mpdoctor.explain.shapes import cues
+from mpdoctor.explain.shapes.vocabulary import dtypes, is_low, written_low
+
+TAIL = 65_536  # characters of the input's end that are read
+BLOCKS = 6  # failure blocks read upwards from the end before giving up
+BLOCK_LINES = 8  # lines of one failure block: its failure line and what continues its message
+BLOCK_TEXT = 2_000  # characters of one block that are read
+_CLAUSE_END = re.compile(r"[,;]|\. ")
+CONTEXT_LINES = 12  # lines above a failure block read for where it ran
+DTYPE_NEAR = 40  # characters after "requires", "must be", "not implemented for" where the refused dtype is named
+
+# A traceback's frame line and the code line under it, and the carets under that code: not the message.
+_FRAME = re.compile(r'^\s{0,16}(?:\[(?:default)?rank\d{1,6}\]:\s{0,16})?File "[^"\n]{1,1000}", line \d')
+_CARETS = re.compile(r"^[\s^~]*$")
+# A line that states a failure (or a warning about a precision): where a message starts.
+_FAILURE = re.compile(
+    r"error|exception|assert|fail|fatal|abort|warn|not supported|unsupported|not implemented|invalid|mismatch"
+    r"|incompatible|not compatible|cannot|can't|only supports?|requires? ",
+)
+
+
+# Where a message starts in its line: after the last `...Error: `, `...Warning: `, `...Exception: `.
+_MESSAGE_START = re.compile(r"(?:error|warning|exception|failure)\)?: ", re.IGNORECASE)
+
+
+def _message_of(line: str) -> tuple[str, str]:
+    """(what precedes the message in the line, the message from its exception's name on)."""
+    marker = None
+    for marker in _MESSAGE_START.finditer(line):
+        pass
+    if marker is None:
+        return "", line.strip()
+    start = line.rfind(" ", 0, marker.start()) + 1  # the exception's name stays with its message
+    return line[:start], line[start:].strip()
+
+
+def _is_failure(lower: str) -> bool:
+    return bool(_FAILURE.search(lower) or cues.REFUSAL.search(lower))
+
+
+@dataclass
+class Reading:
+    """What the general reader made of the failure: its family, the lines it read, and what they named."""
+
+    family: str
+    lines: list[tuple[int, str]]  # (0-based index in the lines given to ``read``, the line)
+    dtypes: list[str] = field(default_factory=list)
+    cue: str = ""  # the words that decided the family, as the message wrote them
+
+
+def read(lines: list[str]) -> Reading | None:
+    """The family of the failure that ends ``lines`` (the input's last lines, cleaned), or None."""
+    blocks = _failure_blocks(lines)
+    for block in blocks[:BLOCKS]:
+        # the message starts after its exception's name: a log's own prefix ("fp16 run, model.half():") before it
+        # is the log's words, not the failure's; it only says where the run was, as the lines above do
+        head, message = _message_of(block[0][1])
+        written = " ".join([message] + [line.strip() for _, line in block[1:]])[:BLOCK_TEXT]
+        text = written.lower()
+        first = block[0][0]
+        above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
+        verdict = None if _checks_a_class(written) else decide(text, above)
+        if verdict:
+            family, cue = verdict
+            return Reading(family, block, dtypes(text), cue)
+        if cues.NOT_PRECISION.search(text) and _is_failure(text):
+            return None  # the run ended on another failure; a precision word above it was in passing
+    return None
+
+
+def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
+    """The input's failure blocks, the last first: a failure line and the message lines that continue it.
+    Without any failure line, the input's last lines are one block (a message pasted without its name)."""
+    message: list[tuple[int, str]] = []
+    after_frame = False
+    for index, line in enumerate(lines):
+        if _FRAME.match(line):
+            after_frame = True
+            continue
+        if after_frame and line.startswith((" ", "\t")) or _CARETS.match(line):
+            after_frame = False  # the code line a frame shows, or the carets under it
+            continue
+        after_frame = False
+        message.append((index, line))
+    blocks: list[list[tuple[int, str]]] = []
+    for index, line in message:
+        if _is_failure(line.lower()) or not blocks:
+            blocks.append([(index, line)])
+        elif len(blocks[-1]) < BLOCK_LINES:
+            blocks[-1].append((index, line))
+    if blocks and not _is_failure(blocks[0][0][1].lower()) and len(blocks) > 1:
+        blocks = blocks[1:]  # lines above the first failure are a log's chatter, not a message
+    return list(reversed(blocks))
+
+
+# `expected X, got SomeClass`: what was checked is an object's class (a quantizer, a method, a module), not a dtype.
+_GOT_CLASS = re.compile(r"\b(?:got|found|received):? (?:<class ')?(?:[\w.]+\.)?(?P<name>[A-Z][a-z0-9]+[A-Z]\w*)")
+
+
+def _checks_a_class(written: str) -> bool:
+    """Whether the message (as written, cased) ends its check on a class name that is no dtype."""
+    return any(not dtypes(hit.group("name").lower()) for hit in _GOT_CLASS.finditer(written))
+
+
+def _refused_dtype(text: str) -> re.Match | None:
+    """A refusal that names its dtype right after it: ``requires bf16``, ``not implemented for 'Half'``."""
+    for pattern in (cues.WEAK_REFUSAL, cues.NOT_IMPLEMENTED_FOR):
+        for hit in pattern.finditer(text):
+            if dtypes(_CLAUSE_END.split(text[hit.end() : hit.end() + DTYPE_NEAR], 1)[0]):
+                return hit
+    return None
+
+
+def decide(text: str, above: str = "") -> tuple[str, str] | None:
+    """(family, the cue that decided it) for one lower-cased message, or None when it is no precision failure.
+    ``above``: the lines just above it (its traceback's frames, a log's location line), which can say where it
+    ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure."""
+    if cues.NOT_PRECISION.search(text):
+        return None
+    names = dtypes(text)
+    distinct = list(dict.fromkeys(names))
+    # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
+    pair = len(distinct) >= 2 and any(is_low(name) for name in distinct)
+    # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object
+    low = written_low(text)
+    refused = cues.REFUSAL.search(text) or _refused_dtype(text)
+    mismatch = cues.MISMATCH.search(text)
+
+    def found(pattern: re.Pattern) -> str:
+        hit = pattern.search(text)
+        return hit.group(0) if hit else ""
+
+    def near(pattern: re.Pattern) -> str:  # in the message, else in the lines above it
+        hit = pattern.search(text) or pattern.search(above)
+        return hit.group(0) if hit else ""
+
+    if found(cues.AMP_API):
+        return "scaler", found(cues.AMP_API)
+    if found(cues.APEX) and (refused or mismatch or low):
+        return "apex", found(cues.APEX)
+    if found(cues.KERNEL_IMAGE):
+        return "kernel-image", found(cues.KERNEL_IMAGE)
+    if found(cues.SETTING) and found(cues.CONFLICT):
+        return "framework", found(cues.SETTING)  # two precision settings that contradict: no dtype need be named
+    if found(cues.QUANTIZATION) and refused and (names or found(cues.INTEGER)):
+        return "quantization", found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
+    if found(cues.ATTENTION) and refused and written_low(above):
+        return "attention", found(cues.ATTENTION)  # a fused attention kernel refusing, the run's dtype named before
+    if not (low or pair):
+        return None  # no low precision is named (fp32 against fp64 is no mixed-precision failure), or only a hole's
+    if found(cues.SCALER) and (refused or mismatch):
+        return "scaler", found(cues.SCALER)
+    if near(cues.ATTENTION) and (refused or mismatch):
+        return "attention", near(cues.ATTENTION)
+    if found(cues.QUANTIZATION) and (refused or mismatch and pair):
+        return "quantization", found(cues.QUANTIZATION)
+    if near(cues.MPS) and (refused or mismatch):
+        return "mps", near(cues.MPS)
+    if found(cues.HARDWARE) and low and refused:
+        return "hardware", found(cues.HARDWARE)
+    if near(cues.COMPILER) and (refused or mismatch):
+        return "compiler", near(cues.COMPILER)
+    if pair and (mismatch or refused) and not found(cues.NOT_FLOATING):
+        return "dtype", mismatch.group(0) if mismatch else refused.group(0)
+    if low and refused and near(cues.CPU):
+        return "cpu-half", near(cues.CPU)
+    if low and refused:
+        return "op-support", refused.group(0)
+    return None
+
+
+__all__ = ["Reading", "decide", "read"]

@@ -1,0 +1,96 @@
+"""Floating dtypes as the whole stack spells them, each read as one canonical name.
+
+torch's own spellings live in ``known/spelling.py``. The libraries beside torch name the same formats in their
+own languages, and an unmined library's message is only readable when its dtypes are:
+
+* MLIR and Metal (``tensor<1x77xf16>``, ``f32``), Triton (``pointer<bf16>``, ``tl.float32``, ``fp8e4nv``,
+  ``f8E4M3FN``), CUDA C++ (``__half``, ``__nv_bfloat16``, ``cutlass::half_t``, ``half2``);
+* ONNX and ONNX Runtime (``tensor(float16)``, ``MLFloat16``, and the Itanium-mangled ``...TypeIfEE`` that a
+  C++ type name prints as), TensorRT (``kHALF``, ``DataType.HALF``, ``kFLOAT``), NumPy (``np.float16``);
+* what people write (``fp16``, ``FP32``, ``half precision``, ``16-bit float``).
+
+``dtypes(text)`` gives the canonical names (``fp16``, ``bf16``, ``fp8``, ``fp4``, ``fp32``, ``fp64``) in the
+order the text names them. Text is lower-cased before it gets here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpdoctor.explain.known.spelling import DTYPE_WORD, canonical as torch_canonical
+
+LOW = ("fp16", "bf16", "fp8", "fp4")
+
+# Not inside another word. A dtype may follow a namespace ("tl.", "np.", "dtype.", "language.", "datatype.")
+# or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
+_BEFORE = (
+    r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_.])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
+    r"|(?<=np\.)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
+)
+_AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
+
+_SPELLINGS = (
+    # fp8 before fp16: "float8_e4m3fn" and "fp8e4nv" must not be read as anything shorter
+    (
+        "fp8",
+        r"fp8(?:_?e[45]m[23](?:fnuz|fn|nv|b11)?)?|float8(?:_e[45]m[23](?:fnuz|fn)?)?|f8e[45]m[23]\w{0,6}"
+        r"|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
+    ),
+    ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
+    ("bf16", r"bf16|bfloat16(?:_t)?|(?:__)?nv_bfloat16|bfloat162?|kbf16"),
+    (
+        "fp16",
+        r"fp16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
+        r"|half[- ]precision",
+    ),
+    ("fp64", r"fp64|f64|float64|double|kdouble"),
+    ("fp32", r"fp32|f32|float32|float|kfloat|single[- ]precision|32-bit floats?"),
+)
+WORD = re.compile(
+    "|".join(rf"(?P<{name}>{_BEFORE}(?:{spelling}){_AFTER})" for name, spelling in _SPELLINGS)
+    # ONNX Runtime's C++ type names, mangled: `PrimitiveDataTypeIfEE` is the type for `float`
+    + r"|(?P<fp32_mangled>(?<=type)ife{1,3}(?![a-z0-9]))|(?P<fp16_mangled>(?<=\d)(?:ml)?float16(?=e))"
+)
+# torch's own spellings that the words above do not read (``c10::Half``, ``HalfTensor``, ``CUDABFloat16Type``).
+_NAMESPACED = re.compile(r"::|tensor|type")
+_TORCH_NAMES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+
+
+def dtypes(text: str) -> list[str]:
+    """Canonical dtype names in ``text`` (lower-cased), in order, each as often as it is named."""
+    found: list[tuple[int, str]] = []
+    covered: list[tuple[int, int]] = []
+    for match in WORD.finditer(text):
+        name = match.lastgroup.replace("_mangled", "")
+        found.append((match.start(), name))
+        covered.append(match.span())
+    for match in DTYPE_WORD.finditer(text):  # torch's namespaced spellings: c10::Half, HalfTensor, CUDAHalfType
+        if any(match.start() < end and start < match.end() for start, end in covered):
+            continue
+        if not _NAMESPACED.search(match.group(0)):
+            continue
+        name = torch_canonical(match.group(0))
+        name = _TORCH_NAMES.get(
+            name, "fp8" if name.startswith("float8") else "fp4" if name.startswith("float4") else ""
+        )
+        if name:
+            found.append((match.start(), name))
+    return [name for _, name in sorted(found)]
+
+
+# How a message prints a dtype object it was handed (`f"{dtype} is not supported"`): torch.float16, torch.bfloat16.
+_PRINTED = re.compile(r"torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])")
+
+
+def written_low(text: str) -> list[str]:
+    """The low-precision dtypes ``text`` names in words a library writes (``fp16``, ``bf16``, ``'Half'``, ``nvfp4``),
+    not as a message prints a dtype object it was handed (``torch.float16``): that is what a hole prints for any
+    dtype, so alone it says nothing about precision."""
+    return [name for name in dtypes(_PRINTED.sub(" ", text)) if is_low(name)]
+
+
+def is_low(name: str) -> bool:
+    return name in LOW
+
+
+__all__ = ["LOW", "WORD", "dtypes", "is_low", "written_low"]
