@@ -149,7 +149,7 @@ FILLED = [
         "Output tensor has invalid dtype (expected {dtype}, got",
         "general-dtype",
     ),
-    ("lightning", "lightning/", "`precision={precision})` is not supported in DeepSpeed", "general-op-support"),
+    ("lightning", "lightning/", "`precision={precision})` is not supported in DeepSpeed", "general-framework"),
 ]
 
 

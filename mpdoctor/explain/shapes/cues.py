@@ -23,8 +23,9 @@ REFUSAL = _cue(
     r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
     r"convert|cast|launch|load|compile|build|select|dispatch)",
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
-    r"incompatible|not compatible|disabled|refus|无效|不支持",
+    r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
+    r"is invalid|invalid (?:value|precision|choice|option)|not permitted|cannot select|can only be used",
 )
 # A refusal only when a dtype follows it closely (``requires bf16``, ``must be float16``, ``invalid type
 # 'tensor(float16)'``): the same words before anything else check an argument, not a precision.
@@ -38,32 +39,64 @@ NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for (?:struct |class )?(?:\\?
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
 MISMATCH = _cue(
     r"\bexpected\b|\bexpects?\b|but (?:got|found|received|is|was)|\bgot\b|\bfound\b|\bactual\b|\breceived\b",
-    r"mismatch|do(?:es)?(?: not|n't) match|must (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
+    r"mismatch|do(?:es)?(?: not|n't) match|(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
     r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?",
 )
 
 # What refuses it, or where: these steer a refusal into its family.
+# fp16's range exceeded: a value that does not fit, a loss scale collapsing to its floor (`overflow detected, setting
+# loss scale to: 0.00048`, `Minimum loss scale reached`). A high scale halved once is the scaler doing its job.
+OVERFLOW = _cue(
+    r"without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
+    r"loss scale (?:has )?(?:reached|collapsed|underflow)",
+)
+SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})")
+# Non-finite values a low precision produced: NaN images, NaN checks, AMP's own check failing.
+NUMERICS = _cue(
+    r"all nans|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check|--no-half",
+    r"amp checks? failed|not enough precision to represent",
+)
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
     r"mem_?eff|cutlassf|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
+    r"`(?:cutlass|ck|small|flsh|triton|fa\d?)k?f`|memory_efficient_attention|attn_bias|attn_mask|query's dtype",
 )
 QUANTIZATION = _cue(
     r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
     r"modelopt|blockwise|dequant|\bscales\b|zero_points?|exllama|kv[_ ]cache[_ ]dtype|qlora|[48][- ]?bit\b",
-    r"scaled_mm|compute_type|int8_float",
+    r"scaled_mm|compute_type|int8_float|scale_[ab]\b|linear[48]bit|bnb_4bit|\b4bit|\b8bit",
 )
-INTEGER = _cue(r"\bu?int(?:4|8|16|32)\b|\b(?:16|32)(?:/(?:16|32))?-bit floats?")
+# fp8/fp4 kernels' block sizes: `requires 2D input matrices with height divisible by 8 and width divisible by 16`.
+BLOCK_SIZE = _cue(r"divisible by \d{1,3}|% (?:8|16|32) != 0")
+INTEGER = _cue(r"\bu?int(?:4|8|16|32)\b|\bchar\b|\b(?:16|32)(?:/(?:16|32))?-bit floats?")
 # Integer and boolean dtypes: a mismatch that names one (a Long mask, an int index) is no mixed-precision failure.
 NOT_FLOATING = _cue(r"\blong(?: int)?\b|\bint(?:8|16|32|64)?\b|\bbool(?:ean)?\b|\buint8\b|\bbyte\b|\bint64_t\b")
 MPS = _cue(r"\bmps\b|mpsgraph|metal performance|\bmetal\b|apple silicon|mpsfileloc|\bmps[._:]")
+# Tensors whose dtypes must agree: a mixed-precision failure whatever the dtypes' holes print (`query and key must
+# have the same dtype`, `output tensor must have the same type as input tensor`, `uniform dtype`).
+AGREEMENT = _cue(
+    r"\b(?:lhs|rhs|tensors?|inputs?|outputs?|query|key|value|weights?|bias|param\w{0,10}|operands?|grad\w{0,10}|args?)\b"
+    r".{0,60}?(?:must|should) (?:have|be) (?:of )?the same (?:d|data ?|scalar |element )?types?\b",
+    r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
+    r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
+    r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
+)
+# A GPU or CUDA is required for it: on the CPU it cannot run.
+NEEDS_GPU = _cue(
+    r"(?:requires?|needs?) (?:a |an )?(?:cuda|gpu|nvidia)|only (?:be used |compatible |supported |works? |available )?"
+    r"(?:on|with) (?:a )?(?:cuda|gpu)|without (?:a )?(?:cuda|gpu|accelerator)|use_gpu|device=0\b",
+)
+# A capability floor stated as such (`Minimum capability: 90. Current capability: 86`).
+MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
 CPU = _cue(r"\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider")
 HARDWARE = _cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
     r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
-    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b",
+    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
+    r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -72,7 +105,7 @@ KERNEL_IMAGE = _cue(
 )
 COMPILER = _cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
-    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|xla",
+    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|xla|loop-carried",
 )
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = _cue(
@@ -80,15 +113,29 @@ SETTING = _cue(
     r"amp_backend|amp_level|--fp16|--bf16|\bfp16 ?[=:]|\bbf16 ?[=:]|fp16_opt_level|enabled_precisions",
     r"use_explicit_typing|torch_dtype|compute_dtype|param_dtype|reduce_dtype|buffer_dtype|precision set",
     r"half_precision|data type and gradient|gradient accumulation data type|model data type",
+    r"precision ['\"]|allowed precision|precision values|precision \d|precision has been set|builderflag|\bkfp16\b",
+    r"not configured in the builder|\bzero (?:stage|optimization|[123])|zero_optimization|amp_o[12]|fp16config",
+    r"bf16config|loss_scale|[fb][fp]16\.enabled|fp16_backend|fp16_full_eval|mixed_precision|recipekwargs",
 )
 # Two settings that contradict each other.
 CONFLICT = _cue(
     r"\bboth\b|conflict|cannot be used (?:with|together)|mutually exclusive|also specified|also set",
     r"should not be used (?:when|with)|not compatible with|only one of|\beither\b|must be equal|must match",
-    r"no precision set|(?:is|was) set to",
+    r"no precision set|(?:is|was) set to|\bvs\b|mismatch|requires setting|when `?\w{2,30}`? is set",
 )
 SCALER = _cue(r"gradscaler|grad_scaler|loss[_ ]?scal|\bscaler\b|unscale|inf checks|found_inf|dynamic loss")
 APEX = _cue(r"\bapex\b|amp_c\b|fused_layer_norm_cuda|fused_adam_cuda|--cpp_ext|--cuda_ext|apex\.amp")
+# apex's compiled extensions missing or built for another torch: `No module named 'amp_C'`, `requires cuda extensions`.
+APEX_BUILD = _cue(
+    r"(?:no module named|undefined symbol|cannot import|could not import).{0,40}(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b",
+    r"(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b.{0,40}(?:undefined symbol|not found|cannot open)",
+    r"apex\S{0,40} requires cuda extensions|apex was installed without|installed without --c(?:pp|uda)_ext",
+)
+# GradScaler used out of its order: no dtype need be named.
+SCALER_MISUSE = _cue(
+    r"attempting to unscale|unscale_\(\) has already been called|has already been called on this optimizer",
+    r"no inf checks were recorded|step\(\) has already been called",
+)
 # torch's AMP API missing: a torch older than the code (`module 'torch' has no attribute 'autocast'`).
 AMP_API = _cue(
     r"has no attribute '(?:autocast|amp|gradscaler|is_bf16_supported|get_autocast\w{0,30}|float8\w{0,20}|bfloat16)'"
@@ -119,7 +166,16 @@ __all__ = [
     "ATTENTION",
     "COMPILER",
     "CONFLICT",
+    "AGREEMENT",
+    "APEX_BUILD",
+    "BLOCK_SIZE",
     "CPU",
+    "SCALER_MISUSE",
+    "NUMERICS",
+    "OVERFLOW",
+    "SCALE_SET_TO",
+    "MINIMUM",
+    "NEEDS_GPU",
     "INTEGER",
     "HARDWARE",
     "KERNEL_IMAGE",

@@ -6,6 +6,10 @@ examples (tests/test_explain_shapes.py holds the reader to them). Copied verbati
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
         (
+            "https://github.com/NVIDIA/apex/issues/1314",
+            '>>> import apex\n`fused_weight_gradient_mlp_cuda` module not found. gradient accumulation fusion with weight gradient computation disabled.\n>>> import fused_weight_gradient_mlp_cuda\nTraceback (most recent call last):\n  File "<stdin>", line 1, in <module>\nImportError: /opt/spark/python/lib/python3.9/site-packages/fused_weight_gradient_mlp_cuda.cpython-39-x86_64-linux-gnu.so: undefined symbol: _ZN2at4cuda4blas19_cublasGetErrorEnumE14cublasStatus_t',
+        ),
+        (
             "https://github.com/deepspeedai/DeepSpeed/issues/474",
             "[2020-10-23 09:11:35,886] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,897] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,905] [WARNING] [engine.py:48:<module>] Warning:  apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.",
         ),
@@ -18,8 +22,16 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "compiler": (
         (
+            "https://github.com/pytorch/pytorch/pull/118449",
+            "`torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Internal Triton PTX codegen error: \nptxas /tmp/compile-ptx-src-83b319, line 51; error   : Feature '.bf16' requires .target sm_80 or higher\nptxas /tmp/compile-ptx-src-83b319, line 51; error   : Feature 'cvt with .f32.bf16' requires .target sm_80 or higher\nptxas /tmp/compile-ptx-src-83b319, line 59; error   : Feature '.bf16' requires .target sm_80 or higher\nptxas fatal   : Ptx assembly aborted due to errors",
+        ),
+        (
             "https://github.com/triton-lang/triton/issues/2302",
             "Compilation error message is `AssertionError('Block element type(bf16) and value element type(fp32) mismatch')`",
+        ),
+        (
+            "https://github.com/triton-lang/triton/issues/1360",
+            "error: 'llvm.fmul' op requires the same type for all operands and results\nPass execution failedLLVM ERROR: Failed to translate TritonGPU to LLVM IR.",
         ),
     ),
     "cpu-half": (
@@ -83,6 +95,12 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "loc(\"varianceEps\"(\"(mpsFileLoc): /AppleInternal/Library/BuildRoots/9e200cfa-7d96-11ed-886f-a23c4f261b56/Library/Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm\":228:0)):\nerror: input types 'tensor<1x77x1xf16>' and 'tensor<1xf32>' are not broadcast compatible",
         ),
     ),
+    "numerics": (
+        (
+            "https://github.com/huggingface/diffusers/issues/2153",
+            'Python\\Python310\\lib\\site-packages\\diffusers\\pipelines\\pipeline_utils.py:818: RuntimeWarning: invalid value encountered in cast\nimages = (images * 255).round().astype("uint8")',
+        ),
+    ),
     "op-support": (
         (
             "https://github.com/microsoft/onnxconverter-common/issues/208",
@@ -90,7 +108,21 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ),
         (
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/Dispatch.h",
-            "NotImplementedError: \"cdist\" not implemented for 'Half'",
+            "RuntimeError: \"addmm_cuda\" not implemented for 'Float8_e4m3fn'",
+        ),
+    ),
+    "overflow": (
+        (
+            "https://github.com/NVIDIA/apex/issues/1105",
+            "RuntimeError: value cannot be converted to type at::Half without overflow: -1e+10",
+        ),
+        (
+            "https://github.com/hiyouga/LlamaFactory/issues/251",
+            '  File "/usr/local/lib/python3.8/dist-packages/deepspeed/runtime/fp16/loss_scaler.py", line 175, in update_scale\n    raise Exception(\nException: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.',
+        ),
+        (
+            "https://github.com/NVIDIA/apex/issues/834",
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 4.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 2.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.5",
         ),
     ),
     "quantization": (
@@ -108,6 +140,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
     "scaler": (
+        ("https://github.com/GaParmar/img2img-turbo/issues/18", "ValueError: Attempting to unscale FP16 gradients."),
         (
             "https://github.com/huggingface/pytorch-image-models/issues/1712",
             "AttributeError: module 'torch' has no attribute 'autocast'",

@@ -127,12 +127,59 @@ def _refused_dtype(text: str) -> re.Match | None:
     return None
 
 
+# torch's dispatch names its kernels by device: `"addmm_impl_cpu_"`, `"slow_conv2d_cpu"`, CUDA's `"..._cuda"`. A kernel
+# with no fp16/bf16 implementation that is not CUDA's is the CPU's: CUDA has them for nearly every op.
+_KERNEL_NAME = re.compile(
+    r"[\"'`](?P<kernel>[a-z0-9_:.]{2,80})[\"'`]\s{0,2}(?:is )?not implemented for|(?P<cputype>cputype)"
+)
+
+
+def _cpu_kernel(text: str) -> bool:
+    hit = _KERNEL_NAME.search(text)
+    return bool(hit) and (bool(hit.group("cputype")) or "cuda" not in (hit.group("kernel") or ""))
+
+
+LOW_SCALE = 8.0  # a loss scale set this low has collapsed: each halving was an overflow the model did not outgrow
+
+
+def _scale_collapsed(text: str) -> str:
+    """The loss scale a scaler's log says it set, when it fell below LOW_SCALE ("" otherwise)."""
+    values = []
+    for hit in cues.SCALE_SET_TO.finditer(text):
+        try:
+            values.append(float(hit.group(1).rstrip(".")))
+        except ValueError:
+            continue
+    return f"loss scale set to {values[-1]:g}" if values and values[-1] < LOW_SCALE and "overflow" in text else ""
+
+
+def _refused_near(text: str, what: re.Pattern) -> bool:
+    """A requirement of the GPU (`requires a GPU with Compute Capability 8.9`, `Minimum capability: 90`)."""
+    for hit in cues.WEAK_REFUSAL.finditer(text):
+        if what.search(text[hit.end() : hit.end() + DTYPE_NEAR]):
+            return True
+    return bool(cues.MINIMUM.search(text))
+
+
 def decide(text: str, above: str = "") -> tuple[str, str] | None:
     """(family, the cue that decided it) for one lower-cased message, or None when it is no precision failure.
     ``above``: the lines just above it (its traceback's frames, a log's location line), which can say where it
     ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure."""
+    collapsed = _scale_collapsed(text)
+    if collapsed:
+        return "overflow", collapsed  # before the words in passing: a scaler "skipping" steps down to its floor
+    if cues.APEX_BUILD.search(text):
+        return "apex", cues.APEX_BUILD.search(text).group(0)  # before "no module named": apex's own extensions
+    if cues.BLOCK_SIZE.search(text) and written_low(text):
+        return "quantization", cues.BLOCK_SIZE.search(text).group(0)  # before the shape words: a kernel's blocks
     if cues.NOT_PRECISION.search(text):
         return None
+    if cues.SCALER_MISUSE.search(text):
+        return "scaler", cues.SCALER_MISUSE.search(text).group(0)
+    if cues.OVERFLOW.search(text):
+        return "overflow", cues.OVERFLOW.search(text).group(0)
+    if cues.NUMERICS.search(text):
+        return "numerics", cues.NUMERICS.search(text).group(0)
     names = dtypes(text)
     distinct = list(dict.fromkeys(names))
     # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
@@ -152,30 +199,43 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
 
     if found(cues.AMP_API):
         return "scaler", found(cues.AMP_API)
-    if found(cues.APEX) and (refused or mismatch or low):
-        return "apex", found(cues.APEX)
     if found(cues.KERNEL_IMAGE):
         return "kernel-image", found(cues.KERNEL_IMAGE)
-    if found(cues.SETTING) and found(cues.CONFLICT):
-        return "framework", found(cues.SETTING)  # two precision settings that contradict: no dtype need be named
+    if found(cues.SETTING) and (found(cues.CONFLICT) or refused or found(cues.NEEDS_GPU)):
+        # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
+        # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
+        return "framework", found(cues.SETTING)
+    if found(cues.APEX) and (refused or mismatch or low):
+        return "apex", found(cues.APEX)
     if found(cues.QUANTIZATION) and refused and (names or found(cues.INTEGER)):
         return "quantization", found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
-    if found(cues.ATTENTION) and refused and written_low(above):
-        return "attention", found(cues.ATTENTION)  # a fused attention kernel refusing, the run's dtype named before
+    if found(cues.ATTENTION) and refused and (written_low(above) or found(cues.HARDWARE)):
+        # a fused attention kernel refusing the GPU, or the run's dtype named before it
+        return "attention", found(cues.ATTENTION)
+    if (found(cues.AGREEMENT) or mismatch and pair) and low and found(cues.INTEGER):
+        return "quantization", found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
+    if found(cues.AGREEMENT) and not found(cues.NOT_FLOATING):
+        if near(cues.COMPILER):
+            return "compiler", near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
+        return "dtype", found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
     if not (low or pair):
         return None  # no low precision is named (fp32 against fp64 is no mixed-precision failure), or only a hole's
     if found(cues.SCALER) and (refused or mismatch):
         return "scaler", found(cues.SCALER)
-    if near(cues.ATTENTION) and (refused or mismatch):
+    if near(cues.ATTENTION) and (refused or mismatch) and not found(cues.NOT_FLOATING):
         return "attention", near(cues.ATTENTION)
     if found(cues.QUANTIZATION) and (refused or mismatch and pair):
         return "quantization", found(cues.QUANTIZATION)
     if near(cues.MPS) and (refused or mismatch):
         return "mps", near(cues.MPS)
-    if found(cues.HARDWARE) and low and refused:
+    if found(cues.COMPILER) and (refused or mismatch or _refused_near(text, cues.HARDWARE)):
+        return "compiler", found(cues.COMPILER)  # the compiler's own words: its target refuses what it emitted
+    if found(cues.HARDWARE) and low and (refused or _refused_near(text, cues.HARDWARE)):
         return "hardware", found(cues.HARDWARE)
     if near(cues.COMPILER) and (refused or mismatch):
         return "compiler", near(cues.COMPILER)
+    if low and (refused and (found(cues.CPU) or _cpu_kernel(text)) or found(cues.NEEDS_GPU)):
+        return "cpu-half", found(cues.CPU) or found(cues.NEEDS_GPU) or "a CPU kernel"
     if pair and (mismatch or refused) and not found(cues.NOT_FLOATING):
         return "dtype", mismatch.group(0) if mismatch else refused.group(0)
     if low and refused and near(cues.CPU):

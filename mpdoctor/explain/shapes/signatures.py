@@ -209,14 +209,54 @@ SIGNATURES: dict[str, Signature] = {
             library_fixes=settings.CONFLICTS + settings.SETTINGS,
         ),
         _general(
-            "scaler",
-            "torch's AMP API is missing or was misused",
-            "The code uses an AMP entry point (`torch.autocast`, `torch.amp.GradScaler`, bf16 support checks) that "
-            "the installed torch does not have, or a loss scaler in a way it does not take: the code was written "
-            "for a newer torch.",
+            "overflow",
+            "A value left float16's range: an overflow, or a loss scale collapsed to its floor",
+            "float16 holds values up to 65504: a constant such as -1e10 or -inf written into an fp16 tensor (attention "
+            "masks, `masked_fill`), activations or gradients that grow past it, or a loss scaler that kept halving "
+            "its scale because every step overflowed, until it reached its floor.",
             (
                 fix(
-                    "Upgrade torch to the version the code was written for, or use the older spelling "
+                    "Write masking constants in the tensor's own range: `x.masked_fill(mask, torch.finfo(x.dtype).min)` "
+                    "instead of -1e10 or -1e9"
+                ),
+                fix(
+                    "When the loss scale collapses: find where values leave the range with mpdoctor's numerics watch "
+                    "(`mpdoctor numerics train.py`), keep that module in fp32, lower the learning rate or clip "
+                    "gradients, or train in bf16, whose range is fp32's",
+                ),
+            ),
+            checks=("PREC001",),
+        ),
+        _general(
+            "numerics",
+            "A low precision produced NaN or infinite values",
+            "The model's values overflowed or lost their precision in fp16 (a VAE or UNet in half, an attention "
+            "block, a norm), and the NaNs came out as black images, a failed NaN check, or a cast to uint8 of "
+            "invalid values.",
+            (
+                fix(
+                    "Run the part that overflows in fp32 (diffusers: `pipe.vae.to(torch.float32)` or "
+                    "`upcast_vae()`; web UIs: `--no-half-vae`), or use bf16, whose range is fp32's"
+                ),
+                fix("Find the first module that produces them: `mpdoctor numerics train.py`"),
+            ),
+            checks=("PREC003",),
+        ),
+        _general(
+            "scaler",
+            "torch's AMP API is missing or a loss scaler was misused",
+            "The code uses an AMP entry point (`torch.autocast`, `torch.amp.GradScaler`, bf16 support checks) that "
+            "the installed torch does not have, or a GradScaler out of its order: gradients unscaled twice between "
+            "updates, or fp16 gradients (a model converted with `.half()`) handed to a scaler that only unscales "
+            "fp32 ones.",
+            (
+                fix(
+                    "Keep the model's parameters in fp32 and let autocast run the forward in fp16: a GradScaler "
+                    "unscales fp32 gradients only (no `.half()` on a model trained with one); call `unscale_` at "
+                    "most once per `update()`"
+                ),
+                fix(
+                    "Or upgrade torch to the version the code was written for, or use the older spelling "
                     "(`torch.cuda.amp.autocast()`, `torch.cuda.amp.GradScaler()`)",
                     'python -c "import torch; print(torch.__version__)"',
                 ),

@@ -24,7 +24,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # Not inside another word. A dtype may follow a namespace ("tl.", "np.", "dtype.", "language.", "datatype.")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
-    r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_.])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
+    r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
     r"|(?<=np\.)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
@@ -34,7 +34,7 @@ _SPELLINGS = (
     (
         "fp8",
         r"fp8(?:_?e[45]m[23](?:fnuz|fn|nv|b11)?)?|float8(?:_e[45]m[23](?:fnuz|fn)?)?|f8e[45]m[23]\w{0,6}"
-        r"|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
+        r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
     ("bf16", r"bf16|bfloat16(?:_t)?|(?:__)?nv_bfloat16|bfloat162?|kbf16"),
