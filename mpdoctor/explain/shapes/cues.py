@@ -21,7 +21,8 @@ REFUSAL = _cue(
     r"only (?:support|accept|work|allow|available|compatible|run|implemented|be used)|only (?:fp|bf|int|float|half)",
     r"does(?: not|n't) (?:support|have|work|allow|accept|implement)|do(?: not|n't) (?:support|have|work)",
     r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
-    r"convert|cast|launch|load|compile|build|select|dispatch)",
+    r"convert|cast|launch|load|compile|build|select|dispatch|enable)",
+    r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
@@ -34,7 +35,7 @@ WEAK_REFUSAL = _cue(
 )
 # torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
 # it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
-NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for (?:struct |class )?(?:\\?['\"`(]|c10::|at::|torch\.)")
+NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for ?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)")
 
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
 MISMATCH = _cue(
@@ -52,15 +53,17 @@ OVERFLOW = _cue(
     r"without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
     r"loss scale (?:has )?(?:reached|collapsed|underflow)",
 )
-SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})")
+SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad scale:? {0,3}(\d[\d.e+-]{0,20})")
+# log2 of the scale (guided-diffusion's `decreased lg_loss_scale to -16199.354`): below 3, the scale is below 8.
+LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
 # Non-finite values a low precision produced: NaN images, NaN checks, AMP's own check failing.
 NUMERICS = _cue(
     r"all nans|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check|--no-half",
-    r"amp checks? failed|not enough precision to represent",
+    r"amp:? checks? failed|not enough precision to represent",
 )
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
-    r"mem_?eff|cutlassf|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
+    r"mem_?eff|cutlassf\b|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
     r"`(?:cutlass|ck|small|flsh|triton|fa\d?)k?f`|memory_efficient_attention|attn_bias|attn_mask|query's dtype",
 )
 QUANTIZATION = _cue(
@@ -81,12 +84,14 @@ AGREEMENT = _cue(
     r".{0,60}?(?:must|should) (?:have|be) (?:of )?the same (?:d|data ?|scalar |element )?types?\b",
     r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
+    r"floating point types of different precisions|mixed precision is disallowed",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
 )
 # A GPU or CUDA is required for it: on the CPU it cannot run.
 NEEDS_GPU = _cue(
     r"(?:requires?|needs?) (?:a |an )?(?:cuda|gpu|nvidia)|only (?:be used |compatible |supported |works? |available )?"
     r"(?:on|with) (?:a )?(?:cuda|gpu)|without (?:a )?(?:cuda|gpu|accelerator)|use_gpu|device=0\b",
+    r"only (?:when|if) \w{2,20}ing on (?:a )?(?:cuda|gpu)|--device cuda",
 )
 # A capability floor stated as such (`Minimum capability: 90. Current capability: 86`).
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
@@ -97,6 +102,7 @@ HARDWARE = _cue(
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
+    r"supported on the device|required aspect",
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -116,6 +122,7 @@ SETTING = _cue(
     r"precision ['\"]|allowed precision|precision values|precision \d|precision has been set|builderflag|\bkfp16\b",
     r"not configured in the builder|\bzero (?:stage|optimization|[123])|zero_optimization|amp_o[12]|fp16config",
     r"bf16config|loss_scale|[fb][fp]16\.enabled|fp16_backend|fp16_full_eval|mixed_precision|recipekwargs",
+    r"(?:in|for|of) precision\b",
 )
 # Two settings that contradict each other.
 CONFLICT = _cue(
@@ -124,13 +131,23 @@ CONFLICT = _cue(
     r"no precision set|(?:is|was) set to|\bvs\b|mismatch|requires setting|when `?\w{2,30}`? is set",
 )
 SCALER = _cue(r"gradscaler|grad_scaler|loss[_ ]?scal|\bscaler\b|unscale|inf checks|found_inf|dynamic loss")
-APEX = _cue(r"\bapex\b|amp_c\b|fused_layer_norm_cuda|fused_adam_cuda|--cpp_ext|--cuda_ext|apex\.amp")
+APEX = _cue(r"\bapex\b|amp_c\b|fused_layer_norm_cuda|fused_adam_cuda|--cpp_ext|--cuda_ext|apex\.amp|amp\.initialize")
 # apex's compiled extensions missing or built for another torch: `No module named 'amp_C'`, `requires cuda extensions`.
 APEX_BUILD = _cue(
     r"(?:no module named|undefined symbol|cannot import|could not import).{0,40}(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b",
     r"(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b.{0,40}(?:undefined symbol|not found|cannot open)",
     r"apex\S{0,40} requires cuda extensions|apex was installed without|installed without --c(?:pp|uda)_ext",
+    # apex missing or another package of its name: `No module named apex.fp16_utils`, `from apex import amp` failing
+    r"no module named '?apex\b|no module named 'amp'|name 'amp' is not defined|cannot import name 'amp'",
 )
+# A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
+# precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
+SETTING_MISSING = _cue(
+    r"unexpected keyword argument '(?:amp|fp16|bf16|half|precision|mixed_precision|autocast|fp16_\w{1,30}|bf16_\w{1,30})'",
+    r"'\w{0,40}(?:fp16|bf16)\w{0,40}' object has no attribute|has no attribute '\w{0,30}(?:fp16|bf16)\w{0,30}'",
+)
+# NaN losses and NaN tensors in a log: with a low precision named around them, the precision's numerics.
+NAN_LOSS = _cue(r"\bloss\w{0,10}[:= ] ?nan\b|\bnan or inf found|\bgrad_norm[:= ] ?nan\b")
 # GradScaler used out of its order: no dtype need be named.
 SCALER_MISUSE = _cue(
     r"attempting to unscale|unscale_\(\) has already been called|has already been called on this optimizer",
@@ -148,7 +165,7 @@ NOT_PRECISION = _cue(
     r"no such file|filenotfounderror|permission denied|connection|timed? ?out|\b40[134]\b",
     # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
     r"operands of type pointer<",
-    r"size mismatch|shape|dimension|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
+    r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
     r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
     r"not enough|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
@@ -170,6 +187,9 @@ __all__ = [
     "APEX_BUILD",
     "BLOCK_SIZE",
     "CPU",
+    "LOG_SCALE_SET_TO",
+    "NAN_LOSS",
+    "SETTING_MISSING",
     "SCALER_MISUSE",
     "NUMERICS",
     "OVERFLOW",

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7
-(tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+and round 9 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -13,11 +13,23 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/deepspeedai/DeepSpeed/issues/474",
             "[2020-10-23 09:11:35,886] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,897] [WARNING] [stage2.py:32:<module>] apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.\n[2020-10-23 09:11:35,905] [WARNING] [engine.py:48:<module>] Warning:  apex was installed without --cpp_ext.  Falling back to Python flatten and unflatten.",
         ),
+        (
+            "https://github.com/deepset-ai/haystack/pull/463",
+            "RuntimeError: Found param language_model.model.embeddings.word_embeddings.weight with type torch.FloatTensor, expected torch.cuda.FloatTensor.\nWhen using amp.initialize, you need to provide a model with parameters\nlocated on a CUDA device before passing it no matter what optimization level\nyou chose. Use model.to('cuda') to use the default device.",
+        ),
+        (
+            "https://github.com/SeanNaren/deepspeech.pytorch/issues/376",
+            '  File "/home/piyush/deepspeech.pytorch/utils.py", line 2, in <module>\n    from apex.fp16_utils import BN_convert_float\nImportError: No module named apex.fp16_utils',
+        ),
     ),
     "attention": (
         (
             "https://github.com/huggingface/transformers/issues/28731",
             "*Model Generate With Bfloat16:* `False (RuntimeError: cutlassF: no kernel found to launch!)`",
+        ),
+        (
+            "https://github.com/NVIDIA/TensorRT-LLM/issues/2855",
+            "`[TensorRT-LLM][ERROR] Assertion failed: FP8 FMHA cannot be enabled except on Ada or Hopper or Blackwell Arch. `",
         ),
     ),
     "compiler": (
@@ -39,6 +51,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/pytorch/pytorch/issues/100565",
             "RuntimeError: Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype",
         ),
+        (
+            "https://github.com/deepjavalibrary/djl/issues/3707",
+            "Failed to convert model: intfloat/multilingual-e5-large-instruct.\nFP16 export is supported only when exporting on GPU. Please pass the option `--device cuda`.",
+        ),
     ),
     "dtype": (
         (
@@ -53,6 +69,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/pytorch/pytorch/issues/111317",
             "RuntimeError: attempting to assign a gradient with dtype 'c10::BFloat16' to a tensor with dtype 'float'.",
         ),
+        (
+            "https://github.com/ultralytics/ultralytics/issues/21225",
+            "UNAVAILABLE: Invalid argument: unexpected datatype TYPE_FP32 for inference input 'images', expecting TYPE_FP16",
+        ),
     ),
     "framework": (
         ("https://github.com/Lightning-AI/pytorch-lightning/issues/16011", "RuntimeError('No precision set')"),
@@ -64,6 +84,19 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/deepspeedai/DeepSpeed/issues/2734",
             "v0.7.7 gives no errors when using `bf16` with zero-1/2/3 stages. v0.8.0 results in `Model data type and gradient accumulation data type must be equal to use ZeRO`.",
         ),
+        (
+            "https://github.com/hiyouga/LlamaFactory/issues/710",
+            '    assert not(config.bf16 and config.fp16), ("In config, bf16 and fp16 cannot both be true")\nAssertionError: In config, bf16 and fp16 cannot both be true',
+        ),
+        ("https://github.com/mosaicml/examples/issues/322", "Value bf_16 is not available in Precision"),
+        (
+            "https://github.com/huggingface/accelerate/issues/1072",
+            "----> 4 accelerator = accelerate.Accelerator(fp16=True)\n\nTypeError: __init__() got an unexpected keyword argument 'fp16'",
+        ),
+        (
+            "https://github.com/horovod/horovod/issues/119",
+            "  File \"/cm/shared/scratch/centos/benchmarks/scripts/tf_cnn_benchmarks/benchmark_cnn.py\", line 707, in __init__\n    self.model.get_fp16_loss_scale())\nAttributeError: 'ResnetModel' object has no attribute 'get_fp16_loss_scale'",
+        ),
     ),
     "hardware": (
         (
@@ -73,6 +106,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/meta-pytorch/torchtune/issues/801",
             "RuntimeError: bf16 precision was requested but not available on this hardware. Please use fp32 precision instead.",
+        ),
+        (
+            "https://github.com/intel/intel-extension-for-pytorch/issues/303",
+            "error: Double type is not supported on this platform.",
         ),
     ),
     "kernel-image": (
@@ -100,6 +137,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/huggingface/diffusers/issues/2153",
             'Python\\Python310\\lib\\site-packages\\diffusers\\pipelines\\pipeline_utils.py:818: RuntimeWarning: invalid value encountered in cast\nimages = (images * 255).round().astype("uint8")',
         ),
+        (
+            "https://github.com/WongKinYiu/yolov7/issues/834",
+            "AMP: checks failed X, disabling Automatic Mixed Precision.",
+        ),
     ),
     "op-support": (
         (
@@ -109,6 +150,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/Dispatch.h",
             "RuntimeError: \"addmm_cuda\" not implemented for 'Float8_e4m3fn'",
+        ),
+        (
+            "https://github.com/microsoft/onnxruntime/issues/26311",
+            "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for MatMul(13) node with name '/blocks.0/slstm_layer/slstm_cell/MatMul'",
+        ),
+        (
+            "https://github.com/pytorch/executorch/issues/7748",
+            "[op_native_layer_norm.cpp:169] In function operator()(), assert failed (false): Unhandled dtype Half for native_layer_norm.out",
         ),
     ),
     "overflow": (
@@ -123,6 +172,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/NVIDIA/apex/issues/834",
             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 4.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 2.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1.0\nGradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.5",
+        ),
+        (
+            "https://github.com/deepinsight/insightface/issues/2262",
+            "Training: 2023-03-14 09:08:43,293-Speed 2178.40 samples/sec   Loss nan   LearningRate 0.001000   \nEpoch: 0   Global Step: 20   Fp16 Grad Scale:  0   Required: 194 hours\nTraining: 2023-03-14 09:08:47,984-Speed 2183.37 samples/sec   Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 30   Fp16 Grad Scale:  0   Required: 144 hours",
+        ),
+        (
+            "https://github.com/openai/guided-diffusion/issues/50",
+            "Found NaN, decreased lg_loss_scale to -16199.354\nFound NaN, decreased lg_loss_scale to -16200.354\nFound NaN, decreased lg_loss_scale to -16201.354\nFound NaN, decreased lg_loss_scale to -16202.354",
         ),
     ),
     "quantization": (

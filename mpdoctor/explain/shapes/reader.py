@@ -147,10 +147,16 @@ def _scale_collapsed(text: str) -> str:
     values = []
     for hit in cues.SCALE_SET_TO.finditer(text):
         try:
-            values.append(float(hit.group(1).rstrip(".")))
+            values.append(float((hit.group(1) or hit.group(2)).rstrip(".")))
         except ValueError:
             continue
-    return f"loss scale set to {values[-1]:g}" if values and values[-1] < LOW_SCALE and "overflow" in text else ""
+    for hit in cues.LOG_SCALE_SET_TO.finditer(text):
+        try:
+            values.append(2.0 ** min(64.0, float(hit.group(1).rstrip("."))))
+        except (ValueError, OverflowError):
+            continue
+    overflowed = "overflow" in text or "nan" in text or "inf" in text
+    return f"loss scale set to {values[-1]:g}" if values and values[-1] < LOW_SCALE and overflowed else ""
 
 
 def _refused_near(text: str, what: re.Pattern) -> bool:
@@ -172,8 +178,12 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         return "apex", cues.APEX_BUILD.search(text).group(0)  # before "no module named": apex's own extensions
     if cues.BLOCK_SIZE.search(text) and written_low(text):
         return "quantization", cues.BLOCK_SIZE.search(text).group(0)  # before the shape words: a kernel's blocks
+    if cues.SETTING_MISSING.search(text):
+        return "framework", cues.SETTING_MISSING.search(text).group(0)  # before "unexpected keyword": a version's
     if cues.NOT_PRECISION.search(text):
         return None
+    if cues.NAN_LOSS.search(text) and (written_low(text + " " + above) or cues.SETTING.search(text + " " + above)):
+        return "numerics", cues.NAN_LOSS.search(text).group(0)  # NaN losses in a run that names its low precision
     if cues.SCALER_MISUSE.search(text):
         return "scaler", cues.SCALER_MISUSE.search(text).group(0)
     if cues.OVERFLOW.search(text):
@@ -218,6 +228,12 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         if near(cues.COMPILER):
             return "compiler", near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
         return "dtype", found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
+    if "fp64" in names and refused and found(cues.HARDWARE):
+        return "hardware", found(cues.HARDWARE)  # a GPU without fp64 (Intel Arc): a precision it lacks
+    if found(cues.CONFLICT) and len(set(low)) >= 2:
+        return "framework", found(cues.CONFLICT)  # two low precisions asked for at once (`bf16 and fp16 ... both`)
+    if re.search(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node", text):
+        return "op-support", "no implementation for the node's types"  # ONNX Runtime: no kernel for these types
     if not (low or pair):
         return None  # no low precision is named (fp32 against fp64 is no mixed-precision failure), or only a hole's
     if found(cues.SCALER) and (refused or mismatch):

@@ -25,7 +25,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
     r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
-    r"|(?<=np\.)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
+    r"|(?<=np\.)|(?<=type_)|(?<=at::k)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
 
@@ -37,10 +37,10 @@ _SPELLINGS = (
         r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
-    ("bf16", r"bf16|bfloat16(?:_t)?|(?:__)?nv_bfloat16|bfloat162?|kbf16"),
+    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat16|bfloat162?|kbf16"),
     (
         "fp16",
-        r"fp16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
+        r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
         r"|half[- ]precision",
     ),
     ("fp64", r"fp64|f64|float64|double|kdouble"),
