@@ -38,7 +38,15 @@ def test_the_split_is_fixed_by_the_url():
 
 def test_held_out_from_the_earlier_sets():
     # no thread, and no whole message text, that an earlier set (round 8 included) or a mined table holds
-    earlier = ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json", "round8.json"]
+    earlier = [
+        "messages.json",
+        "round3.json",
+        "round4.json",
+        "round5.json",
+        "round6.json",
+        "round7.json",
+        "round8.json",
+    ]
     assert ROUND.already_in(earlier) == []
 
 
@@ -47,8 +55,13 @@ def test_the_measurements_before_learning_are_recorded():
     for commit in ("ea72e7f", "017d572"):
         before = measured[commit]
         assert (before["mixed"], before["other"]) == (len(ROUND.mixed), len(ROUND.other))
-        assert before["mixed_silent"] + before["mixed_wrong_family"] == before["mixed"] - before["mixed_right_family_first"]
-        assert sum(before[s]["mixed_right_family_first"] for s in ("learn", "held")) == before["mixed_right_family_first"]
+        assert (
+            before["mixed_silent"] + before["mixed_wrong_family"]
+            == before["mixed"] - before["mixed_right_family_first"]
+        )
+        assert (
+            sum(before[s]["mixed_right_family_first"] for s in ("learn", "held")) == before["mixed_right_family_first"]
+        )
         for split in ("learn", "held"):
             assert before[split]["mixed"] == sum(bool(e["family"]) for e in ROUND.mixed if e["split"] == split)
     # the later measurement, still before learning, was no worse: what changed between them was learned elsewhere
