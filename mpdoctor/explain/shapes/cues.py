@@ -87,6 +87,8 @@ AGREEMENT = _cue(
     r"floating point types of different precisions|mixed precision is disallowed",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
 )
+# A path a library has not implemented (`NotImplementedError: Sharded Llama requires Flash Attention enabled models`).
+NOT_IMPLEMENTED_ERROR = _cue(r"notimplementederror")
 # A GPU or CUDA is required for it: on the CPU it cannot run.
 NEEDS_GPU = _cue(
     r"(?:requires?|needs?) (?:a |an )?(?:cuda|gpu|nvidia)|only (?:be used |compatible |supported |works? |available )?"
@@ -204,6 +206,7 @@ __all__ = [
     "NOT_PRECISION",
     "QUANTIZATION",
     "NOT_FLOATING",
+    "NOT_IMPLEMENTED_ERROR",
     "NOT_IMPLEMENTED_FOR",
     "REFUSAL",
     "WEAK_REFUSAL",
