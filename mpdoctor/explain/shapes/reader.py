@@ -219,8 +219,10 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         return "apex", found(cues.APEX)
     if found(cues.QUANTIZATION) and refused and (names or found(cues.INTEGER)):
         return "quantization", found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
-    if found(cues.ATTENTION) and (refused or cues.WEAK_REFUSAL.search(text)) and (
-        written_low(above) or found(cues.HARDWARE) or cues.NOT_IMPLEMENTED_ERROR.search(text)
+    if (
+        found(cues.ATTENTION)
+        and (refused or cues.WEAK_REFUSAL.search(text))
+        and (written_low(above) or found(cues.HARDWARE) or cues.NOT_IMPLEMENTED_ERROR.search(text))
     ):
         # a fused attention kernel refusing the GPU, or the run's dtype named before it
         return "attention", found(cues.ATTENTION)
