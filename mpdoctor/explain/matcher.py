@@ -189,6 +189,11 @@ def _relevant_frames(signature: Signature, frames: Sequence[Frame]) -> list[Fram
     return wanted or rank_frames(frames)
 
 
+# Log channels that report what happened without anything failing: torch.compile's recompilation log names the guard
+# that failed (`tensor 'x' dtype mismatch. expected Half, actual Float`) while the run goes on, recompiled.
+INFORMATIONAL = re.compile(r"\[__recompiles(?:_verbose)?\]")
+
+
 # A line that reports an error, by the first marker word it holds: an exception's name (`RuntimeError`, `Exception`),
 # a failed assertion, a logger's ERROR. A warning ("UserWarning:", vLLM's "WARNING ...]") is none, even when it names
 # an error it avoided. Whole words only: a path such as `test_error_cases/run.py` names no error.
@@ -239,6 +244,8 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
         candidates = list(slot.values())
         _, end = text.line_at(start)
         line = text.slice(start, min(end, start + MAX_LINE))
+        if INFORMATIONAL.search(line):
+            continue  # a log channel that reports, not a failure (torch.compile's recompilations)
         folded = line.lower()  # signatures' patterns are compiled lower-cased (Signature.compiled): any case matches
         frames: list[Frame] | None = None
         if len(verdicts) >= MAX_VERDICTS:

@@ -188,10 +188,17 @@ SIGNATURES: list[Signature] = [
     Signature(
         id="quantization-float8-not-dequantized",
         family="quantization",
-        title="fp8 tensors ({a}) met {b} in an ordinary op: stored fp8 values used without dequantizing them",
+        title=(
+            "fp8 tensors met another dtype in an ordinary op ({a} and {b}): stored fp8 values used without "
+            "dequantizing them"
+        ),
         needles=("promotion for float8",),
         patterns=(r"promotion for float8 types is not supported",),
-        details=(r"promote (?P<a>float8_e[0-9a-z]{1,10}) and (?P<b>[a-z0-9_]{4,20})",),
+        # torch names the two dtypes in either order: `promote Float8_e4m3fn and BFloat16`, `promote Float and Float8_e5m2`
+        details=(
+            r"promote (?P<a>float8_e[0-9a-z]{1,10}) and (?P<b>[a-z0-9_]{4,20})|promote (?P<b2>[a-z0-9_]{4,20}) and "
+            r"(?P<a2>float8_e[0-9a-z]{1,10})",
+        ),
         defaults=(("a", "float8"), ("b", "another dtype")),
         cause="torch does not promote fp8 with any other dtype: fp8 is a storage format, multiplied only through "
         "scaled matmuls (`torch._scaled_mm`, a library's fp8 linear) or after dequantizing (`w.to(torch.bfloat16) "
@@ -211,6 +218,7 @@ SIGNATURES: list[Signature] = [
         ),
         checks=("PREC007",),
         sources=(
+            "https://github.com/Kosinkadink/ComfyUI-AnimateDiff-Evolved/issues/461",
             "https://github.com/sgl-project/sglang/issues/38817",
             "https://github.com/pytorch/pytorch/blob/main/c10/core/ScalarType.cpp",
         ),

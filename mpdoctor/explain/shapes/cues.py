@@ -33,6 +33,8 @@ REFUSAL = _cue(
 WEAK_REFUSAL = _cue(
     r"\brequires?\b|\bneeds?\b|must (?:be|have|use)|should (?:be|have|use)|\binvalid\b|\billegal\b|无效",
 )
+# A requirement that names its dtype just before it (`float16 is required for MoE compressed models`).
+REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
 # torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
 # it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
 NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for ?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)")
@@ -69,7 +71,7 @@ ATTENTION = _cue(
 QUANTIZATION = _cue(
     r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
     r"modelopt|blockwise|dequant|\bscales\b|zero_points?|exllama|kv[_ ]cache[_ ]dtype|qlora|[48][- ]?bit\b",
-    r"scaled_mm|compute_type|int8_float|scale_[ab]\b|linear[48]bit|bnb_4bit|\b4bit|\b8bit",
+    r"compressed(?:[- ]tensors| models?)|scaled_mm|compute_type|int8_float|scale_[ab]\b|linear[48]bit|bnb_4bit|\b4bit|\b8bit",
 )
 # fp8/fp4 kernels' block sizes: `requires 2D input matrices with height divisible by 8 and width divisible by 16`.
 BLOCK_SIZE = _cue(r"divisible by \d{1,3}|% (?:8|16|32) != 0")
@@ -113,7 +115,7 @@ KERNEL_IMAGE = _cue(
 )
 COMPILER = _cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
-    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|xla|loop-carried",
+    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|loop-carried",
 )
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = _cue(
@@ -126,6 +128,8 @@ SETTING = _cue(
     r"bf16config|loss_scale|[fb][fp]16\.enabled|fp16_backend|fp16_full_eval|mixed_precision|recipekwargs",
     r"(?:in|for|of) precision\b",
 )
+# A model's or a module's dtype argument (not a precision mode): refused on the CPU, it is the CPU's refusal.
+DTYPE_ARGUMENT = _cue(r"torch_dtype|compute_dtype|param_dtype|reduce_dtype|buffer_dtype|\bdtype=")
 # Two settings that contradict each other.
 CONFLICT = _cue(
     r"\bboth\b|conflict|cannot be used (?:with|together)|mutually exclusive|also specified|also set",
@@ -136,7 +140,9 @@ SCALER = _cue(r"gradscaler|grad_scaler|loss[_ ]?scal|\bscaler\b|unscale|inf chec
 APEX = _cue(r"\bapex\b|amp_c\b|fused_layer_norm_cuda|fused_adam_cuda|--cpp_ext|--cuda_ext|apex\.amp|amp\.initialize")
 # apex's compiled extensions missing or built for another torch: `No module named 'amp_C'`, `requires cuda extensions`.
 APEX_BUILD = _cue(
-    r"(?:no module named|undefined symbol|cannot import|could not import).{0,40}(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b",
+    # apex's own top-level extension modules (another library's `colossalai._C.fused_optim_cuda` is not apex's)
+    r"(?:no module named|cannot import|could not import) '?(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b",
+    r"undefined symbol.{0,40}(?<![.\w])(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b",
     r"(?:amp_c|fused_\w{2,30}_cuda|apex_c)\b.{0,40}(?:undefined symbol|not found|cannot open)",
     r"apex\S{0,40} requires cuda extensions|apex was installed without|installed without --c(?:pp|uda)_ext",
     # apex missing or another package of its name: `No module named apex.fp16_utils`, `from apex import amp` failing
@@ -145,7 +151,7 @@ APEX_BUILD = _cue(
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
 SETTING_MISSING = _cue(
-    r"unexpected keyword argument '(?:amp|fp16|bf16|half|precision|mixed_precision|autocast|fp16_\w{1,30}|bf16_\w{1,30})'",
+    r"unexpected keyword argument '\w{0,10}(?:amp|fp16|bf16|half|precision|autocast)\w{0,20}'",
     r"'\w{0,40}(?:fp16|bf16)\w{0,40}' object has no attribute|has no attribute '\w{0,30}(?:fp16|bf16)\w{0,30}'",
 )
 # NaN losses and NaN tensors in a log: with a low precision named around them, the precision's numerics.
@@ -173,7 +179,8 @@ NOT_PRECISION = _cue(
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
     # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
     r"deprecat|will be removed|no longer (?:supported|used|needed)|renamed|skipping|\bskipped\b",
-    r"(?:is|are) required (?:for|to|with)|must be (?:provided|set|given|passed|specified)|requires module to have",
+    r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|to|with)\b",
+    r"must be (?:provided|set|given|passed|specified)|requires module to have",
     r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
     r"(?:of|be) type `?torch\.dtype|a `?torch\.dtype|number of|copy_from_storage|\bamax\b|fp8_meta|elem_dtype",
     r"tensorstats|workaround|slight overhead|quantizers?\b|groupedtensor|\bnode: ",
@@ -189,6 +196,8 @@ __all__ = [
     "APEX_BUILD",
     "BLOCK_SIZE",
     "CPU",
+    "REQUIRED_AFTER",
+    "DTYPE_ARGUMENT",
     "LOG_SCALE_SET_TO",
     "NAN_LOSS",
     "SETTING_MISSING",

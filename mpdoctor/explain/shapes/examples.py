@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
-examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7
-and round 9 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
+9 and 10 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -55,6 +55,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/deepjavalibrary/djl/issues/3707",
             "Failed to convert model: intfloat/multilingual-e5-large-instruct.\nFP16 export is supported only when exporting on GPU. Please pass the option `--device cuda`.",
         ),
+        (
+            "https://github.com/huggingface/diffusers/pull/749",
+            "ValueError: Cannot use `pipeline.to('cpu')` with a pipeline loaded with `torch_dtype=torch.float16` due to the lack of support for `float16` operations on CPU in PyTorch.",
+        ),
     ),
     "dtype": (
         (
@@ -96,6 +100,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/horovod/horovod/issues/119",
             "  File \"/cm/shared/scratch/centos/benchmarks/scripts/tf_cnn_benchmarks/benchmark_cnn.py\", line 707, in __init__\n    self.model.get_fp16_loss_scale())\nAttributeError: 'ResnetModel' object has no attribute 'get_fp16_loss_scale'",
+        ),
+        (
+            "https://github.com/QwenLM/Qwen/issues/45",
+            "    model = AutoModelForCausalLM.from_pretrained(model_path, device_map=\"auto\", trust_remote_code=True, use_bf16=True).eval()\n\n------------------------------------\n\nQWenLMHeadModel.__init__() got an unexpected keyword argument 'use_bf16'",
         ),
     ),
     "hardware": (
@@ -194,6 +202,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/pytorch/ao/issues/876",
             "Expected Tensor argument scales to have dtype torch.bfloat16, but got torch.float32 instead",
+        ),
+        (
+            "https://github.com/vllm-project/vllm/issues/17579",
+            "ERROR 05-02 03:16:53 [multiproc_executor.py:435] AssertionError: float16 is required for MoE compressed models. Set dtype=torch.float16",
         ),
     ),
     "scaler": (

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mpdoctor.explain.matcher import INFORMATIONAL
 from mpdoctor.explain.shapes import cues
 from mpdoctor.explain.shapes.vocabulary import dtypes, is_low, written_low
 
@@ -90,6 +91,8 @@ def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
     message: list[tuple[int, str]] = []
     after_frame = False
     for index, line in enumerate(lines):
+        if INFORMATIONAL.search(line):
+            continue  # a log channel that reports without failing, as the matcher skips it
         if _FRAME.match(line):
             after_frame = True
             continue
@@ -124,6 +127,10 @@ def _refused_dtype(text: str) -> re.Match | None:
         for hit in pattern.finditer(text):
             if dtypes(_CLAUSE_END.split(text[hit.end() : hit.end() + DTYPE_NEAR], 1)[0]):
                 return hit
+    for hit in cues.REQUIRED_AFTER.finditer(text):
+        before = text[max(0, hit.start() - DTYPE_NEAR) : hit.start()].split()
+        if before and dtypes(before[-1]):  # the dtype itself is required, not something of it ("fp8 data")
+            return hit
     return None
 
 
@@ -211,6 +218,8 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         return "scaler", found(cues.AMP_API)
     if found(cues.KERNEL_IMAGE):
         return "kernel-image", found(cues.KERNEL_IMAGE)
+    if found(cues.CPU) and written_low(text) and refused and cues.DTYPE_ARGUMENT.search(found(cues.SETTING)):
+        return "cpu-half", found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
     if found(cues.SETTING) and (found(cues.CONFLICT) or refused or found(cues.NEEDS_GPU)):
         # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
         # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
