@@ -12,6 +12,8 @@ inconclusive. Proven here:
 * with real processes: a forked worker's family (its runner, the runner's other
   children and theirs, the host) is found from /proc and its spinning members are
   not counted as others, while a spinning process from elsewhere is;
+* members that start after the family was looked up (a child, an orphan left in
+  the runner's session, a thread) are family from the first sample that sees them;
 * the real kernel probe, with a member of the runner's family spinning beside the
   CPU timing like a GPU worker, keeps its CPU speed ratios clear of disturbance.
 
@@ -61,18 +63,22 @@ def test_a_neighbour_disturbs_only_when_the_cores_run_out():
 
 
 class FakeFamily:
-    """A stand-in :class:`family.Family` with a fixed count of runnable members."""
+    """A stand-in :class:`family.Family` with a fixed count of runnable members.
 
-    def __init__(self, running):
-        self.running_now, self.looks, self.asked = running, 0, []
+    ``found``: what :meth:`family.Family.outsiders` finds when asked (None: every runnable task the counts
+    call others), ``(others, newcomers)``.
+    """
+
+    def __init__(self, running, found=None):
+        self.running_now, self.found, self.asked, self.looked = running, found, [], []
 
     def running(self, wanted=None):
         self.asked.append(wanted)
         return self.running_now
 
-    def may_look_again(self, candidates):
-        self.looks += 1
-        return False
+    def outsiders(self, wanted):
+        self.looked.append(wanted)
+        return (wanted, 0) if self.found is None else self.found
 
 
 def fake_proc(monkeypatch, totals, own):
@@ -92,9 +98,21 @@ def test_runnable_splits_the_machine_into_own_family_and_others(monkeypatch):
     # The family's threads could not be read: they count as others, as before there was a family.
     fake_proc(monkeypatch, [6], own=2)
     assert load_sample.runnable(FakeFamily(None)) == {"others": 4, "family": None, "own": 2}
-    # A member asleep by the time its thread was read: a second count of the machine catches it.
+    # A member asleep by the time its thread was read: a second count of the machine catches it, and nobody
+    # is looked for.
+    family = FakeFamily(3)
     fake_proc(monkeypatch, [6, 5], own=2)
-    assert load_sample.runnable(FakeFamily(3))["others"] == 0
+    assert load_sample.runnable(family)["others"] == 0 and family.looked == []
+    # The counts say 1 other, but no task outside the family is runnable when looked for: it was a moment's.
+    fake_proc(monkeypatch, [6], own=2)
+    family = FakeFamily(3, found=(0, 0))
+    assert load_sample.runnable(family) == {"others": 0, "family": 3, "own": 2} and family.looked == [1]
+    # The counts say 2 others; one is a member the family's cache did not know yet (forked a moment ago).
+    fake_proc(monkeypatch, [6], own=2)
+    assert load_sample.runnable(FakeFamily(2, found=(1, 1))) == {"others": 1, "family": 3, "own": 2}
+    # /proc could not be listed: the counts stand.
+    fake_proc(monkeypatch, [6], own=2)
+    assert load_sample.runnable(FakeFamily(2, found=(None, 0))) == {"others": 2, "family": 2, "own": 2}
     # /proc does not tell: unknown, never zero.
     fake_proc(monkeypatch, [None], own=2)
     assert load_sample.runnable(FakeFamily(0)) == {"others": None, "family": None, "own": None}
@@ -321,6 +339,115 @@ def test_the_runners_children_are_family_and_a_process_from_elsewhere_is_not(tmp
     # Every sample adds up: others + family + own is what the machine had runnable (0 at most once).
     for s in first + second:
         assert s["others"] >= 0 and s["family"] >= 0 and s["own"] >= 1
+
+
+# Run as ``python -c NEWCOMERS <directory>`` in a session of its own, as the host starts the kernel runner: a
+# stand-in runner forks a worker, which looks its family up; only then does the runner start three members that
+# spin (always in state R): a child, an orphan (its parent gone at once: no longer below the runner, still in
+# its session) and a thread of its own. The worker samples at once, three times (before "busy means others"
+# learned to judge each runnable task as it is seen, the family was looked up again no sooner than the fourth),
+# and once more after that. Every spinner stops when ``stop`` exists, and after 30 s anyway.
+NEWCOMERS = r"""
+import json, os, sys, threading, time
+sys.path.insert(0, %(repo)r)
+from mpdoctor.probes.remote import load_sample
+
+out = sys.argv[1]
+stop = os.path.join(out, "stop")
+
+def publish(name, text):
+    with open(os.path.join(out, name + ".part"), "w") as handle:
+        handle.write(text)
+    os.rename(os.path.join(out, name + ".part"), os.path.join(out, name))
+
+def spin(seconds=30):
+    end, n = time.monotonic() + seconds, 0
+    while True:
+        n += 1
+        if n %% 100000 == 0 and (os.path.exists(stop) or time.monotonic() > end):
+            return
+
+def fork(body):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+        finally:
+            os._exit(0)
+    return pid
+
+looked, started = os.pipe(), os.pipe()
+
+def worker():
+    family = load_sample.family()
+    family.refresh()
+    known = sorted(family.members)
+    os.write(looked[1], b".")
+    pids = json.loads(os.read(started[0], 4096).decode())
+    samples = [load_sample.runnable() for _ in range(3)]
+    later = load_sample.runnable()
+    publish("seen.json", json.dumps(
+        {"known": known, "pids": pids, "samples": samples, "later": later, "members": sorted(family.members)}
+    ))
+
+def middle():
+    os.write(handover[1], str(fork(spin)).encode())
+
+done = fork(worker)
+os.read(looked[0], 1)
+child = fork(spin)
+handover = os.pipe()
+os.waitpid(fork(middle), 0)
+orphan = int(os.read(handover[0], 64).decode())
+threading.Thread(target=spin, daemon=True).start()
+time.sleep(0.1)  # all three spinning
+os.write(started[1], json.dumps({"child": child, "orphan": orphan}).encode())
+os.waitpid(done, 0)
+os._exit(0)
+"""
+
+# A spinner until the file sys.argv[1] exists, and 30 s at most.
+SPINNER = """
+import os, sys, time
+end = time.monotonic() + 30
+while not os.path.exists(sys.argv[1]) and time.monotonic() < end:
+    pass
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_members_started_after_the_family_was_looked_up_are_family_at_once(tmp_path):
+    """A member forked (or a thread started) a moment after the family's last look is never an "other".
+
+    Before, the family was looked up again only every few samples, and only when the count of runnable
+    tasks changed: a kernel worker's child started in between counted as another process, and on a 2-core
+    machine two timing rounds were set aside for it. Each of the three spinners here is always runnable,
+    so every sample must count all three as family; before, the first three counted them as others.
+
+    The host's other children are not the runner's (another probe, say): a spinner this test starts beside
+    the runner is always runnable too, and every sample counts it among the others.
+    """
+    stop = tmp_path / "stop"
+    neighbour = subprocess.Popen([sys.executable, "-c", SPINNER, str(stop)])
+    runner = subprocess.Popen(
+        [sys.executable, "-c", NEWCOMERS % {"repo": str(REPO)}, str(tmp_path)], start_new_session=True
+    )
+    seen = None
+    try:
+        seen = json.loads(wait_for(tmp_path / "seen.json", 30).read_text())
+    finally:
+        stop.touch()
+        runner.wait(timeout=60)
+        neighbour.wait(timeout=60)
+        for pid in seen["pids"].values() if seen else ():
+            kill(pid)
+    child, orphan = seen["pids"]["child"], seen["pids"]["orphan"]
+    assert child not in seen["known"] and orphan not in seen["known"]  # both started after the look
+    for sample in seen["samples"] + [seen["later"]]:
+        assert sample["family"] is not None and sample["family"] >= 3, seen
+        assert sample["others"] is not None and sample["others"] >= 1 and sample["own"] >= 1, seen
+    assert {child, orphan} <= set(seen["members"])  # and the family was looked up again since
+    assert neighbour.pid not in seen["members"] and os.getpid() in seen["members"]
 
 
 # ---------------------------------------------------------------- the real kernel probe

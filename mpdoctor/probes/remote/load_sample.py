@@ -81,6 +81,11 @@ def runnable(members=None):
     (a :class:`family.Family`, this process's by default); ``others``: every other one
     on the machine. When the family's threads cannot be read, ``family`` is None
     and ``others`` counts them too (as it did before there was a family). Never raises.
+
+    The counts come from ``/proc/loadavg`` and the family's cached threads, a few
+    reads. Only when they say that others are runnable are those looked for
+    (:meth:`family.Family.outsiders`): ``others`` is then what both say, and a member
+    the cache did not know yet (a child forked a moment ago) is ``family``.
     """
     out = {"others": None, "family": None, "own": None}
     try:
@@ -95,8 +100,6 @@ def runnable(members=None):
             return out
         members = family() if members is None else members
         ours = members.running(candidates)
-        if ours is not None and ours < candidates and members.may_look_again(candidates):
-            ours = members.running(candidates)  # a member started since the last look?
         if ours is None:
             out["others"] = candidates
             return out
@@ -107,6 +110,12 @@ def runnable(members=None):
             again = _running_total()
             if again is not None:
                 others = min(others, again - own - ours)
+        if others > 0:
+            # Still someone else, by the counts: find them. Only tasks outside the family that are runnable
+            # when looked at are others; a member the family's cache does not know yet is family.
+            found, newcomers = members.outsiders(others)
+            if found is not None:
+                others, ours = min(others, found), ours + newcomers
         out.update(others=max(0, others), family=ours)
     except Exception:  # noqa: BLE001 - a sample must never cost the timing
         pass
