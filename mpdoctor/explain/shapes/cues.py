@@ -37,7 +37,9 @@ WEAK_REFUSAL = _cue(
 REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
 # torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
 # it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
-NOT_IMPLEMENTED_FOR = re.compile(r"not implemented for ?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)")
+NOT_IMPLEMENTED_FOR = re.compile(
+    r"not implemented for ?(?:type )?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)"
+)
 
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
 MISMATCH = _cue(
@@ -52,7 +54,7 @@ MISMATCH = _cue(
 # fp16's range exceeded: a value that does not fit, a loss scale collapsing to its floor (`overflow detected, setting
 # loss scale to: 0.00048`, `Minimum loss scale reached`). A high scale halved once is the scaler doing its job.
 OVERFLOW = _cue(
-    r"without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
+    r"\bunderflows?\b|下溢|without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
     r"loss scale (?:has )?(?:reached|collapsed|underflow)",
 )
 SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad scale:? {0,3}(\d[\d.e+-]{0,20})")
@@ -60,7 +62,7 @@ SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad 
 LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
 # Non-finite values a low precision produced: NaN images, NaN checks, AMP's own check failing.
 NUMERICS = _cue(
-    r"all nans|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check|--no-half",
+    r"probability tensor contains either|all nans|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check|--no-half",
     r"amp:? checks? failed|not enough precision to represent",
 )
 ATTENTION = _cue(
@@ -85,6 +87,7 @@ AGREEMENT = _cue(
     r"\b(?:lhs|rhs|tensors?|inputs?|outputs?|query|key|value|weights?|bias|param\w{0,10}|operands?|grad\w{0,10}|args?)\b"
     r".{0,60}?(?:must|should) (?:have|be) (?:of )?the same (?:d|data ?|scalar |element )?types?\b",
     r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
+    r"\b(?:operands|inputs|tensors) (?:must|should) (?:have|be) (?:of )?same (?:d|data ?|scalar |element )?types?\b",
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
     r"floating point types of different precisions|mixed precision is disallowed",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
@@ -99,7 +102,9 @@ NEEDS_GPU = _cue(
 )
 # A capability floor stated as such (`Minimum capability: 90. Current capability: 86`).
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
-CPU = _cue(r"\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider")
+CPU = _cue(
+    r"(?<!cuda\.)\btorch\.(?:half|bfloat16)tensor\b|\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider"
+)
 HARDWARE = _cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
     r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
@@ -132,7 +137,8 @@ SETTING = _cue(
 DTYPE_ARGUMENT = _cue(r"torch_dtype|compute_dtype|param_dtype|reduce_dtype|buffer_dtype|\bdtype=")
 # Two settings that contradict each other.
 CONFLICT = _cue(
-    r"\bboth\b|conflict|cannot be used (?:with|together)|mutually exclusive|also specified|also set",
+    r"received both|\bboth (?:set|true|enabled|specified|passed|given|be true)|cannot both|both\b.{0,40}\bcannot\b",
+    r"conflict|cannot be used (?:with|together)|mutually exclusive|also specified|also set",
     r"should not be used (?:when|with)|not compatible with|only one of|\beither\b|must be equal|must match",
     r"no precision set|(?:is|was) set to|\bvs\b|mismatch|requires setting|when `?\w{2,30}`? is set",
 )
@@ -147,6 +153,7 @@ APEX_BUILD = _cue(
     r"apex\S{0,40} requires cuda extensions|apex was installed without|installed without --c(?:pp|uda)_ext",
     # apex missing or another package of its name: `No module named apex.fp16_utils`, `from apex import amp` failing
     r"no module named '?apex\b|no module named 'amp'|name 'amp' is not defined|cannot import name 'amp'",
+    r"'nonetype' object has no attribute 'initialize'",  # `amp.initialize(...)` where `from apex import amp` failed
 )
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
@@ -163,8 +170,12 @@ SCALER_MISUSE = _cue(
 )
 # torch's AMP API missing: a torch older than the code (`module 'torch' has no attribute 'autocast'`).
 AMP_API = _cue(
-    r"has no attribute '(?:autocast|amp|gradscaler|is_bf16_supported|get_autocast\w{0,30}|float8\w{0,20}|bfloat16)'"
+    r"has no attribute '(?:autocast|amp|gradscaler|is_bf16_supported|get_autocast\w{0,30}|float8\w{0,20}|bfloat16)'",
+    r"module 'torch(?:\.cuda)?\.amp' has no attribute",
 )
+# A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
+# ASCII letters around, not \b: a Chinese message writes "出现Nan" with no word boundary before the NaN.
+NAN_WORD = _cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
 
 # A failure that only mentions a precision: the run did not stop because of it.
 NOT_PRECISION = _cue(
@@ -196,6 +207,7 @@ __all__ = [
     "APEX_BUILD",
     "BLOCK_SIZE",
     "CPU",
+    "NAN_WORD",
     "REQUIRED_AFTER",
     "DTYPE_ARGUMENT",
     "LOG_SCALE_SET_TO",

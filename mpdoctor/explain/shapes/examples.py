@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 and 10 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 11 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -20,6 +20,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/SeanNaren/deepspeech.pytorch/issues/376",
             '  File "/home/piyush/deepspeech.pytorch/utils.py", line 2, in <module>\n    from apex.fp16_utils import BN_convert_float\nImportError: No module named apex.fp16_utils',
+        ),
+        (
+            "https://github.com/microsoft/Swin-Transformer/issues/17",
+            "  File \"main.py\", line 89, in main\n    model, optimizer = amp.initialize(model, optimizer, opt_level=config.AMP_OPT_LEVEL)\nAttributeError: 'NoneType' object has no attribute 'initialize'",
         ),
     ),
     "attention": (
@@ -58,6 +62,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/huggingface/diffusers/pull/749",
             "ValueError: Cannot use `pipeline.to('cpu')` with a pipeline loaded with `torch_dtype=torch.float16` due to the lack of support for `float16` operations on CPU in PyTorch.",
+        ),
+        (
+            "https://github.com/mozilla/TTS/issues/197",
+            'RuntimeError: _th_index_select is not implemented for type torch.HalfTensor\n\n  File "/Users/my_user/external_projects/text-to-speech/mozila-tts-wavernn/TTS/models/tacotron2.py", line 43, in inference\n    embedded_inputs = self.embedding(text).transpose(1, 2)',
         ),
     ),
     "dtype": (
@@ -139,6 +147,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/huggingface/diffusers/issues/2521",
             "loc(\"varianceEps\"(\"(mpsFileLoc): /AppleInternal/Library/BuildRoots/9e200cfa-7d96-11ed-886f-a23c4f261b56/Library/Caches/com.apple.xbs/Sources/MetalPerformanceShadersGraph/mpsgraph/MetalPerformanceShadersGraph/Core/Files/MPSGraphUtilities.mm\":228:0)):\nerror: input types 'tensor<1x77x1xf16>' and 'tensor<1xf32>' are not broadcast compatible",
         ),
+        (
+            "https://github.com/TissueImageAnalytics/tiatoolbox/issues/1070",
+            "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework\ndoesn't support float64. Please use float32 instead.",
+        ),
     ),
     "numerics": (
         (
@@ -148,6 +160,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/WongKinYiu/yolov7/issues/834",
             "AMP: checks failed X, disabling Automatic Mixed Precision.",
+        ),
+        (
+            "https://github.com/modelscope/FunASR/issues/1889",
+            "使用官方示例代码推理，当使用Fp16的时候，前向出现Nan\n\n前向推理在sanm/encoder.py的forward会出现Nan，如果使用Fp32则无问题",
+        ),
+        (
+            "https://github.com/clue-ai/ChatYuan/issues/58",
+            "您好，我在尝试微调过程中开启FP16加速训练 ，但loss一直为nan，想问下您如何使用FP16微调chatyuan，感谢！",
         ),
     ),
     "op-support": (
@@ -213,6 +233,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/huggingface/pytorch-image-models/issues/1712",
             "AttributeError: module 'torch' has no attribute 'autocast'",
+        ),
+        (
+            "https://github.com/open-mmlab/OpenPCDet/pull/1247",
+            "I received this error: `AttributeError: module 'torch.amp' has no attribute 'cuda'`. Is it supposed to be `torch.cuda.amp.custom_fwd` here instead of `torch.amp.cuda.custom_fwd`?",
         ),
     ),
 }

@@ -76,7 +76,8 @@ def read(lines: list[str]) -> Reading | None:
         text = written.lower()
         first = block[0][0]
         above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
-        verdict = None if _checks_a_class(written) else decide(text, above)
+        parts = [message.lower()] + [line.strip().lower() for _, line in block[1:]]
+        verdict = None if _checks_a_class(written) else decide(text, above, parts)
         if verdict:
             family, cue = verdict
             return Reading(family, block, dtypes(text), cue)
@@ -137,7 +138,7 @@ def _refused_dtype(text: str) -> re.Match | None:
 # torch's dispatch names its kernels by device: `"addmm_impl_cpu_"`, `"slow_conv2d_cpu"`, CUDA's `"..._cuda"`. A kernel
 # with no fp16/bf16 implementation that is not CUDA's is the CPU's: CUDA has them for nearly every op.
 _KERNEL_NAME = re.compile(
-    r"[\"'`](?P<kernel>[a-z0-9_:.]{2,80})[\"'`]\s{0,2}(?:is )?not implemented for|(?P<cputype>cputype)"
+    r"[\"'`]?(?P<kernel>[a-z0-9_:.]{2,80})[\"'`]?\s{0,2}(?:is )?not implemented for|(?P<cputype>cputype)"
 )
 
 
@@ -174,10 +175,19 @@ def _refused_near(text: str, what: re.Pattern) -> bool:
     return bool(cues.MINIMUM.search(text))
 
 
-def decide(text: str, above: str = "") -> tuple[str, str] | None:
+def _same_line(lines: list[str], setting: re.Pattern, *why: re.Pattern) -> bool:
+    """Whether one of the message's lines holds a precision setting and what is wrong with it: a log's notice of
+    the precision it runs in ("Using 16bit native Automatic Mixed Precision") is no setting refused by the
+    warning on the line above it."""
+    return any(setting.search(line) and any(reason.search(line) for reason in why) for line in lines)
+
+
+def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[str, str] | None:
     """(family, the cue that decided it) for one lower-cased message, or None when it is no precision failure.
     ``above``: the lines just above it (its traceback's frames, a log's location line), which can say where it
-    ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure."""
+    ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure. ``lines``: the
+    message's lines, lower-cased (``text`` is them joined); by default ``text`` is one line."""
+    lines = [text] if lines is None else lines
     collapsed = _scale_collapsed(text)
     if collapsed:
         return "overflow", collapsed  # before the words in passing: a scaler "skipping" steps down to its floor
@@ -191,6 +201,8 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         return None
     if cues.NAN_LOSS.search(text) and (written_low(text + " " + above) or cues.SETTING.search(text + " " + above)):
         return "numerics", cues.NAN_LOSS.search(text).group(0)  # NaN losses in a run that names its low precision
+    if cues.NAN_WORD.search(text) and (written_low(text) or cues.SETTING.search(text)) and not cues.SCALER.search(text):
+        return "numerics", cues.NAN_WORD.search(text).group(0)  # NaNs in a run that names its low precision
     if cues.SCALER_MISUSE.search(text):
         return "scaler", cues.SCALER_MISUSE.search(text).group(0)
     if cues.OVERFLOW.search(text):
@@ -220,7 +232,9 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         return "kernel-image", found(cues.KERNEL_IMAGE)
     if found(cues.CPU) and written_low(text) and refused and cues.DTYPE_ARGUMENT.search(found(cues.SETTING)):
         return "cpu-half", found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
-    if found(cues.SETTING) and (found(cues.CONFLICT) or refused or found(cues.NEEDS_GPU)):
+    if _same_line(lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU) or (
+        found(cues.SETTING) and found(cues.CONFLICT) and not lines
+    ):
         # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
         # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
         return "framework", found(cues.SETTING)
@@ -241,9 +255,11 @@ def decide(text: str, above: str = "") -> tuple[str, str] | None:
         if near(cues.COMPILER):
             return "compiler", near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
         return "dtype", found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
+    if "fp64" in names and refused and near(cues.MPS):
+        return "mps", near(cues.MPS)  # MPS has no float64
     if "fp64" in names and refused and found(cues.HARDWARE):
         return "hardware", found(cues.HARDWARE)  # a GPU without fp64 (Intel Arc): a precision it lacks
-    if found(cues.CONFLICT) and len(set(low)) >= 2:
+    if found(cues.CONFLICT) and len(set(low)) >= 2 and not mismatch:
         return "framework", found(cues.CONFLICT)  # two low precisions asked for at once (`bf16 and fp16 ... both`)
     if re.search(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node", text):
         return "op-support", "no implementation for the node's types"  # ONNX Runtime: no kernel for these types
