@@ -92,6 +92,8 @@ AGREEMENT = _cue(
     r"floating point types of different precisions|mixed precision is disallowed",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
 )
+# ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
+ORT_NO_KERNEL = _cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
 # A path a library has not implemented (`NotImplementedError: Sharded Llama requires Flash Attention enabled models`).
 NOT_IMPLEMENTED_ERROR = _cue(r"notimplementederror")
 # A GPU or CUDA is required for it: on the CPU it cannot run.
@@ -215,6 +217,7 @@ __all__ = [
     "SETTING_MISSING",
     "SCALER_MISUSE",
     "NUMERICS",
+    "ORT_NO_KERNEL",
     "OVERFLOW",
     "SCALE_SET_TO",
     "MINIMUM",

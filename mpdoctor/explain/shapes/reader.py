@@ -186,107 +186,133 @@ def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[
     """(family, the cue that decided it) for one lower-cased message, or None when it is no precision failure.
     ``above``: the lines just above it (its traceback's frames, a log's location line), which can say where it
     ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure. ``lines``: the
-    message's lines, lower-cased (``text`` is them joined); by default ``text`` is one line."""
-    lines = [text] if lines is None else lines
-    collapsed = _scale_collapsed(text)
-    if collapsed:
-        return "overflow", collapsed  # before the words in passing: a scaler "skipping" steps down to its floor
-    if cues.APEX_BUILD.search(text):
-        return "apex", cues.APEX_BUILD.search(text).group(0)  # before "no module named": apex's own extensions
-    if cues.BLOCK_SIZE.search(text) and written_low(text):
-        return "quantization", cues.BLOCK_SIZE.search(text).group(0)  # before the shape words: a kernel's blocks
-    if cues.SETTING_MISSING.search(text):
-        return "framework", cues.SETTING_MISSING.search(text).group(0)  # before "unexpected keyword": a version's
+    message's lines, lower-cased (``text`` is them joined); by default ``text`` is one line.
+
+    Three phases, in order: shapes whose own words outrank the words of other failures (a loss scale collapsing
+    while "skipping" steps, apex's extensions "not found"); then, unless the message is another failure
+    (``cues.NOT_PRECISION``), shapes that need no dtype named; then the shapes of a low precision named."""
+    message = Message(text, above, [text] if lines is None else lines)
     if cues.NOT_PRECISION.search(text):
-        return None
-    if cues.NAN_LOSS.search(text) and (written_low(text + " " + above) or cues.SETTING.search(text + " " + above)):
-        return "numerics", cues.NAN_LOSS.search(text).group(0)  # NaN losses in a run that names its low precision
-    if cues.NAN_WORD.search(text) and (written_low(text) or cues.SETTING.search(text)) and not cues.SCALER.search(text):
-        return "numerics", cues.NAN_WORD.search(text).group(0)  # NaNs in a run that names its low precision
-    if cues.SCALER_MISUSE.search(text):
-        return "scaler", cues.SCALER_MISUSE.search(text).group(0)
-    if cues.OVERFLOW.search(text):
-        return "overflow", cues.OVERFLOW.search(text).group(0)
-    if cues.NUMERICS.search(text):
-        return "numerics", cues.NUMERICS.search(text).group(0)
-    names = dtypes(text)
-    distinct = list(dict.fromkeys(names))
-    # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
-    pair = len(distinct) >= 2 and any(is_low(name) for name in distinct)
-    # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object
-    low = written_low(text)
-    refused = cues.REFUSAL.search(text) or _refused_dtype(text)
-    mismatch = cues.MISMATCH.search(text)
+        return _before_words_in_passing(message)
+    return _before_words_in_passing(message) or _without_a_dtype(message) or _of_a_low_precision(message)
 
-    def found(pattern: re.Pattern) -> str:
-        hit = pattern.search(text)
+
+class Message:
+    """One failure's lower-cased text, what it names and what it says, computed once for the phases below."""
+
+    def __init__(self, text: str, above: str, lines: list[str]) -> None:
+        self.text, self.above, self.lines = text, above, lines
+        self.names = dtypes(text)
+        distinct = list(dict.fromkeys(self.names))
+        # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
+        self.pair = len(distinct) >= 2 and any(is_low(name) for name in distinct)
+        # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object
+        self.low = written_low(text)
+        self.refused = cues.REFUSAL.search(text) or _refused_dtype(text)
+        self.mismatch = cues.MISMATCH.search(text)
+
+    def found(self, pattern: re.Pattern) -> str:
+        hit = pattern.search(self.text)
         return hit.group(0) if hit else ""
 
-    def near(pattern: re.Pattern) -> str:  # in the message, else in the lines above it
-        hit = pattern.search(text) or pattern.search(above)
+    def near(self, pattern: re.Pattern) -> str:
+        """In the message, else in the lines above it."""
+        hit = pattern.search(self.text) or pattern.search(self.above)
         return hit.group(0) if hit else ""
 
-    if found(cues.AMP_API):
-        return "scaler", found(cues.AMP_API)
-    if found(cues.KERNEL_IMAGE):
-        return "kernel-image", found(cues.KERNEL_IMAGE)
-    if found(cues.CPU) and written_low(text) and refused and cues.DTYPE_ARGUMENT.search(found(cues.SETTING)):
-        return "cpu-half", found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
-    if _same_line(lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU) or (
-        found(cues.SETTING) and found(cues.CONFLICT) and not lines
+
+def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
+    """Shapes read before the words of other failures, whose words they share."""
+    collapsed = _scale_collapsed(m.text)
+    if collapsed:
+        return "overflow", collapsed  # a scaler "skipping" steps down to its floor
+    if m.found(cues.APEX_BUILD):
+        return "apex", m.found(cues.APEX_BUILD)  # "no module named": apex's own extensions
+    if m.found(cues.BLOCK_SIZE) and m.low:
+        return "quantization", m.found(cues.BLOCK_SIZE)  # the shape words of a kernel's blocks
+    if m.found(cues.SETTING_MISSING):
+        return "framework", m.found(cues.SETTING_MISSING)  # "unexpected keyword": a precision argument a version lacks
+    return None
+
+
+def _without_a_dtype(m: Message) -> tuple[str, str] | None:
+    """Shapes that need no dtype named: NaNs and overflows, a scaler's order, settings, apex, kernels' needs."""
+    precision_named = m.low or cues.SETTING.search(m.text)
+    if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
+        return "numerics", m.found(cues.NAN_LOSS)  # NaN losses in a run that names its low precision
+    if m.found(cues.NAN_WORD) and precision_named and not m.found(cues.SCALER):
+        return "numerics", m.found(cues.NAN_WORD)  # NaNs in a run that names its low precision
+    for pattern, family in (
+        (cues.SCALER_MISUSE, "scaler"),
+        (cues.OVERFLOW, "overflow"),
+        (cues.NUMERICS, "numerics"),
+        (cues.AMP_API, "scaler"),
+        (cues.KERNEL_IMAGE, "kernel-image"),
     ):
+        if m.found(pattern):
+            return family, m.found(pattern)
+    if m.found(cues.CPU) and m.low and m.refused and cues.DTYPE_ARGUMENT.search(m.found(cues.SETTING)):
+        return "cpu-half", m.found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
+    if _same_line(m.lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU):
         # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
         # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
-        return "framework", found(cues.SETTING)
-    if found(cues.APEX) and (refused or mismatch or low):
-        return "apex", found(cues.APEX)
-    if found(cues.QUANTIZATION) and refused and (names or found(cues.INTEGER)):
-        return "quantization", found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
+        return "framework", m.found(cues.SETTING)
+    if m.found(cues.APEX) and (m.refused or m.mismatch or m.low):
+        return "apex", m.found(cues.APEX)
+    if m.found(cues.QUANTIZATION) and m.refused and (m.names or m.found(cues.INTEGER)):
+        return "quantization", m.found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
     if (
-        found(cues.ATTENTION)
-        and (refused or cues.WEAK_REFUSAL.search(text))
-        and (written_low(above) or found(cues.HARDWARE) or cues.NOT_IMPLEMENTED_ERROR.search(text))
+        m.found(cues.ATTENTION)
+        and (m.refused or cues.WEAK_REFUSAL.search(m.text))
+        and (written_low(m.above) or m.found(cues.HARDWARE) or m.found(cues.NOT_IMPLEMENTED_ERROR))
     ):
-        # a fused attention kernel refusing the GPU, or the run's dtype named before it
-        return "attention", found(cues.ATTENTION)
-    if (found(cues.AGREEMENT) or mismatch and pair) and low and found(cues.INTEGER):
-        return "quantization", found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
-    if found(cues.AGREEMENT) and not found(cues.NOT_FLOATING):
-        if near(cues.COMPILER):
-            return "compiler", near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
-        return "dtype", found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
-    if "fp64" in names and refused and near(cues.MPS):
-        return "mps", near(cues.MPS)  # MPS has no float64
-    if "fp64" in names and refused and found(cues.HARDWARE):
-        return "hardware", found(cues.HARDWARE)  # a GPU without fp64 (Intel Arc): a precision it lacks
-    if found(cues.CONFLICT) and len(set(low)) >= 2 and not mismatch:
-        return "framework", found(cues.CONFLICT)  # two low precisions asked for at once (`bf16 and fp16 ... both`)
-    if re.search(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node", text):
-        return "op-support", "no implementation for the node's types"  # ONNX Runtime: no kernel for these types
-    if not (low or pair):
-        return None  # no low precision is named (fp32 against fp64 is no mixed-precision failure), or only a hole's
-    if found(cues.SCALER) and (refused or mismatch):
-        return "scaler", found(cues.SCALER)
-    if near(cues.ATTENTION) and (refused or mismatch) and not found(cues.NOT_FLOATING):
-        return "attention", near(cues.ATTENTION)
-    if found(cues.QUANTIZATION) and (refused or mismatch and pair):
-        return "quantization", found(cues.QUANTIZATION)
-    if near(cues.MPS) and (refused or mismatch):
-        return "mps", near(cues.MPS)
-    if found(cues.COMPILER) and (refused or mismatch or _refused_near(text, cues.HARDWARE)):
-        return "compiler", found(cues.COMPILER)  # the compiler's own words: its target refuses what it emitted
-    if found(cues.HARDWARE) and low and (refused or _refused_near(text, cues.HARDWARE)):
-        return "hardware", found(cues.HARDWARE)
-    if near(cues.COMPILER) and (refused or mismatch):
-        return "compiler", near(cues.COMPILER)
-    if low and (refused and (found(cues.CPU) or _cpu_kernel(text)) or found(cues.NEEDS_GPU)):
-        return "cpu-half", found(cues.CPU) or found(cues.NEEDS_GPU) or "a CPU kernel"
-    if pair and (mismatch or refused) and not found(cues.NOT_FLOATING):
-        return "dtype", mismatch.group(0) if mismatch else refused.group(0)
-    if low and refused and near(cues.CPU):
-        return "cpu-half", near(cues.CPU)
-    if low and refused:
-        return "op-support", refused.group(0)
+        return "attention", m.found(cues.ATTENTION)  # a fused attention kernel refusing the GPU, or the run's dtype
+    if (m.found(cues.AGREEMENT) or m.mismatch and m.pair) and m.low and m.found(cues.INTEGER):
+        return "quantization", m.found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
+    if m.found(cues.AGREEMENT) and not m.found(cues.NOT_FLOATING):
+        if m.near(cues.COMPILER):
+            return "compiler", m.near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
+        return "dtype", m.found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
+    if "fp64" in m.names and m.refused and m.near(cues.MPS):
+        return "mps", m.near(cues.MPS)  # MPS has no float64
+    if "fp64" in m.names and m.refused and m.found(cues.HARDWARE):
+        return "hardware", m.found(cues.HARDWARE)  # a GPU without fp64 (Intel Arc): a precision it lacks
+    if m.found(cues.CONFLICT) and len(set(m.low)) >= 2 and not m.mismatch:
+        return "framework", m.found(cues.CONFLICT)  # two low precisions asked for at once (`bf16 and fp16 ... both`)
+    if m.found(cues.ORT_NO_KERNEL):
+        return "op-support", m.found(cues.ORT_NO_KERNEL)  # ONNX Runtime: no kernel for the node's input types
+    return None
+
+
+def _of_a_low_precision(m: Message) -> tuple[str, str] | None:
+    """Shapes of a low precision named (a lone dtype as a hole prints it is none): the most specific context
+    first (a scaler, an attention kernel, a quantization method, MPS, a compiler, the GPU), then two dtypes
+    meeting, then a low precision refused on the CPU or anywhere."""
+    if not (m.low or m.pair):
+        return None  # fp32 against fp64 is no mixed-precision failure
+    refused_or_mismatch = m.refused or m.mismatch
+    if m.found(cues.SCALER) and refused_or_mismatch:
+        return "scaler", m.found(cues.SCALER)
+    if m.near(cues.ATTENTION) and refused_or_mismatch and not m.found(cues.NOT_FLOATING):
+        return "attention", m.near(cues.ATTENTION)
+    if m.found(cues.QUANTIZATION) and (m.refused or m.mismatch and m.pair):
+        return "quantization", m.found(cues.QUANTIZATION)
+    if m.near(cues.MPS) and refused_or_mismatch:
+        return "mps", m.near(cues.MPS)
+    if m.found(cues.COMPILER) and (refused_or_mismatch or _refused_near(m.text, cues.HARDWARE)):
+        return "compiler", m.found(cues.COMPILER)  # the compiler's own words: its target refuses what it emitted
+    if m.found(cues.HARDWARE) and m.low and (m.refused or _refused_near(m.text, cues.HARDWARE)):
+        return "hardware", m.found(cues.HARDWARE)
+    if m.near(cues.COMPILER) and refused_or_mismatch:
+        return "compiler", m.near(cues.COMPILER)
+    if m.low and (m.refused and (m.found(cues.CPU) or _cpu_kernel(m.text)) or m.found(cues.NEEDS_GPU)):
+        return "cpu-half", m.found(cues.CPU) or m.found(cues.NEEDS_GPU) or "a CPU kernel"
+    if m.pair and refused_or_mismatch and not m.found(cues.NOT_FLOATING):
+        return "dtype", (m.mismatch or m.refused).group(0)
+    if m.low and m.refused and m.near(cues.CPU):
+        return "cpu-half", m.near(cues.CPU)
+    if m.low and m.refused:
+        return "op-support", m.refused.group(0)
     return None
 
 
