@@ -47,7 +47,7 @@ MISMATCH = _cue(
     r"mismatch|do(?:es)?(?: not|n't) match|(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
-    r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?",
+    r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
 )
 
 # What refuses it, or where: these steer a refusal into its family.
@@ -62,7 +62,7 @@ SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad 
 LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
 # Non-finite values a low precision produced: NaN images, NaN checks, AMP's own check failing.
 NUMERICS = _cue(
-    r"probability tensor contains either|all nans|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check|--no-half",
+    r"probability tensor contains either|all nan'?s|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check",
     r"amp:? checks? failed|not enough precision to represent",
 )
 ATTENTION = _cue(
@@ -123,6 +123,8 @@ KERNEL_IMAGE = _cue(
 COMPILER = _cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
     r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|loop-carried",
+    # PTX's target directive, and a CUDA extension's compile error (`inline_ops.cuh(170): error: ...`)
+    r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\): error|error building extension",
 )
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = _cue(
@@ -156,12 +158,16 @@ APEX_BUILD = _cue(
     # apex missing or another package of its name: `No module named apex.fp16_utils`, `from apex import amp` failing
     r"no module named '?apex\b|no module named 'amp'|name 'amp' is not defined|cannot import name 'amp'",
     r"'nonetype' object has no attribute 'initialize'",  # `amp.initialize(...)` where `from apex import amp` failed
+    r"internal amp state has not been initialized",  # apex.amp's scale_loss before amp.initialize
 )
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
 SETTING_MISSING = _cue(
     r"unexpected keyword argument '\w{0,10}(?:amp|fp16|bf16|half|precision|autocast)\w{0,20}'",
-    r"'\w{0,40}(?:fp16|bf16)\w{0,40}' object has no attribute|has no attribute '\w{0,30}(?:fp16|bf16)\w{0,30}'",
+    r"'\w{0,40}(?:fp16|bf16)\w{0,40}' object has no attribute|(?<!'nonetype' object )has no attribute "
+    r"'\w{0,30}(?:fp16|bf16)\w{0,30}'",
+    r"(?:unknown|unrecognized|unrecogni[sz]ed) (?:parameter|argument|option|flag)s?:? ['\"`]?-{0,2}\w{0,20}"
+    r"(?:fp16|bf16|amp|half|precision)",
 )
 # NaN losses and NaN tensors in a log: with a low precision named around them, the precision's numerics.
 NAN_LOSS = _cue(r"\bloss\w{0,10}[:= ] ?nan\b|\bnan or inf found|\bgrad_norm[:= ] ?nan\b")
@@ -175,6 +181,8 @@ AMP_API = _cue(
     r"has no attribute '(?:autocast|amp|gradscaler|is_bf16_supported|get_autocast\w{0,30}|float8\w{0,20}|bfloat16)'",
     r"module 'torch(?:\.cuda)?\.amp' has no attribute",
 )
+# Words of a run in a low precision, for NaNs it produced (`NaN losses when using AMP`).
+AMP_RUN = _cue(r"\bamp\b|autocast|mixed[_ -]precision")
 # A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
 # ASCII letters around, not \b: a Chinese message writes "出现Nan" with no word boundary before the NaN.
 NAN_WORD = _cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
@@ -183,7 +191,8 @@ NAN_WORD = _cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
 NOT_PRECISION = _cue(
     r"out of memory|\boom\b|outofmemory|cuda_error_out_of_memory|memory\w* (?:error|exhausted)",
     r"no module named|modulenotfounderror|cannot import name|importerror",
-    r"no such file|filenotfounderror|permission denied|connection|timed? ?out|\b40[134]\b",
+    r"no such file|filenotfounderror|\bsafetensors not found|\b(?:file|model|checkpoint|weights?) not found",
+    r"permission denied|connection|timed? ?out|\b40[134]\b",
     # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
     r"operands of type pointer<",
     r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
@@ -208,6 +217,7 @@ __all__ = [
     "AGREEMENT",
     "APEX_BUILD",
     "BLOCK_SIZE",
+    "AMP_RUN",
     "CPU",
     "NAN_WORD",
     "REQUIRED_AFTER",

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 11 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 12 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -24,6 +24,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/microsoft/Swin-Transformer/issues/17",
             "  File \"main.py\", line 89, in main\n    model, optimizer = amp.initialize(model, optimizer, opt_level=config.AMP_OPT_LEVEL)\nAttributeError: 'NoneType' object has no attribute 'initialize'",
+        ),
+        (
+            "https://github.com/Megvii-BaseDetection/cvpods/issues/61",
+            '  File "/home/anaconda3/lib/python3.7/site-packages/apex/amp/handle.py", line 82, in scale_loss\n    raise RuntimeError("Invoked \'with amp.scale_loss`, but internal Amp state has not been initialized.  "\nRuntimeError: Invoked \'with amp.scale_loss`, but internal Amp state has not been initialized.  model, optimizer = amp.initialize(model, optimizer, opt_level=...) must be called before `with amp.scale_loss`',
         ),
     ),
     "attention": (
@@ -48,6 +52,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/triton-lang/triton/issues/1360",
             "error: 'llvm.fmul' op requires the same type for all operands and results\nPass execution failedLLVM ERROR: Failed to translate TritonGPU to LLVM IR.",
+        ),
+        (
+            "https://github.com/Joluck/RWKV-PEFT/issues/60",
+            "如果使用fla的话，就只能使用float32训练，我的显卡好像不支持bf16计算'.bf16' requires .target sm_80 or higher",
+        ),
+        (
+            "https://github.com/NX-AI/xlstm/issues/50",
+            '> /home/chihchieh/.conda/envs/xlstm/lib/python3.11/site-packages/xlstm/blocks/slstm/src/cuda/../util/inline_ops_2bf16.cuh(170): error: no suitable user-defined conversion from "const __nv_bfloat162" to "__half2" exists\n    if (__hbgt2(x, zero)) {\n                ^\n\n/home/chihchieh/.conda/envs/xlstm/lib/python3.11/site-packages/xlstm/blocks/slstm/src/cuda/../util/inline_ops_2bf16.cuh(170): error: no suitable user-defined conversion from "const __nv_bfloat162" to "__half2" exists\n    if (__hbgt2(x, zero)) {\n                   ^',
         ),
     ),
     "cpu-half": (
@@ -113,6 +125,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/QwenLM/Qwen/issues/45",
             "    model = AutoModelForCausalLM.from_pretrained(model_path, device_map=\"auto\", trust_remote_code=True, use_bf16=True).eval()\n\n------------------------------------\n\nQWenLMHeadModel.__init__() got an unexpected keyword argument 'use_bf16'",
         ),
+        (
+            "https://github.com/meta-llama/llama-cookbook/pull/587",
+            "This PR changed `--pure_bf16` to `--fsdp_config.pure_bf16` on all related documents, because `--pure_bf16` will give incorrect warning `Warning: unknown parameter pure_bf16` as mentioned in [this issue](https://github.com/meta-llama/llama-recipes/issues/396) .",
+        ),
     ),
     "hardware": (
         (
@@ -168,6 +184,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/clue-ai/ChatYuan/issues/58",
             "您好，我在尝试微调过程中开启FP16加速训练 ，但loss一直为nan，想问下您如何使用FP16微调chatyuan，感谢！",
+        ),
+        (
+            "https://github.com/NVlabs/MambaVision/issues/38",
+            "I've encountered an issue with NaN losses when using AMP in MambaVision, particularly when I reduce the training epochs to 30. The problem seems to stem from the `selective_scan_fn` function. I've tried switching to float32 for training, which resolves the NaN issue, but this approach is more resource-intensive compared to using AMP.",
         ),
     ),
     "op-support": (

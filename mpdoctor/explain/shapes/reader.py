@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass, field
 
 from mpdoctor.explain.matcher import INFORMATIONAL
+from mpdoctor.portable import limits
 from mpdoctor.explain.shapes import cues
 from mpdoctor.explain.shapes.vocabulary import dtypes, is_low, written_low
 
 TAIL = 65_536  # characters of the input's end that are read
 BLOCKS = 6  # failure blocks read upwards from the end before giving up
 BLOCK_LINES = 8  # lines of one failure block: its failure line and what continues its message
-BLOCK_TEXT = 2_000  # characters of one block that are read
 _CLAUSE_END = re.compile(r"[,;]|\. ")
 CONTEXT_LINES = 12  # lines above a failure block read for where it ran
 DTYPE_NEAR = 40  # characters after "requires", "must be", "not implemented for" where the refused dtype is named
@@ -72,7 +72,8 @@ def read(lines: list[str]) -> Reading | None:
         # the message starts after its exception's name: a log's own prefix ("fp16 run, model.half():") before it
         # is the log's words, not the failure's; it only says where the run was, as the lines above do
         head, message = _message_of(block[0][1])
-        written = " ".join([message] + [line.strip() for _, line in block[1:]])[:BLOCK_TEXT]
+        # one failure's message is read as a failure's text is kept: whole, up to limits.FAILURE_TEXT
+        written = " ".join([message] + [line.strip() for _, line in block[1:]])[: limits.FAILURE_TEXT]
         text = written.lower()
         first = block[0][0]
         above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
@@ -237,7 +238,7 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
 
 def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     """Shapes that need no dtype named: NaNs and overflows, a scaler's order, settings, apex, kernels' needs."""
-    precision_named = m.low or cues.SETTING.search(m.text)
+    precision_named = m.low or cues.SETTING.search(m.text) or cues.AMP_RUN.search(m.text)
     if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
         return "numerics", m.found(cues.NAN_LOSS)  # NaN losses in a run that names its low precision
     if m.found(cues.NAN_WORD) and precision_named and not m.found(cues.SCALER):

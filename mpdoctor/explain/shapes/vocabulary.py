@@ -37,7 +37,7 @@ _SPELLINGS = (
         r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
-    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat16|bfloat162?|kbf16"),
+    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16"),
     (
         "fp16",
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
