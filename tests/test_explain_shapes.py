@@ -176,7 +176,7 @@ def _labelled():
 
 def test_the_reader_alone_reads_most_of_the_older_sets_and_no_negative():
     """The general reader without any signature, on every labelled message the signatures were learned from: its
-    rules are shapes, so they must carry most of them (302 of 412 when written, stop 32) and claim none of the 145
+    rules are shapes, so they must carry most of them (315 of 412 at the end of stop 32) and claim none of the 145
     other errors. A drop below the floor is a rule that lost its generality."""
     right = claimed = mixed = 0
     for family, message in _labelled():
@@ -187,7 +187,7 @@ def test_the_reader_alone_reads_most_of_the_older_sets_and_no_negative():
             mixed += 1
             right += got == family
     assert mixed >= 400 and claimed == 0
-    assert right >= 300, right
+    assert right >= 310, right
 
 
 @pytest.mark.parametrize(
