@@ -1,0 +1,138 @@
+"""`mpdoctor explain` on rounds 9 to 12 (tests/explain_heldout/round9.json ... round12.json): fresh pools of real messages
+collected one after another in issue 38's stop 32, after the sealed round 8, each from kinds of source no earlier set
+had used (each round's `about` says which, and what was dropped):
+
+* round 9, 142 messages: training-side and inference/kernel libraries (Lightning, accelerate, DeepSpeed, apex, Horovod,
+  vLLM, TensorRT-LLM, ONNX Runtime, AutoAWQ, ComfyUI, MPS, Intel XPU, executorch...);
+* round 10, 120: model and research repositories and applications, and the PyTorch ecosystem's core repositories;
+* round 11, 151: LLM, chat and speech code (many from the Chinese open-source community), and scientific, vision,
+  audio and 3D machine learning;
+* round 12, 156: consumer image, video and audio applications and their extensions, and training code people adapt.
+
+Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
+labelled before measuring, measured twice before anything was learned from it (`measured_at`: ea72e7f, the stop's
+start, and the commit of the moment), then read whole to learn from (`measured_at.whole_round_learned`): they are
+older sets now, no part of them held out. The figures are in docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from heldout import SplitRound, first_family
+
+# Every set in the order it was collected: a round holds nothing of those before it.
+ORDER = [
+    "messages.json",
+    "round3.json",
+    "round4.json",
+    "round5.json",
+    "round6.json",
+    "round7.json",
+    "round8.json",
+    "round9.json",
+    "round10.json",
+    "round11.json",
+    "round12.json",
+]
+_XFORMERS_BUILD = (
+    "xFormers' 'can't load C++/CUDA extensions ... built for PyTorch X (you have Y)' is read as the attention family "
+    "(attention-xformers-built-for-other-torch, learned from earlier threads); this round labels it no precision "
+    "failure (the extensions of another torch build, the run goes on without them)"
+)
+# name -> (the commit of the second measurement before learning, (least mixed, least other), negatives explain claims
+# today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
+ROUNDS = {
+    "round9.json": ("017d572", (100, 30), {}),
+    "round10.json": ("3e9abaf", (85, 30), {}),
+    "round11.json": (
+        "24dacb4",
+        (110, 40),
+        {
+            "https://github.com/MIC-DKFZ/nnUNet/issues/2447": (
+                "torch's 'GradScaler is enabled, but CUDA is not available. Disabling.' is read as the scaler family "
+                "(its signature says CUDA is missing and the scaler is off); the thread labels the run's failure a "
+                "CUDA-less torch install, no precision failure, as rounds 6 and 7 label environment errors in "
+                "precision runs"
+            ),
+        },
+    ),
+    "round12.json": (
+        "a180f5a",
+        (110, 40),
+        {
+            "https://github.com/Comfy-Org/ComfyUI-Manager/issues/926": _XFORMERS_BUILD,
+            "https://github.com/camenduru/comfyui-colab/issues/6": _XFORMERS_BUILD,
+            "https://github.com/deforum/deforum-stable-diffusion/issues/377": _XFORMERS_BUILD,
+            "https://github.com/Rudrabha/Wav2Lip/issues/502": (
+                "'Torch not compiled with CUDA enabled' is read as the driver family (a CPU-only torch), as round 7's "
+                "ComfyUI case; this round labels it no precision failure (a machine without an NVIDIA GPU)"
+            ),
+        },
+    ),
+}
+LOADED = {name: SplitRound(name) for name in ROUNDS}
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_the_set_is_what_it_says(name):
+    round_ = LOADED[name]
+    least_mixed, least_other = ROUNDS[name][1]
+    assert round_.problems() == []
+    assert len(round_.mixed) >= least_mixed and len(round_.other) >= least_other
+    assert len({e["source"] for e in round_.messages}) == len(round_.messages)  # one message per thread
+    assert len({e["message"] for e in round_.messages}) == len(round_.messages)  # and no text twice
+    libraries = round_.libraries()
+    assert max(libraries.values()) <= 0.06 * len(round_.messages), libraries.most_common(3)
+    assert set(libraries) <= set(round_.data["collected"]["libraries"])
+    assert round_.wrong_splits() == []
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_held_out_from_the_earlier_sets(name):
+    # no thread, and no whole message text, that an earlier set (round 8 included) or a mined table holds
+    assert LOADED[name].already_in(ORDER[: ORDER.index(name)]) == []
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_the_measurements_before_learning_are_recorded(name):
+    round_ = LOADED[name]
+    measured = round_.data["measured_at"]
+    second = ROUNDS[name][0]
+    for commit in ("ea72e7f", second):
+        before = measured[commit]
+        assert (before["mixed"], before["other"]) == (len(round_.mixed), len(round_.other))
+        wrong = before["mixed_silent"] + before["mixed_wrong_family"]
+        assert wrong == before["mixed"] - before["mixed_right_family_first"]
+        assert (
+            sum(before[s]["mixed_right_family_first"] for s in ("learn", "held")) == before["mixed_right_family_first"]
+        )
+        for split in ("learn", "held"):
+            assert before[split]["mixed"] == sum(bool(e["family"]) for e in round_.mixed if e["split"] == split)
+    # the later measurement, still before learning, was no worse: what changed between them was learned elsewhere
+    assert measured[second]["mixed_right_family_first"] >= measured["ea72e7f"]["mixed_right_family_first"]
+    assert round_.whole_round_problems() == []
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_mixed_precision_messages_get_their_family_first(name):
+    wrong = LOADED[name].wrong_families()
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_the_known_gaps_are_still_gaps(name):
+    closed = LOADED[name].closed_gaps()
+    assert not closed, f"explained now: take them out of known_gaps in {name}: {closed}"
+
+
+OTHERS = [
+    pytest.param(name, *param.values, marks=param.marks, id=f"{name.removesuffix('.json')}-other-{i}")
+    for name in ROUNDS
+    for i, param in enumerate(LOADED[name].others(ROUNDS[name][2]))
+]
+
+
+@pytest.mark.parametrize("name, entry", OTHERS)
+def test_other_errors_stay_not_recognised(name, entry):
+    assert first_family(entry["message"]) is None, (entry["source"], entry["cause"])
