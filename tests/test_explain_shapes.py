@@ -142,9 +142,18 @@ def test_only_the_tail_is_read():
     message = "RuntimeError: bf16 precision was requested but not available on this hardware."
     filler = "".join(f"step {i} loss 1.0\n" for i in range(TAIL // 8))
     assert explain_by_shape(message + "\n" + filler, all_signatures()) == []
-    (match,) = explain_by_shape(filler + message + "\n", all_signatures())
-    assert match.signature.id == "general-hardware"
-    assert match.lines[0][0] == filler.count("\n") + 1
+    # as text, and as the bytes of a file (explain reads files as bytes: a character may be several of them)
+    for log in (
+        filler + message + "\n",
+        (filler + message + "\n").encode(),
+        ("é" * 100 + "\n" + filler + message).encode(),
+    ):
+        (match,) = explain_by_shape(log, all_signatures())
+        assert match.signature.id == "general-hardware"
+        number = (log if isinstance(log, str) else log.decode()).count("\n") + (
+            not log.endswith(b"\n" if isinstance(log, bytes) else "\n")
+        )
+        assert match.lines[0][0] == number, (match.lines[0][0], number)
 
 
 def test_every_family_the_reader_gives_has_its_general_signature():

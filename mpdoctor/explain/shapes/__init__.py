@@ -36,11 +36,14 @@ _ESCAPED = re.compile(r"\\(['\"])")
 
 def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signature]) -> list[Match]:
     """What the input's end says when ``find`` recognised nothing in the whole input (see the module's doc)."""
-    tail = data[-TAIL * 4 :] if not isinstance(data, str) else data[-TAIL:]
-    text = clean(tail)[-TAIL:]
+    tail = data[-TAIL * 4 :] if not isinstance(data, str) else data[-TAIL:]  # a character is at most 4 bytes
+    text = clean(tail)
+    # the input's number of the text's first line: the line ends before the tail, then those of the cleaned tail
+    # left out to keep TAIL characters (the matcher numbers the cleaned text's lines the same way)
+    first = 1 + (_line_count(data[: len(data) - len(tail)]) if len(tail) < len(data) else 0)
+    first += text.count("\n", 0, max(0, len(text) - TAIL))
+    text = text[-TAIL:]
     lines = text.split("\n")
-    # the input's number of the tail's first line: the lines before the tail, as the matcher numbers them
-    first = _line_count(data[: len(data) - len(tail)]) + 1 if len(tail) < len(data) else 1
     unwrapped = [_ESCAPED.sub(r"\1", _PREFIX.sub("", line)) for line in lines]
     if unwrapped != lines:
         matches = find("\n".join(unwrapped), signatures)
