@@ -1,4 +1,4 @@
-"""`mpdoctor explain` on rounds 9 to 12 (tests/explain_heldout/round9.json ... round12.json): fresh pools of real messages
+"""`mpdoctor explain` on rounds 9 to 13 (tests/explain_heldout/round9.json ... round13.json): fresh pools of real messages
 collected one after another in issue 38's stop 32, after the sealed round 8, each from kinds of source no earlier set
 had used (each round's `about` says which, and what was dropped):
 
@@ -7,7 +7,10 @@ had used (each round's `about` says which, and what was dropped):
 * round 10, 120: model and research repositories and applications, and the PyTorch ecosystem's core repositories;
 * round 11, 151: LLM, chat and speech code (many from the Chinese open-source community), and scientific, vision,
   audio and 3D machine learning;
-* round 12, 156: consumer image, video and audio applications and their extensions, and training code people adapt.
+* round 12, 156: consumer image, video and audio applications and their extensions, and training code people adapt;
+* round 13, 139: robotics, reinforcement learning, MLOps and accelerators other than CUDA GPUs (XLA, Ascend, Neuron,
+  Gaudi, DirectML), and medical imaging, OCR, video, speech and embedding code; collected last, measured fresh on the
+  stop's final code (9922149) before it was learned from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: ea72e7f, the stop's
@@ -34,6 +37,7 @@ ORDER = [
     "round10.json",
     "round11.json",
     "round12.json",
+    "round13.json",
 ]
 _XFORMERS_BUILD = (
     "xFormers' 'can't load C++/CUDA extensions ... built for PyTorch X (you have Y)' is read as the attention family "
@@ -67,6 +71,17 @@ ROUNDS = {
             "https://github.com/Rudrabha/Wav2Lip/issues/502": (
                 "'Torch not compiled with CUDA enabled' is read as the driver family (a CPU-only torch), as round 7's "
                 "ComfyUI case; this round labels it no precision failure (a machine without an NVIDIA GPU)"
+            ),
+        },
+    ),
+    "round13.json": (
+        "9922149",
+        (90, 40),
+        {
+            "https://github.com/facebookresearch/fairseq/issues/2696": (
+                "a user's 'the K80 doesn't support fp16, so I switched to fp32, but the loss is NaN' is read as a "
+                "feature refused in fp16 (op-support-low-precision-feature-refused); the thread's failure is the fp32 "
+                "run's NaN loss, no precision failure"
             ),
         },
     ),

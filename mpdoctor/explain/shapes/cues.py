@@ -26,7 +26,7 @@ REFUSAL = _cue(
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
-    r"is invalid|invalid (?:value|precision|choice|option)|not permitted|cannot select|can only be used",
+    r"is invalid|invalid (?:value|precision|choice|option)|not permitted|cannot select|can only be used|not possible",
 )
 # A refusal only when a dtype follows it closely (``requires bf16``, ``must be float16``, ``invalid type
 # 'tensor(float16)'``): the same words before anything else check an argument, not a precision.
@@ -38,13 +38,15 @@ REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
 # torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
 # it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
 NOT_IMPLEMENTED_FOR = re.compile(
-    r"not implemented for ?(?:type )?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)"
+    r"not implemented for (?=dt_|half\b|bfloat16\b|float8)"  # unquoted: old torch's, Ascend's DT_BFLOAT16
+    r"|not implemented for ?(?:type )?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)"
 )
 
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
 MISMATCH = _cue(
     r"\bexpected\b|\bexpects?\b|but (?:got|found|received|is|was)|\bgot\b|\bfound\b|\bactual\b|\breceived\b",
-    r"mismatch|do(?:es)?(?: not|n't) match|(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
+    r"(?:does not|doesn't|not) equal|not the same|mismatch|do(?:es)?(?: not|n't) match",
+    r"(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
     r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
@@ -64,6 +66,10 @@ LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
 NUMERICS = _cue(
     r"probability tensor contains either|all nan'?s|nans? (?:was|were) produced|produced nans?|invalid value encountered in cast|nan-check",
     r"amp:? checks? failed|not enough precision to represent",
+)
+# Output a low precision ruined, in people's words (`the encoder outputs garbage` in fp16): with a low precision named.
+GARBAGE = _cue(
+    r"(?:outputs?|gives?|produces?|returns?) (?:\w+ )?garbage|garbage (?:outputs?|results?|values?)|black images?",
 )
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
@@ -89,7 +95,7 @@ AGREEMENT = _cue(
     r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
     r"\b(?:operands|inputs|tensors) (?:must|should) (?:have|be) (?:of )?same (?:d|data ?|scalar |element )?types?\b",
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
-    r"floating point types of different precisions|mixed precision is disallowed",
+    r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?dtype mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
@@ -114,6 +120,8 @@ HARDWARE = _cue(
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
     r"supported on the device|required aspect",
+    # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
+    r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia",
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -135,6 +143,7 @@ SETTING = _cue(
     r"precision ['\"]|allowed precision|precision values|precision \d|precision has been set|builderflag|\bkfp16\b",
     r"not configured in the builder|\bzero (?:stage|optimization|[123])|zero_optimization|amp_o[12]|fp16config",
     r"bf16config|loss_scale|[fb][fp]16\.enabled|fp16_backend|fp16_full_eval|mixed_precision|recipekwargs",
+    r"xla_use_bf16|xla_downcast_bf16",
     r"(?:in|for|of) precision\b",
 )
 # A model's or a module's dtype argument (not a precision mode): refused on the CPU, it is the CPU's refusal.
@@ -205,6 +214,7 @@ NOT_PRECISION = _cue(
     r"must be (?:provided|set|given|passed|specified)|requires module to have",
     r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
     r"(?:of|be) type `?torch\.dtype|a `?torch\.dtype|number of|copy_from_storage|\bamax\b|fp8_meta|elem_dtype",
+    r"not (?:be )?found[.,]? (?:using|falling back|will)|"
     r"tensorstats|workaround|slight overhead|quantizers?\b|groupedtensor|\bnode: ",
 )
 
@@ -219,6 +229,7 @@ __all__ = [
     "BLOCK_SIZE",
     "AMP_RUN",
     "CPU",
+    "GARBAGE",
     "NAN_WORD",
     "REQUIRED_AFTER",
     "DTYPE_ARGUMENT",

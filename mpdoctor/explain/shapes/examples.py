@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 12 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 13 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -79,6 +79,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/mozilla/TTS/issues/197",
             'RuntimeError: _th_index_select is not implemented for type torch.HalfTensor\n\n  File "/Users/my_user/external_projects/text-to-speech/mozila-tts-wavernn/TTS/models/tacotron2.py", line 43, in inference\n    embedded_inputs = self.embedding(text).transpose(1, 2)',
         ),
+        ("https://github.com/CarperAI/trlx/issues/384", "RuntimeError:exp _vml_cpu not implemented for Half"),
     ),
     "dtype": (
         (
@@ -96,6 +97,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/ultralytics/ultralytics/issues/21225",
             "UNAVAILABLE: Invalid argument: unexpected datatype TYPE_FP32 for inference input 'images', expecting TYPE_FP16",
+        ),
+        (
+            "https://github.com/huggingface/transformers/pull/27296",
+            "It is not possible to train VideoMAEForPreTraining with bfloat16, because the labels are always stored as float32.",
         ),
     ),
     "framework": (
@@ -143,6 +148,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/intel/intel-extension-for-pytorch/issues/303",
             "error: Double type is not supported on this platform.",
         ),
+        (
+            "https://github.com/hiyouga/LlamaFactory/issues/4165",
+            "+1,昇腾训练报错，RuntimeError: call aclnnCast failed, detail:EZ1001: 2024-06-10-00:01:59.325.061 self not implemented for DT_BFLOAT16, should be in dtype support list [DT_FLOAT16,DT_FLOAT,DT_DOUBLE,DT_INT8,DT_UINT8,DT_INT16,DT_INT32,DT_INT64,DT_UINT16,DT_UINT32,DT_UINT64,DT_BOOL,DT_COMPLEX64,DT_COMPLEX128,].",
+        ),
+        (
+            "https://github.com/microsoft/DirectML/issues/688",
+            'Upon attempting to use HuggingFace transformers with dml, I get this error:\n```\n[F302 15:36:01.000000000 dml_util.cc:118] Invalid or unsupported data type BFloat16.\n```\n\nModel config: `"torch_dtype": "bfloat16"`',
+        ),
     ),
     "kernel-image": (
         (
@@ -188,6 +201,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/NVlabs/MambaVision/issues/38",
             "I've encountered an issue with NaN losses when using AMP in MambaVision, particularly when I reduce the training epochs to 30. The problem seems to stem from the `selective_scan_fn` function. I've tried switching to float32 for training, which resolves the NaN issue, but this approach is more resource-intensive compared to using AMP.",
+        ),
+        (
+            "https://github.com/pytorch/xla/issues/4152",
+            "When running HuggingFace BERT (any size) fine-tuning tutorial with transformers version >= 4.21.0 and using XLA_USE_BF16=1, I see NaNs in the loss after the first step. The issue is seen also with XLA_DOWNCAST_BF16=1.",
+        ),
+        (
+            "https://github.com/facebookresearch/segment-anything/issues/540",
+            "Has anyone managed to convert the model to FP16 (half precision) successfully?\nThe encoder (ViT-H) outputs garbage in this case.",
         ),
     ),
     "op-support": (

@@ -243,6 +243,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "numerics", m.found(cues.NAN_LOSS)  # NaN losses in a run that names its low precision
     if m.found(cues.NAN_WORD) and precision_named and not m.found(cues.SCALER):
         return "numerics", m.found(cues.NAN_WORD)  # NaNs in a run that names its low precision
+    if m.found(cues.GARBAGE) and m.low:
+        return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
         (cues.OVERFLOW, "overflow"),
