@@ -99,7 +99,7 @@ class SplitRound(Round):
         ]
 
     def whole_round_problems(self) -> list:
-        """The last learning (issue 38, stop 32) read both halves: once round 8 was collected as the fresh set, the
+        """The last learnings (issue 38, stops 32 and 33) read both halves: once round 8 (then 14) was collected fresh, the
         earlier rounds became older sets to learn from. What it recorded must be what explain does now: the threads
         learned are those the signatures cite, and each half's right answers are its messages outside the gaps;
         what an earlier record said of its held half stays as it was written."""

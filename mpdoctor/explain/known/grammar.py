@@ -7,7 +7,7 @@ which signature here covers each. Three shapes cover most of them:
 * two different floating dtypes, one of them low precision, named in one message after a "must be the same"
   phrase: a mismatch, whatever the op (``index_add_(): self (Half) and source (Float) must have the same
   scalar type``, ``prelu: Type promoting not supported. Got Half and Float``);
-* an op with no kernel for a low-precision dtype on a device (``"cdist" not implemented for 'Half'``,
+* an op with no kernel for a low-precision dtype on a device (``"cdist" not implemented for 'BFloat16'``,
   ``linalg.inv: Low precision dtypes not supported. Got Half``, the FFT libraries' half limits): run that op
   in fp32, and the rest of the model keeps its precision;
 * ``out=`` tensors whose dtype is not the result's.
@@ -248,7 +248,7 @@ SIGNATURES: list[Signature] = [
         checks=(),
         sources=(_SOURCE_DISPATCH,),
         examples=(
-            "NotImplementedError: \"cdist\" not implemented for 'Half'",
+            "RuntimeError: \"upsample_nearest3d_out_frame\" not implemented for 'BFloat16'",
             "NotImplementedError: \"add_stub\" not implemented for 'Float8_e4m3fn'",
         ),
         near_misses=("RuntimeError: \"cdist\" not implemented for 'Long'",),

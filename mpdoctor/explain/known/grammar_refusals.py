@@ -34,6 +34,11 @@ _LOW_ANY = (
     r"(?:fp16|bf16|fp8|float8(?<!torch\.float8)|e4m3|e5m2|nvfp4|mxfp|fp4|float4|mixed precision|mixed-precision|"
     r"(?<![a-z])amp\b|ms-amp|autocast)"
 )
+# A GPU named by its card or generation, as people and libraries write it.
+_GPU_NAMED = (
+    r"(?:\b[pkvtma]100\b|\bp40\b|\bk80\b|\bt4\b|gtx ?[0-9]{3,4}|rtx ?[0-9]{4}|titan|pascal|maxwell|kepler|volta|"
+    r"turing|ampere|hopper|blackwell|\bsm_?[0-9]{2,3}\b|compute capability|显卡)"
+)
 # The fp8/fp4 family alone: "only supports float8_e4m3fn", "must be 0.0 for FP8"; fp16/bf16 lists are
 # grammar_dtype_lists.py's
 _LOW8 = r"(?:fp8|float8(?<!torch\.float8)|nvfp4|mxfp|fp4|e4m3|e5m2|ms-amp)"
@@ -244,6 +249,55 @@ SIGNATURES: list[Signature] = [
         ),
         rank=-2,
         notes=_GENERAL_NOTE + " hardware-capability-required-for-precision reads `compute capability >= X`.",
+    ),
+    Signature(
+        id="hardware-low-precision-refused-on-this-gpu",
+        family="hardware",
+        title="{library} refuses {dtype} on this GPU's architecture (the general explanation)",
+        needles=("not supported", "unsupported", "not available", "does not support", "doesn't support"),
+        # a low precision refused, with the GPU the refusal is about named beside it: its architecture, its SM or
+        # compute capability, or the card itself. op-support-low-precision-feature-refused reads the same refusals
+        # when no GPU is named (a feature with no path in that precision, whatever the GPU)
+        patterns=(
+            _LOW_START + r"[^\n:]{0,80}?\bnot (?:yet )?supported on (?:this |the |your )?(?:gpu|device|hardware|"
+            r"architecture|arch|sm|compute capability|cards?|[0-9]{1,2}\.[0-9x]\+? arch|sm_?[0-9]|pre-|older )",
+            r"unsupported (?:sm|arch|architecture|gpu|compute capability)[a-z _]{0,20}? for [^\n]{0,40}?" + _LOW_ANY,
+            _LOW_START + r"[^\n:]{0,40}?\bnot supported[^\n]{0,80}?" + _GPU_NAMED,
+        ),
+        details=(_DTYPE, terms.LIBRARY),
+        defaults=(("library", "The library"),),
+        cause="{library} has no {dtype} kernels for this GPU's architecture: the precision needs hardware this card "
+        "lacks (bf16 needs compute capability 8.0, Ampere; fp8 8.9 or 9.0, Ada or Hopper; MXFP8/NVFP4 and other "
+        "block-scaled formats 10.0, Blackwell; fast fp16 6.0 or 7.0), or the library's build has kernels only for "
+        "other architectures (an sm_90-only fp8 GEMM refuses an sm_89 or sm_120 card).",
+        fixes=(
+            fix("Check what the GPU is", "nvidia-smi --query-gpu=name,compute_cap --format=csv"),
+            fix(
+                "On this GPU use a precision it runs: fp16 or fp32 before Ampere, bf16 instead of fp8/fp4 before Ada "
+                "or Hopper, another fp8 recipe or format where the library lists one for this architecture"
+            ),
+            fix("Or use a release of the library built with kernels for this architecture, or a GPU that has them"),
+        ),
+        library_fixes=terms.ARCHITECTURE,
+        checks=("GPU002", "GPU003"),
+        sources=(
+            "https://github.com/NVIDIA/TransformerEngine/issues/2304",
+            "https://github.com/NVIDIA/TensorRT-LLM/issues/4599",
+            "https://github.com/zai-org/VisualGLM-6B/issues/348",
+        ),
+        examples=(
+            "AssertionError: MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet.",
+            "deployment failed, log error saying: untimeError: Unsupported SM version for FP8 block scaling GEMM",
+            "在p100 16G显存上执行bash finetune/finetune_visualglm.sh报错fp16 is not supported.这是P100显卡不支持fp16这种"
+            "数据格式吗，该怎么改？int8，fp32都试过，直接报这两参数错误",
+        ),
+        near_misses=(
+            # a low precision refused for a feature, no GPU named; a GPU refused with no precision
+            "AssertionError: FP8 is only supported with FusedAttention backend!",
+            "RuntimeError: Unsupported SM version for this kernel",
+        ),
+        rank=-2,
+        notes=_GENERAL_NOTE + " Above op-support-low-precision-feature-refused (rank -3), whose refusals it shares.",
     ),
     Signature(
         id="framework-precision-needs-newer-version",

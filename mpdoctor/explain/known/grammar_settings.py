@@ -71,7 +71,9 @@ SIGNATURES: list[Signature] = [
         patterns=(
             r"invalid (?:precision|communication_data_type|dtype for (?:torch )?autocast)",
             r"(?:unknown|unsupported) (?:fp8 (?:recipe|dtype|format)|fp4 format|float8_dtype|nvfp4 [a-z0-9 ]{0,20}mode)",
-            r"(?:invalid|unknown|unsupported) [a-z_ ]{0,30}? for (?:ms-amp|fp8|fp16|bf16|torch autocast|autocast)",
+            # a setting's value (not the GPU's architecture: `unsupported SM version for FP8` is the hardware's)
+            r"(?:invalid|unknown|unsupported) (?!sm |arch|gpu|compute|device)[a-z_ ]{0,30}? for (?:ms-amp|fp8|fp16|bf16|torch "
+            r"autocast|autocast)",
             r"(?:bf16|fp16)[a-z_]{0,20}: (?:invalid|unknown|unsupported) ",
             r"invalid [a-z_]{2,30}\. [^\n]{0,30}?(?:float16|fp16|bfloat16|bf16) value",
             r"(?:must be (?:one of|in|a valid string) |values are |supported data types: |must be )[^\n]{0,40}?"

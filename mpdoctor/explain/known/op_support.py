@@ -1,6 +1,7 @@
 """Ops that autocast refuses or that have no kernel for a half-precision dtype on a device: binary
-cross-entropy under autocast, and LayerNorm in bf16 on the CPU of torch before 1.10. The model is fine;
-one op cannot run in the precision it was handed."""
+cross-entropy under autocast, LayerNorm in bf16 on the CPU of torch before 1.10, autocast's promote ops
+handed two low precisions, and NumPy, which has no bfloat16 or fp8. The model is fine; one op cannot run in
+the precision it was handed."""
 
 from __future__ import annotations
 
@@ -72,5 +73,90 @@ SIGNATURES: list[Signature] = [
             "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'BFloat16'",
         ),
         near_misses=("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'",),  # cpu-half-layer-norm
+    ),
+    Signature(
+        id="op-support-autocast-promote-two-low-precisions",
+        family="op-support",
+        title="autocast's type promotion met a low precision it does not run (fp16 and bf16 in one op)",
+        needles=("in at::autocast::prioritize",),
+        patterns=(r"unexpected floating scalartype in at::autocast::prioritize",),
+        # torch's own words (aten/src/ATen/autocast_mode.h): the error of `prioritize`, which picks the widest
+        # floating dtype among a promote op's inputs (cat, stack, index_put, addcmul, where...)
+        cause="Ops on autocast's promote list (cat, stack, index_put, addcmul, where, ...) run in the widest floating "
+        "dtype of their inputs. autocast knows float32, float64 and its own low precision only: an input in the "
+        "other low precision (an fp16 tensor under bf16 autocast, a bf16 one under fp16 autocast) has no place in "
+        "that order and torch stops. Before torch 1.10, CUDA autocast's promotion knew only Half, so any bf16 "
+        "tensor under autocast(dtype=torch.bfloat16) stopped there.",
+        fixes=(
+            fix(
+                "Give the op one low precision: cast the odd tensor to autocast's dtype (or to float32) before it, "
+                "e.g. features stored in fp16 under bf16 autocast: `x = x.to(torch.bfloat16)`"
+            ),
+            fix(
+                'Or run that op outside autocast, in float32: `with torch.autocast("cuda", enabled=False): '
+                "y = torch.cat([a.float(), b.float()])`"
+            ),
+            fix("On torch before 1.10 with bf16 autocast, upgrade torch", "pip install -U 'torch>=1.10'"),
+        ),
+        checks=("TORCH005",),
+        sources=(
+            "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h",
+            "https://github.com/pytorch/pytorch/issues/132715",
+            "https://github.com/karpathy/nanoGPT/issues/235",
+        ),
+        examples=(
+            "RuntimeError: Unexpected floating ScalarType in at::autocast::prioritize",
+            "it gave me `'RuntimeError: Unexpected floating ScalarType in at::autocast::prioritize'`.",
+        ),
+        near_misses=("RuntimeError: promote type is double in at::autocast::prioritize",),
+    ),
+    Signature(
+        id="op-support-numpy-has-no-low-precision",
+        family="op-support",
+        title="NumPy has no {dtype}: a {dtype} tensor was converted to a NumPy array",
+        needles=("got unsupported scalartype ", "of type numpy.void"),
+        patterns=(
+            r"got unsupported scalartype (?:bfloat16|float8_|float4_|bits)",
+            r"can't convert np\.ndarray of type numpy\.void",
+        ),
+        details=(
+            r"unsupported scalartype|numpy\.void",  # the first must match the line
+            r"(?P<dtype>bfloat16|float8_e[0-9a-z]{1,10}|float4_e2m1fn_x2)",
+        ),
+        defaults=(("dtype", "bfloat16"),),
+        # torch's own words (torch/csrc/utils/tensor_numpy.cpp): `.numpy()` of a bf16/fp8 tensor, and
+        # `torch.tensor()` of the raw two-byte records (numpy.void) that bf16 data becomes in NumPy
+        cause="NumPy has no bfloat16 (nor fp8 or fp4) dtype, so torch cannot hand such a tensor to NumPy: `.numpy()`, "
+        "`np.asarray(t)`, a plotting or metrics call, a library's postprocessing, or a weight converter that goes "
+        "through NumPy. The other way round, bf16 weights read into NumPy (from a checkpoint or safetensors) become "
+        "raw two-byte records (numpy.void) that torch cannot convert back. The model may run fine in {dtype}; "
+        "only the hand-over to NumPy fails.",
+        fixes=(
+            fix(
+                "Cast before leaving torch: `t.float().numpy()` (or `t.to(torch.float32).cpu().numpy()`); cast back "
+                "after if the values must stay low-precision"
+            ),
+            fix(
+                "For weights read into NumPy as bf16 records, keep them in torch (`safetensors.torch.load_file`, "
+                "`torch.load`) or view the raw bytes as bfloat16: `torch.from_numpy(a.view(np.int16)).view("
+                "torch.bfloat16)`"
+            ),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/tensor_numpy.cpp",
+            "https://github.com/NVIDIA/TensorRT-LLM/issues/730",
+        ),
+        examples=(
+            "TypeError: Got unsupported ScalarType BFloat16",
+            "TypeError: Got unsupported ScalarType Float8_e4m3fn",
+            "TypeError: can't convert np.ndarray of type numpy.void. The only supported types are: float64, float32, "
+            "float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.",
+        ),
+        near_misses=(
+            "TypeError: can't convert np.ndarray of type numpy.object_. The only supported types are: "
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+            "uint16, uint8, and bool.",
+        ),
     ),
 ]

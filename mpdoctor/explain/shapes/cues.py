@@ -19,7 +19,8 @@ REFUSAL = _cue(
     r"not (?:yet |currently )?(?:supported|available|allowed|enabled|compatible)",
     r"unsupported|no support|without (?:native )?support|without native|lacks? ",
     r"only (?:support|accept|work|allow|available|compatible|run|implemented|be used)|only (?:fp|bf|int|float|half)",
-    r"does(?: not|n't) (?:support|have|work|allow|accept|implement)|do(?: not|n't) (?:support|have|work)",
+    r"does(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected)|allow|accept|implement)",
+    r"do(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected))",
     r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
     r"convert|cast|launch|load|compile|build|select|dispatch|enable)",
     r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
@@ -32,6 +33,8 @@ REFUSAL = _cue(
 # 'tensor(float16)'``): the same words before anything else check an argument, not a precision.
 WEAK_REFUSAL = _cue(
     r"\brequires?\b|\bneeds?\b|must (?:be|have|use)|should (?:be|have|use)|\binvalid\b|\billegal\b|无效",
+    # a TORCH_CHECK of one dtype failing (`Expected A.dtype() == at::kBFloat16 to be true, but got false`)
+    r"(?:dtype|scalar_type)\(\) ?== ?",
 )
 # A requirement that names its dtype just before it (`float16 is required for MoE compressed models`).
 REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
@@ -50,6 +53,7 @@ MISMATCH = _cue(
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
     r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
+    r"operand types are:",  # nvcc/nvrtc: `no operator "=" matches these operands / operand types are: half = float`
 )
 
 # What refuses it, or where: these steer a refusal into its family.
@@ -71,10 +75,22 @@ NUMERICS = _cue(
 GARBAGE = _cue(
     r"(?:outputs?|gives?|produces?|returns?) (?:\w+ )?garbage|garbage (?:outputs?|results?|values?)|black images?",
 )
+# A run that completes but whose results a low precision spoiled, in people's words: it "doesn't work well", its
+# accuracy "drops", the output is "corrupted", while the full precision "works fine". Read only when nothing was
+# refused: beside a refusal, "fp32 works fine" only says where the refusal is not.
+QUALITY = _cue(
+    r"(?:does(?:n't| not)|do(?:n't| not)) work (?:well|properly|correctly|as expected)",
+    r"(?:fp32|float32|full precision|single precision) (?:works?|is) (?:fine|well|ok|correctly)",
+    r"(?<!would )(?:silently )?(?:corrupts|mangles|degrades)\b|(?:accuracy|score|quality|utili[sz]ation) (?:\w+ ){0,2}"
+    r"drops?",
+    r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank) (?:\w+ )?(?:results?|outputs?|masks?|images?|text|"
+    r"transcripts?|predictions?)",
+)
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
     r"mem_?eff|cutlassf\b|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
     r"`(?:cutlass|ck|small|flsh|triton|fa\d?)k?f`|memory_efficient_attention|attn_bias|attn_mask|query's dtype",
+    r"\bfa[234]\b|\bfa[234][_ ]",  # FlashAttention 2, 3, 4 as backends name them (`FA4 CuTE`, `fa3_fp8`)
 )
 QUANTIZATION = _cue(
     r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
@@ -83,10 +99,15 @@ QUANTIZATION = _cue(
 )
 # fp8/fp4 kernels' block sizes: `requires 2D input matrices with height divisible by 8 and width divisible by 16`.
 BLOCK_SIZE = _cue(r"divisible by \d{1,3}|% (?:8|16|32) != 0")
-INTEGER = _cue(r"\bu?int(?:4|8|16|32)\b|\bchar\b|\b(?:16|32)(?:/(?:16|32))?-bit floats?")
+INTEGER = _cue(
+    r"\bu?int(?:4|8|16|32)\b|\bchar\b|\b(?:16|32)(?:/(?:16|32))?-bit floats?",
+    r"\b[2-8][- ]?bits?\b(?! float)",  # a quantization's width: `4-bit`, `8bit`, `loaded in 8-bit precision`
+)
 # Integer and boolean dtypes: a mismatch that names one (a Long mask, an int index) is no mixed-precision failure.
 NOT_FLOATING = _cue(r"\blong(?: int)?\b|\bint(?:8|16|32|64)?\b|\bbool(?:ean)?\b|\buint8\b|\bbyte\b|\bint64_t\b")
-MPS = _cue(r"\bmps\b|mpsgraph|metal performance|\bmetal\b|apple silicon|mpsfileloc|\bmps[._:]")
+# MPSGraph's op verifier names its operands in MLIR's types (`input types 'tensor<1x77xf16>' and 'tensor<1xf32>' are
+# not broadcast compatible`): in torch's stack that is the MPS backend speaking, with or without its file location.
+MPS = _cue(r"\bmps\b|mpsgraph|metal performance|\bmetal\b|apple silicon|mpsfileloc|\bmps[._:]|input types 'tensor<")
 # Tensors whose dtypes must agree: a mixed-precision failure whatever the dtypes' holes print (`query and key must
 # have the same dtype`, `output tensor must have the same type as input tensor`, `uniform dtype`).
 AGREEMENT = _cue(
@@ -133,6 +154,7 @@ COMPILER = _cue(
     r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|loop-carried",
     # PTX's target directive, and a CUDA extension's compile error (`inline_ops.cuh(170): error: ...`)
     r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\): error|error building extension",
+    r"\w\(\d{1,6}\): error: |nvrtc compilation failed",
 )
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = _cue(
@@ -191,10 +213,11 @@ AMP_API = _cue(
     r"module 'torch(?:\.cuda)?\.amp' has no attribute",
 )
 # Words of a run in a low precision, for NaNs it produced (`NaN losses when using AMP`).
-AMP_RUN = _cue(r"\bamp\b|autocast|mixed[_ -]precision")
+AMP_RUN = _cue(r"\bamp\b|autocast|mixed[_ -]precision|no[-_]half")  # an app's `--no-half` switch: it ran in half
 # A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
 # ASCII letters around, not \b: a Chinese message writes "出现Nan" with no word boundary before the NaN.
 NAN_WORD = _cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
+NAN = _cue(r"(?<![a-z])nans?(?![a-z])")
 
 # A failure that only mentions a precision: the run did not stop because of it.
 NOT_PRECISION = _cue(
@@ -206,7 +229,7 @@ NOT_PRECISION = _cue(
     r"operands of type pointer<",
     r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
     r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
-    r"not enough|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
+    r"not enough(?! precision)|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
     # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
     r"deprecat|will be removed|no longer (?:supported|used|needed)|renamed|skipping|\bskipped\b",
@@ -214,6 +237,8 @@ NOT_PRECISION = _cue(
     r"must be (?:provided|set|given|passed|specified)|requires module to have",
     r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
     r"(?:of|be) type `?torch\.dtype|a `?torch\.dtype|number of|copy_from_storage|\bamax\b|fp8_meta|elem_dtype",
+    # moving a quantized model between devices (`.to` is not supported for `4-bit` models): a placement, not a dtype
+    r"`?\.to`? is not supported|"
     r"not (?:be )?found[.,]? (?:using|falling back|will)|"
     r"tensorstats|workaround|slight overhead|quantizers?\b|groupedtensor|\bnode: ",
 )
@@ -230,6 +255,8 @@ __all__ = [
     "AMP_RUN",
     "CPU",
     "GARBAGE",
+    "QUALITY",
+    "NAN",
     "NAN_WORD",
     "REQUIRED_AFTER",
     "DTYPE_ARGUMENT",

@@ -87,10 +87,6 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "Expected input tensors to have type Half, found type float",
         ),
         (
-            "https://github.com/kijai/ComfyUI-SUPIR/pull/208",
-            "input types 'tensor<2x1280xf32>' and 'tensor<1280xf16>' are not broadcast compatible",
-        ),
-        (
             "https://github.com/pytorch/pytorch/issues/111317",
             "RuntimeError: attempting to assign a gradient with dtype 'c10::BFloat16' to a tensor with dtype 'float'.",
         ),
@@ -168,6 +164,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
     "mps": (
+        (
+            "https://github.com/kijai/ComfyUI-SUPIR/pull/208",
+            "input types 'tensor<2x1280xf32>' and 'tensor<1280xf16>' are not broadcast compatible",
+        ),
         (
             "https://github.com/Comfy-Org/ComfyUI/issues/11626",
             "KSamplerAdvanced: Trying to convert Float8_e4m3fn to the MPS backend but it does not have support for that dtype",

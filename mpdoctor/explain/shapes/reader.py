@@ -239,15 +239,18 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
 def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     """Shapes that need no dtype named: NaNs and overflows, a scaler's order, settings, apex, kernels' needs."""
     precision_named = m.low or cues.SETTING.search(m.text) or cues.AMP_RUN.search(m.text)
+    if m.found(cues.OVERFLOW):
+        return "overflow", m.found(cues.OVERFLOW)  # the range named (`without overflow`, `underflow`): before its NaNs
     if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
-        return "numerics", m.found(cues.NAN_LOSS)  # NaN losses in a run that names its low precision
+        return _non_finite(m, cues.NAN_LOSS)  # NaN losses in a run that names its low precision
     if m.found(cues.NAN_WORD) and precision_named and not m.found(cues.SCALER):
-        return "numerics", m.found(cues.NAN_WORD)  # NaNs in a run that names its low precision
+        return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision
     if m.found(cues.GARBAGE) and m.low:
         return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
+    if m.found(cues.QUALITY) and m.low and not (m.refused or m.mismatch or _is_failure(m.text)):
+        return "numerics", m.found(cues.QUALITY)  # a run that completes, spoiled by its precision
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
-        (cues.OVERFLOW, "overflow"),
         (cues.NUMERICS, "numerics"),
         (cues.AMP_API, "scaler"),
         (cues.KERNEL_IMAGE, "kernel-image"),
@@ -273,6 +276,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     if (m.found(cues.AGREEMENT) or m.mismatch and m.pair) and m.low and m.found(cues.INTEGER):
         return "quantization", m.found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
     if m.found(cues.AGREEMENT) and not m.found(cues.NOT_FLOATING):
+        if m.near(cues.ATTENTION):
+            return "attention", m.near(cues.ATTENTION)  # FlashAttention's `query and key must have the same dtype`
         if m.near(cues.COMPILER):
             return "compiler", m.near(cues.COMPILER)  # a kernel language's operands (Triton's tl.dot, lhs and rhs)
         return "dtype", m.found(cues.AGREEMENT)  # tensors whose dtypes must agree: whatever the dtypes' holes print
@@ -285,6 +290,14 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     if m.found(cues.ORT_NO_KERNEL):
         return "op-support", m.found(cues.ORT_NO_KERNEL)  # ONNX Runtime: no kernel for the node's input types
     return None
+
+
+def _non_finite(m: Message, pattern: re.Pattern) -> tuple[str, str]:
+    """Non-finite values in a low-precision run: infinities alone are fp16's range exceeded (a loss of `inf`, each
+    batch skipped), so overflow; any NaN is the precision's numerics (a NaN has many causes, an inf one)."""
+    if cues.NAN.search(m.text):
+        return "numerics", m.found(pattern)
+    return "overflow", m.found(pattern)
 
 
 def _of_a_low_precision(m: Message) -> tuple[str, str] | None:
