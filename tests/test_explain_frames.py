@@ -94,3 +94,24 @@ def test_the_incident_1_one_liner_ranks_a_stray_apex_beside_the_cast():
     assert text.index("with mpdoctor.dtype_trace(model):") < text.index("or (less likely)")  # own cause first
     data = json.loads(run_cli("explain", INCIDENT_1, "--format", "json").stdout)
     assert data["recognised"][0]["alternatives"][0]["checks"][0] == "APEX005"
+
+
+# Round 14's hqq thread (https://github.com/dropbox/hqq/issues/7) quotes its traceback without the head line, as
+# issues often do: the frames just above the error still say where it happened.
+HEADLESS = (
+    '  File "../.venv/lib/python3.10/site-packages/hqq/core/quantize.py", line 217, in forward_pytorch\n'
+    "    out   = torch.matmul(x, W_est.t())\n"
+    "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Half"
+)
+
+
+def test_frames_of_a_traceback_pasted_without_its_head_are_read():
+    (item,) = explain(HEADLESS, "issue").recognised
+    assert item.id == "quantization-dequantized-weight-dtype"
+    assert item.frames == ["../.venv/lib/python3.10/site-packages/hqq/core/quantize.py:217 in forward_pytorch"]
+    # the same error with a line of prose between: no traceback's frames any more, a plain mismatch
+    (plain,) = explain(HEADLESS.replace("RuntimeError", "and then I got:\nRuntimeError"), "issue").recognised
+    assert plain.family == "dtype" and plain.frames == []
+    # a frame further up than a few lines, behind a log's chatter, is not this error's
+    far = HEADLESS.replace("RuntimeError", "    x\n" * 8 + "RuntimeError")
+    assert explain(far, "issue").recognised[0].family == "dtype"

@@ -213,7 +213,11 @@ def explain(
     """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
     progress.update(TASK, text="looking for known failures")
     signatures = all_signatures()
-    matches = find(data, signatures) or explain_by_shape(data, signatures)
+    matches = find(data, signatures)
+    if all(match.signature.notice for match in matches):
+        # only notices (or nothing) known: the failure that ended the input may still be read by its shape
+        known = {(match.signature.id, tuple(match.lines[:1])) for match in matches}
+        matches += [m for m in explain_by_shape(data, signatures) if (m.signature.id, tuple(m.lines[:1])) not in known]
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token
@@ -222,7 +226,8 @@ def explain(
         input_lines=lines,
         input_bytes=len(raw),
         truncated=truncated,
-        recognised=[explanation(m) for m in matches],
+        recognised=[explanation(m) for m in matches if not m.signature.notice],
+        notices=[explanation(m) for m in matches if m.signature.notice],
     )
     progress.finish(TASK)
     return report

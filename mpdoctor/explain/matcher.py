@@ -28,6 +28,8 @@ MAX_LINE = limits.LOG_LINE  # characters of one line given to a regex
 MAX_CONTEXT = 65_536  # characters searched backwards for the traceback a line is in
 MAX_LINES_PER_MATCH = 5
 MAX_FRAMES = 256  # innermost frames of one traceback a signature's frame rules look at
+HEADLESS_LINES = 64  # lines read upwards for the frames of a traceback pasted without its head
+HEADLESS_NEAR = 6  # ...when a frame is among the first of them (a code line, carets, a blank line between)
 MAX_SHARED_CONTEXT = 8192  # a traceback up to this long is compared, so that a repeated one is judged once
 MAX_VERDICTS = 4096  # (line, traceback) pairs remembered
 # A traceback frame, also as torchrun prefixes it: `[rank0]:   File "...", line 12, in forward`.
@@ -110,7 +112,7 @@ class Text:
         window_start = max(0, start - MAX_CONTEXT)
         head = self.text.rfind(self._head, window_start, start)
         if head < 0:
-            return []
+            return self._headless_frames(start)
         cached_head, parsed, frames = self._traceback
         if cached_head != head or parsed > start:
             parsed, frames = head, []
@@ -121,12 +123,37 @@ class Text:
         self._traceback = (head, start, frames)
         return frames[-MAX_FRAMES:]
 
+    def _headless_block(self, start: int) -> int:
+        """Where the frame lines right above line ``start`` begin (``start`` when there are none): a traceback pasted
+        without its head, as issues often quote one (`  File ".../hqq/core/quantize.py", line 217` and the error
+        under it). Only contiguous frame, code and caret lines count, at most HEADLESS_LINES of them."""
+        begin, seen_frame = start, False
+        for read in range(HEADLESS_LINES):
+            if begin == 0 or read == HEADLESS_NEAR and not seen_frame:
+                break  # a frame is among the few lines above (its code and carets between), or none is
+            previous = self.text.rfind(self._newline, max(0, begin - 1 - MAX_LINE), begin - 1) + 1
+            line = self.slice(previous, begin - 1)
+            if FRAME.match(line):
+                seen_frame = True
+            elif line.strip() and not line.startswith((" ", "\t")) or previous == max(0, begin - 1 - MAX_LINE) > 0:
+                break  # not a traceback's line, or a line too long to be one
+            begin = previous
+        return begin if seen_frame else start
+
+    def _headless_frames(self, start: int) -> list[Frame]:
+        frames = []
+        for line in self.slice(self._headless_block(start), start).split("\n"):
+            found = FRAME.match(line)
+            if found:
+                frames.append(Frame(found.group(1), int(found.group(2)), found.group(3) or ""))
+        return frames[-MAX_FRAMES:]
+
     def context_key(self, start: int, line: str) -> tuple[str, str]:
         """What judging line ``start`` depends on: the line, and the traceback it ends when that is short enough
         to compare (a log of the same traceback repeated is judged once); else a key of its own."""
         head = self.text.rfind(self._head, max(0, start - MAX_CONTEXT), start)
         if head < 0:
-            return line, ""
+            return line, self.slice(self._headless_block(start), start)
         return (line, self.slice(head, start)) if start - head <= MAX_SHARED_CONTEXT else (line, str(start))
 
 

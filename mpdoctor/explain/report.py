@@ -82,6 +82,11 @@ class ExplainReport:
         "appears",
         factory=list,
     )
+    notices: list[Explanation] = fact(
+        "Notices found that are no failure (a deprecation with the call that replaces it): the run goes on; each "
+        "in the order it first appears",
+        factory=list,
+    )
     checked: bool = fact("--check ran the confirming checks", False)
     check_error: str = fact("Why --check could not run them, when it could not", "")
     schema_version: int = version_fact("Version of this JSON layout", EXPLAIN_SCHEMA_VERSION)

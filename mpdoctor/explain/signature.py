@@ -68,6 +68,9 @@ class Signature:
     frames: tuple[str, ...] = ()  # regexes: some frame of the line's traceback must match one
     not_frames: tuple[str, ...] = ()  # regexes: no frame of the line's traceback may match one
     rank: int = 0  # when signatures claim the same line, the highest rank is the explanation
+    # A notice, not a failure (a deprecation with its replacement): the run goes on. explain still answers it, with
+    # the move to make, but among the report's notices, never as a recognised failure.
+    notice: bool = False
     notes: str = ""  # anything a maintainer should know about it
     alternatives: tuple[Alternative, ...] = ()  # other causes of the same words, most likely first
     # Regexes over the lower-cased line whose named groups fill ``{op}``, ``{device}``, ``{dtype}``... in the

@@ -22,6 +22,8 @@ def headline(report: ExplainReport) -> str:
     where = f"{_plural(report.input_lines, 'line')} from {report.source}"
     if report.truncated:
         where += " (only its end was read)"
+    if not report.recognised and report.notices:
+        return f"No known mixed-precision failure recognised in {where}, only {_plural(len(report.notices), 'notice')}:"
     if not report.recognised:
         return (
             f"No known mixed-precision failure recognised in {where}. mpdoctor does not guess: "
@@ -89,6 +91,12 @@ def render_text(report: ExplainReport, console: Console) -> None:
     console.print()
     for item in report.recognised:
         render_explanation(console, item, report.checked)
+    if report.notices:
+        if report.recognised:
+            print_prose(console, f"Also {_plural(len(report.notices), 'notice')}, no failure:", style="bold")
+            console.print()
+        for item in report.notices:  # a deprecation and the call that replaces it: the run goes on
+            render_explanation(console, item, checked=False)
     if report.check_error:
         print_prose(console, sanitise.line(f"--check could not run the checks: {report.check_error}"), style="yellow")
     codes = selected_codes(report)

@@ -871,7 +871,8 @@ def not_precision_reason(library: str, text: str) -> tuple[str, bool]:
 
 def judge(library: str, text: str, kind: str) -> dict:
     """The verdict for one mined message, from its text alone (no download): what the test runs again."""
-    found = explain(sample(text, kind), library).recognised
+    report = explain(sample(text, kind), library)
+    found = report.recognised or report.notices  # a deprecation is answered as a notice
     signature = found[0].id if found else None
     why, hard = not_precision_reason(library, text)
     if signature and hard and why == DEPRECATION and "deprecat" in signature:

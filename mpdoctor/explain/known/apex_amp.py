@@ -159,6 +159,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/apex/pull/1896",
             "https://github.com/facebookresearch/ParlAI/issues/2813",
         ),
+        notice=True,  # the run goes on: a notice with the call to move to, not a failure
         examples=(
             "apex.DeprecatedFeatureWarning: apex.amp is deprecated and will be removed by the end of February "
             "2023. Use [PyTorch AMP](https://pytorch.org/docs/stable/amp.html)",

@@ -201,8 +201,8 @@ SIGNATURES: list[Signature] = [
         rank=-1,
     ),
     Signature(
-        id="op-support-no-kernel-cpu",
-        family="op-support",
+        id="cpu-half-no-kernel",
+        family="cpu-half",  # a low precision on the CPU: bf16/fp8 as fp16 (Half is cpu_half.cpu-half-op's)
         title="{op} has no {dtype} kernel on the CPU: run it in float32",
         needles=("not implemented for '",),
         patterns=(r"_cpu[a-z0-9_]{0,60}\" not implemented for '" + _LOW_WORD,),

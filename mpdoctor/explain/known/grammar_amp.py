@@ -45,6 +45,7 @@ SIGNATURES: list[Signature] = [
         ),
         checks=(),
         sources=(_SOURCE_CUDA_AMP, "https://github.com/pytorch/pytorch/blob/main/torch/cuda/amp/grad_scaler.py"),
+        notice=True,  # the run goes on: a notice with the call to move to, not a failure
         examples=(
             "FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
             "`torch.amp.GradScaler('cuda', args...)` instead.",
@@ -125,6 +126,7 @@ SIGNATURES: list[Signature] = [
         ),
         checks=(),
         sources=(_SOURCE_SDP,),
+        notice=True,  # the run goes on: a notice with the call to move to, not a failure
         examples=(
             "FutureWarning: `torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager "
             "will be removed. Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with "

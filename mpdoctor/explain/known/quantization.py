@@ -97,4 +97,45 @@ SIGNATURES: list[Signature] = [
         ),
         near_misses=("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half",),
     ),
+    Signature(
+        id="quantization-dequantized-weight-dtype",
+        family="quantization",
+        title="A quantized layer dequantized its weights to another dtype than the model's activations",
+        needles=("expected scalar type", "have the same dtype"),
+        patterns=(
+            r"expected scalar type (?:float|half|bfloat16) but found (?:float|half|bfloat16)",
+            r"(?:mat1 and mat2|self and mat2|m1 and m2) (?:to )?(?:must )?have the same dtype",
+        ),
+        cause="The mismatch happened inside a quantization library's layer (its frame is in the traceback): the "
+        "layer dequantizes its packed weights to its own compute dtype (float16 for AutoAWQ's and many GPTQ "
+        "kernels, HQQ's `compute_dtype`, bitsandbytes' `bnb_4bit_compute_dtype`) and meets activations in the "
+        "model's dtype (often bfloat16), or the other way round.",
+        fixes=(
+            fix(
+                "Give the quantization the model's dtype: `bnb_4bit_compute_dtype=torch.bfloat16` (bitsandbytes), "
+                "`compute_dtype=torch.bfloat16` (HQQ), or load the model in the dtype its kernels need "
+                "(`torch_dtype=torch.float16` for AWQ/GPTQ kernels that are fp16-only)"
+            ),
+            fix("Or cast the activations into the layer's dtype where they enter it (`x.to(layer_dtype)`)"),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/dropbox/hqq/issues/7",
+            "https://github.com/QwenLM/Qwen3-VL/issues/1048",
+        ),
+        examples=(
+            '  File "../.venv/lib/python3.10/site-packages/hqq/core/quantize.py", line 217, in forward_pytorch\n'
+            "    out   = torch.matmul(x, W_est.t())\n"
+            "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Half",
+        ),
+        near_misses=(
+            "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Half",
+        ),
+        # the frame of a quantization library's own layer: the same words elsewhere are a plain mismatch
+        frames=(
+            r"/(?:hqq|awq|auto_gptq|gptqmodel|bitsandbytes|optimum/quanto|quanto|exllamav2|vptq|aqlm|eetq|"
+            r"compressed_tensors|torchao/quantization|torchao/prototype)/",
+        ),
+        rank=1,
+    ),
 ]

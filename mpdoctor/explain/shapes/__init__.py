@@ -45,15 +45,17 @@ def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signatu
     text = text[-TAIL:]
     lines = text.split("\n")
     unwrapped = [_ESCAPED.sub(r"\1", _PREFIX.sub("", line)) for line in lines]
+    notices: list[Match] = []
     if unwrapped != lines:
         matches = find("\n".join(unwrapped), signatures)
-        if matches:
-            for match in matches:
-                match.lines = [(first + number - 1, lines[number - 1].strip()) for number, _ in match.lines]
-            return matches
+        for match in matches:
+            match.lines = [(first + number - 1, lines[number - 1].strip()) for number, _ in match.lines]
+        if not all(match.signature.notice for match in matches):
+            return matches  # a failure known once unwrapped (notices, if any, with it)
+        notices = matches  # only notices: the failure that ended the input may still be read by its shape
     reading = read(unwrapped)
     if reading is None:
-        return []
+        return notices
     start = reading.lines[0][0]
     frames = [
         Frame(hit.group(1), int(hit.group(2)), hit.group(3) or "")
@@ -66,7 +68,7 @@ def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signatu
         "dtypes": " and ".join(dict.fromkeys(reading.dtypes)) or "two dtypes",
         "cue": reading.cue,
     }
-    return [
+    return notices + [
         Match(
             SIGNATURES[reading.family],
             lines=[(first + index, lines[index].strip()) for index, _ in reading.lines][:5],

@@ -22,7 +22,8 @@ REFUSAL = _cue(
     r"does(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected)|allow|accept|implement)",
     r"do(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected))",
     r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
-    r"convert|cast|launch|load|compile|build|select|dispatch|enable)",
+    r"convert|cast|launch|load|compile|build|select|dispatch|enable|quantize|dequantize)",
+    r"没有[^，。,]{0,12}(?:kernel|内核|实现)",  # "has no fp16 kernel"
     r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
@@ -34,7 +35,7 @@ REFUSAL = _cue(
 WEAK_REFUSAL = _cue(
     r"\brequires?\b|\bneeds?\b|must (?:be|have|use)|should (?:be|have|use)|\binvalid\b|\billegal\b|无效",
     # a TORCH_CHECK of one dtype failing (`Expected A.dtype() == at::kBFloat16 to be true, but got false`)
-    r"(?:dtype|scalar_type)\(\) ?== ?",
+    r"(?:dtype|scalar_type)(?:\(\))? ?== ?",
 )
 # A requirement that names its dtype just before it (`float16 is required for MoE compressed models`).
 REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
@@ -53,6 +54,7 @@ MISMATCH = _cue(
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
     r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
+    r"wrong (?:d(?:ata ?)?)?type|desires to be|requested dtype \w+ for tensor with dtype",
     r"operand types are:",  # nvcc/nvrtc: `no operator "=" matches these operands / operand types are: half = float`
 )
 
@@ -62,7 +64,16 @@ MISMATCH = _cue(
 OVERFLOW = _cue(
     r"\bunderflows?\b|下溢|without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
     r"loss scale (?:has )?(?:reached|collapsed|underflow)",
+    # a scaler at its floor in any trainer's words (`grad_scale is too small, exiting`, Marian's `cost-scaling factor
+    # 7.6e-06 is already at minimum`), and fp16's largest value or range named (`cross the boundary 65504`)
+    r"(?:grad|loss)[_ ]scale (?:is )?too small|(?:scal\w{0,4}|factor) [^,;]{0,30}already at (?:its )?minimum",
+    r"\b65,?504\b|超出[^，。,]{0,12}(?:fp16|float16|半精度)[^，。,]{0,6}范围",
+    r"(?:out of|outside|exceed\w{0,3}|beyond) (?:the )?(?:fp16|float16|half)(?:'s)? (?:range|max)",
+    r"(?:range|max\w{0,4}) of (?:fp16|float16|half)",
 )
+# The word itself: with a low precision named around it (`Avoid fp16 overflow`, `gradient overflow when training in
+# fp16`), the precision's range; DeepSpeed's routine `OVERFLOW! Skipping step` notice is no failure (NOT_PRECISION).
+OVERFLOW_WORD = _cue(r"\boverflow(?:s|ed|ing)?\b")
 SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad scale:? {0,3}(\d[\d.e+-]{0,20})")
 # log2 of the scale (guided-diffusion's `decreased lg_loss_scale to -16199.354`): below 3, the scale is below 8.
 LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
@@ -83,14 +94,17 @@ QUALITY = _cue(
     r"(?:fp32|float32|full precision|single precision) (?:works?|is) (?:fine|well|ok|correctly)",
     r"(?<!would )(?:silently )?(?:corrupts|mangles|degrades)\b|(?:accuracy|score|quality|utili[sz]ation) (?:\w+ ){0,2}"
     r"drops?",
-    r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank) (?:\w+ )?(?:results?|outputs?|masks?|images?|text|"
-    r"transcripts?|predictions?)",
+    r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank|incorrect) (?:\w+ )?(?:results?|outputs?|masks?|images?|"
+    r"text|transcripts?|predictions?|labels|detections)",
+    r"precision (?:issues?|problems?|drops?)|(?:loses?|losing|lost) (?:the |its )?precision|(?:significant|large) "
+    r"(?:\w+ )?(?:deviation|errors?)|scrambled|full of exclamation marks|精度下降",
 )
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
     r"mem_?eff|cutlassf\b|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
     r"`(?:cutlass|ck|small|flsh|triton|fa\d?)k?f`|memory_efficient_attention|attn_bias|attn_mask|query's dtype",
-    r"\bfa[234]\b|\bfa[234][_ ]",  # FlashAttention 2, 3, 4 as backends name them (`FA4 CuTE`, `fa3_fp8`)
+    # FlashAttention 2, 3, 4 as backends name them (`FA4 CuTE`, `fa3_fp8`), and FA2's own check (`q_dtype`, `is_sm8x`)
+    r"\bfa[234]\b|\bfa[234][_ ]|\bq_dtype\b|\bis_sm8x\b",
 )
 QUANTIZATION = _cue(
     r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
@@ -116,7 +130,7 @@ AGREEMENT = _cue(
     r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
     r"\b(?:operands|inputs|tensors) (?:must|should) (?:have|be) (?:of )?same (?:d|data ?|scalar |element )?types?\b",
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
-    r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?dtype mismatch\b",
+    r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
@@ -133,6 +147,7 @@ NEEDS_GPU = _cue(
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
 CPU = _cue(
     r"(?<!cuda\.)\btorch\.(?:half|bfloat16)tensor\b|\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider"
+    r"|\bcpu_backend\b"
 )
 HARDWARE = _cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
@@ -140,7 +155,7 @@ HARDWARE = _cue(
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
-    r"supported on the device|required aspect",
+    r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
     r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia",
 )
@@ -165,7 +180,7 @@ SETTING = _cue(
     r"precision ['\"]|allowed precision|precision values|precision \d|precision has been set|builderflag|\bkfp16\b",
     r"not configured in the builder|\bzero (?:stage|optimization|[123])|zero_optimization|amp_o[12]|fp16config",
     r"bf16config|loss_scale|[fb][fp]16\.enabled|fp16_backend|fp16_full_eval|mixed_precision|recipekwargs",
-    r"xla_use_bf16|xla_downcast_bf16",
+    r"xla_use_bf16|xla_downcast_bf16|\b(?:fp16|bf16) mode\b",
     r"(?:in|for|of) precision\b",
 )
 # A model's or a module's dtype argument (not a precision mode): refused on the CPU, it is the CPU's refusal.
@@ -190,7 +205,14 @@ APEX_BUILD = _cue(
     r"no module named '?apex\b|no module named 'amp'|name 'amp' is not defined|cannot import name 'amp'",
     r"'nonetype' object has no attribute 'initialize'",  # `amp.initialize(...)` where `from apex import amp` failed
     r"internal amp state has not been initialized",  # apex.amp's scale_loss before amp.initialize
+    # apex missing where fp16 needs it, or its fused classes from another apex (`Fused layer norm cuda not found`,
+    # `'FusedLayerNorm' object has no attribute`), and amp.initialize's own device check
+    r"(?:please install|requires?|need) apex\b|apex is (?:not installed|required)|fused layer norm cuda not found",
+    r"'fused(?:layer|rms)norm' object has no attribute|with type torch\.floattensor, expected torch\.cuda\.floattensor",
 )
+# The precision switched off where the failure happened (`name 'amp' is not defined ... with args.fp16=False`): apex's
+# amp is not what is missing, the code references it on a path that does not import it.
+PRECISION_OFF = _cue(r"\b(?:fp16|amp|use_amp|half)\s?[=:]\s?false\b")
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
 SETTING_MISSING = _cue(
@@ -213,7 +235,11 @@ AMP_API = _cue(
     r"module 'torch(?:\.cuda)?\.amp' has no attribute",
 )
 # Words of a run in a low precision, for NaNs it produced (`NaN losses when using AMP`).
-AMP_RUN = _cue(r"\bamp\b|autocast|mixed[_ -]precision|no[-_]half")  # an app's `--no-half` switch: it ran in half
+AMP_RUN = _cue(
+    r"\bamp\b|autocast|mixed[_ -]precision|no[-_]half",  # an app's `--no-half` switch: it ran in half
+    # a setting that embeds the precision in its name: `bf16_mode`, `fp16_run: true`, `use_fp16`, `--use-fp16`
+    r"\b(?:use[_-])?(?:fp16|bf16|half)[_-](?:mode|run|training|enabled|true)\b|\buse[_-](?:fp16|bf16)\b",
+)
 # A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
 # ASCII letters around, not \b: a Chinese message writes "出现Nan" with no word boundary before the NaN.
 NAN_WORD = _cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
@@ -224,7 +250,7 @@ NOT_PRECISION = _cue(
     r"out of memory|\boom\b|outofmemory|cuda_error_out_of_memory|memory\w* (?:error|exhausted)",
     r"no module named|modulenotfounderror|cannot import name|importerror",
     r"no such file|filenotfounderror|\bsafetensors not found|\b(?:file|model|checkpoint|weights?) not found",
-    r"permission denied|connection|timed? ?out|\b40[134]\b",
+    r"permission denied|connection ?(?:error|refused|reset|aborted|closed|timed)|timed? ?out|\b40[134]\b",
     # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
     r"operands of type pointer<",
     r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
@@ -267,6 +293,8 @@ __all__ = [
     "NUMERICS",
     "ORT_NO_KERNEL",
     "OVERFLOW",
+    "OVERFLOW_WORD",
+    "PRECISION_OFF",
     "SCALE_SET_TO",
     "MINIMUM",
     "NEEDS_GPU",

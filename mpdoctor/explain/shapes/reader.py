@@ -227,7 +227,7 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     collapsed = _scale_collapsed(m.text)
     if collapsed:
         return "overflow", collapsed  # a scaler "skipping" steps down to its floor
-    if m.found(cues.APEX_BUILD):
+    if m.found(cues.APEX_BUILD) and not m.found(cues.PRECISION_OFF):
         return "apex", m.found(cues.APEX_BUILD)  # "no module named": apex's own extensions
     if m.found(cues.BLOCK_SIZE) and m.low:
         return "quantization", m.found(cues.BLOCK_SIZE)  # the shape words of a kernel's blocks
@@ -243,8 +243,11 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "overflow", m.found(cues.OVERFLOW)  # the range named (`without overflow`, `underflow`): before its NaNs
     if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
         return _non_finite(m, cues.NAN_LOSS)  # NaN losses in a run that names its low precision
-    if m.found(cues.NAN_WORD) and precision_named and not m.found(cues.SCALER):
-        return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision
+    named_above = written_low(m.above) or cues.SETTING.search(m.above) or cues.AMP_RUN.search(m.above)
+    if m.found(cues.OVERFLOW_WORD) and (m.low or named_above):
+        return "overflow", m.found(cues.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
+    if m.found(cues.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
+        return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision, here or just above
     if m.found(cues.GARBAGE) and m.low:
         return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
     if m.found(cues.QUALITY) and m.low and not (m.refused or m.mismatch or _is_failure(m.text)):
@@ -259,7 +262,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
             return family, m.found(pattern)
     if m.found(cues.CPU) and m.low and m.refused and cues.DTYPE_ARGUMENT.search(m.found(cues.SETTING)):
         return "cpu-half", m.found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
-    if _same_line(m.lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU):
+    if not m.found(cues.AGREEMENT) and _same_line(m.lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU):
+        # (tensors whose dtypes must agree are a mismatch of tensors, whatever setting ran them: below)
         # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
         # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
         return "framework", m.found(cues.SETTING)
@@ -275,7 +279,11 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "attention", m.found(cues.ATTENTION)  # a fused attention kernel refusing the GPU, or the run's dtype
     if (m.found(cues.AGREEMENT) or m.mismatch and m.pair) and m.low and m.found(cues.INTEGER):
         return "quantization", m.found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
-    if m.found(cues.AGREEMENT) and not m.found(cues.NOT_FLOATING):
+    # tensors that must agree, unless the dtypes it names are all full precision (Double and Float: NumPy's float64
+    # meeting a float32 network is no mixed-precision failure); XLA's "mixed precision is disallowed" is its own rule
+    full_only = len(set(m.names)) >= 2 and not any(is_low(name) for name in m.names)
+    full_only = full_only and "precision" not in m.found(cues.AGREEMENT)
+    if m.found(cues.AGREEMENT) and not m.found(cues.NOT_FLOATING) and not full_only:
         if m.near(cues.ATTENTION):
             return "attention", m.near(cues.ATTENTION)  # FlashAttention's `query and key must have the same dtype`
         if m.near(cues.COMPILER):

@@ -25,7 +25,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
     r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
-    r"|(?<=np\.)|(?<=type_)|(?<=at::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
+    r"|(?<=np\.)|(?<=type_)|(?<=at::k)|(?<=torch::k)|(?<=c10::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
 
