@@ -258,4 +258,42 @@ SIGNATURES: list[Signature] = [
         ),
         rank=0,
     ),
+    Signature(
+        id="scaler-state-not-float32",
+        family="scaler",
+        title="The loss scaler's own state is not float32: {what} was handed in another dtype",
+        needles=(
+            "current_scale must be a float tensor",
+            "found_inf must be a float tensor",
+            "growth_tracker must be an int tensor",
+        ),
+        # torch's own checks in _amp_update_scale_ and _amp_foreach_non_finite_check_and_unscale_ (AmpKernels)
+        patterns=(r"(?:current_scale|found_inf) must be a float tensor|growth_tracker must be an int tensor",),
+        details=(r"(?P<what>current_scale|found_inf|growth_tracker)",),
+        cause="torch's scaler kernels keep the loss scale and the inf flag in float32 (and the growth counter in "
+        "int32). A scaler that is not torch's own GradScaler (a framework's wrapper, such as thinc's "
+        "PyTorchGradScaler under spacy-transformers' `mixed_precision`) or a scaler state cast with the model "
+        "(`.half()`/`.to(dtype)` on an object holding it, a checkpoint saved from another precision) handed "
+        "{what} in another dtype.",
+        fixes=(
+            fix(
+                "Keep the scaler's state out of the model's casts: create it as torch does (`torch.full((), "
+                'init_scale, dtype=torch.float32)`), or use `torch.amp.GradScaler("cuda")` itself'
+            ),
+            fix(
+                "In a framework's mixed-precision option (spaCy/thinc `mixed_precision`), upgrade the framework or "
+                "turn that option off until its scaler keeps float32 state"
+            ),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/AmpKernels.cu",
+            "https://github.com/explosion/spaCy/issues/13512",
+        ),
+        examples=(
+            "RuntimeError: current_scale must be a float tensor.",
+            "RuntimeError: found_inf must be a float tensor.",
+            "RuntimeError: growth_tracker must be an int tensor.",
+        ),
+    ),
 ]

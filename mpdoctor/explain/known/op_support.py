@@ -96,7 +96,9 @@ SIGNATURES: list[Signature] = [
                 'Or run that op outside autocast, in float32: `with torch.autocast("cuda", enabled=False): '
                 "y = torch.cat([a.float(), b.float()])`"
             ),
-            fix("On torch before 1.10 with bf16 autocast, upgrade torch", "pip install -U 'torch>=1.10'"),
+            # no command: a bare `pip install -U torch` can swap the build (CUDA for CPU-only or back); `mpdoctor
+            # check` names the index of the build installed
+            fix("On torch before 1.10 with bf16 autocast, upgrade torch from the index of the build you have"),
         ),
         checks=("TORCH005",),
         sources=(
