@@ -263,9 +263,9 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     if m.found(cues.CPU) and m.low and m.refused and cues.DTYPE_ARGUMENT.search(m.found(cues.SETTING)):
         return "cpu-half", m.found(cues.CPU)  # a model loaded in fp16 refused on the CPU: the CPU's, not a setting's
     if not m.found(cues.AGREEMENT) and _same_line(m.lines, cues.SETTING, cues.CONFLICT, cues.REFUSAL, cues.NEEDS_GPU):
-        # (tensors whose dtypes must agree are a mismatch of tensors, whatever setting ran them: below)
         # a precision setting refused (its value, the device it needs) or contradicting another: no dtype need be
-        # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype
+        # named, and the setting's own words (`--fp16`, `precision='16-mixed'`) are its dtype. Tensors whose dtypes
+        # must agree are a mismatch of tensors whatever setting ran them (below)
         return "framework", m.found(cues.SETTING)
     if m.found(cues.APEX) and (m.refused or m.mismatch or m.low):
         return "apex", m.found(cues.APEX)
