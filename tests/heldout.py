@@ -78,6 +78,25 @@ def split_of(source: str) -> str:
 class SplitRound(Round):
     """A round split into a learn and a held half (rounds 5 on), with the checks every such round shares."""
 
+    def composition_problems(self, least_mixed: int, least_other: int) -> list:
+        """What is wrong with the round's make-up: too few messages of either kind, a thread or a text twice, one
+        library over 6% of the round, a library its `collected` list does not name."""
+        found = []
+        if len(self.mixed) < least_mixed or len(self.other) < least_other:
+            found.append(("too few messages", len(self.mixed), len(self.other)))
+        if len({e["source"] for e in self.messages}) != len(self.messages):
+            found.append(("a thread twice", None))  # one message per thread
+        if len({e["message"] for e in self.messages}) != len(self.messages):
+            found.append(("a text twice", None))
+        libraries = self.libraries()
+        if max(libraries.values()) > 0.06 * len(self.messages):
+            found.append(("one library over 6%", libraries.most_common(3)))
+        if not set(libraries) <= set(self.data["collected"]["libraries"]):
+            found.append(
+                ("libraries not in collected", sorted(set(libraries) - set(self.data["collected"]["libraries"])))
+            )
+        return found
+
     def wrong_splits(self) -> list:
         return [e["source"] for e in self.messages if e["split"] != split_of(e["source"])]
 
