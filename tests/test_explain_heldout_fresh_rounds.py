@@ -13,7 +13,11 @@ had used (each round's `about` says which, and what was dropped):
   stop's final code (9922149) before it was learned from;
 * round 14, 232 (stop 33): the long tail of LLM training, quantization and serving, science and domain ML, research
   code, detection and tracking, speech synthesis and NLP libraries; measured at that stop's start (0225671) and after
-  it learned again from the older rounds (e6ea1c0), then read whole to learn from.
+  it learned again from the older rounds (e6ea1c0), then read whole to learn from;
+* round 15, 87 (collected at the end of stop 33, after its learning): talking-head, avatar and video generation code,
+  local LLM and VLM apps, agent and RAG stacks, tabular, AutoML, self-supervised, continual and federated learning
+  code; measured fresh at stop 33's start (0225671) and its final code (8fab39e), read as counts only until stop 34
+  read it whole to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: its stop's start,
@@ -42,54 +46,18 @@ ORDER = [
     "round12.json",
     "round13.json",
     "round14.json",
+    "round15.json",
 ]
-_XFORMERS_BUILD = (
-    "xFormers' 'can't load C++/CUDA extensions ... built for PyTorch X (you have Y)' is read as the attention family "
-    "(attention-xformers-built-for-other-torch, learned from earlier threads); this round labels it no precision "
-    "failure (the extensions of another torch build, the run goes on without them)"
-)
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
 ROUNDS = {
     "round9.json": (("ea72e7f", "017d572"), (100, 30), {}),
     "round10.json": (("ea72e7f", "3e9abaf"), (85, 30), {}),
-    "round11.json": (
-        ("ea72e7f", "24dacb4"),
-        (110, 40),
-        {
-            "https://github.com/MIC-DKFZ/nnUNet/issues/2447": (
-                "torch's 'GradScaler is enabled, but CUDA is not available. Disabling.' is read as the scaler family "
-                "(its signature says CUDA is missing and the scaler is off); the thread labels the run's failure a "
-                "CUDA-less torch install, no precision failure, as rounds 6 and 7 label environment errors in "
-                "precision runs"
-            ),
-        },
-    ),
-    "round12.json": (
-        ("ea72e7f", "a180f5a"),
-        (110, 40),
-        {
-            "https://github.com/Comfy-Org/ComfyUI-Manager/issues/926": _XFORMERS_BUILD,
-            "https://github.com/camenduru/comfyui-colab/issues/6": _XFORMERS_BUILD,
-            "https://github.com/deforum/deforum-stable-diffusion/issues/377": _XFORMERS_BUILD,
-            "https://github.com/Rudrabha/Wav2Lip/issues/502": (
-                "'Torch not compiled with CUDA enabled' is read as the driver family (a CPU-only torch), as round 7's "
-                "ComfyUI case; this round labels it no precision failure (a machine without an NVIDIA GPU)"
-            ),
-        },
-    ),
-    "round13.json": (
-        ("ea72e7f", "9922149"),
-        (90, 40),
-        {
-            "https://github.com/facebookresearch/fairseq/issues/2696": (
-                "a user's 'the K80 doesn't support fp16, so I switched to fp32, but the loss is NaN' is read as a "
-                "feature refused in fp16 (op-support-low-precision-feature-refused); the thread's failure is the fp32 "
-                "run's NaN loss, no precision failure"
-            ),
-        },
-    ),
+    "round11.json": (("ea72e7f", "24dacb4"), (110, 40), {}),
+    "round12.json": (("ea72e7f", "a180f5a"), (110, 40), {}),
+    "round13.json": (("ea72e7f", "9922149"), (90, 40), {}),
     "round14.json": (("0225671", "e6ea1c0"), (140, 80), {}),
+    "round15.json": (("0225671", "8fab39e"), (55, 28), {}),
 }
 LOADED = {name: SplitRound(name) for name in ROUNDS}
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, BinaryIO, Optional
 
 from mpdoctor.explain.device import checks_for, device_of, fixes_for
 from mpdoctor.explain.known import all_signatures
-from mpdoctor.explain.shapes import explain_by_shape
+from mpdoctor.explain.shapes import ending_elsewhere, explain_by_shape
 from mpdoctor.explain.signature import fill
-from mpdoctor.explain.matcher import MAX_LINE, Match, find
+from mpdoctor.explain.matcher import MAX_LINE, Match, find, is_error_line
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.portable import limits
@@ -207,17 +207,32 @@ def explanation(match: Match) -> Explanation:
     )
 
 
+def _in_passing_as_notices(data: bytes | bytearray | str, matches: list[Match]) -> list[Match]:
+    """``matches``, those a run's end shows in passing made notices: when the input ends on another failure (a
+    ``KeyError``, an out-of-memory error) and every failure recognised is a warning or a bare line above it ("Flash
+    Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dtype is float32" logged
+    at load time), the precision did not stop the run; what was recognised is still answered, as a notice."""
+    failures = [match for match in matches if not match.signature.notice]
+    if not failures or any(is_error_line(text.lower()) for match in failures for _, text in match.lines):
+        return matches
+    ending = ending_elsewhere(data)
+    if ending is None or any(number >= ending for match in failures for number, _ in match.lines):
+        return matches
+    return [replace(match, signature=replace(match.signature, notice=True)) for match in matches]
+
+
 def explain(
     data: bytes | bytearray | str, source: str, truncated: bool = False, progress: ProgressBoard = SILENT
 ) -> ExplainReport:
     """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
     progress.update(TASK, text="looking for known failures")
     signatures = all_signatures()
-    matches = find(data, signatures)
+    matches = _in_passing_as_notices(data, find(data, signatures))
     if all(match.signature.notice for match in matches):
-        # only notices (or nothing) known: the failure that ended the input may still be read by its shape
-        known = {(match.signature.id, tuple(match.lines[:1])) for match in matches}
-        matches += [m for m in explain_by_shape(data, signatures) if (m.signature.id, tuple(m.lines[:1])) not in known]
+        # only notices (or nothing) known: the failure that ended the input may still be read by its shape, on
+        # lines no notice explains already (xFormers' warning is not read again as an attention failure)
+        noticed = {number for match in matches for number, _ in match.lines}
+        matches += [m for m in explain_by_shape(data, signatures) if not noticed.intersection(n for n, _ in m.lines)]
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token

@@ -20,6 +20,7 @@ from mpdoctor.explain.cleaning import fold, prepare
 from mpdoctor.explain.frames import library_of, rank as rank_frames
 from mpdoctor.explain.known.spelling import DTYPE_WORD, canonical, is_dtype, is_low
 from mpdoctor.explain.needles import hit_lines
+from mpdoctor.explain.ruled_out import precision_ruled_out
 from mpdoctor.explain.signature import Signature
 from mpdoctor.portable import limits
 from mpdoctor.portable.redact import CLIP_MARGIN
@@ -274,6 +275,8 @@ def find(data: bytes | bytearray | str, signatures: Sequence[Signature], engine:
         if INFORMATIONAL.search(line):
             continue  # a log channel that reports, not a failure (torch.compile's recompilations)
         folded = line.lower()  # signatures' patterns are compiled lower-cased (Signature.compiled): any case matches
+        if precision_ruled_out(folded):
+            continue  # "I switched to fp32, but the loss is NaN now": the writer ruled the precision out
         frames: list[Frame] | None = None
         if len(verdicts) >= MAX_VERDICTS:
             verdicts.clear()

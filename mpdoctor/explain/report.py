@@ -83,8 +83,9 @@ class ExplainReport:
         factory=list,
     )
     notices: list[Explanation] = fact(
-        "Notices found that are no failure (a deprecation with the call that replaces it): the run goes on; each "
-        "in the order it first appears",
+        "Notices found that are no mixed-precision failure, with their fix: a deprecation and the call that replaces "
+        "it (the run goes on), or an environment fault beside the precision (a CPU-only torch, xFormers built for "
+        "another torch, a GradScaler that disabled itself without CUDA); each in the order it first appears",
         factory=list,
     )
     checked: bool = fact("--check ran the confirming checks", False)

@@ -68,7 +68,9 @@ class Signature:
     frames: tuple[str, ...] = ()  # regexes: some frame of the line's traceback must match one
     not_frames: tuple[str, ...] = ()  # regexes: no frame of the line's traceback may match one
     rank: int = 0  # when signatures claim the same line, the highest rank is the explanation
-    # A notice, not a failure (a deprecation with its replacement): the run goes on. explain still answers it, with
+    # A notice, not a mixed-precision failure: a deprecation with its replacement (the run goes on), or an
+    # environment fault beside the precision (a CPU-only torch, xFormers built for another torch, a scaler that turned
+    # itself off without CUDA) that every held-out round labels no precision failure. explain still answers it, with
     # the move to make, but among the report's notices, never as a recognised failure.
     notice: bool = False
     notes: str = ""  # anything a maintainer should know about it

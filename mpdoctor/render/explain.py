@@ -93,9 +93,11 @@ def render_text(report: ExplainReport, console: Console) -> None:
         render_explanation(console, item, report.checked)
     if report.notices:
         if report.recognised:
-            print_prose(console, f"Also {_plural(len(report.notices), 'notice')}, no failure:", style="bold")
+            print_prose(
+                console, f"Also {_plural(len(report.notices), 'notice')}, no mixed-precision failure:", style="bold"
+            )
             console.print()
-        for item in report.notices:  # a deprecation and the call that replaces it: the run goes on
+        for item in report.notices:  # a deprecation, or an environment fault beside the precision, and its fix
             render_explanation(console, item, checked=False)
     if report.check_error:
         print_prose(console, sanitise.line(f"--check could not run the checks: {report.check_error}"), style="yellow")

@@ -311,6 +311,9 @@ SIGNATURES: list[Signature] = [
             fix("Install a CUDA build of torch for your driver (cu118 shown)", TORCH_CU118),
         ),
         checks=("TORCH005",),
+        # A notice: no precision is involved (rounds 7 and 12 label it no precision failure), yet its fix is the
+        # first thing a precision run on this torch needs.
+        notice=True,
         sources=(
             "https://github.com/facebookresearch/detectron2/issues/460",
             "https://github.com/X-PLUG/MobileAgent/issues/60",

@@ -343,6 +343,9 @@ SIGNATURES: list[Signature] = [
             fix("On a machine without a GPU, drop the fp16/AMP option rather than relying on it being disabled"),
         ),
         checks=("TORCH009", "TORCH005", "TORCH006", "GPU005", "DRV001"),
+        # A notice: a warning, the run goes on in fp32; what failed is CUDA, not the scaler (round 11 labels it no
+        # precision failure).
+        notice=True,
         sources=(
             "https://github.com/lucidrains/deep-daze/issues/138",
             "https://github.com/AnswerDotAI/RAGatouille/issues/95",

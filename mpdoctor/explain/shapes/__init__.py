@@ -18,7 +18,7 @@ from typing import Sequence
 from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.frames import library_of
 from mpdoctor.explain.matcher import FRAME, Frame, Match, find
-from mpdoctor.explain.shapes.reader import TAIL, read
+from mpdoctor.explain.shapes.reader import TAIL, ended_elsewhere, read
 from mpdoctor.explain.shapes.signatures import SIGNATURES
 from mpdoctor.explain.signature import Signature
 
@@ -34,17 +34,30 @@ _PREFIX = re.compile(
 _ESCAPED = re.compile(r"\\(['\"])")
 
 
-def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signature]) -> list[Match]:
-    """What the input's end says when ``find`` recognised nothing in the whole input (see the module's doc)."""
+def _tail(data: bytes | bytearray | str) -> tuple[int, list[str], list[str]]:
+    """The input's last ``TAIL`` characters, cleaned: the input's number of their first line, their lines, and the
+    lines unwrapped from a log's prefix and escaped quotes."""
     tail = data[-TAIL * 4 :] if not isinstance(data, str) else data[-TAIL:]  # a character is at most 4 bytes
     text = clean(tail)
     # the input's number of the text's first line: the line ends before the tail, then those of the cleaned tail
     # left out to keep TAIL characters (the matcher numbers the cleaned text's lines the same way)
     first = 1 + (_line_count(data[: len(data) - len(tail)]) if len(tail) < len(data) else 0)
     first += text.count("\n", 0, max(0, len(text) - TAIL))
-    text = text[-TAIL:]
-    lines = text.split("\n")
-    unwrapped = [_ESCAPED.sub(r"\1", _PREFIX.sub("", line)) for line in lines]
+    lines = text[-TAIL:].split("\n")
+    return first, lines, [_ESCAPED.sub(r"\1", _PREFIX.sub("", line)) for line in lines]
+
+
+def ending_elsewhere(data: bytes | bytearray | str) -> int | None:
+    """The input's number of the line where it ends on another failure than a precision's (a ``KeyError``, an
+    out-of-memory error), or None: what a precision warning above that line said was in passing."""
+    first, _, unwrapped = _tail(data)
+    index = ended_elsewhere(unwrapped)
+    return None if index is None else first + index
+
+
+def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signature]) -> list[Match]:
+    """What the input's end says when ``find`` recognised nothing in the whole input (see the module's doc)."""
+    first, lines, unwrapped = _tail(data)
     notices: list[Match] = []
     if unwrapped != lines:
         matches = find("\n".join(unwrapped), signatures)
@@ -84,4 +97,4 @@ def _line_count(head: bytes | bytearray | str) -> int:
     return head.count("\n" if isinstance(head, str) else b"\n")
 
 
-__all__ = ["SIGNATURES", "explain_by_shape"]
+__all__ = ["SIGNATURES", "ending_elsewhere", "explain_by_shape"]

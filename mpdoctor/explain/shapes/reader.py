@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mpdoctor.explain.matcher import INFORMATIONAL
+from mpdoctor.explain.matcher import INFORMATIONAL, is_error_line
+from mpdoctor.explain.ruled_out import precision_ruled_out
 from mpdoctor.portable import limits
 from mpdoctor.explain.shapes import cues
 from mpdoctor.explain.shapes.vocabulary import dtypes, is_low, written_low
@@ -85,6 +86,27 @@ def read(lines: list[str]) -> Reading | None:
         if cues.NOT_PRECISION.search(text) and _is_failure(text):
             return None  # the run ended on another failure; a precision word above it was in passing
     return None
+
+
+# An error raised with its own name (`KeyError: 'messages'`, `torch.OutOfMemoryError`): a crash's last words
+# (`Aborted (core dumped)`, `Segmentation fault`) name none, they follow the failure above them.
+_RAISED = re.compile(r"\b[a-z0-9_]*(?:error|exception)\b")
+
+
+def ended_elsewhere(lines: list[str]) -> int | None:
+    """The index of the line where ``lines`` end on another failure than a precision's (a ``KeyError`` after a
+    warning about fp16, an out-of-memory error), or None when they do not, or do not say."""
+    blocks = _failure_blocks(lines)
+    if not blocks:
+        return None
+    block = blocks[0]
+    head, message = _message_of(block[0][1])
+    text = " ".join([message] + [line.strip() for _, line in block[1:]])[: limits.FAILURE_TEXT].lower()
+    if not (is_error_line(text) and _RAISED.search(text) and cues.NOT_PRECISION.search(text)):
+        return None
+    first = block[0][0]
+    above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
+    return None if decide(text, above, [text]) else first
 
 
 def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
@@ -192,6 +214,8 @@ def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[
     Three phases, in order: shapes whose own words outrank the words of other failures (a loss scale collapsing
     while "skipping" steps, apex's extensions "not found"); then, unless the message is another failure
     (``cues.NOT_PRECISION``), shapes that need no dtype named; then the shapes of a low precision named."""
+    if precision_ruled_out(text):
+        return None  # the writer ran without the low precision and it still failed
     message = Message(text, above, [text] if lines is None else lines)
     if cues.NOT_PRECISION.search(text):
         return _before_words_in_passing(message)

@@ -1,0 +1,86 @@
+"""What explain says when a precision is only named in passing: every text here is a real one, from a held-out
+round's thread (labelled there) or a signature's own example, never typed from memory.
+
+* An environment fault beside the precision (a CPU-only torch, xFormers built for another torch, a GradScaler that
+  turned itself off without CUDA) is a notice with its fix, not a mixed-precision failure: rounds 7, 11 and 12 label
+  each of them no precision failure.
+* A line whose writer already ran without the low precision and still failed ("I switch to fp32 but loss is nan now")
+  is no precision failure (round 13), while "switching to float32 resolves the NaN" still is (round 12).
+* A precision warning logged above a run that ended on another failure (a KeyError) is a notice (round 15), while
+  the same warning above a crash's last words stays the failure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpdoctor.explain.explainer import explain
+from mpdoctor.explain.known import all_signatures
+from mpdoctor.explain.ruled_out import precision_ruled_out
+
+HELDOUT = Path(__file__).parent / "explain_heldout"
+SIGNATURES = {s.id: s for s in all_signatures()}
+
+
+def _message(round_name: str, thread: str) -> dict:
+    (entry,) = [e for e in json.loads((HELDOUT / round_name).read_text())["messages"] if e["source"].endswith(thread)]
+    return entry
+
+
+@pytest.mark.parametrize(
+    "signature", ["driver-torch-cpu-only", "attention-xformers-built-for-other-torch", "scaler-disabled-no-cuda"]
+)
+def test_an_environment_fault_beside_the_precision_is_a_notice(signature):
+    for example in SIGNATURES[signature].examples:
+        report = explain(example, "log")
+        assert report.recognised == []
+        assert [item.id for item in report.notices] == [signature]
+        assert report.notices[0].fixes  # still answered with its fix
+
+
+@pytest.mark.parametrize(
+    ("round_name", "thread"),
+    [
+        ("round7.json", "Comfy-Org/ComfyUI/issues/6612"),
+        ("round11.json", "MIC-DKFZ/nnUNet/issues/2447"),
+        ("round12.json", "Comfy-Org/ComfyUI-Manager/issues/926"),  # "Forcing FP16." below the warning
+        ("round12.json", "Rudrabha/Wav2Lip/issues/502"),
+    ],
+)
+def test_the_rounds_environment_faults_are_no_precision_failure(round_name, thread):
+    entry = _message(round_name, thread)
+    assert entry["family"] is None
+    report = explain(entry["message"], "log")
+    assert report.recognised == [] and report.notices
+
+
+def test_a_writer_who_ruled_the_precision_out():
+    fp32_still_nan = _message("round13.json", "facebookresearch/fairseq/issues/2696")
+    assert fp32_still_nan["family"] is None
+    assert precision_ruled_out(fp32_still_nan["message"].lower())
+    assert explain(fp32_still_nan["message"], "issue").recognised == []
+    # "switching to float32 ... resolves the NaN issue": the precision is the cause, not ruled out
+    fp32_resolves = _message("round12.json", "NVlabs/MambaVision/issues/38")
+    assert fp32_resolves["family"] == "numerics"
+    assert not precision_ruled_out(fp32_resolves["message"].lower())
+    assert [item.family for item in explain(fp32_resolves["message"], "issue").recognised][:1] == ["numerics"]
+
+
+def test_a_precision_warning_above_another_failure_is_a_notice():
+    entry = _message("round15.json", "OpenBMB/MiniCPM/issues/92")
+    assert entry["family"] is None and "KeyError: 'messages'" in entry["message"]
+    report = explain(entry["message"], "log")
+    assert report.recognised == []
+    assert [item.id for item in report.notices] == ["attention-kernel-half-only"]
+    # the same warning, with the run ending on it (the KeyError's traceback cut away), is the failure
+    warning = entry["message"].split("Traceback (most recent call last):")[0]
+    assert [item.id for item in explain(warning, "log").recognised] == ["attention-kernel-half-only"]
+
+
+def test_a_crash_s_last_words_do_not_make_the_failure_above_them_a_notice():
+    entry = _message("round5.json", "AshleyYakeley/stable-diffusion-rocm/issues/4")
+    assert entry["message"].rstrip().endswith("Aborted (core dumped)")
+    assert [item.family for item in explain(entry["message"], "log").recognised] == [entry["family"]]
