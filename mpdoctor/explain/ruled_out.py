@@ -1,4 +1,4 @@
-"""A line whose writer ruled the precision out: the failure persists without the low precision.
+"""A line whose writer ruled the precision out: the failure persists without the low precision, or they turned it off.
 
 Both readers skip such a line, the signatures (``matcher.find``) and the general reader (``shapes.reader``): a
 precision named in it is named in passing, whatever else it says.
@@ -20,10 +20,20 @@ _STILL_FAILS = re.compile(
     r"|\b(?:also|still) (?:happens|occurs|fails|failing|gets?|nan)\w{0,2} (?:in|with|using|on) " + _FULL + r"\b"
 )
 _RESOLVED = re.compile(r"resolv|solv|fix|works?\b|worked|help|fine|\bok\b")
+# The writer turned the precision off, saying why ("these devices don't support bf16 and tf32, so I set these two
+# params as False"): the refusal they quote is their reason, not the failure; the error after it is read on its own
+# line.
+_TURNED_OFF = re.compile(
+    r"\b(?:so|therefore|thus|hence) (?:i|we) (?:set|turn(?:ed)?|disabl\w*|switch\w*|chang\w*)\b[^.\n]{0,40}?"
+    r"\b(?:false|off|disabled|fp32|float32)\b"
+)
 
 
 def precision_ruled_out(text: str) -> bool:
-    """Whether the (lower-cased) text says the failure persists without the low precision."""
+    """Whether the (lower-cased) text says the failure persists without the low precision, or that the writer
+    turned it off."""
+    if _TURNED_OFF.search(text):
+        return True
     return any(not _RESOLVED.search(hit.group("gap") or "") for hit in _STILL_FAILS.finditer(text))
 
 

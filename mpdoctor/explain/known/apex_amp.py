@@ -1,4 +1,5 @@
-"""NVIDIA apex's amp and the apex that is imported: apex.amp removed (25.07), a stale apex.amp, apex.amp and its
+"""NVIDIA apex's amp and the apex that is imported: apex.amp removed (25.07), an optimizer amp.initialize did not
+prepare, a stale apex.amp, apex.amp and its
 FP16_Optimizer deprecated, and PyPI's unrelated Pyramid `apex` found instead. apex.py has apex's kernels and
 extensions."""
 
@@ -54,6 +55,43 @@ SIGNATURES: list[Signature] = [
             "ImportError: cannot import name 'UnencryptedCookieSessionFactoryConfig' from 'pyramid.session' "
             "(unknown location)",
         ),
+    ),
+    Signature(
+        id="apex-amp-optimizer-not-initialized",
+        family="apex",
+        title="apex.amp was handed an optimizer that `amp.initialize` did not prepare",
+        needles=("_amp_stash",),
+        patterns=(r"object has no attribute '_amp_stash'",),
+        cause="`amp.initialize(model, optimizer)` patches the optimizers it is given and gives each an `_amp_stash`; "
+        "`amp.scale_loss(loss, optimizer)` reads it. An optimizer without it was not passed through "
+        "`amp.initialize`: one created after it or rebuilt later, the original kept instead of the one "
+        "`amp.initialize` returned, a dict or list of optimizers passed as one, or a wrapper another library put "
+        "around it (Opacus's DPOptimizer, a Lookahead or LR-finder wrapper).",
+        fixes=(
+            fix(
+                "Pass the final optimizer to `amp.initialize` and use what it returns: "
+                "`model, optimizer = amp.initialize(model, optimizer, opt_level=...)`, then "
+                "`amp.scale_loss(loss, optimizer)` with that same object"
+            ),
+            fix(
+                "A library that wraps the optimizer (Opacus, a Lookahead wrapper) does not know apex.amp: port to "
+                "torch's own AMP (`torch.autocast` and `torch.amp.GradScaler`), which needs no patched optimizer"
+            ),
+        ),
+        checks=("APEX009",),
+        sources=(
+            "https://github.com/NVIDIA/apex/issues/1057",
+            "https://github.com/NVIDIA/apex/issues/768",
+            "https://github.com/meta-pytorch/opacus/issues/377",
+        ),
+        examples=(
+            '  File "/HwSoftware/python376environment/lib/site-packages/apex/amp/handle.py", line 110, in '
+            "scale_loss\n"
+            "    if not optimizer._amp_stash.params_have_scaled_gradients:\n"
+            "AttributeError: 'AdamW' object has no attribute '_amp_stash'",
+            "AttributeError: 'dict' object has no attribute '_amp_stash'",
+        ),
+        near_misses=("AttributeError: 'AmpOptimizerState' object has no attribute 'all_fp16_params'",),
     ),
     Signature(
         id="apex-amp-stale-install",

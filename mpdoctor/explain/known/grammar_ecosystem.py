@@ -159,6 +159,9 @@ SIGNATURES: list[Signature] = [
             r"(?:attention|attn)[^\n]{0,60}? only (?:supports?|surpport|suport) (?:torch\.)?(?:fp16|bf16|float16|"
             r"bfloat16|half)",
             r"(?:attention|attn)[^\n]{0,60}? only (?:fp16|bf16|float16|bfloat16|half)[^\n]{0,30}? (?:is|are) supported",
+            # the words the other way round: "Flash Attention supports only fp16 and bf16 data type"
+            r"(?:attention|attn)[^\n]{0,60}? (?:supports?|surpport|suport|accepts?) only (?:torch\.)?(?:fp16|bf16|"
+            r"float16|bfloat16|half)",
         ),
         cause="A fused attention kernel (FlashAttention 2/3 and its ports, TransformerEngine's fused and flex "
         "attention) has only fp16/bf16 code and does not cast, and the query/key/value reached it in fp32: the model "

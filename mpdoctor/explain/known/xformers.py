@@ -16,8 +16,9 @@ SIGNATURES: list[Signature] = [
         needles=("no operator found for `memory_efficient_attention", "(supported: {torch."),
         patterns=(
             r"No operator found for `memory_efficient_attention_(?:forward|backward)`",
-            # one kernel's reason, when only that part of the list was pasted
-            r"dtype=torch\.float32 \(supported: \{torch\.b?float16, torch\.b?float16\}\)",
+            # one kernel's reason, when only that part of the list was pasted: a dtype outside the kernel's set
+            # ("dtype=torch.float16 (supported: {torch.float32})"), never one in it
+            r"dtype=torch\.(\w{1,20}) \(supported: \{(?![^}\n]{0,80}torch\.\1\b)[^}\n]{0,80}\}\)",
         ),
         cause="`xformers.ops.memory_efficient_attention` tried each of its kernels and all refused; the indented "
         "lines after the error give each kernel's reasons. The common ones: bf16 on a pre-Ampere GPU ('bf16 "
@@ -42,6 +43,7 @@ SIGNATURES: list[Signature] = [
             "https://github.com/deepseek-ai/DeepSeek-VL2/issues/119",
             "https://github.com/kijai/ComfyUI-SUPIR/issues/167",
             "https://github.com/facebookresearch/xformers/issues/1109",
+            "https://github.com/lllyasviel/Paints-UNDO/issues/18",
             "https://github.com/facebookresearch/xformers/blob/main/xformers/ops/fmha/dispatch.py",
         ),
         examples=(
@@ -69,6 +71,9 @@ SIGNATURES: list[Signature] = [
             "    operator wasn't built - see `python -m xformers.info` for more info\n"
             "`cutlassF-pt` is not supported because:\n"
             "    requires device with capability <= (9, 0) but your GPU has capability (12, 0) (too new)",
+            "    dtype=torch.float16 (supported: {torch.float32})\n"
+            "    operator wasn't built - see `python -m xformers.info` for more info\n"
+            "    unsupported embed per head: 512",
             "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
             "     query       : shape=(40, 1564, 1, 64) (torch.float32)\n"
             "     key         : shape=(40, 1564, 1, 64) (torch.float32)\n"

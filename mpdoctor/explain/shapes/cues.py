@@ -48,7 +48,9 @@ NOT_IMPLEMENTED_FOR = re.compile(
 
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
 MISMATCH = _cue(
-    r"\bexpected\b|\bexpects?\b|but (?:got|found|received|is|was)|\bgot\b|\bfound\b|\bactual\b|\breceived\b",
+    # "but is" names what was found, not an action ("a still image, but is flickering in fp16 mode")
+    r"\bexpected\b|\bexpects?\b|but (?:got|found|received)|but (?:is|was)(?! \w+ing\b)|\bgot\b|\bfound\b|\bactual\b",
+    r"\breceived\b",
     r"(?:does not|doesn't|not) equal|not the same|mismatch|do(?:es)?(?: not|n't) match",
     r"(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
@@ -85,6 +87,10 @@ NUMERICS = _cue(
 # Output a low precision ruined, in people's words (`the encoder outputs garbage` in fp16): with a low precision named.
 GARBAGE = _cue(
     r"(?:outputs?|gives?|produces?|returns?) (?:\w+ )?garbage|garbage (?:outputs?|results?|values?)|black images?",
+    # an image model's ruined output in its users' words: "all resulting images are just black", "black blocks"
+    r"(?:images?|frames?|outputs?|results?|pictures?|videos?) (?:\w+ ){0,2}(?:are|is|were|was|turns?|become) "
+    r"(?:just |all |completely |entirely |pure |only )?(?:black|green|blank)\b",
+    r"\bblack (?:boxe?s|blocks?|squares?|screens?|frames?|pictures?|patches|outputs?|results?)\b",
 )
 # A run that completes but whose results a low precision spoiled, in people's words: it "doesn't work well", its
 # accuracy "drops", the output is "corrupted", while the full precision "works fine". Read only when nothing was
@@ -96,8 +102,15 @@ QUALITY = _cue(
     r"drops?",
     r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank|incorrect) (?:\w+ )?(?:results?|outputs?|masks?|images?|"
     r"text|transcripts?|predictions?|labels|detections)",
+    r"\b(?:flicker\w*|shaking|jitter\w*|artefacts?|visual artifacts?|distorted|glitch\w*)\b",
     r"precision (?:issues?|problems?|drops?)|(?:loses?|losing|lost) (?:the |its )?precision|(?:significant|large) "
     r"(?:\w+ )?(?:deviation|errors?)|scrambled|full of exclamation marks|精度下降",
+)
+# The low precision's run is wrong where the same run without it is right ("without fp16 ... everything is ok"): the
+# precision's numerics, even when the writer calls what they see "errors".
+WORKS_WITHOUT = _cue(
+    r"\bwithout (?:the )?(?:fp16|bf16|half|amp|mixed[ -]precision|autocast)\b[^.\n]{0,60}?\b(?:is |are |works? |runs? )?"
+    r"(?:ok|fine|correct(?:ly)?|normal(?:ly)?)\b",
 )
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
@@ -161,6 +174,8 @@ HARDWARE = _cue(
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
+    # a kernel library built without this GPU's arch: "SM89 kernel is not available", "... but was built for sm37"
+    r"\bsm_?\d{2,3}a? kernels? (?:is |are )?not available|\bis for sm_?\d{2,3}[^,\n]{0,20}, but was built for sm",
     r"unsupported (?:gpu )?arch|unsupported sm\b|arch conditional|targeting appropriate compute capability",
     r"on a unsupported architecture|on an unsupported architecture",
 )
@@ -253,7 +268,9 @@ NOT_PRECISION = _cue(
     r"permission denied|connection ?(?:error|refused|reset|aborted|closed|timed)|timed? ?out|\b40[134]\b",
     # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
     r"operands of type pointer<",
-    r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b|index out of|out of range|out of bounds|keyerror|\bnccl\b",
+    # a shape's words (`dim=1` is a call's argument in pasted code, no shape error)
+    r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b(?! ?=)|index out of|out of range|"
+    r"out of bounds|keyerror|\bnccl\b",
     r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
     r"not enough(?! precision)|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
@@ -310,6 +327,7 @@ __all__ = [
     "NOT_IMPLEMENTED_FOR",
     "REFUSAL",
     "WEAK_REFUSAL",
+    "WORKS_WITHOUT",
     "SCALER",
     "SETTING",
 ]

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 13 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 15 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -162,6 +162,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/pytorch/ao/issues/2904",
             "ERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.\nERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.",
         ),
+        (
+            "https://github.com/lllyasviel/FramePack/issues/731",
+            "ASSertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.\n\nHi, I have installed FramePack through Pinokio.\n\nRTX 5090. Nvidia. \n\nI have tried everything but I keep getting this error when trying to generate a video. No video gets generated, no output.",
+        ),
+        (
+            "https://github.com/AndriiShramko/4DGS-Video-Generator/issues/5",
+            "Testing 90 frames on a RTX 5090\n\nFATAL: kernel `fmha_cutlassF_f32_aligned_64x64_rf_sm80` is for sm80-sm100, but was built for sm37",
+        ),
     ),
     "mps": (
         (
@@ -209,6 +217,18 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/facebookresearch/segment-anything/issues/540",
             "Has anyone managed to convert the model to FP16 (half precision) successfully?\nThe encoder (ViT-H) outputs garbage in this case.",
+        ),
+        (
+            "https://github.com/hzwer/ECCV2022-RIFE/issues/188",
+            "When interpolating resolutions larger than FullHD (WQHD or UHD) in fp16 mode, i'm getting strange errors on the right half and the bottom of the interpolated frames (see example). The parsed, original frames are ok. Without fp16 or smaller resolutions everything is ok, too. I tested a bit and the error seems to occur for every pixel with one of its indices greater than 2000.",
+        ),
+        (
+            "https://github.com/km2ii/JVP_TG-PLUS/issues/96",
+            "When the fp16 option is set to `true` and the `basicVSR-pp-8x-std` Model is used, all resulting images are just black.",
+        ),
+        (
+            "https://github.com/hzwer/ECCV2022-RIFE/issues/116",
+            'I\'ve noticed some "shaking" issue when interpolating with half-precision mode\n[fp32](https://drive.google.com/file/d/1GhlVRuCaGUGz1KT-DOL9Q2-VN399NbUn/view)\n[fp16](https://drive.google.com/file/d/1MTbrhKJGKBdlJ1ts22oks5zYkolG3quN/view) (the text is a still image, but is flickering in fp16 mode)',
         ),
     ),
     "op-support": (

@@ -276,6 +276,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
     if m.found(cues.QUALITY) and m.low and not (m.refused or m.mismatch or _is_failure(m.text)):
         return "numerics", m.found(cues.QUALITY)  # a run that completes, spoiled by its precision
+    if m.found(cues.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch):
+        return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
         (cues.NUMERICS, "numerics"),
