@@ -31,7 +31,7 @@ COUNTED = {
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round16.json": ("a1cfada", "b2b7446", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round16.json": ("a1cfada", "4510893", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
