@@ -112,6 +112,15 @@ WORKS_WITHOUT = _cue(
     r"\bwithout (?:the )?(?:fp16|bf16|half|amp|mixed[ -]precision|autocast)\b[^.\n]{0,60}?\b(?:is |are |works? |runs? )?"
     r"(?:ok|fine|correct(?:ly)?|normal(?:ly)?)\b",
 )
+# A fused attention kernel's own refusal, whatever else the message names (a shape, a device): xFormers' dispatcher
+# listing why each kernel refused (`unsupported embed per head: 80`), FlashAttention's capability checks
+# (`Expected is_sm80 || is_sm90 to be true`), and its extension built against another torch (`flash_attn_2_cuda...so:
+# undefined symbol`).
+ATTENTION_OWN = _cue(
+    r"` is not supported because|unsupported embed per head|no operator found for `?memory_efficient_attention",
+    r"expected (?:\(?is_sm\d{1,2}x?\)? ?(?:\|\||&&)? ?){1,6}to be true",
+    r"flash_attn\w{0,20}\.(?:cpython|so|abi3)[^\n]{0,200}undefined symbol",
+)
 ATTENTION = _cue(
     r"flash[_ -]?attn|flash[_ -]?attention|scaled_dot_product|\bsdpa\b|xformers|memory[_ -]efficient attention",
     r"mem_?eff|cutlassf\b|\bfmha|attention kernel|attn_implementation|flashinfer|paged[_ ]attention|sage[_ ]?attention",
@@ -169,8 +178,16 @@ HARDWARE = _cue(
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
     r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
+    r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
     r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia",
+)
+# The GPU's own limits, narrower than HARDWARE (which names any device or platform, `CUDA/XPU kernels` included): its
+# capability, architecture or generation, or "this device" lacking something.
+HARDWARE_LIMIT = _cue(
+    r"capabilit|\bsm_?\d{2,3}\b|architecture|\barch\b|generation|ampere|hopper|volta|turing|pascal|blackwell|\bada\b",
+    r"(?:this|your|the target) (?:gpu|device|card)|devices? with\b|(?:gpu|device) (?:does not|doesn't|cannot|can't|lacks)",
+    r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't) have",
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -290,6 +307,7 @@ __all__ = [
     "AMP_API",
     "APEX",
     "ATTENTION",
+    "ATTENTION_OWN",
     "COMPILER",
     "CONFLICT",
     "AGREEMENT",
@@ -317,6 +335,7 @@ __all__ = [
     "NEEDS_GPU",
     "INTEGER",
     "HARDWARE",
+    "HARDWARE_LIMIT",
     "KERNEL_IMAGE",
     "MISMATCH",
     "MPS",

@@ -198,6 +198,24 @@ def _refused_near(text: str, what: re.Pattern) -> bool:
     return bool(cues.MINIMUM.search(text))
 
 
+def _hardware_refuses(text: str) -> bool:
+    """A refusal whose subject or object is the GPU or device ("the target device or backend do not support
+    efficient int8_float16 computation", "only supported on devices with compute capability >= 9.0"): the
+    hardware's, whichever format (a quantized one included) it refuses."""
+    for pattern in (cues.REFUSAL, cues.WEAK_REFUSAL):
+        for hit in pattern.finditer(text):
+            if cues.HARDWARE_LIMIT.search(text[max(0, hit.start() - DTYPE_NEAR) : hit.end() + DTYPE_NEAR]):
+                return True
+    return bool(cues.MINIMUM.search(text))
+
+
+def _gpu_lacks_low(m: Message) -> bool:
+    """A low floating precision (fp8 and fp4 quantized formats included) that the GPU itself refuses: the hardware's,
+    not the quantization method's. An integer kernel's capability floor (`tinygemm int4 ... compute capability 8.0`)
+    stays the method's."""
+    return bool(m.low) and _hardware_refuses(m.text)
+
+
 def _same_line(lines: list[str], setting: re.Pattern, *why: re.Pattern) -> bool:
     """Whether one of the message's lines holds a precision setting and what is wrong with it: a log's notice of
     the precision it runs in ("Using 16bit native Automatic Mixed Precision") is no setting refused by the
@@ -257,6 +275,8 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
         return "quantization", m.found(cues.BLOCK_SIZE)  # the shape words of a kernel's blocks
     if m.found(cues.SETTING_MISSING):
         return "framework", m.found(cues.SETTING_MISSING)  # "unexpected keyword": a precision argument a version lacks
+    if m.found(cues.ATTENTION_OWN):
+        return "attention", m.found(cues.ATTENTION_OWN)  # an attention kernel's own refusal, shapes and all
     return None
 
 
@@ -295,7 +315,7 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "framework", m.found(cues.SETTING)
     if m.found(cues.APEX) and (m.refused or m.mismatch or m.low):
         return "apex", m.found(cues.APEX)
-    if m.found(cues.QUANTIZATION) and m.refused and (m.names or m.found(cues.INTEGER)):
+    if m.found(cues.QUANTIZATION) and m.refused and (m.names or m.found(cues.INTEGER)) and not _gpu_lacks_low(m):
         return "quantization", m.found(cues.QUANTIZATION)  # a method refusing a dtype, integer ones included
     if (
         m.found(cues.ATTENTION)
@@ -345,7 +365,7 @@ def _of_a_low_precision(m: Message) -> tuple[str, str] | None:
         return "scaler", m.found(cues.SCALER)
     if m.near(cues.ATTENTION) and refused_or_mismatch and not m.found(cues.NOT_FLOATING):
         return "attention", m.near(cues.ATTENTION)
-    if m.found(cues.QUANTIZATION) and (m.refused or m.mismatch and m.pair):
+    if m.found(cues.QUANTIZATION) and (m.refused or m.mismatch and m.pair) and not _gpu_lacks_low(m):
         return "quantization", m.found(cues.QUANTIZATION)
     if m.near(cues.MPS) and refused_or_mismatch:
         return "mps", m.near(cues.MPS)

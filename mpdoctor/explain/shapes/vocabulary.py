@@ -34,14 +34,17 @@ _SPELLINGS = (
     (
         "fp8",
         r"fp8(?:_?e[45]m[23](?:fnuz|fn|nv|b11)?)?|float8(?:_e[45]m[23](?:fnuz|fn)?)?|f8e[45]m[23]\w{0,6}"
-        r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8",
+        r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8"
+        # torch's fp8 matmul names its format by itself: "torch._scaled_mm is only supported on devices with ..."
+        r"|_scaled_mm",
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
-    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16"),
+    # CTranslate2's compute types name the activations' precision after the weights' int8: `int8_bfloat16`
+    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16"),
     (
         "fp16",
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
-        r"|half[- ]precision",
+        r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)",  # Vulkan's device features
     ),
     ("fp64", r"fp64|f64|float64|double|kdouble"),
     ("fp32", r"fp32|f32|float32|float|kfloat|single[- ]precision|32-bit floats?"),
