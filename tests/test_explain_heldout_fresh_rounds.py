@@ -17,7 +17,11 @@ had used (each round's `about` says which, and what was dropped):
 * round 15, 87 (collected at the end of stop 33, after its learning): talking-head, avatar and video generation code,
   local LLM and VLM apps, agent and RAG stacks, tabular, AutoML, self-supervised, continual and federated learning
   code; measured fresh at stop 33's start (0225671) and its final code (8fab39e), read as counts only until stop 34
-  read it whole to learn from.
+  read it whole to learn from;
+* round 17, 143 (stop 34, collected after the sealed round 16): GANs, image restoration and controllable diffusion
+  add-ons, NLP toolkits (Chinese and multilingual ones too), video understanding and geometry, training utilities and
+  smaller frameworks (Keras 3 on torch, skorch, optimizer research code, reinforcement-learning libraries); measured at
+  the stop's start (a1cfada) and at b623079, then read whole to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: its stop's start,
@@ -47,6 +51,8 @@ ORDER = [
     "round13.json",
     "round14.json",
     "round15.json",
+    "round16.json",
+    "round17.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
@@ -58,6 +64,23 @@ ROUNDS = {
     "round13.json": (("ea72e7f", "9922149"), (90, 40), {}),
     "round14.json": (("0225671", "e6ea1c0"), (140, 80), {}),
     "round15.json": (("0225671", "8fab39e"), (55, 28), {}),
+    "round17.json": (
+        ("a1cfada", "b623079"),
+        (90, 44),
+        {
+            "https://github.com/ZHO-ZHO-ZHO/ComfyUI-InstantID/issues/89": (
+                "xFormers' 'No operator found for memory_efficient_attention_forward' with float16 inputs is read as "
+                "the attention family; this round labels it an environment fault (the only reason listed is 'xFormers "
+                "wasn't build with CUDA support'), while rounds 7 and 15 label the same error attention when a dtype "
+                "or device reason is listed beside the build's"
+            ),
+            "https://github.com/asieradzk/RL_Matrix/issues/28": (
+                "torch's 'probability tensor contains either inf, nan or element < 0' is read as the numerics family "
+                "(rounds 11 and 15 label it so, fp16 generation's NaNs); here it is a reinforcement-learning policy "
+                "diverging at a high learning rate in full precision, which the message alone does not say"
+            ),
+        },
+    ),
 }
 LOADED = {name: SplitRound(name) for name in ROUNDS}
 

@@ -56,7 +56,7 @@ SIGNATURES: list[Signature] = [
         patterns=(r"\" not implemented for 'half'",),
         # the kernel's name decides (the first details pattern must match the line)
         details=(
-            r"\"(?![a-z0-9_.:]{0,100}(?:cuda|cudnn|cublas|gpu|forward|backward|kernel))(?P<op>[a-z0-9_.:]{1,100})\" not "
+            r"\"(?![a-z0-9_.:]{0,100}(?:cuda|cudnn|cublas|cusolver|cusparse|cufft|magma|gpu|forward|backward|kernel))(?P<op>[a-z0-9_.:]{1,100})\" not "
             r"implemented for '(?P<dtype>half)'",
         ),
         cause="A float16 tensor reached a torch kernel that has no Half version. CUDA has Half kernels for nearly "

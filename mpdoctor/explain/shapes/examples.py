@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 15 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 15 and 17 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -80,6 +80,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             'RuntimeError: _th_index_select is not implemented for type torch.HalfTensor\n\n  File "/Users/my_user/external_projects/text-to-speech/mozila-tts-wavernn/TTS/models/tacotron2.py", line 43, in inference\n    embedded_inputs = self.embedding(text).transpose(1, 2)',
         ),
         ("https://github.com/CarperAI/trlx/issues/384", "RuntimeError:exp _vml_cpu not implemented for Half"),
+        (
+            "https://github.com/HillZhang1999/NaSGEC/issues/8",
+            "RuntimeError LayerNormKernelImpl not implenmented for half\n\n最新试了试在无GPU的状态下运行两个脚本，出现如上错误。",
+        ),
     ),
     "dtype": (
         (
@@ -248,6 +252,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/pytorch/executorch/issues/7748",
             "[op_native_layer_norm.cpp:169] In function operator()(), assert failed (false): Unhandled dtype Half for native_layer_norm.out",
         ),
+        (
+            "https://github.com/wangchx67/FourLLIE/issues/15",
+            'Excuseme me,when I used the code fft.fft2(),torch.abs(),and torch.angel(),there is a problem "where cuda is not support "complexhalf".So I want to ask how to configure yours envirnoment,and how to solve it? thank you',
+        ),
+        (
+            "https://github.com/tensorflow/tensorflow/issues/56226",
+            "Could not find device for node: {{node Cholesky}} = Cholesky[T=DT_HALF]\nAll kernels registered for op Cholesky:\n  device='CPU'; T in [DT_COMPLEX128]\n  device='CPU'; T in [DT_COMPLEX64]\n  device='CPU'; T in [DT_DOUBLE]\n  device='CPU'; T in [DT_FLOAT]\n  device='GPU'; T in [DT_COMPLEX128]\n  device='GPU'; T in [DT_COMPLEX64]\n  device='GPU'; T in [DT_DOUBLE]\n  device='GPU'; T in [DT_FLOAT]\n [Op:Cholesky]",
+        ),
     ),
     "overflow": (
         (
@@ -269,6 +281,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/openai/guided-diffusion/issues/50",
             "Found NaN, decreased lg_loss_scale to -16199.354\nFound NaN, decreased lg_loss_scale to -16200.354\nFound NaN, decreased lg_loss_scale to -16201.354\nFound NaN, decreased lg_loss_scale to -16202.354",
+        ),
+        (
+            "https://github.com/JunnYu/GAU-alpha-pytorch/issues/1",
+            "半精度overflow\n\n半精度训练的时候，这里会报overflow问题。我又去翻了你roformer的mask代码，那里attention mask的是-10000",
         ),
     ),
     "quantization": (

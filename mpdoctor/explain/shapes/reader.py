@@ -91,6 +91,9 @@ def read(lines: list[str]) -> Reading | None:
 # An error raised with its own name (`KeyError: 'messages'`, `torch.OutOfMemoryError`): a crash's last words
 # (`Aborted (core dumped)`, `Segmentation fault`) name none, they follow the failure above them.
 _RAISED = re.compile(r"\b[a-z0-9_]*(?:error|exception)\b")
+# An exception raised, in any words (`KeyError`, `traceback`, 报错 "reports an error"): a failure, not a run whose
+# output is wrong ("strange errors on the right half" of an image is its output)
+_RAISED_ANY = re.compile(r"\b[a-z0-9_]+(?:error|exception)\b|traceback|报错|错误")
 
 
 def ended_elsewhere(lines: list[str]) -> int | None:
@@ -277,6 +280,8 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
         return "framework", m.found(cues.SETTING_MISSING)  # "unexpected keyword": a precision argument a version lacks
     if m.found(cues.ATTENTION_OWN):
         return "attention", m.found(cues.ATTENTION_OWN)  # an attention kernel's own refusal, shapes and all
+    if m.found(cues.TF_NO_KERNEL) and m.low:
+        return "op-support", m.found(cues.TF_NO_KERNEL)  # TensorFlow's registry: no kernel of the op for the dtype
     return None
 
 
@@ -288,7 +293,7 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
         return _non_finite(m, cues.NAN_LOSS)  # NaN losses in a run that names its low precision
     named_above = written_low(m.above) or cues.SETTING.search(m.above) or cues.AMP_RUN.search(m.above)
-    if m.found(cues.OVERFLOW_WORD) and (m.low or named_above):
+    if m.found(cues.OVERFLOW_WORD) and (precision_named or named_above):
         return "overflow", m.found(cues.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
     if m.found(cues.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
         return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision, here or just above
@@ -296,7 +301,7 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
     if m.found(cues.QUALITY) and m.low and not (m.refused or m.mismatch or _is_failure(m.text)):
         return "numerics", m.found(cues.QUALITY)  # a run that completes, spoiled by its precision
-    if m.found(cues.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch):
+    if m.found(cues.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch or _RAISED_ANY.search(m.text)):
         return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),

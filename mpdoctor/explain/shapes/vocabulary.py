@@ -44,7 +44,8 @@ _SPELLINGS = (
     (
         "fp16",
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
-        r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)",  # Vulkan's device features
+        r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)"  # Vulkan's device features
+        r"|complex_?half|chalf|complex32|半精度",  # half's complex form (an FFT of half tensors), half in Chinese
     ),
     ("fp64", r"fp64|f64|float64|double|kdouble"),
     ("fp32", r"fp32|f32|float32|float|kfloat|single[- ]precision|32-bit floats?"),
