@@ -23,15 +23,16 @@ from mpdoctor.probes import child
 
 
 def largest_temp_file(directory: str):
-    """A watch for run_child that records the largest file of ``directory`` this process holds open (the
-    child's output files are anonymous temporary files there: they show in /proc/self/fd only)."""
+    """A watch for run_child that records the most disk space a file of ``directory`` this process holds open
+    takes (the child's output files are anonymous temporary files there: they show in /proc/self/fd only). Disk
+    space, not size: a file whose start was given back (a hole) keeps its size and holds only its tail."""
     seen = [0]
 
     def watch(elapsed):
         for fd in os.listdir("/proc/self/fd"):
             try:
                 if os.readlink(f"/proc/self/fd/{fd}").startswith(directory):
-                    seen[0] = max(seen[0], os.fstat(int(fd)).st_size)
+                    seen[0] = max(seen[0], os.fstat(int(fd)).st_blocks * 512)
             except OSError:  # closed meanwhile
                 continue
         return None

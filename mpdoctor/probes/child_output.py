@@ -76,6 +76,29 @@ class ChildResult:
         return f"{how} ({self.cut_note})" if self.cut_note else how
 
 
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02  # linux/falloc.h
+_fallocate = None  # libc's fallocate(2), looked up once; False where there is none
+
+
+def punch_hole(fd: int, offset: int, length: int) -> bool:
+    """Give back the disk space of ``length`` bytes of the file from ``offset``, keeping its size (they read as
+    zeros); False where the system or file system cannot, and the caller cuts the file instead."""
+    global _fallocate
+    if _fallocate is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+            _fallocate = libc.fallocate
+            _fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        except (OSError, AttributeError, TypeError):  # no libc, or no fallocate in it (macOS)
+            _fallocate = False
+    if not _fallocate or length <= 0:
+        return bool(_fallocate) and length <= 0
+    return _fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0
+
+
 def _size(count: int) -> str:
     """A byte count as people read it: 512 bytes, 3.2 MB, 16 MiB (a power of two: the bound itself)."""
     if count and count % (1 << 20) == 0:
@@ -86,20 +109,30 @@ def _size(count: int) -> str:
 class _Spool:
     """A child's stdout or stderr file (opened to append: the child writes at its end, wherever that is).
 
-    Measured while the child runs (``trim``): once past ``limits.CHILD_SPOOL`` bytes, its last MAX_OUTPUT bytes
-    are kept aside and the file is emptied, so a child that floods its output fills neither the temporary
+    Measured while the child runs (``trim``): once it holds more than ``limits.CHILD_SPOOL`` bytes on disk, all
+    but its last MAX_OUTPUT bytes are given back, so a child that floods its output fills neither the temporary
     directory nor memory. ``text`` is the last MAX_OUTPUT bytes of all it wrote; ``cut`` how many were dropped.
+
+    Where the file system can (Linux: ext4, xfs, btrfs, tmpfs), the bytes are given back by punching a hole in the
+    file's start: its end, where the child writes, never moves, so nothing it writes meanwhile is lost (its last
+    line, the result, among them). Elsewhere the file is emptied after its tail is read, and what the child writes
+    between the read and the cut is dropped too, uncounted ("at least").
     """
 
     def __init__(self, handle) -> None:
         self.handle, self.kept, self.cut = handle, b"", 0
+        self.freed = 0  # bytes at the file's start whose disk space was given back: never read again
         fd = handle.fileno()  # O_APPEND on the open file the child shares: after a cut it writes from 0 again
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
 
     def trim(self) -> None:
         fd = self.handle.fileno()
         size = os.fstat(fd).st_size
-        if size <= limits.CHILD_SPOOL:
+        if size - self.freed <= limits.CHILD_SPOOL:
+            return
+        upto = size - MAX_OUTPUT
+        if punch_hole(fd, self.freed, upto - self.freed):
+            self.freed = upto  # ``text`` counts what was dropped: all but the tail it reads
             return
         tail = os.pread(fd, MAX_OUTPUT, size - MAX_OUTPUT)
         os.ftruncate(fd, 0)  # what it writes between the read and here is dropped too, uncounted ("at least")
