@@ -21,7 +21,12 @@ had used (each round's `about` says which, and what was dropped):
 * round 17, 143 (stop 34, collected after the sealed round 16): GANs, image restoration and controllable diffusion
   add-ons, NLP toolkits (Chinese and multilingual ones too), video understanding and geometry, training utilities and
   smaller frameworks (Keras 3 on torch, skorch, optimizer research code, reinforcement-learning libraries); measured at
-  the stop's start (a1cfada) and at b623079, then read whole to learn from.
+  the stop's start (a1cfada) and at b623079, then read whole to learn from;
+* round 18, 115 (stop 34, after round 17 was learned from): edge, embedded and non-NVIDIA accelerators (WebGPU and
+  ONNX Runtime Web, OpenCL, Metal, Arm, Edge TPU, Qualcomm), probabilistic and scientific computing (JAX, NumPy,
+  SciPy among them), document AI and CLIP-style and VLM fine-tuning code, domain foundation models; measured at the
+  stop's start (a1cfada) and at 8308915 (34 of 73 both times: nothing learned from rounds 15 and 17 reached it), then
+  read whole to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: its stop's start,
@@ -53,6 +58,7 @@ ORDER = [
     "round15.json",
     "round16.json",
     "round17.json",
+    "round18.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)

@@ -27,6 +27,8 @@ REFUSAL = _cue(
     r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
     # TensorFlow's: no kernel registered for the op's dtype attribute
     r"no opkernel was registered|could not find device for node|not in the list of allowed values",
+    r"no loop matching the specified signature",  # NumPy: a ufunc without a loop for the dtype (bfloat16)
+    r"no longer supported|(?:are|is) implemented (?:only )?for|only \w+ (?:and|or) \w+ (?:d?types? )?are implemented",
     r"\b(?:is|are|do|does) not support\b",  # retyped: "cuda is not support complexhalf"
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
@@ -97,6 +99,7 @@ GARBAGE = _cue(
     r"(?:images?|frames?|outputs?|results?|pictures?|videos?) (?:\w+ ){0,2}(?:are|is|were|was|turns?|become) "
     r"(?:just |all |completely |entirely |pure |only )?(?:black|green|blank)\b",
     r"\bblack (?:boxe?s|blocks?|squares?|screens?|frames?|pictures?|patches|outputs?|results?)\b",
+    r"\bgibberish\b|(?:outputs?|generates?|produces?|returns?) (?:\w+ )?nonsense|nonsense (?:outputs?|text|tokens)",
 )
 # A run that completes but whose results a low precision spoiled, in people's words: it "doesn't work well", its
 # accuracy "drops", the output is "corrupted", while the full precision "works fine". Read only when nothing was
@@ -109,6 +112,7 @@ QUALITY = _cue(
     r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank|incorrect) (?:\w+ )?(?:results?|outputs?|masks?|images?|"
     r"text|transcripts?|predictions?|labels|detections)",
     r"\b(?:flicker\w*|shaking|jitter\w*|artefacts?|visual artifacts?|distorted|glitch\w*)\b",
+    r"\bnumerical (?:errors?|issues?|instabilit\w*|problems?)|(?:acc|accuracy|准确率)[^，。,]{0,8}下降",
     r"precision (?:issues?|problems?|drops?)|(?:loses?|losing|lost) (?:the |its )?precision|(?:significant|large) "
     r"(?:\w+ )?(?:deviation|errors?)|scrambled|full of exclamation marks|精度下降",
 )
@@ -125,6 +129,7 @@ WORKS_WITHOUT = _cue(
 # undefined symbol`).
 ATTENTION_OWN = _cue(
     r"` is not supported because|unsupported embed per head|no operator found for `?memory_efficient_attention",
+    r"cutlassf: no kernel found to launch",  # torch's memory-efficient SDPA kernel
     r"expected (?:\(?is_sm\d{1,2}x?\)? ?(?:\|\||&&)? ?){1,6}to be true",
     r"flash_attn\w{0,20}\.(?:cpython|so|abi3)[^\n]{0,200}undefined symbol",
 )
@@ -139,6 +144,14 @@ QUANTIZATION = _cue(
     r"quantiz|quant_|\bgptq|\bawq\b|marlin|bitsandbytes|\bbnb\b|\bnf4\b|\bint4\b|\bint8\b|\buint8\b|w8a8|w4a16",
     r"modelopt|blockwise|dequant|\bscales\b|zero_points?|exllama|kv[_ ]cache[_ ]dtype|qlora|[48][- ]?bit\b",
     r"compressed(?:[- ]tensors| models?)|scaled_mm|compute_type|int8_float|scale_[ab]\b|linear[48]bit|bnb_4bit|\b4bit|\b8bit",
+    r"fixed_point|\bufixed",  # Qualcomm QNN's quantized types (`UFIXED_POINT_8`)
+)
+# A model a toolchain needs quantized is not (`Model not quantized`: the Edge TPU compiler takes int8 models only).
+NOT_QUANTIZED = _cue(r"\b(?:model|tensor|graph|layer|weights?)s? (?:is |are |was |were )?not (?:fully )?quantized\b")
+# A quantization method the message names, beside two dtypes meeting: the mismatch is inside the quantized model
+# (QLoRA's `--quantization_bit 4`, an AWQ kernel getting fp16 and bf16), the method's to fix.
+QUANTIZATION_METHOD = _cue(
+    r"\bawq\b|\bgptq\b|qlora|bitsandbytes|\bbnb\b|quantization_bit|load_in_[48]bit|\bnf4\b|\bhqq\b|\bexl2\b"
 )
 # fp8/fp4 kernels' block sizes: `requires 2D input matrices with height divisible by 8 and width divisible by 16`.
 BLOCK_SIZE = _cue(r"divisible by \d{1,3}|% (?:8|16|32) != 0")
@@ -161,6 +174,7 @@ AGREEMENT = _cue(
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
     r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
+    r"(?:数据)?类型不一致|类型不匹配",  # "the data types disagree"
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
 ORT_NO_KERNEL = _cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
@@ -180,7 +194,8 @@ NEEDS_GPU = _cue(
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
 CPU = _cue(
     r"(?<!cuda\.)\btorch\.(?:half|bfloat16)tensor\b|\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider"
-    r"|\bcpu_backend\b|无gpu|没有gpu|无显卡|没有显卡"  # "without a GPU" in Chinese
+    r"|\bcpu_backend\b|无 ?gpu|没有 ?gpu|无显卡|没有显卡"  # "without a GPU" in Chinese
+    r"|\bmkl\b|\bmkldnn\b|\bonednn\b"  # the CPU's kernel libraries ("MKL FFT doesn't support ... Half")
 )
 HARDWARE = _cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
@@ -191,7 +206,7 @@ HARDWARE = _cue(
     r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
     r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
-    r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia",
+    r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia|\btpu\b",
 )
 # The GPU's own limits, narrower than HARDWARE (which names any device or platform, `CUDA/XPU kernels` included): its
 # capability, architecture or generation, or "this device" lacking something.
@@ -309,7 +324,9 @@ NOT_PRECISION = _cue(
     r"not enough(?! precision)|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
     # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
-    r"deprecat|will be removed|no longer (?:supported|used|needed)|renamed|skipping|\bskipped\b",
+    # an API no longer supported is its deprecation; "fp16 is no longer supported in the new engine" is a refusal
+    r"deprecat|will be removed|no longer (?:used|needed)|renamed|skipping|\bskipped\b",
+    r"\b(?:api|function|method|argument|option|flag|interface|syntax)s? (?:is |are )?no longer supported",
     r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|to|with)\b",
     r"must be (?:provided|set|given|passed|specified)|requires module to have",
     r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
@@ -358,6 +375,8 @@ __all__ = [
     "MISMATCH",
     "MPS",
     "NOT_PRECISION",
+    "NOT_QUANTIZED",
+    "QUANTIZATION_METHOD",
     "QUANTIZATION",
     "NOT_FLOATING",
     "NOT_IMPLEMENTED_ERROR",

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 15 and 17 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 15, 17 and 18 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -38,6 +38,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/NVIDIA/TensorRT-LLM/issues/2855",
             "`[TensorRT-LLM][ERROR] Assertion failed: FP8 FMHA cannot be enabled except on Ada or Hopper or Blackwell Arch. `",
+        ),
+        (
+            "https://github.com/FreedomIntelligence/HuatuoGPT-II/issues/5",
+            "与模型交互报错：RuntimeError: cutlassF: no kernel found to launch!",
         ),
     ),
     "compiler": (
@@ -84,6 +88,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/HillZhang1999/NaSGEC/issues/8",
             "RuntimeError LayerNormKernelImpl not implenmented for half\n\n最新试了试在无GPU的状态下运行两个脚本，出现如上错误。",
         ),
+        (
+            "https://github.com/neuraloperator/neuraloperator/issues/562",
+            "With half-precision tensors, when I update to `torch==2.6`, I see the following error in the spectral conv:\n\n```RuntimeError: MKL FFT doesn't support tensors of type: Half```",
+        ),
     ),
     "dtype": (
         (
@@ -101,6 +109,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/huggingface/transformers/pull/27296",
             "It is not possible to train VideoMAEForPreTraining with bfloat16, because the labels are always stored as float32.",
+        ),
+        (
+            "https://github.com/PaddlePaddle/Paddle-Lite/pull/8718",
+            "- .cl kernel 在 mali gpu  上运行在线编译 fp16 精度时，在执行 sqrt 时，由于 var 和 epsilon 的数据类型不一致 ，会报错；",
+        ),
+        (
+            "https://github.com/shibing624/MedicalGPT/issues/108",
+            "报错为expected scalar type Half but Float\n sft阶段:\n报错为expected scalar type Half but Float",
         ),
     ),
     "framework": (
@@ -234,6 +250,18 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/hzwer/ECCV2022-RIFE/issues/116",
             'I\'ve noticed some "shaking" issue when interpolating with half-precision mode\n[fp32](https://drive.google.com/file/d/1GhlVRuCaGUGz1KT-DOL9Q2-VN399NbUn/view)\n[fp16](https://drive.google.com/file/d/1MTbrhKJGKBdlJ1ts22oks5zYkolG3quN/view) (the text is a still image, but is flickering in fp16 mode)',
         ),
+        (
+            "https://github.com/NVIDIA-AI-IOT/torch2trt/issues/395",
+            "I got wrong output when fp16_mode is True",
+        ),
+        (
+            "https://github.com/openai/CLIP/issues/222",
+            "output\n```\ntensor([[nan, nan, nan, nan, nan, nan, nan]], device='cuda:0',\n       dtype=torch.float16)\n[nan nan nan nan nan nan nan]\n```\nCLIP can output the probability normally when using CPU.",
+        ),
+        (
+            "https://github.com/huggingface/transformers/issues/33294",
+            '"Qwen2-VL FP16 inference results in errors or gibberish output."',
+        ),
     ),
     "op-support": (
         (
@@ -259,6 +287,18 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/tensorflow/tensorflow/issues/56226",
             "Could not find device for node: {{node Cholesky}} = Cholesky[T=DT_HALF]\nAll kernels registered for op Cholesky:\n  device='CPU'; T in [DT_COMPLEX128]\n  device='CPU'; T in [DT_COMPLEX64]\n  device='CPU'; T in [DT_DOUBLE]\n  device='CPU'; T in [DT_FLOAT]\n  device='GPU'; T in [DT_COMPLEX128]\n  device='GPU'; T in [DT_COMPLEX64]\n  device='GPU'; T in [DT_DOUBLE]\n  device='GPU'; T in [DT_FLOAT]\n [Op:Cholesky]",
+        ),
+        (
+            "https://github.com/getkeops/keops/issues/393",
+            "I recently encountered an issue where fp16 (half-precision) is no longer supported in the new Python engine of KeOps (my version is 2.2.3). I received the following error:\n```\nValueError: [KeOps] Error : only float and double dtypes are implemented in new python engine for now (error at line 272 in file ...\n```",
+        ),
+        (
+            "https://github.com/jax-ml/jax/issues/2274",
+            "```\nkey = jrandom.PRNGKey(0)\nx = jrandom.normal(key, shape=(4,5), dtype=jnp.bfloat16)\n```\n\nResults in \n\n`TypeError: No loop matching the specified signature and casting was found for ufunc nextafter`",
+        ),
+        (
+            "https://github.com/scipy/scipy/issues/7408",
+            "In [13]: csr_matrix([[0, 1]], dtype=np.float16).toarray()\n---------------------------------------------------------------------------\nValueError                                Traceback (most recent call last)\n<ipython-input-13-4ee40d9bebcf> in <module>()\n----> 1 csr_matrix([[0, 1]], dtype=np.float16).toarray()\n\n/Users/warren/miniconda3scipy/lib/python3.5/site-packages/scipy-1.0.0.dev0+bad9919-py3.5-macosx-10.6-x86_64.egg/scipy/sparse/compressed.py in toarray(self, order, out)\n    946             y = out.T\n    947         M, N = x._swap(x.shape)\n--> 948         _sparsetools.csr_todense(M, N, x.indptr, x.indices, x.data, y)\n    949         return out\n    950 \n\nValueError: Output dtype not compatible with inputs.",
         ),
     ),
     "overflow": (
@@ -303,6 +343,14 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/vllm-project/vllm/issues/17579",
             "ERROR 05-02 03:16:53 [multiproc_executor.py:435] AssertionError: float16 is required for MoE compressed models. Set dtype=torch.float16",
+        ),
+        (
+            "https://github.com/google-coral/edgetpu/issues/213",
+            "must@must-HP-Z440-Workstation:~/下載/generater/model/save_model/efficientnet$ edgetpu_compiler 224_io.tflite\nEdge TPU Compiler version 14.1.317412892\nInvalid model: 224_io.tflite\nModel not quantized",
+        ),
+        (
+            "https://github.com/IDEA-Research/Rex-Omni/issues/43",
+            "AWQ models Both operands must be same dtype. Got fp16 and bf16",
         ),
     ),
     "scaler": (

@@ -30,6 +30,10 @@ DTYPE_NEAR = 40  # characters after "requires", "must be", "not implemented for"
 # A traceback's frame line and the code line under it, and the carets under that code: not the message.
 _FRAME = re.compile(r'^\s{0,16}(?:\[(?:default)?rank\d{1,6}\]:\s{0,16})?File "[^"\n]{1,1000}", line \d')
 _CARETS = re.compile(r"^[\s^~]*$")
+# IPython's traceback: a frame names its file and function, then numbered lines of code around the failing one,
+# which is kept (`---> 82   raise RuntimeError("Invoked 'with amp.scale_loss`, but ...`: a cut paste's message).
+_NOTEBOOK_FRAME = re.compile(r"^\S[^\n]{0,1000}\.py in [\w<>]{1,100}\(")
+_NOTEBOOK_CODE = re.compile(r"^\s*\d{1,6}(?:\s|$)")
 # A line that states a failure (or a warning about a precision): where a message starts.
 _FAILURE = re.compile(
     r"error|exception|assert|fail|fatal|abort|warn|not supported|unsupported|not implemented|invalid|mismatch"
@@ -116,7 +120,7 @@ def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
     """The input's failure blocks, the last first: a failure line and the message lines that continue it.
     Without any failure line, the input's last lines are one block (a message pasted without its name)."""
     message: list[tuple[int, str]] = []
-    after_frame = False
+    after_frame = in_notebook_frame = False
     for index, line in enumerate(lines):
         if INFORMATIONAL.search(line):
             continue  # a log channel that reports without failing, as the matcher skips it
@@ -127,6 +131,12 @@ def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
             after_frame = False  # the code line a frame shows, or the carets under it
             continue
         after_frame = False
+        if _NOTEBOOK_FRAME.match(line):
+            in_notebook_frame = True  # IPython's frame: `.../compressed.py in toarray(self, order, out)`
+            continue
+        if in_notebook_frame and _NOTEBOOK_CODE.match(line):
+            continue  # the numbered code lines around the failing one (`    946   y = out.T`)
+        in_notebook_frame = False
         message.append((index, line))
     blocks: list[list[tuple[int, str]]] = []
     for index, line in message:
@@ -237,10 +247,26 @@ def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[
     (``cues.NOT_PRECISION``), shapes that need no dtype named; then the shapes of a low precision named."""
     if precision_ruled_out(text):
         return None  # the writer ran without the low precision and it still failed
-    message = Message(text, above, [text] if lines is None else lines)
+    text, above = spaced(text), spaced(above)
+    message = Message(text, above, [text] if lines is None else [spaced(line) for line in lines])
     if cues.NOT_PRECISION.search(text):
         return _before_words_in_passing(message)
     return _before_words_in_passing(message) or _without_a_dtype(message) or _of_a_low_precision(message)
+
+
+# A precision wondered about, not named as the run's: a question that guesses at it.
+_HEDGED = re.compile(
+    r"(?:potentially|possibly|perhaps|maybe|might be|could be|may be)[^.?!\n]{0,60}\?|"
+    r"\b(?:is|could|might) (?:it|this) (?:be )?(?:related to|caused by|due to)[^.?!\n]{0,60}\?"
+)
+# Chinese and Japanese text runs into Latin words without a space ("报错为expected scalar type"): a space between
+# them lets the cues' word boundaries see the Latin word.
+_CJK_LATIN = re.compile(r"(?<=[\u3040-\u30ff\u4e00-\u9fff])(?=[a-z0-9])|(?<=[a-z0-9])(?=[\u3040-\u30ff\u4e00-\u9fff])")
+
+
+def spaced(text: str) -> str:
+    """``text`` with a space wherever CJK characters and Latin letters or digits touch."""
+    return _CJK_LATIN.sub(" ", text)
 
 
 class Message:
@@ -252,8 +278,9 @@ class Message:
         distinct = list(dict.fromkeys(self.names))
         # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
         self.pair = len(distinct) >= 2 and any(is_low(name) for name in distinct)
-        # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object
-        self.low = written_low(text)
+        # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object,
+        # nor wondered about ("Potentially related to half precision? Will investigate.")
+        self.low = written_low(_HEDGED.sub(" ", text))
         self.refused = cues.REFUSAL.search(text) or _refused_dtype(text)
         self.mismatch = cues.MISMATCH.search(text)
 
@@ -285,6 +312,9 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     return None
 
 
+_OF_TYPES = re.compile(r"\b(?:d(?:ata ?)?types?|signature|precisions?)\b")
+
+
 def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     """Shapes that need no dtype named: NaNs and overflows, a scaler's order, settings, apex, kernels' needs."""
     precision_named = m.low or cues.SETTING.search(m.text) or cues.AMP_RUN.search(m.text)
@@ -297,12 +327,17 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "overflow", m.found(cues.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
     if m.found(cues.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
         return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision, here or just above
-    if m.found(cues.GARBAGE) and m.low:
+    # a low precision run, named or switched on (`fp16_mode`); a setting's words alone ("precision: f32") are none
+    low_run = m.low or cues.AMP_RUN.search(m.text)
+    if m.found(cues.GARBAGE) and low_run:
         return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
-    if m.found(cues.QUALITY) and m.low and not (m.refused or m.mismatch or _is_failure(m.text)):
+    # a mismatch needs its two dtypes here: "I got wrong output when fp16_mode is True" names one
+    if m.found(cues.QUALITY) and low_run and not (m.refused or m.mismatch and m.pair or _is_failure(m.text)):
         return "numerics", m.found(cues.QUALITY)  # a run that completes, spoiled by its precision
     if m.found(cues.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch or _RAISED_ANY.search(m.text)):
         return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
+    if m.found(cues.NOT_QUANTIZED):
+        return "quantization", m.found(cues.NOT_QUANTIZED)  # a toolchain that takes quantized models only
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
         (cues.NUMERICS, "numerics"),
@@ -328,6 +363,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         and (written_low(m.above) or m.found(cues.HARDWARE) or m.found(cues.NOT_IMPLEMENTED_ERROR))
     ):
         return "attention", m.found(cues.ATTENTION)  # a fused attention kernel refusing the GPU, or the run's dtype
+    if (m.found(cues.AGREEMENT) or m.mismatch and m.pair) and m.low and m.found(cues.QUANTIZATION_METHOD):
+        return "quantization", m.found(cues.QUANTIZATION_METHOD)  # two dtypes meeting inside a quantized model
     if (m.found(cues.AGREEMENT) or m.mismatch and m.pair) and m.low and m.found(cues.INTEGER):
         return "quantization", m.found(cues.INTEGER)  # an integer (int8, Char) weight meeting a float one
     # tensors that must agree, unless the dtypes it names are all full precision (Double and Float: NumPy's float64
@@ -348,6 +385,10 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "framework", m.found(cues.CONFLICT)  # two low precisions asked for at once (`bf16 and fp16 ... both`)
     if m.found(cues.ORT_NO_KERNEL):
         return "op-support", m.found(cues.ORT_NO_KERNEL)  # ONNX Runtime: no kernel for the node's input types
+    if m.refused and not m.low and _OF_TYPES.search(m.text) and written_low(m.above) and not m.found(cues.NOT_FLOATING):
+        # a refusal of types that names none, or only full ones ("only float and double dtypes are implemented",
+        # "no loop matching the specified signature"), under the low precision the lines above ran in
+        return "op-support", m.refused.group(0)
     return None
 
 

@@ -83,7 +83,8 @@ def dtypes(text: str) -> list[str]:
 
 
 # How a message prints a dtype object it was handed (`f"{dtype} is not supported"`): torch.float16, torch.bfloat16.
-_PRINTED = re.compile(r"torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])")
+# A tensor's own repr (`tensor([[nan, nan]], dtype=torch.float16)`) names the dtype its values are in: that is no hole.
+_PRINTED = re.compile(r"(?<!dtype=)torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])")
 
 
 def written_low(text: str) -> list[str]:
