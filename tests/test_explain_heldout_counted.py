@@ -27,11 +27,11 @@ from heldout import SplitRound, first_family
 COUNTED = {
     "round8.json": (
         "ea72e7f",
-        "b14843d",
+        "9d5fc60",
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round16.json": ("a1cfada", "b14843d", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round16.json": ("a1cfada", "9d5fc60", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 

@@ -87,6 +87,7 @@ ROUNDS = {
             ),
         },
     ),
+    "round18.json": (("a1cfada", "8308915"), (70, 40), {}),
 }
 LOADED = {name: SplitRound(name) for name in ROUNDS}
 
