@@ -115,3 +115,24 @@ def test_frames_of_a_traceback_pasted_without_its_head_are_read():
     # a frame further up than a few lines, behind a log's chatter, is not this error's
     far = HEADLESS.replace("RuntimeError", "    x\n" * 8 + "RuntimeError")
     assert explain(far, "issue").recognised[0].family == "dtype"
+
+
+def test_looking_above_for_a_headless_traceback_reads_a_bounded_window(monkeypatch):
+    """A log of lines far longer than a traceback's, each holding a failure's words: looking above each for the
+    frames of a traceback pasted without its head must read at most a line's bound per line looked at, never the
+    whole log above it (before: every line re-read everything above it, 15 s for 40 MB of such lines)."""
+    from mpdoctor.explain import matcher
+
+    sliced = []
+    original = matcher.Text.slice
+
+    def counting(self, start, end):
+        sliced.append(end - start)
+        return original(self, start, end)
+
+    monkeypatch.setattr(matcher.Text, "slice", counting)
+    lines = 300
+    log = "\n".join(f"step {i}: {INCIDENT_1} " + "x " * 10_000 for i in range(lines))
+    assert [item.id for item in explain(log, "log").recognised][:1] == ["dtype-expected-scalar-type"]
+    # each line: its own bounded slice for the signatures, and at most HEADLESS_NEAR bounded looks above it
+    assert sum(sliced) <= lines * (matcher.HEADLESS_NEAR + 4) * (matcher.MAX_LINE + 1024), sum(sliced)

@@ -132,12 +132,16 @@ class Text:
         for read in range(HEADLESS_LINES):
             if begin == 0 or read == HEADLESS_NEAR and not seen_frame:
                 break  # a frame is among the few lines above (its code and carets between), or none is
-            previous = self.text.rfind(self._newline, max(0, begin - 1 - MAX_LINE), begin - 1) + 1
+            window = max(0, begin - 1 - MAX_LINE)
+            found = self.text.rfind(self._newline, window, begin - 1)
+            if found < 0 and window > 0:
+                break  # a line too long to be a traceback's: never sliced (a log of huge lines costs nothing here)
+            previous = found + 1
             line = self.slice(previous, begin - 1)
             if FRAME.match(line):
                 seen_frame = True
-            elif line.strip() and not line.startswith((" ", "\t")) or previous == max(0, begin - 1 - MAX_LINE) > 0:
-                break  # not a traceback's line, or a line too long to be one
+            elif line.strip() and not line.startswith((" ", "\t")):
+                break  # not a traceback's line
             begin = previous
         return begin if seen_frame else start
 
