@@ -29,6 +29,9 @@ REFUSAL = _cue(
     r"no opkernel was registered|could not find device for node|not in the list of allowed values",
     r"no loop matching the specified signature",  # NumPy: a ufunc without a loop for the dtype (bfloat16)
     r"no longer supported|(?:are|is) implemented (?:only )?for|only \w+ (?:and|or) \w+ (?:d?types? )?are implemented",
+    # more verbs of refusal, and how people retype them ("This device doesnot support fp8", "only supppoted on")
+    r"(?:cannot|can ?not|can't) (?:be )?(?:apply|applied|perform|performed|reduce|reduced|call|called|create|created)\b",
+    r"\bdoesnot support|\bdos?e?n'?t support|only sup{1,3}or?t{1,2}ed\b",
     r"\b(?:is|are|do|does) not support\b",  # retyped: "cuda is not support complexhalf"
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
@@ -188,7 +191,7 @@ NOT_IMPLEMENTED_ERROR = _cue(r"notimplementederror")
 NEEDS_GPU = _cue(
     r"(?:requires?|needs?) (?:a |an )?(?:cuda|gpu|nvidia)|only (?:be used |compatible |supported |works? |available )?"
     r"(?:on|with) (?:a )?(?:cuda|gpu)|without (?:a )?(?:cuda|gpu|accelerator)|use_gpu|device=0\b",
-    r"only (?:when|if) \w{2,20}ing on (?:a )?(?:cuda|gpu)|--device cuda",
+    r"only (?:when|if) \w{2,20}ing on (?:a )?(?:cuda|gpu)|--device cuda|requires a device in\b",
 )
 # A capability floor stated as such (`Minimum capability: 90. Current capability: 86`).
 MINIMUM = _cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
@@ -214,6 +217,7 @@ HARDWARE_LIMIT = _cue(
     r"capabilit|\bsm_?\d{2,3}\b|architecture|\barch\b|generation|ampere|hopper|volta|turing|pascal|blackwell|\bada\b",
     r"(?:this|your|the target) (?:gpu|device|card)|devices? with\b|(?:gpu|device) (?:does not|doesn't|cannot|can't|lacks)",
     r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't) have",
+    r"\b(?:a|any) supported (?:device|gpu|accelerator)\b",
 )
 KERNEL_IMAGE = _cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -271,6 +275,18 @@ APEX_BUILD = _cue(
 # The precision switched off where the failure happened (`name 'amp' is not defined ... with args.fp16=False`): apex's
 # amp is not what is missing, the code references it on a path that does not import it.
 PRECISION_OFF = _cue(r"\b(?:fp16|amp|use_amp|half)\s?[=:]\s?false\b")
+# A low precision's kernels live in a package that is missing or too old: "FP8 and FP4 requires TE.", "Only
+# transformer-engine>=1.11.0 supports FP8 grouped gemm, but your version is ...", "requires Transformer Engine to be
+# installed".
+PACKAGE_NEEDED = _cue(
+    r"\b(?:requires?|needs?) [\w\-. ]{1,40}? to be installed|\bis not installed\b|\bnot installed\b",
+    r"\b(?:requires?|needs?) (?:te|transformer[_ -]?engine|ms-amp|msamp|modelopt|deep_?gemm|flashinfer)\b",
+    r"\b[\w-]{2,40} ?(?:>=|≥|version >=?) ?\d[\w.]{0,20},? (?:supports?|is required|or (?:newer|later|higher))",
+    r"\b(?:requires?|needs?) [\w-]{2,40} ?(?:>=|≥|version >=?) ?\d",
+    # a package is the subject, never a dtype ("float16 is required for MoE compressed models" is a dtype's need)
+    r"\b(?:te|transformer[_ -]?engine|ms-amp|modelopt|apex|deepspeed|triton|flash[_-]?attn|bitsandbytes|"
+    r"[\w-]{2,30} (?:package|library|module|extension))s? (?:is|are) required for (?:using )?",
+)
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
 SETTING_MISSING = _cue(
@@ -364,6 +380,7 @@ __all__ = [
     "TF_NO_KERNEL",
     "OVERFLOW",
     "OVERFLOW_WORD",
+    "PACKAGE_NEEDED",
     "PRECISION_OFF",
     "SCALE_SET_TO",
     "MINIMUM",

@@ -338,6 +338,8 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
     if m.found(cues.NOT_QUANTIZED):
         return "quantization", m.found(cues.NOT_QUANTIZED)  # a toolchain that takes quantized models only
+    if m.found(cues.PACKAGE_NEEDED) and m.low and not _gpu_lacks_low(m):
+        return "framework", m.found(cues.PACKAGE_NEEDED)  # the package (or version) with the precision's kernels
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
         (cues.NUMERICS, "numerics"),
