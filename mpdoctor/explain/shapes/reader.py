@@ -312,6 +312,7 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     return None
 
 
+_ONLY_SUPPORTED = re.compile(r"\bonly\b[^.;\n]{0,60}\b(?:is|are) (?:currently )?supported|\brequired for\b")
 _OF_TYPES = re.compile(r"\b(?:d(?:ata ?)?types?|signature|precisions?)\b")
 
 
@@ -338,6 +339,15 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
     if m.found(cues.NOT_QUANTIZED):
         return "quantization", m.found(cues.NOT_QUANTIZED)  # a toolchain that takes quantized models only
+    if (
+        m.found(cues.QUANTIZATION)
+        and {"fp8", "fp4"} & set(m.low)
+        and (cues.WEAK_REFUSAL.search(m.text) or _ONLY_SUPPORTED.search(m.text))
+        and not _gpu_lacks_low(m)
+    ):
+        # an fp8/fp4 quantized format's own needs (`a_scale required for FP8 w8a8`, `NVFP4 MoE requires activation
+        # scales`, `Only nvfp4 quantization is currently supported`): the quantization method's, not a dtype's
+        return "quantization", m.found(cues.QUANTIZATION)
     if m.found(cues.PACKAGE_NEEDED) and m.low and not _gpu_lacks_low(m):
         return "framework", m.found(cues.PACKAGE_NEEDED)  # the package (or version) with the precision's kernels
     for pattern, family in (
