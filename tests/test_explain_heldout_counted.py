@@ -11,7 +11,11 @@ gap or a new one is a new measurement to record, not a rule to write.
   inference runtimes, exporters and model servers; science, medical and geospatial ML, point clouds and sparse
   convolution; audio, speech and music, recommender, graph and embedding models; LLM and VLM training stacks and
   diffusion training code), collected at the start of issue 38's stop 34, before anything of that stop was written;
-  a1cfada is the measurement before it, the latest that stop's final code.
+  a1cfada is the measurement before it, the latest that stop's final code;
+* round 19 (fresh): 100 real messages (65 mixed-precision, 35 other errors) from hobbyist and creative AI apps,
+  course, tutorial and competition code, cloud ML platforms' examples and vendor stacks, robotics and speech-LLM code,
+  collected in stop 34 after it had learned from rounds 15, 17 and 18; measured at a1cfada (the stop's start, through
+  a worktree) and at the code of the moment, never learned from.
 
 Both were labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
@@ -31,6 +35,7 @@ COUNTED = {
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
+    "round19.json": ("a1cfada", "2e0ffb0", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
     "round16.json": ("a1cfada", "9d5fc60", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
