@@ -17,8 +17,9 @@ def _cue(*alternatives: str) -> re.Pattern:
 # Something is refused outright: not supported, only X, does not support, no kernel for X, cannot X.
 REFUSAL = _cue(
     r"not (?:yet |currently )?(?:supported|available|allowed|enabled|compatible)",
-    r"unsupported|no support|without (?:native )?support|without native|lacks? ",
+    r"un-?supported|no support|without (?:native )?support|without native|lacks? ",
     r"only (?:support|accept|work|allow|available|compatible|run|implemented|be used)|only (?:fp|bf|int|float|half)",
+    r"only (?:provide|ship|offer|have)s? (?:an? |the )?(?:fp|bf|float|half)",  # "we only provide fp16 jit model"
     r"does(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected)|allow|accept|implement)",
     r"do(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected))",
     r"(?:cannot|can ?not|can't|unable to|could not|couldn't|failed to) (?:be )?(?:use|run|support|handle|find|"
@@ -211,6 +212,11 @@ HARDWARE = _cue(
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
     r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia|\btpu\b",
 )
+# A failure raised inside apex's amp, optimizers or fused layers (its frame just above the message): apex's own check
+# of how it was called (`optimizers must be either a single optimizer or a list of optimizers`).
+APEX_FRAME = _cue(
+    r"[/\\]apex[/\\](?:amp|optimizers|normalization|parallel|fp16_utils|contrib)[/\\]\w{1,40}\.py\", line"
+)
 # The GPU's own limits, narrower than HARDWARE (which names any device or platform, `CUDA/XPU kernels` included): its
 # capability, architecture or generation, or "this device" lacking something.
 HARDWARE_LIMIT = _cue(
@@ -266,6 +272,7 @@ APEX_BUILD = _cue(
     # apex missing or another package of its name: `No module named apex.fp16_utils`, `from apex import amp` failing
     r"no module named '?apex\b|no module named 'amp'|name 'amp' is not defined|cannot import name 'amp'",
     r"'nonetype' object has no attribute 'initialize'",  # `amp.initialize(...)` where `from apex import amp` failed
+    r"cannot import name '(?:fp16_optimizer|fusedlayernorm|fusedrmsnorm|fusedadam|fusedlamb|fp16_utils)'",
     r"internal amp state has not been initialized",  # apex.amp's scale_loss before amp.initialize
     # apex missing where fp16 needs it, or its fused classes from another apex (`Fused layer norm cuda not found`,
     # `'FusedLayerNorm' object has no attribute`), and amp.initialize's own device check
@@ -290,7 +297,7 @@ PACKAGE_NEEDED = _cue(
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
 SETTING_MISSING = _cue(
-    r"unexpected keyword argument '\w{0,10}(?:amp|fp16|bf16|half|precision|autocast)\w{0,20}'",
+    r"unexpected keyword argument '\w{0,10}(?:amp|fp16|bf16|half|precision|autocast|dtype)\w{0,20}'",
     r"'\w{0,40}(?:fp16|bf16)\w{0,40}' object has no attribute|(?<!'nonetype' object )has no attribute "
     r"'\w{0,30}(?:fp16|bf16)\w{0,30}'",
     r"(?:unknown|unrecognized|unrecogni[sz]ed) (?:parameter|argument|option|flag)s?:? ['\"`]?-{0,2}\w{0,20}"
@@ -362,6 +369,7 @@ __all__ = [
     "CONFLICT",
     "AGREEMENT",
     "APEX_BUILD",
+    "APEX_FRAME",
     "BLOCK_SIZE",
     "AMP_RUN",
     "CPU",

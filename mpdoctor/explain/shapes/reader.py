@@ -211,6 +211,15 @@ def _refused_near(text: str, what: re.Pattern) -> bool:
     return bool(cues.MINIMUM.search(text))
 
 
+def _innermost_frame_is(above: str, library: re.Pattern) -> bool:
+    """Whether the last frame line of the lines above a message is in ``library``'s files."""
+    frames = _FRAME_IN_TEXT.findall(above)
+    return bool(frames) and bool(library.search(frames[-1]))
+
+
+_FRAME_IN_TEXT = re.compile(r'file "[^"\n]{1,1000}", line')
+
+
 def _hardware_refuses(text: str) -> bool:
     """A refusal whose subject or object is the GPU or device ("the target device or backend do not support
     efficient int8_float16 computation", "only supported on devices with compute capability >= 9.0"): the
@@ -254,6 +263,11 @@ def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[
     return _before_words_in_passing(message) or _without_a_dtype(message) or _of_a_low_precision(message)
 
 
+# A dtype object printed right after a refusal of dtypes is the one refused, not a hole in any message
+# ("Unsupported dtype for wav: torch.bfloat16").
+_REFUSED_PRINTED = re.compile(
+    r"(?:un-?supported|invalid|unexpected|unknown) (?:d(?:ata ?)?type|datatype)[^.\n]{0,30}?torch\.(bfloat16|float16|half)\b"
+)
 # A precision wondered about, not named as the run's: a question that guesses at it.
 _HEDGED = re.compile(
     r"(?:potentially|possibly|perhaps|maybe|might be|could be|may be)[^.?!\n]{0,60}\?|"
@@ -280,7 +294,7 @@ class Message:
         self.pair = len(distinct) >= 2 and any(is_low(name) for name in distinct)
         # a low precision named alone must be written as a library writes it, not as a hole prints a dtype object,
         # nor wondered about ("Potentially related to half precision? Will investigate.")
-        self.low = written_low(_HEDGED.sub(" ", text))
+        self.low = written_low(_HEDGED.sub(" ", text)) or _REFUSED_PRINTED.findall(text)
         self.refused = cues.REFUSAL.search(text) or _refused_dtype(text)
         self.mismatch = cues.MISMATCH.search(text)
 
@@ -299,6 +313,8 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     collapsed = _scale_collapsed(m.text)
     if collapsed:
         return "overflow", collapsed  # a scaler "skipping" steps down to its floor
+    if _innermost_frame_is(m.above, cues.APEX_FRAME) and _RAISED.search(m.text):
+        return "apex", "apex"  # raised inside apex: its own check of how it was called
     if m.found(cues.APEX_BUILD) and not m.found(cues.PRECISION_OFF):
         return "apex", m.found(cues.APEX_BUILD)  # "no module named": apex's own extensions
     if m.found(cues.BLOCK_SIZE) and m.low:
