@@ -83,8 +83,12 @@ def dtypes(text: str) -> list[str]:
 
 
 # How a message prints a dtype object it was handed (`f"{dtype} is not supported"`): torch.float16, torch.bfloat16.
-# A tensor's own repr (`tensor([[nan, nan]], dtype=torch.float16)`) names the dtype its values are in: that is no hole.
-_PRINTED = re.compile(r"(?<!dtype=)torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])")
+# A tensor's own repr (`tensor([[nan, nan]], dtype=torch.float16)`) names the dtype its values are in, and a check
+# names the one it found after "got" (`scale.dtype must be torch.float8_e8m0fnu, got torch.float16`): those are no hole.
+_PRINTED = re.compile(
+    r"(?<!dtype=)(?<!got )(?<!got: )(?<!found )(?<!received )"
+    r"torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])"
+)
 
 
 def written_low(text: str) -> list[str]:
