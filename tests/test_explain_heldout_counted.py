@@ -31,12 +31,12 @@ from heldout import SplitRound, first_family
 COUNTED = {
     "round8.json": (
         "ea72e7f",
-        "9d5fc60",
+        "8f512f4",
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round19.json": ("a1cfada", "2e0ffb0", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
-    "round16.json": ("a1cfada", "9d5fc60", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round19.json": ("a1cfada", "8f512f4", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
+    "round16.json": ("a1cfada", "8f512f4", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
