@@ -2,9 +2,10 @@
 
 A library nobody mined still tells a precision failure in a few parts: the dtypes it names (``vocabulary.py``),
 a refusal or a mismatch, and what refuses (an attention kernel, a quantization method, MPS, the CPU, the GPU's
-capability, a compiler, a trainer's precision setting; ``cues.py``). ``read`` finds the failure that ended the
-input (its last failure lines, never a log's earlier chatter) and decides its family from those parts, in the
-order below: the most specific context first, a bare refusal of a low precision last.
+capability, a compiler, a trainer's precision setting; ``cues.py``), or the symptoms of a run it spoiled
+(``symptoms.py``). ``read`` takes the failure that ended the input (``blocks.py``: its last failure lines, never a
+log's earlier chatter) and decides its family from those parts, in the order below: the most specific context
+first, a bare refusal of a low precision last.
 
 It reads at most ``TAIL`` characters of the input's end, so it costs the same on any log.
 """
@@ -14,50 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mpdoctor.explain.matcher import INFORMATIONAL, is_error_line
+from mpdoctor.explain.matcher import is_error_line
 from mpdoctor.explain.ruled_out import precision_ruled_out
-from mpdoctor.portable import limits
-from mpdoctor.explain.shapes import cues
+from mpdoctor.explain.shapes import cues, symptoms
+from mpdoctor.explain.shapes.blocks import BLOCKS, block_of, failure_blocks, is_failure
 from mpdoctor.explain.shapes.vocabulary import dtypes, is_low, written_low
 
 TAIL = 65_536  # characters of the input's end that are read
-BLOCKS = 6  # failure blocks read upwards from the end before giving up
-BLOCK_LINES = 8  # lines of one failure block: its failure line and what continues its message
 _CLAUSE_END = re.compile(r"[,;]|\. ")
-CONTEXT_LINES = 12  # lines above a failure block read for where it ran
 DTYPE_NEAR = 40  # characters after "requires", "must be", "not implemented for" where the refused dtype is named
-
-# A traceback's frame line and the code line under it, and the carets under that code: not the message.
-_FRAME = re.compile(r'^\s{0,16}(?:\[(?:default)?rank\d{1,6}\]:\s{0,16})?File "[^"\n]{1,1000}", line \d')
-_CARETS = re.compile(r"^[\s^~]*$")
-# IPython's traceback: a frame names its file and function, then numbered lines of code around the failing one,
-# which is kept (`---> 82   raise RuntimeError("Invoked 'with amp.scale_loss`, but ...`: a cut paste's message).
-_NOTEBOOK_FRAME = re.compile(r"^\S[^\n]{0,1000}\.py in [\w<>]{1,100}\(")
-_NOTEBOOK_CODE = re.compile(r"^\s*\d{1,6}(?:\s|$)")
-# A line that states a failure (or a warning about a precision): where a message starts.
-_FAILURE = re.compile(
-    r"error|exception|assert|fail|fatal|abort|warn|not supported|unsupported|not implemented|invalid|mismatch"
-    r"|incompatible|not compatible|cannot|can't|only supports?|requires? ",
-)
-
-
-# Where a message starts in its line: after the last `...Error: `, `...Warning: `, `...Exception: `.
-_MESSAGE_START = re.compile(r"(?:error|warning|exception|failure)\)?: ", re.IGNORECASE)
-
-
-def _message_of(line: str) -> tuple[str, str]:
-    """(what precedes the message in the line, the message from its exception's name on)."""
-    marker = None
-    for marker in _MESSAGE_START.finditer(line):
-        pass
-    if marker is None:
-        return "", line.strip()
-    start = line.rfind(" ", 0, marker.start()) + 1  # the exception's name stays with its message
-    return line[:start], line[start:].strip()
-
-
-def _is_failure(lower: str) -> bool:
-    return bool(_FAILURE.search(lower) or cues.REFUSAL.search(lower))
 
 
 @dataclass
@@ -72,22 +38,13 @@ class Reading:
 
 def read(lines: list[str]) -> Reading | None:
     """The family of the failure that ends ``lines`` (the input's last lines, cleaned), or None."""
-    blocks = _failure_blocks(lines)
-    for block in blocks[:BLOCKS]:
-        # the message starts after its exception's name: a log's own prefix ("fp16 run, model.half():") before it
-        # is the log's words, not the failure's; it only says where the run was, as the lines above do
-        head, message = _message_of(block[0][1])
-        # one failure's message is read as a failure's text is kept: whole, up to limits.FAILURE_TEXT
-        written = " ".join([message] + [line.strip() for _, line in block[1:]])[: limits.FAILURE_TEXT]
-        text = written.lower()
-        first = block[0][0]
-        above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
-        parts = [message.lower()] + [line.strip().lower() for _, line in block[1:]]
-        verdict = None if _checks_a_class(written) else decide(text, above, parts)
+    for found in failure_blocks(lines)[:BLOCKS]:
+        block = block_of(lines, found)
+        verdict = None if _checks_a_class(block.written) else decide(block.text, block.above, block.parts)
         if verdict:
             family, cue = verdict
-            return Reading(family, block, dtypes(text), cue)
-        if cues.NOT_PRECISION.search(text) and _is_failure(text):
+            return Reading(family, found, dtypes(block.text), cue)
+        if cues.NOT_PRECISION.search(block.text) and is_failure(block.text):
             return None  # the run ended on another failure; a precision word above it was in passing
     return None
 
@@ -103,50 +60,13 @@ _RAISED_ANY = re.compile(r"\b[a-z0-9_]+(?:error|exception)\b|traceback|报错|�
 def ended_elsewhere(lines: list[str]) -> int | None:
     """The index of the line where ``lines`` end on another failure than a precision's (a ``KeyError`` after a
     warning about fp16, an out-of-memory error), or None when they do not, or do not say."""
-    blocks = _failure_blocks(lines)
+    blocks = failure_blocks(lines)
     if not blocks:
         return None
-    block = blocks[0]
-    head, message = _message_of(block[0][1])
-    text = " ".join([message] + [line.strip() for _, line in block[1:]])[: limits.FAILURE_TEXT].lower()
-    if not (is_error_line(text) and _RAISED.search(text) and cues.NOT_PRECISION.search(text)):
+    block = block_of(lines, blocks[0])
+    if not (is_error_line(block.text) and _RAISED.search(block.text) and cues.NOT_PRECISION.search(block.text)):
         return None
-    first = block[0][0]
-    above = " ".join([*lines[max(0, first - CONTEXT_LINES) : first], head]).lower()
-    return None if decide(text, above, [text]) else first
-
-
-def _failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
-    """The input's failure blocks, the last first: a failure line and the message lines that continue it.
-    Without any failure line, the input's last lines are one block (a message pasted without its name)."""
-    message: list[tuple[int, str]] = []
-    after_frame = in_notebook_frame = False
-    for index, line in enumerate(lines):
-        if INFORMATIONAL.search(line):
-            continue  # a log channel that reports without failing, as the matcher skips it
-        if _FRAME.match(line):
-            after_frame = True
-            continue
-        if after_frame and line.startswith((" ", "\t")) or _CARETS.match(line):
-            after_frame = False  # the code line a frame shows, or the carets under it
-            continue
-        after_frame = False
-        if _NOTEBOOK_FRAME.match(line):
-            in_notebook_frame = True  # IPython's frame: `.../compressed.py in toarray(self, order, out)`
-            continue
-        if in_notebook_frame and _NOTEBOOK_CODE.match(line):
-            continue  # the numbered code lines around the failing one (`    946   y = out.T`)
-        in_notebook_frame = False
-        message.append((index, line))
-    blocks: list[list[tuple[int, str]]] = []
-    for index, line in message:
-        if _is_failure(line.lower()) or not blocks:
-            blocks.append([(index, line)])
-        elif len(blocks[-1]) < BLOCK_LINES:
-            blocks[-1].append((index, line))
-    if blocks and not _is_failure(blocks[0][0][1].lower()) and len(blocks) > 1:
-        blocks = blocks[1:]  # lines above the first failure are a log's chatter, not a message
-    return list(reversed(blocks))
+    return None if decide(block.text, block.above, [block.text]) else block.first
 
 
 # `expected X, got SomeClass`: what was checked is an object's class (a quantizer, a method, a module), not a dtype.
@@ -189,12 +109,12 @@ LOW_SCALE = 8.0  # a loss scale set this low has collapsed: each halving was an 
 def _scale_collapsed(text: str) -> str:
     """The loss scale a scaler's log says it set, when it fell below LOW_SCALE ("" otherwise)."""
     values = []
-    for hit in cues.SCALE_SET_TO.finditer(text):
+    for hit in symptoms.SCALE_SET_TO.finditer(text):
         try:
             values.append(float((hit.group(1) or hit.group(2)).rstrip(".")))
         except ValueError:
             continue
-    for hit in cues.LOG_SCALE_SET_TO.finditer(text):
+    for hit in symptoms.LOG_SCALE_SET_TO.finditer(text):
         try:
             values.append(2.0 ** min(64.0, float(hit.group(1).rstrip("."))))
         except (ValueError, OverflowError):
@@ -335,24 +255,26 @@ _OF_TYPES = re.compile(r"\b(?:d(?:ata ?)?types?|signature|precisions?)\b")
 def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     """Shapes that need no dtype named: NaNs and overflows, a scaler's order, settings, apex, kernels' needs."""
     precision_named = m.low or cues.SETTING.search(m.text) or cues.AMP_RUN.search(m.text)
-    if m.found(cues.OVERFLOW):
-        return "overflow", m.found(cues.OVERFLOW)  # the range named (`without overflow`, `underflow`): before its NaNs
-    if m.found(cues.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
-        return _non_finite(m, cues.NAN_LOSS)  # NaN losses in a run that names its low precision
+    if m.found(symptoms.OVERFLOW):
+        return "overflow", m.found(
+            symptoms.OVERFLOW
+        )  # the range named (`without overflow`, `underflow`): before its NaNs
+    if m.found(symptoms.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
+        return _non_finite(m, symptoms.NAN_LOSS)  # NaN losses in a run that names its low precision
     named_above = written_low(m.above) or cues.SETTING.search(m.above) or cues.AMP_RUN.search(m.above)
-    if m.found(cues.OVERFLOW_WORD) and (precision_named or named_above):
-        return "overflow", m.found(cues.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
-    if m.found(cues.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
-        return _non_finite(m, cues.NAN_WORD)  # NaNs in a run that names its low precision, here or just above
+    if m.found(symptoms.OVERFLOW_WORD) and (precision_named or named_above):
+        return "overflow", m.found(symptoms.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
+    if m.found(symptoms.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
+        return _non_finite(m, symptoms.NAN_WORD)  # NaNs in a run that names its low precision, here or just above
     # a low precision run, named or switched on (`fp16_mode`); a setting's words alone ("precision: f32") are none
     low_run = m.low or cues.AMP_RUN.search(m.text)
-    if m.found(cues.GARBAGE) and low_run:
-        return "numerics", m.found(cues.GARBAGE)  # output a low precision ruined
+    if m.found(symptoms.GARBAGE) and low_run:
+        return "numerics", m.found(symptoms.GARBAGE)  # output a low precision ruined
     # a mismatch needs its two dtypes here: "I got wrong output when fp16_mode is True" names one
-    if m.found(cues.QUALITY) and low_run and not (m.refused or m.mismatch and m.pair or _is_failure(m.text)):
-        return "numerics", m.found(cues.QUALITY)  # a run that completes, spoiled by its precision
-    if m.found(cues.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch or _RAISED_ANY.search(m.text)):
-        return "numerics", m.found(cues.WORKS_WITHOUT)  # wrong in the low precision, right without it
+    if m.found(symptoms.QUALITY) and low_run and not (m.refused or m.mismatch and m.pair or is_failure(m.text)):
+        return "numerics", m.found(symptoms.QUALITY)  # a run that completes, spoiled by its precision
+    if m.found(symptoms.WORKS_WITHOUT) and m.low and not (m.refused or m.mismatch or _RAISED_ANY.search(m.text)):
+        return "numerics", m.found(symptoms.WORKS_WITHOUT)  # wrong in the low precision, right without it
     if m.found(cues.NOT_QUANTIZED):
         return "quantization", m.found(cues.NOT_QUANTIZED)  # a toolchain that takes quantized models only
     if (
@@ -368,7 +290,7 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "framework", m.found(cues.PACKAGE_NEEDED)  # the package (or version) with the precision's kernels
     for pattern, family in (
         (cues.SCALER_MISUSE, "scaler"),
-        (cues.NUMERICS, "numerics"),
+        (symptoms.NUMERICS, "numerics"),
         (cues.AMP_API, "scaler"),
         (cues.KERNEL_IMAGE, "kernel-image"),
     ):
@@ -423,7 +345,7 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
 def _non_finite(m: Message, pattern: re.Pattern) -> tuple[str, str]:
     """Non-finite values in a low-precision run: infinities alone are fp16's range exceeded (a loss of `inf`, each
     batch skipped), so overflow; any NaN is the precision's numerics (a NaN has many causes, an inf one)."""
-    if cues.NAN.search(m.text):
+    if symptoms.NAN.search(m.text):
         return "numerics", m.found(pattern)
     return "overflow", m.found(pattern)
 
