@@ -40,10 +40,12 @@ def handed_limits(timeout):
 # read by both sides (the host, and the target interpreter through ``_mpdoctor_portable``).
 
 # A child's output (mpdoctor/probes/child.py: every probe, the fleet's store child). Its stdout and stderr go
-# to temporary files; a child that floods them (a `--python` whose startup prints in a loop: 220 MB/s) has its
-# files cut whenever one passes CHILD_SPOOL bytes, so the temporary directory never holds more than about
-# that (plus what it writes in one look, WATCH_EVERY): the last CHILD_KEPT bytes are kept (a probe's result
-# is on its last line), and the result says how many were cut. A healthy probe writes a few KB.
+# to temporary files; a child that floods them (a `--python` whose startup prints in a loop: 220 MB/s, up to
+# 2 GB/s into the page cache) has its files cut whenever one holds CHILD_SPOOL bytes (half of it where the file
+# system punches holes), so the temporary directory never holds more than about that (plus what it writes in one
+# look, WATCH_EVERY): the last CHILD_KEPT
+# bytes are kept (a probe's result is on its last line), and the result says how many were cut. A healthy probe
+# writes a few KB.
 CHILD_KEPT = 16 << 20
 CHILD_SPOOL = 32 << 20
 

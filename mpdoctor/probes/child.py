@@ -49,7 +49,7 @@ from mpdoctor.probes.launch import (  # noqa: F401
 from mpdoctor.probes.remote.supervise import seconds_text  # noqa: F401  (one wording of limits, both sides)
 
 WATCH_EVERY = 0.01  # s: how often a watch runs; it reads step files, so a step's end is seen within 10 ms
-SPOOL_EVERY = 0.05  # s: how often a child's output files are measured (and cut past limits.CHILD_SPOOL)
+SPOOL_EVERY = 0.05  # s: how often a child's output files are measured (and cut: child_output._Spool)
 REAP_WAIT = 5.0  # s: how long a child killed with SIGKILL is waited for (one stuck in the kernel may never end)
 
 

@@ -94,9 +94,9 @@ def punch_hole(fd: int, offset: int, length: int) -> bool:
             _fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
         except (OSError, AttributeError, TypeError):  # no libc, or no fallocate in it (macOS)
             _fallocate = False
-    if not _fallocate or length <= 0:
-        return bool(_fallocate) and length <= 0
-    return _fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0
+    if not _fallocate:
+        return False
+    return length <= 0 or _fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 def _size(count: int) -> str:
@@ -109,14 +109,15 @@ def _size(count: int) -> str:
 class _Spool:
     """A child's stdout or stderr file (opened to append: the child writes at its end, wherever that is).
 
-    Measured while the child runs (``trim``): once it holds more than ``limits.CHILD_SPOOL`` bytes on disk, all
-    but its last MAX_OUTPUT bytes are given back, so a child that floods its output fills neither the temporary
-    directory nor memory. ``text`` is the last MAX_OUTPUT bytes of all it wrote; ``cut`` how many were dropped.
+    Measured while the child runs (``trim``), so that a child that floods its output fills neither the temporary
+    directory nor memory: ``text`` is the last MAX_OUTPUT bytes of all it wrote, ``cut`` how many were dropped.
 
-    Where the file system can (Linux: ext4, xfs, btrfs, tmpfs), the bytes are given back by punching a hole in the
-    file's start: its end, where the child writes, never moves, so nothing it writes meanwhile is lost (its last
-    line, the result, among them). Elsewhere the file is emptied after its tail is read, and what the child writes
-    between the read and the cut is dropped too, uncounted ("at least").
+    Where the file system can (Linux: ext4, xfs, btrfs, tmpfs), once the file holds more than half of
+    ``limits.CHILD_SPOOL`` bytes on disk, all but its last MAX_OUTPUT bytes are given back by punching a hole in its
+    start: its end, where the child writes, never moves, so nothing it writes meanwhile is lost (its last line, the
+    result, among them), and the other half of the spool is room for what it writes before the next look.
+    Elsewhere, once it holds more than ``limits.CHILD_SPOOL``, its tail is read aside and the file emptied; what
+    the child writes between the read and the cut is dropped too, uncounted ("at least").
     """
 
     def __init__(self, handle) -> None:
@@ -128,16 +129,19 @@ class _Spool:
     def trim(self) -> None:
         fd = self.handle.fileno()
         size = os.fstat(fd).st_size
-        if size - self.freed <= limits.CHILD_SPOOL:
+        held = size - self.freed
+        if held <= limits.CHILD_SPOOL // 2:
             return
         upto = size - MAX_OUTPUT
         if punch_hole(fd, self.freed, upto - self.freed):
             self.freed = upto  # ``text`` counts what was dropped: all but the tail it reads
             return
+        if held <= limits.CHILD_SPOOL:
+            return  # a cut copies the tail aside: only past the whole spool
         tail = os.pread(fd, MAX_OUTPUT, size - MAX_OUTPUT)
         os.ftruncate(fd, 0)  # what it writes between the read and here is dropped too, uncounted ("at least")
-        self.cut += len(self.kept) + size - len(tail)
-        self.kept = tail
+        self.cut += len(self.kept) + size - len(tail) - self.freed
+        self.kept, self.freed = tail, 0
 
     def text(self) -> str:
         fd = self.handle.fileno()
