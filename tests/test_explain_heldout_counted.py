@@ -17,7 +17,7 @@ gap or a new one is a new measurement to record, not a rule to write.
   collected in stop 34 after it had learned from rounds 15, 17 and 18; measured at a1cfada (the stop's start, through
   a worktree) and at the code of the moment, never learned from.
 
-Both were labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
+Each was labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
 
 from __future__ import annotations
