@@ -25,8 +25,9 @@ from mpdoctor.probes import child
 class DiskWatch:
     """A watch for run_child that looks at the files of ``directory`` this process holds open (the child's output
     files are anonymous temporary files there: they show in /proc/self/fd only): the most disk space one takes, and
-    how much the child wrote between two looks. Disk space, not size: a file whose start was given back (a hole)
-    keeps its size and holds only its tail.
+    how much the child wrote between two looks (at least: a file emptied between two looks shows only what came
+    after). Disk space, not size: a file whose start was given back (a hole) keeps its size and holds only its
+    tail.
 
     A child can write gigabytes a second into the page cache, so no file can be held below what it writes between
     two looks: the bound is half the spool (where it is cut), the tail kept, and what was written during the cut
@@ -74,13 +75,12 @@ def test_a_flooding_child_is_cut_to_the_bound_keeping_its_last_line_and_saying_s
 
 
 def test_a_child_that_floods_until_killed_costs_its_bound_not_the_disk(tmp_path, monkeypatch):
-    """It floods forever: killed at its limit (3 s), its files held to the bound all along, far below what it
-    wrote."""
+    """It floods forever: killed at its limit (3 s), its files held to the bound all along, below what it wrote."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     watch = DiskWatch(str(tmp_path))
     result = child.run_child([sys.executable, "-c", flood_source(rate_mb=1), "forever"], 3, watch=watch)
     assert result.timed_out and "its output was cut" in result.describe()
-    assert watch.most <= watch.bound < watch.written, (watch.most, watch.bound, watch.written)
+    assert watch.most <= watch.bound and watch.most < watch.written, (watch.most, watch.bound, watch.written)
 
 
 def test_where_no_hole_can_be_punched_the_file_is_cut_instead(tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def test_where_no_hole_can_be_punched_the_file_is_cut_instead(tmp_path, monkeypa
     watch = DiskWatch(str(tmp_path))
     result = child.run_child([sys.executable, "-c", flood_source(rate_mb=1), "forever"], 3, watch=watch)
     assert result.timed_out and "its output was cut" in result.describe()
-    assert watch.most <= watch.bound < watch.written, (watch.most, watch.bound, watch.written)
+    assert watch.most <= watch.bound and watch.most < watch.written, (watch.most, watch.bound, watch.written)
     assert len(result.stdout) + len(result.stderr) <= 2 * limits.CHILD_KEPT
 
 
