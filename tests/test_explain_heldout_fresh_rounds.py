@@ -26,6 +26,10 @@ had used (each round's `about` says which, and what was dropped):
   ONNX Runtime Web, OpenCL, Metal, Arm, Edge TPU, Qualcomm), probabilistic and scientific computing (JAX, NumPy,
   SciPy among them), document AI and CLIP-style and VLM fine-tuning code, domain foundation models; measured at the
   stop's start (a1cfada) and at 8308915 (34 of 73 both times: nothing learned from rounds 15 and 17 reached it), then
+  read whole to learn from;
+* round 20, 101 (stop 35, collected at its start): LLM evaluation, interpretability, model-editing and merging tools,
+  model compression (pruning, sparsity, research quantization), vision backbone and image-generation research code,
+  small-LLM pretraining and the long tail of LLM serving and offloading; measured at the stop's start (92c3b15), then
   read whole to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
@@ -59,6 +63,8 @@ ORDER = [
     "round16.json",
     "round17.json",
     "round18.json",
+    "round19.json",
+    "round20.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
@@ -74,12 +80,6 @@ ROUNDS = {
         ("a1cfada", "b623079"),
         (90, 44),
         {
-            "https://github.com/ZHO-ZHO-ZHO/ComfyUI-InstantID/issues/89": (
-                "xFormers' 'No operator found for memory_efficient_attention_forward' with float16 inputs is read as "
-                "the attention family; this round labels it an environment fault (the only reason listed is 'xFormers "
-                "wasn't build with CUDA support'), while rounds 7 and 15 label the same error attention when a dtype "
-                "or device reason is listed beside the build's"
-            ),
             "https://github.com/asieradzk/RL_Matrix/issues/28": (
                 "torch's 'probability tensor contains either inf, nan or element < 0' is read as the numerics family "
                 "(rounds 11 and 15 label it so, fp16 generation's NaNs); here it is a reinforcement-learning policy "
@@ -88,6 +88,8 @@ ROUNDS = {
         },
     ),
     "round18.json": (("a1cfada", "8308915"), (70, 40), {}),
+    # measured once before learning: nothing was learned before it in its stop, so both measurements are the start's
+    "round20.json": (("92c3b15", "92c3b15"), (60, 30), {}),
 }
 LOADED = {name: SplitRound(name) for name in ROUNDS}
 

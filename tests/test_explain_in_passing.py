@@ -8,6 +8,9 @@ round's thread (labelled there) or a signature's own example, never typed from m
   is no precision failure (round 13), while "switching to float32 resolves the NaN" still is (round 12).
 * A precision warning logged above a run that ended on another failure (a KeyError) is a notice (round 15), while
   the same warning above a crash's last words stays the failure.
+* xFormers' "No operator found" whose listing gives only the build's reasons ("xFormers wasn't build with CUDA
+  support") is the build's notice (rounds 17 and 20), while a listing that also refuses the dtype or the GPU stays
+  the attention failure (rounds 6 and 10), and so does a paste without its listing.
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ def _message(round_name: str, thread: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "signature", ["driver-torch-cpu-only", "attention-xformers-built-for-other-torch", "scaler-disabled-no-cuda"]
+    "signature",
+    [
+        "driver-torch-cpu-only",
+        "driver-not-found",
+        "attention-xformers-built-for-other-torch",
+        "attention-xformers-not-built",
+        "scaler-disabled-no-cuda",
+    ],
 )
 def test_an_environment_fault_beside_the_precision_is_a_notice(signature):
     for example in SIGNATURES[signature].examples:
@@ -84,3 +94,40 @@ def test_a_crash_s_last_words_do_not_make_the_failure_above_them_a_notice():
     entry = _message("round5.json", "AshleyYakeley/stable-diffusion-rocm/issues/4")
     assert entry["message"].rstrip().endswith("Aborted (core dumped)")
     assert [item.family for item in explain(entry["message"], "log").recognised] == [entry["family"]]
+
+
+@pytest.mark.parametrize(
+    ("round_name", "thread"),
+    [("round17.json", "ZHO-ZHO-ZHO/ComfyUI-InstantID/issues/89"), ("round20.json", "wusize/CLIPSelf/issues/10")],
+)
+def test_xformers_refusing_every_kernel_only_for_its_build_is_a_notice(round_name, thread):
+    entry = _message(round_name, thread)
+    assert entry["family"] is None and "No operator found" in entry["message"]
+    report = explain(entry["message"], "log")
+    assert report.recognised == []
+    assert [item.id for item in report.notices] == ["attention-xformers-not-built"]
+    assert any(step.command == "python -m xformers.info" for step in report.notices[0].fixes)
+    # as the CLI reads it (bytes, Windows line ends)
+    raw = entry["message"].replace("\n", "\r\n").encode("utf-8")
+    assert [item.id for item in explain(raw, "log").notices] == ["attention-xformers-not-built"]
+    # the same listing followed by another traceback: the reasons end where it starts
+    followed = entry["message"] + "\nTraceback (most recent call last):\nKeyError: 'x'"
+    assert [item.id for item in explain(followed, "log").notices] == ["attention-xformers-not-built"]
+
+
+@pytest.mark.parametrize(
+    ("round_name", "thread"),
+    [("round6.json", "camenduru/DeepCache-colab/issues/2"), ("round10.json", "Comfy-Org/ComfyUI/issues/3959")],
+)
+def test_xformers_refusing_the_dtype_or_the_gpu_too_is_the_attention_failure(round_name, thread):
+    entry = _message(round_name, thread)
+    assert entry["family"] == "attention" and "xFormers wasn't build with CUDA support" in entry["message"]
+    report = explain(entry["message"], "log")
+    assert [item.id for item in report.recognised][:1] == ["attention-xformers-no-operator"]
+    assert "attention-xformers-not-built" in [item.id for item in report.notices]  # the build is broken too
+
+
+def test_xformers_no_operator_without_its_listing_stays_the_attention_failure():
+    entry = _message("round20.json", "wusize/CLIPSelf/issues/10")
+    head = entry["message"].split("`cutlassF`")[0]  # the inputs, no kernel's reasons
+    assert [item.id for item in explain(head, "log").recognised] == ["attention-xformers-no-operator"]

@@ -15,6 +15,7 @@ from mpdoctor.explain.shapes import ending_elsewhere, explain_by_shape
 from mpdoctor.explain.signature import fill
 from mpdoctor.explain.matcher import MAX_LINE, Match, find, is_error_line
 from mpdoctor.explain.report import ExplainReport, Explanation, MatchedLine, OtherCause
+from mpdoctor.explain.unbuilt import NOTICE as UNBUILT, unbuilt_as_notice
 from mpdoctor.probes.progress import SILENT, ProgressBoard
 from mpdoctor.portable import limits
 from mpdoctor.portable.redact import redact_clip, redact_text
@@ -227,7 +228,10 @@ def explain(
     """Every known failure in ``data``. ``progress``: the task "explain" says it is matching, then finishes."""
     progress.update(TASK, text="looking for known failures")
     signatures = all_signatures()
-    matches = _in_passing_as_notices(data, find(data, signatures))
+    matches = find(data, signatures)
+    # xFormers refusing every kernel only because none was built: the build's notice, not an attention failure
+    matches = unbuilt_as_notice(data, matches, next(s for s in signatures if s.id == UNBUILT))
+    matches = _in_passing_as_notices(data, matches)
     if all(match.signature.notice for match in matches):
         # only notices (or nothing) known: the failure that ended the input may still be read by its shape, on
         # lines no notice explains already (xFormers' warning is not read again as an attention failure)

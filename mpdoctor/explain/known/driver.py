@@ -156,6 +156,9 @@ SIGNATURES: list[Signature] = [
             ),
         ),
         checks=("TORCH009", "DRV001"),
+        # A notice: no GPU is usable, whatever the precision (round 20 labels it no precision failure, like
+        # driver-torch-cpu-only), yet its fix comes before anything a precision run on this machine needs.
+        notice=True,
         sources=(
             "https://github.com/pytorch/pytorch/blob/01a6a16d9bb6424c034f5623c46bfd08ec21613b/c10/cuda/"
             "CUDAFunctions.cpp",

@@ -142,6 +142,41 @@ SIGNATURES: list[Signature] = [
         notes="On AMD (ROCm) and Apple machines the warning is expected: xFormers' CUDA kernels do not apply there.",
     ),
     Signature(
+        id="attention-xformers-not-built",
+        family="attention",
+        title="xFormers has no CUDA kernels at all: it was built without CUDA, or for another torch",
+        needles=("xformers wasn't build with cuda support", "xformers was not built with cuda support"),
+        patterns=(r"xFormers (?:wasn't|was not) buil[dt] with CUDA support",),
+        cause="The installed xFormers could not load its CUDA kernels (a wheel built for another torch or CUDA, a "
+        "CPU-only torch under it, or a source build without CUDA), so memory-efficient attention refuses every "
+        "input whatever its dtype. When these are the only reasons xFormers lists under 'No operator found', "
+        "no precision would have been accepted: the build is what to fix, not the dtype.",
+        fixes=(
+            fix("See which torch and CUDA this xFormers was built for, and what it has", "python -m xformers.info"),
+            fix(
+                "Install the xFormers release made for the installed torch, from the same CUDA index as torch "
+                "(e.g. cu121)",
+                "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
+            ),
+            fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers"),
+        ),
+        checks=("TORCH005", "TORCH009", "PREC006"),
+        # A notice: an install fault beside the precision (rounds 17 and 20 label a listing of only these reasons no
+        # precision failure; rounds 6 and 10, whose listings also refuse the dtype or the GPU, attention). The
+        # explainer reads the listing under "No operator found" to tell the two apart (``explain/unbuilt.py``).
+        notice=True,
+        sources=(
+            "https://github.com/facebookresearch/xformers/blob/main/xformers/ops/fmha/dispatch.py",
+            "https://github.com/facebookresearch/xformers/blob/main/xformers/_cpp_lib.py",
+        ),
+        examples=(
+            "`decoderF` is not supported because:\n    xFormers wasn't build with CUDA support\n"
+            "    attn_bias type is <class 'NoneType'>\n"
+            "    operator wasn't built - see `python -m xformers.info` for more info",
+        ),
+        near_misses=("    operator wasn't built - see `python -m xformers.info` for more info",),
+    ),
+    Signature(
         id="attention-xformers-kernel-refused",
         family="attention",
         title="An xFormers attention kernel ({kernel}) refused these inputs",

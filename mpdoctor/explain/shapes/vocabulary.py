@@ -36,24 +36,30 @@ _SPELLINGS = (
         r"fp8(?:_?e[45]m[23](?:fnuz|fn|nv|b11)?)?|float8(?:_e[45]m[23](?:fnuz|fn)?)?|f8e[45]m[23]\w{0,6}"
         r"|fp8e4(?:nv|b15|b8)?|fp8e5(?:b16)?|mxfp8|e4m3(?:fnuz|fn|nv)?|e5m2(?:fnuz)?|kfp8"
         # torch's fp8 matmul names its format by itself: "torch._scaled_mm is only supported on devices with ..."
-        r"|_scaled_mm",
+        r"|_scaled_mm"
+        r"|cuda_r_8f_e[45]m[23]",  # CUDA's cudaDataType (cuBLAS, cuSPARSE): `CUDA_R_8F_E4M3`
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
     # CTranslate2's compute types name the activations' precision after the weights' int8: `int8_bfloat16`
-    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16"),
+    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16|cuda_[rc]_16bf"),
     (
         "fp16",
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
         r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)"  # Vulkan's device features
-        r"|complex_?half|chalf|complex32|半精度",  # half's complex form (an FFT of half tensors), half in Chinese
+        r"|complex_?half|chalf|complex32|半精度"  # half's complex form (an FFT of half tensors), half in Chinese
+        r"|cuda_[rc]_16f",  # CUDA's cudaDataType: `type of matA/matB (CUDA_R_16F) ... is not supported`
     ),
     ("fp64", r"fp64|f64|float64|double|kdouble"),
-    ("fp32", r"fp32|f32|float32|float|kfloat|single[- ]precision|32-bit floats?"),
+    ("fp32", r"fp32|f32|float32|float|kfloat|single[- ]precision|32-bit floats?|cuda_[rc]_32f"),
 )
 WORD = re.compile(
     "|".join(rf"(?P<{name}>{_BEFORE}(?:{spelling}){_AFTER})" for name, spelling in _SPELLINGS)
     # ONNX Runtime's C++ type names, mangled: `PrimitiveDataTypeIfEE` is the type for `float`
     + r"|(?P<fp32_mangled>(?<=type)ife{1,3}(?![a-z0-9]))|(?P<fp16_mangled>(?<=\d)(?:ml)?float16(?=e))"
+    # ONNX's TensorProto data types by number, as runtimes print an unknown one (`<unsupported ONNX type 10>`)
+    + r"|(?P<fp16_onnx>(?<=onnx type )10(?!\d))|(?P<bf16_onnx>(?<=onnx type )16(?!\d))"
+    + r"|(?P<fp8_onnx>(?<=onnx type )(?:1[789]|20)(?!\d))|(?P<fp32_onnx>(?<=onnx type )1(?!\d))"
+    + r"|(?P<fp64_onnx>(?<=onnx type )11(?!\d))"
 )
 # torch's own spellings that the words above do not read (``c10::Half``, ``HalfTensor``, ``CUDABFloat16Type``).
 _NAMESPACED = re.compile(r"::|tensor|type")
@@ -65,7 +71,7 @@ def dtypes(text: str) -> list[str]:
     found: list[tuple[int, str]] = []
     covered: list[tuple[int, int]] = []
     for match in WORD.finditer(text):
-        name = match.lastgroup.replace("_mangled", "")
+        name = match.lastgroup.split("_")[0]  # `fp16_mangled`, `fp16_onnx`: fp16
         found.append((match.start(), name))
         covered.append(match.span())
     for match in DTYPE_WORD.finditer(text):  # torch's namespaced spellings: c10::Half, HalfTensor, CUDAHalfType
