@@ -235,7 +235,28 @@ LIBRARIES = (
         about=r"\bmps\b|metal|rocm|\bhip\b|gfx\d|hipblas",
         note="The messages of the installed torch's Python side that name MPS (Metal) or ROCm (HIP). Their C++ "
         "checks are compiled only into the macOS and ROCm builds: not in this table (see the summary).",
-    ),
+    ),    # Stop 35: the libraries beside torch that fresh rounds kept meeting (quantization toolkits, attention and
+    # kernel libraries, serving stacks, fine-tuning wrappers, other frameworks' precision policies, exporters).
+    Library("optimum-quanto", "optimum-quanto", "0.2.7", roots=("optimum/quanto/",)),
+    Library("hqq", "hqq", "0.2.8.post1", sdist=True, roots=("hqq/",)),
+    Library("gptqmodel", "gptqmodel", "7.7.0", sdist=True, roots=("gptqmodel/",)),
+    Library("compressed-tensors", "compressed-tensors", "0.20.1", roots=("compressed_tensors/",)),
+    Library("llmcompressor", "llmcompressor", "0.14.0.1", roots=("llmcompressor/",)),
+    Library("nvidia-modelopt", "nvidia-modelopt", "0.47.0", roots=("modelopt/",)),
+    Library("liger-kernel", "liger-kernel", "0.8.5", roots=("liger_kernel/",)),
+    Library("sageattention", "sageattention", "1.0.6", roots=("sageattention/",)),
+    Library("sglang", "sglang", "0.5.23", roots=("sglang/",)),
+    Library("lmdeploy", "lmdeploy", "0.18.0", roots=("lmdeploy/",)),
+    Library("trl", "trl", "1.16.0", roots=("trl/",)),
+    Library("unsloth", "unsloth", "2026.10.9", roots=("unsloth/",)),
+    Library("unsloth-zoo", "unsloth-zoo", "2026.10.9", roots=("unsloth_zoo/",)),
+    Library("colossalai", "colossalai", "0.5.0", sdist=True, roots=("colossalai/",)),
+    Library("mmengine", "mmengine", "0.10.7", roots=("mmengine/",)),
+    Library("kornia", "kornia", "0.9.0", roots=("kornia/",)),
+    Library("keras", "keras", "3.15.1", roots=("keras/",)),
+    Library("jax", "jax", "0.10.2", roots=("jax/",)),
+    Library("coremltools", "coremltools", "9.0", roots=("coremltools/",)),
+    Library("openvino", "openvino", "2026.4.1", roots=("openvino/",)),
 )
 
 # A message is about precision when it holds one of these (lower-cased).
@@ -324,7 +345,14 @@ def _wanted(lib: Library, name: str, sdist: bool = False) -> bool:
 
 
 def _platform() -> list[str]:
-    tags = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux2014_x86_64")
+    tags = (
+        "manylinux_2_34_x86_64",
+        "manylinux_2_28_x86_64",
+        "manylinux_2_27_x86_64",
+        "manylinux_2_24_x86_64",
+        "manylinux2014_x86_64",
+        "manylinux1_x86_64",
+    )
     return ["--python-version", "3.11", *[arg for tag in tags for arg in ("--platform", tag)]]
 
 
@@ -808,7 +836,8 @@ LIBRARY_REASONS: dict[str, tuple[tuple[str, str], ...]] = {
             "precision",
         ),
         (
-            r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|with|to)\b|"
+            # (a package to install is no argument: "triton_kernels is required for native MXFP4 ... Install")
+            r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|with|to)\b(?!.*\binstall)|"
             r"(?:kwargs?|args) (?:must be|not) provided|must be provided in kwargs|requires module to have|"
             r"must be an instance of|is not a [a-z0-9]{2,12} dtype",
             "an argument the caller must pass (or its type): API misuse, not a precision failure",

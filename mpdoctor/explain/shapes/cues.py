@@ -36,6 +36,8 @@ REFUSAL = cue(
     r"\bdoesnot support|\bdos?e?n'?t support|only sup{1,3}or?t{1,2}ed\b",
     r"\b(?:is|are|do|does) not support\b",  # retyped: "cuda is not support complexhalf"
     r"\b(?:will|would) not (?:load|run)\b|\b(?:won't|wouldn't) (?:load|run)\b",  # "vLLM will not load ... bfloat16"
+    # "Your GPU is too old for float8 KV cache", "T4 has no FP8 compute", "bf16 to f16 due to hardware limitations"
+    r"\btoo old (?:for|to)\b|\bhas no (?:native )?(?:\w+ )?(?:compute|support)\b|due to (?:hardware|gpu|device) limitations?",
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
@@ -154,9 +156,10 @@ HARDWARE = cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
     r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
-    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{3,4}|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
+    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{2,4}[a-z0-9]?\b|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
     r"\b(?:for|on) (?:these|those|older|old|my|our) (?:gpus|cards|devices)\b",  # "will not load bf16 for these GPUs"
+    r"\b(?:gpu|device|card)s? (?:is |are )?too old\b|\b(?:the|this|your) (?:gpu|device|card|hardware) has no\b",
     r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
     r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
     # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
@@ -170,7 +173,7 @@ APEX_FRAME = cue(r"[/\\]apex[/\\](?:amp|optimizers|normalization|parallel|fp16_u
 HARDWARE_LIMIT = cue(
     r"capabilit|\bsm_?\d{2,3}\b|architecture|\barch\b|generation|ampere|hopper|volta|turing|pascal|blackwell|\bada\b",
     r"(?:this|your|the target) (?:gpu|device|card)|devices? with\b|(?:gpu|device) (?:does not|doesn't|cannot|can't|lacks)",
-    r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't) have",
+    r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't|has no|have no)\b",
     r"\b(?:a|any) supported (?:device|gpu|accelerator)\b",
 )
 KERNEL_IMAGE = cue(
@@ -242,6 +245,8 @@ PACKAGE_NEEDED = cue(
     # a package is the subject, never a dtype ("float16 is required for MoE compressed models" is a dtype's need)
     r"\b(?:te|transformer[_ -]?engine|ms-amp|modelopt|apex|deepspeed|triton|flash[_-]?attn|bitsandbytes|"
     r"[\w-]{2,30} (?:package|library|module|extension))s? (?:is|are) required for (?:using )?",
+    # a package named as required, then to install ("DeepEP is required for V4 FP4 EP MoE ... Please install ...")
+    r"\b[\w-]{2,30} (?:is|are) required for\b[^.\n]{0,80}\.\s{0,3}(?:please )?(?:install|pip install)\b",
 )
 # A precision argument the installed version does not take (`Accelerator(fp16=True)`, `fit(amp=True)`), or a
 # precision method or attribute it lacks (`'ResnetModel' object has no attribute 'get_fp16_loss_scale'`).
@@ -296,7 +301,8 @@ NOT_PRECISION = cue(
     # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
     # an API no longer supported is its deprecation; "fp16 is no longer supported in the new engine" is a refusal
     r"deprecat|will be removed|no longer (?:used|needed)|renamed|skipping|\bskipped\b",
-    r"\b(?:api|function|method|argument|option|flag|interface|syntax)s? (?:is |are )?no longer supported",
+    r"\b(?:api|function|method|argument|option|flag|interface|syntax|(?<!fp16 )(?<!bf16 )(?<!fp8 )(?<!half )mode)s? "
+    r"(?:is |are )?no longer supported",
     r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|to|with)\b",
     r"must be (?:provided|set|given|passed|specified)|requires module to have",
     r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",

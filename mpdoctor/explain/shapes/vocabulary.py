@@ -24,7 +24,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # Not inside another word. A dtype may follow a namespace ("tl.", "np.", "dtype.", "language.", "datatype.")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
-    r"(?<!non-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
+    r"(?<!non-)(?<!split-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
     r"|(?<=np\.)|(?<=type_)|(?<=at::k)|(?<=torch::k)|(?<=c10::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
@@ -44,7 +44,8 @@ _SPELLINGS = (
     ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16|cuda_[rc]_16bf"),
     (
         "fp16",
-        r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf|16-bit floats?"
+        r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf"
+        r"|16-bit floats?|16-bit floating(?: point)?"
         r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)"  # Vulkan's device features
         r"|complex_?half|chalf|complex32|半精度"  # half's complex form (an FFT of half tensors), half in Chinese
         r"|cuda_[rc]_16f",  # CUDA's cudaDataType: `type of matA/matB (CUDA_R_16F) ... is not supported`
