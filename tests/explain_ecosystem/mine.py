@@ -235,7 +235,8 @@ LIBRARIES = (
         about=r"\bmps\b|metal|rocm|\bhip\b|gfx\d|hipblas",
         note="The messages of the installed torch's Python side that name MPS (Metal) or ROCm (HIP). Their C++ "
         "checks are compiled only into the macOS and ROCm builds: not in this table (see the summary).",
-    ),    # Stop 35: the libraries beside torch that fresh rounds kept meeting (quantization toolkits, attention and
+    ),
+    # Stop 35: the libraries beside torch that fresh rounds kept meeting (quantization toolkits, attention and
     # kernel libraries, serving stacks, fine-tuning wrappers, other frameworks' precision policies, exporters).
     Library("optimum-quanto", "optimum-quanto", "0.2.7", roots=("optimum/quanto/",)),
     Library("hqq", "hqq", "0.2.8.post1", sdist=True, roots=("hqq/",)),
