@@ -20,7 +20,11 @@ gap or a new one is a new measurement to record, not a rule to write.
   generation and enhancement code, multimodal LLM research code, speech synthesis and recognition code, single-author
   paper implementations, and preference-optimisation and reasoning-RL training code, collected at the start of issue
   38's stop 35 beside round 20 (which that stop learned from); measured at 92c3b15 (the stop's start) and at the
-  stop's later code, never learned from.
+  stop's later code, never learned from;
+* round 22 (fresh): 136 real messages (88 mixed-precision, 48 other errors) from geospatial and weather code, medical
+  and biomedical code, 3D generation and reconstruction, time-series, recommender and tabular models, detection and
+  segmentation research code, and music, source-separation and speech code, collected in stop 35 after round 20 was
+  learned from (the code then: 4dd4c57); measured at 4dd4c57 and at the stop's later code, never learned from.
 
 Each was labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
@@ -43,6 +47,7 @@ COUNTED = {
     "round19.json": ("a1cfada", "4dd4c57", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
     "round16.json": ("a1cfada", "4dd4c57", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
     "round21.json": ("92c3b15", "4dd4c57", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
+    "round22.json": ("4dd4c57", "7c6d1bf", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
