@@ -57,7 +57,8 @@ WORD = re.compile(
     "|".join(rf"(?P<{name}>{_BEFORE}(?:{spelling}){_AFTER})" for name, spelling in _SPELLINGS)
     # ONNX Runtime's C++ type names, mangled: `PrimitiveDataTypeIfEE` is the type for `float`
     + r"|(?P<fp32_mangled>(?<=type)ife{1,3}(?![a-z0-9]))|(?P<fp16_mangled>(?<=\d)(?:ml)?float16(?=e))"
-    # ONNX's TensorProto data types by number, as runtimes print an unknown one (`<unsupported ONNX type 10>`)
+    # ONNX's TensorProto data types by number (onnx.proto: FLOAT 1, FLOAT16 10, DOUBLE 11, BFLOAT16 16, FLOAT8* 17-20),
+    # as runtimes print one they do not take (`<unsupported ONNX type 10>`)
     + r"|(?P<fp16_onnx>(?<=onnx type )10(?!\d))|(?P<bf16_onnx>(?<=onnx type )16(?!\d))"
     + r"|(?P<fp8_onnx>(?<=onnx type )(?:1[789]|20)(?!\d))|(?P<fp32_onnx>(?<=onnx type )1(?!\d))"
     + r"|(?P<fp64_onnx>(?<=onnx type )11(?!\d))"
