@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (messages are kept verbatim, one per line, as their threads printed them)
 """Real messages the general reader was measured on, with the threads they come from: each general signature's
 examples (tests/test_explain_shapes.py holds the reader to them). Copied verbatim from held-out rounds 5 to 7,
-9 to 15, 17 and 18 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
+9 to 15, 17, 18 and 20 (tests/explain_heldout), learned from in issue 38, and from torch's own messages."""
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "apex": (
@@ -42,6 +42,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/FreedomIntelligence/HuatuoGPT-II/issues/5",
             "与模型交互报错：RuntimeError: cutlassF: no kernel found to launch!",
+        ),
+        (
+            "https://github.com/mistralai/mistral-finetune/issues/79",
+            "`flshattF@v2.3.6` is not supported due to requires device with capability > (8, 0) but your GPU has capability (6, 1) (too old)",
         ),
     ),
     "compiler": (
@@ -118,6 +122,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/shibing624/MedicalGPT/issues/108",
             "报错为expected scalar type Half but Float\n sft阶段:\n报错为expected scalar type Half but Float",
         ),
+        (
+            "https://github.com/tensorflow/model-optimization/issues/409",
+            'When using `tf.keras.mixed_precision.experimental.Policy("mixed_float16", loss_scale="dynamic")` the `sparsity.prune_low_magnitude` in tensor type conversion with the error `Tensor conversion requested dtype float32 for Tensor with dtype float16: <tf.Tensor \'pruning_ops/Cast_2:0\' shape=(3, 3, 1, 12) dtype=float16>`.',
+        ),
     ),
     "framework": (
         ("https://github.com/Lightning-AI/pytorch-lightning/issues/16011", "RuntimeError('No precision set')"),
@@ -150,6 +158,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/meta-llama/llama-cookbook/pull/587",
             "This PR changed `--pure_bf16` to `--fsdp_config.pure_bf16` on all related documents, because `--pure_bf16` will give incorrect warning `Warning: unknown parameter pure_bf16` as mentioned in [this issue](https://github.com/meta-llama/llama-recipes/issues/396) .",
         ),
+        (
+            "https://github.com/ModelCloud/GPTQModel/issues/1976",
+            "AttributeError: module 'torch.backends' has no attribute 'fp32_precision'",
+        ),
     ),
     "hardware": (
         (
@@ -172,6 +184,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/microsoft/DirectML/issues/688",
             'Upon attempting to use HuggingFace transformers with dml, I get this error:\n```\n[F302 15:36:01.000000000 dml_util.cc:118] Invalid or unsupported data type BFloat16.\n```\n\nModel config: `"torch_dtype": "bfloat16"`',
         ),
+        (
+            "https://github.com/EuroEval/EuroEval/issues/864",
+            "Hi, not sure whether to post this as a bug or feature request, but as of now,\ngenerative evaluation requires vLLM to run/serve the model. \nThe issue I am facing is that vLLM will not load checkpoints with bfloat16 for these GPUs, but \nthis can be circumvented by telling vLLM to use float16 instead of bfloat16. For vLLM CLI, that's `--dtype=half`",
+        ),
     ),
     "kernel-image": (
         (
@@ -189,6 +205,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/AndriiShramko/4DGS-Video-Generator/issues/5",
             "Testing 90 frames on a RTX 5090\n\nFATAL: kernel `fmha_cutlassF_f32_aligned_64x64_rf_sm80` is for sm80-sm100, but was built for sm37",
+        ),
+        (
+            "https://github.com/Tiiny-AI/PowerInfer/issues/108",
+            "CUDA error 13 at /home/zilun/PowerInfer/ggml-cuda.cu:9619: invalid device symbol",
         ),
     ),
     "mps": (
@@ -262,6 +282,18 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "https://github.com/huggingface/transformers/issues/33294",
             '"Qwen2-VL FP16 inference results in errors or gibberish output."',
         ),
+        (
+            "https://github.com/jzhang38/TinyLlama/issues/32",
+            "model = model.half()\n```\nIt now fits on my gpu, but the training loss becomes 0 after a single batch, and the evaluation loss is nan.\nI tried to check the predictions of the model after training, but its output contains nan so it does not work.",
+        ),
+        (
+            "https://github.com/Nota-NetsPresso/shortened-llm/pull/9",
+            "## Changes\n* Use `model.bfloat16()` to avoid NaN in logit values of LLaMA-2",
+        ),
+        (
+            "https://github.com/PixArt-alpha/PixArt-sigma/issues/88",
+            "Hi there. Thanks for caring. The unstable problem is due to fp16 attention in Transformer2DModel when we train on 1024px images or larger. Do you have any insight on this one?",
+        ),
     ),
     "op-support": (
         (
@@ -299,6 +331,10 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "https://github.com/scipy/scipy/issues/7408",
             "In [13]: csr_matrix([[0, 1]], dtype=np.float16).toarray()\n---------------------------------------------------------------------------\nValueError                                Traceback (most recent call last)\n<ipython-input-13-4ee40d9bebcf> in <module>()\n----> 1 csr_matrix([[0, 1]], dtype=np.float16).toarray()\n\n/Users/warren/miniconda3scipy/lib/python3.5/site-packages/scipy-1.0.0.dev0+bad9919-py3.5-macosx-10.6-x86_64.egg/scipy/sparse/compressed.py in toarray(self, order, out)\n    946             y = out.T\n    947         M, N = x._swap(x.shape)\n--> 948         _sparsetools.csr_todense(M, N, x.indptr, x.indices, x.data, y)\n    949         return out\n    950 \n\nValueError: Output dtype not compatible with inputs.",
+        ),
+        (
+            "https://github.com/NVIDIA/CUDALibrarySamples/issues/18",
+            "On entry to cusparseConstrainedGeMM_bufferSize(): type of matA/matB (CUDA_R_16F), matC (CUDA_R_16F), compute (-1185136882) is not supported",
         ),
     ),
     "overflow": (
