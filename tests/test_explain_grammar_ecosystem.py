@@ -234,3 +234,23 @@ def test_every_mined_table_keeps_its_library_fixes_in_known_libraries():
         for pattern, steps in signature.library_fixes:
             assert steps and all(step.text for step in steps), signature.id
             assert signature.fixes_for_library("") == (), signature.id  # no library named: no library fix
+
+
+@pytest.mark.parametrize(
+    "library, where, starts, words",
+    [
+        ("unsloth-zoo", "unsloth_zoo/", "Unsloth: Your GPU is too old for float8 KV cache", "Unsloth: pick the dtype"),
+        ("sglang", "sglang/", "the device has no FP4 support", None),
+    ],
+)
+def test_the_general_reader_names_the_library_its_failure_names(library, where, starts, words):
+    """A general reading with no traceback: the library its own words name ("Unsloth: ...") gets its fix first."""
+    found = first(mined(library, where, starts))
+    assert found.id == "general-hardware"
+    if words:
+        assert found.fixes[0].text.startswith(words), found.fixes[0].text
+    else:  # a line that names no library: the general fixes
+        assert found.fixes[0].text.startswith("Use a precision this GPU has")
+    # in a traceback through the serving stack's own files, its own switch comes first
+    stack = first(_traceback("vllm", mined(library, where, starts)))
+    assert stack.fixes[0].text.startswith("vLLM: serve in fp16"), stack.fixes[0].text

@@ -21,7 +21,7 @@ from mpdoctor.explain.signature import fix
 LIBRARY = (
     r"\b(?P<library>transformer.?engine|torchao|deepspeed|bitsandbytes|peft|ctranslate2|onnxruntime|ultralytics|"
     r"xformers|vllm|megatron|diffusers|transformers|lightning|deepgemm|flash.?attn|tensorrt|`accelerate`|"
-    r"accelerator\(|ms-amp)\b"
+    r"accelerator\(|ms-amp|unsloth|sglang|lmdeploy)\b"
 )
 
 # Library names (lower-cased, as a line or a package folder spells them) -> the key used below.
@@ -38,6 +38,10 @@ CTRANSLATE2 = r"ctranslate2|faster_whisper|whisperx"
 ONNXRUNTIME = r"onnxruntime|onnxconverter_common|onnxmltools"
 ULTRALYTICS = r"ultralytics"
 TRITON = r"^triton$"
+VLLM = r"vllm"
+SGLANG = r"sglang"
+LMDEPLOY = r"lmdeploy"
+UNSLOTH = r"unsloth"  # unsloth and unsloth_zoo
 
 # A kernel or function that takes only some dtypes (grammar_dtype_lists.dtype-takes-listed-dtypes).
 DTYPE_LIST = (
@@ -221,6 +225,46 @@ ARCHITECTURE = (
             fix(
                 "torchao's float8 kernels need compute capability 8.9+ (or MI300), MX/NVFP4 ones 10.0+: on an older "
                 "GPU quantize with a config it runs (`Int8WeightOnlyConfig()`, `Int4WeightOnlyConfig()`) or keep bf16"
+            ),
+        ),
+    ),
+    # The serving stacks' own dtype switch (vllm/config/model.py ModelDType, sglang's arg_groups/fields/model.py
+    # `dtype`, lmdeploy/cli/utils.py `--dtype`): fp16 where the GPU has no bf16
+    (
+        VLLM,
+        (
+            fix(
+                "vLLM: serve in fp16 on a GPU without bf16 (before Ampere): `vllm serve MODEL --dtype half`, or "
+                '`LLM(model=..., dtype="half")`'
+            ),
+        ),
+    ),
+    (
+        SGLANG,
+        (
+            fix(
+                "SGLang: serve in fp16 on a GPU without bf16 (before Ampere): `--dtype half` on the server's command line"
+            ),
+        ),
+    ),
+    (
+        LMDEPLOY,
+        (
+            fix(
+                "LMDeploy: run in fp16 on a GPU without bf16 (before Ampere): `--dtype float16` (its choices: auto, "
+                "float16, bfloat16)"
+            ),
+        ),
+    ),
+    (
+        UNSLOTH,
+        (
+            fix(
+                "Unsloth: pick the dtype the GPU has, `FastLanguageModel.from_pretrained(..., dtype=None)` detects "
+                "it (fp16 before Ampere), and train with `fp16=not is_bfloat16_supported(), "
+                "bf16=is_bfloat16_supported()` (`from unsloth import is_bfloat16_supported`); `float8_training` "
+                "needs compute capability 8.9+ (models/float8_training.py), an fp8 KV cache 8.0+ (below, "
+                "`float8_kv_cache=False`)"
             ),
         ),
     ),

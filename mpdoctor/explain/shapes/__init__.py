@@ -17,11 +17,13 @@ from typing import Sequence
 
 from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.frames import library_of
+from mpdoctor.explain.known._library_terms import LIBRARY
 from mpdoctor.explain.matcher import FRAME, Frame, Match, find
 from mpdoctor.explain.shapes.reader import TAIL, ended_elsewhere, read
 from mpdoctor.explain.shapes.signatures import SIGNATURES
 from mpdoctor.explain.signature import Signature
 
+NAMED_LIBRARY = re.compile(LIBRARY, re.IGNORECASE)
 # A log's own prefix before the message, repeated as loggers nest (`[rank0]:[rank0]:E0623 13:13:49.827 ...]`).
 _PREFIX = re.compile(
     r"^(?:\s{0,8}(?:"
@@ -87,9 +89,19 @@ def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signatu
             lines=[(first + index, lines[index].strip()) for index, _ in reading.lines][:5],
             frames=frames[-3:],
             details=details,
-            library=library_of(frames),
+            # the library the traceback runs in, else the one the failure's own words name ("Unsloth: ...")
+            library=library_of(frames) or _named_library(lines[index] for index, _ in reading.lines),
         )
     ]
+
+
+def _named_library(lines) -> str:
+    """The library the failure's lines name, as the grammar signatures read it (``_library_terms.LIBRARY``)."""
+    for line in lines:
+        hit = NAMED_LIBRARY.search(line)
+        if hit:
+            return hit.group("library").lower()
+    return ""
 
 
 def _line_count(head: bytes | bytearray | str) -> int:
