@@ -45,6 +45,16 @@ def test_clean_removes_colours_controls_and_windows_line_ends():
     assert ids(raw) == ["dtype-expected-scalar-type"]
 
 
+def test_typographic_quotes_are_read_as_the_ascii_ones():
+    # a message pasted through a chat or a word processor: the same failure, on the same line
+    message = "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"
+    curly = "first line\nRuntimeError: \u201caddmm_impl_cpu_\u201d not implemented for \u2018Half\u2019"
+    for raw in (curly, curly.encode("utf-8"), bytearray(curly.encode("utf-8"))):
+        assert clean(raw) == "first line\n" + message
+        assert ids(raw) == ids(message) == ["cpu-half-matmul"]
+    assert explain(curly, "paste").recognised[0].lines[0].line == 2
+
+
 def test_vertical_tab_and_form_feed_are_spaces_not_glue():
     # removed outright they glued "found Half\x0bfoo" into "Halffoo", and the message went unrecognised
     message = "RuntimeError: expected scalar type Float but found Half"

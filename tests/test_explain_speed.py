@@ -42,12 +42,15 @@ ERROR = "RuntimeError: expected scalar type Float but found Half"
 DEF_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 DEF_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]+")
 DEF_SPACES = re.compile(r"[\x0b\x0c]")  # vertical tab and form feed separate words: each becomes a space
+DEF_SINGLE = re.compile("[\u2018\u2019\u201a\u201b\u2032]")  # ‘ ’ ‚ ‛ ′
+DEF_DOUBLE = re.compile("[\u201c\u201d\u201e\u201f\u2033]")  # “ ” „ ‟ ″
 
 
 def definition_clean(data: bytes | str) -> str:
     text = data.decode("utf-8", errors="replace") if isinstance(data, (bytes, bytearray)) else data
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return DEF_SPACES.sub(" ", DEF_CONTROL.sub("", DEF_ANSI.sub("", text)))
+    text = DEF_SPACES.sub(" ", DEF_CONTROL.sub("", DEF_ANSI.sub("", text)))
+    return DEF_DOUBLE.sub('"', DEF_SINGLE.sub("'", text))  # typographic quotes are the ASCII ones
 
 
 def definition_lines(text: str, needles_: list[str]) -> dict[int, list[int]]:
@@ -288,6 +291,8 @@ BYTE_PIECES = st.one_of(
             b"\xed\xa0\x80",
             "\u0130".encode(),
             "\u00e9".encode(),
+            "\u2018".encode(),
+            "\u201d".encode(),
             b"Expected Scalar Type",
             b"half",
         ]

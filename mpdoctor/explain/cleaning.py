@@ -2,8 +2,9 @@
 
 Cleaning replaces undecodable bytes, removes ANSI colour codes and control characters
 (NULs included), makes the vertical tab and form feed spaces (they separate words: removing
-them would glue ``found Half\\x0bfoo`` into one word) and makes Windows and old-Mac line
-endings ``\\n``. A log is mostly
+them would glue ``found Half\\x0bfoo`` into one word), makes typographic quotes the ASCII ones every
+message is written with (a paste through a chat or a word processor turns ``'Half'`` into a curly-quoted
+one) and makes Windows and old-Mac line endings ``\\n``. A log is mostly
 plain ASCII with none of those, so each step first asks, at memchr speed, whether it
 has anything to do; a 100 MB log costs a few passes over its bytes, not a regex over
 every character. The result is the same text the plain definition (decode, then the
@@ -20,6 +21,10 @@ import re
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]+")  # runs: a log of NULs is one match, not one per byte
 SPACES = str.maketrans("\x0b\x0c", "  ")  # vertical tab and form feed: whitespace, kept as a space
+# Typographic quotes, each one character for one ASCII quote (offsets and line numbers stay those of the input).
+SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032"
+DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033"
+QUOTES = str.maketrans(SINGLE_QUOTES + DOUBLE_QUOTES, "'" * len(SINGLE_QUOTES) + '"' * len(DOUBLE_QUOTES))
 # The same two patterns over bytes, for input that is valid UTF-8 (every ASCII byte there is a character).
 ANSI_BYTES = re.compile(ANSI.pattern.encode("ascii"))
 CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])  # what CONTROL removes
@@ -35,7 +40,8 @@ def clean(data: bytes | bytearray | str) -> str:
     if raw is None:
         return _clean_text(data.decode("utf-8", errors="replace") if not isinstance(data, str) else data)
     raw = _clean_bytes(raw)
-    return raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8")
+    text = raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8")
+    return text if raw.isascii() else text.translate(QUOTES)
 
 
 def prepare(data: bytes | bytearray | str) -> tuple[str | bytes | bytearray, bytes | bytearray]:
@@ -53,7 +59,7 @@ def prepare(data: bytes | bytearray | str) -> tuple[str | bytes | bytearray, byt
         if len(folded) != len(raw) or b"\x0b" in raw or b"\x0c" in raw:
             raw = raw.translate(_SPACES, CONTROL_BYTES)
         return raw, folded
-    text = raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8")
+    text = raw.translate(_SPACES, CONTROL_BYTES).decode("utf-8").translate(QUOTES)
     return text, fold(text)
 
 
@@ -98,7 +104,7 @@ def _clean_text(text: str) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    return CONTROL.sub("", text).translate(SPACES)
+    return CONTROL.sub("", text).translate(SPACES).translate(QUOTES)
 
 
-__all__ = ["ANSI", "CONTROL", "CONTROL_BYTES", "clean", "fold", "prepare"]
+__all__ = ["ANSI", "CONTROL", "CONTROL_BYTES", "QUOTES", "clean", "fold", "prepare"]
