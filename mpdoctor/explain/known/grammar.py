@@ -297,10 +297,9 @@ SIGNATURES: list[Signature] = [
         id="op-support-fft-half",
         family="op-support",
         title="torch.fft in half precision: {op} cannot transform {dtype} this way",
-        needles=("unsupported dtype ", "mkl fft doesn't support", "cufft only supports", "cufft doesn't support"),
+        needles=("unsupported dtype ", "cufft only supports", "cufft doesn't support"),
         patterns=(
             r"unsupported dtype " + _LOW_WORD,
-            r"mkl fft doesn't support tensors? of type: " + _LOW_WORD,
             r"cufft only supports dimensions whose sizes are powers of two when computing in half precision",
             r"cufft doesn't support signals of half type",
         ),
@@ -324,12 +323,36 @@ SIGNATURES: list[Signature] = [
         sources=(_SOURCE_SPECTRAL_CPU, _SOURCE_SPECTRAL_CUDA),
         examples=(
             "RuntimeError: Unsupported dtype Half",
-            "RuntimeError: MKL FFT doesn't support tensors of type: Half",
             "RuntimeError: cuFFT only supports dimensions whose sizes are powers of two when computing in half "
             "precision, but got a signal size of[80, 80]",
         ),
         near_misses=("RuntimeError: Unsupported dtype Long",),
         rank=-1,
+    ),
+    Signature(
+        id="cpu-half-fft-mkl",
+        family="cpu-half",
+        title="torch.fft on the CPU (MKL) has no {dtype} transform",
+        needles=("mkl fft doesn't support",),
+        patterns=(r"mkl fft doesn't support tensors? of type: " + _LOW_WORD,),
+        details=(r"(?P<dtype>" + LOW + r")",),
+        cause="The CPU's FFT (MKL, or pocketfft) transforms only float32 and float64: a half-precision tensor on the "
+        "CPU (a `.half()` model, CPU autocast to bf16, a spectral layer fed fp16 activations) has no transform "
+        "there at all. cuFFT on the GPU does fp16 (power-of-two sizes), never bf16.",
+        fixes=(
+            fix(
+                "Run the transform in float32 and cast back: `X = torch.fft.rfft(x.float()); y = "
+                "torch.fft.irfft(X).to(x.dtype)`"
+            ),
+            fix(
+                "Or keep the model in float32 on the CPU, and use half precision only on a GPU: "
+                "`model.float()` when `device.type == 'cpu'`"
+            ),
+        ),
+        checks=(),
+        sources=(_SOURCE_SPECTRAL_CPU,),
+        examples=("RuntimeError: MKL FFT doesn't support tensors of type: Half",),
+        near_misses=("RuntimeError: MKL FFT doesn't support tensors of type: Long",),
     ),
     Signature(
         id="op-support-histc-half-cuda",
