@@ -107,12 +107,19 @@ def test_xformers_refusing_every_kernel_only_for_its_build_is_a_notice(round_nam
     assert report.recognised == []
     assert [item.id for item in report.notices] == ["attention-xformers-not-built"]
     assert any(step.command == "python -m xformers.info" for step in report.notices[0].fixes)
+    # the same listing as torch raises it, the error's name on the failure's own line
+    head, listing = entry["message"].split("No operator found", 1)
+    raised = "NotImplementedError: No operator found" + listing
+    report = explain(raised, "log")
+    assert report.recognised == [] and [item.id for item in report.notices] == ["attention-xformers-not-built"]
     # as the CLI reads it (bytes, Windows line ends)
     raw = entry["message"].replace("\n", "\r\n").encode("utf-8")
-    assert [item.id for item in explain(raw, "log").notices] == ["attention-xformers-not-built"]
+    report = explain(raw, "log")
+    assert report.recognised == [] and [item.id for item in report.notices] == ["attention-xformers-not-built"]
     # the same listing followed by another traceback: the reasons end where it starts
     followed = entry["message"] + "\nTraceback (most recent call last):\nKeyError: 'x'"
-    assert [item.id for item in explain(followed, "log").notices] == ["attention-xformers-not-built"]
+    report = explain(followed, "log")
+    assert report.recognised == [] and [item.id for item in report.notices] == ["attention-xformers-not-built"]
 
 
 @pytest.mark.parametrize(

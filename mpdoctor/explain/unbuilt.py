@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 
 from mpdoctor.explain.matcher import Match
+from mpdoctor.explain.signature import Signature
 
 LISTED = ("attention-xformers-no-operator", "attention-xformers-kernel-refused")  # failures that list reasons
 NOTICE = "attention-xformers-not-built"
@@ -22,7 +23,7 @@ LISTING_LINES = 80
 # The build's reasons; `attn_bias type is <class 'NoneType'>` is listed beside them for a kernel that needs a bias.
 _BUILD = re.compile(r"(?:wasn't|was not) buil[dt] with cuda support|operator wasn't built|^attn_bias type is")
 _INPUT = re.compile(r"^(?:query|key|value|attn_bias|p)\s*:")
-_KERNEL = re.compile(r"` is not supported (?:because|due to)|^no operator found for")
+_KERNEL = re.compile(r"` is not supported (?:because|due to)|no operator found for")
 # What ends the listing: another traceback, or another failure's own line.
 _END = re.compile(r"^(?:traceback|file \"|during handling|the above exception)|\b\w*(?:error|exception):")
 
@@ -40,7 +41,7 @@ def build_only(listing: str) -> bool:
     return bool(reasons) and all(_BUILD.search(reason) for reason in reasons)
 
 
-def unbuilt_as_notice(data: bytes | bytearray | str, matches: list[Match], notice) -> list[Match]:
+def unbuilt_as_notice(data: bytes | bytearray | str, matches: list[Match], notice: Signature) -> list[Match]:
     """``matches``, with xFormers' listed refusals made one ``notice`` (the ``NOTICE`` signature) when the listing
     under the first of them gives only the build's reasons."""
     listed = [match for match in matches if match.signature.id in LISTED]
