@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from mpdoctor.explain.signature import Signature, fix
 
+# An xFormers that cannot load its CUDA kernels: the wheel made for the installed torch, or none at all.
+_REINSTALL = fix(
+    "Install the xFormers release made for the installed torch, from the same CUDA index as torch (e.g. cu121)",
+    "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
+)
+_UNINSTALL = fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers")
+
 SIGNATURES: list[Signature] = [
     Signature(
         id="attention-xformers-no-operator",
@@ -108,13 +115,9 @@ SIGNATURES: list[Signature] = [
         "warning show the mismatch: 'built for PyTorch 2.1.0+cu121 ... (you have 2.0.1+cu118)', or "
         "'(you have 2.2.0+cpu)', which means torch itself is a CPU-only build.",
         fixes=(
-            fix(
-                "Install the xFormers release made for the installed torch, from the same CUDA index as torch "
-                "(e.g. cu121)",
-                "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
-            ),
+            _REINSTALL,
             fix("If the warning says '+cpu', install a CUDA build of torch first (and then the matching xFormers)"),
-            fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers"),
+            _UNINSTALL,
         ),
         checks=("TORCH005", "TORCH009", "PREC006"),
         # A notice: a warning, the run goes on with PyTorch attention (round 12 labels it no precision failure three
@@ -153,12 +156,8 @@ SIGNATURES: list[Signature] = [
         "no precision would have been accepted: the build is what to fix, not the dtype.",
         fixes=(
             fix("See which torch and CUDA this xFormers was built for, and what it has", "python -m xformers.info"),
-            fix(
-                "Install the xFormers release made for the installed torch, from the same CUDA index as torch "
-                "(e.g. cu121)",
-                "pip install -U xformers --index-url https://download.pytorch.org/whl/cu121",
-            ),
-            fix("Or uninstall xFormers and let the code use PyTorch SDPA", "pip uninstall -y xformers"),
+            _REINSTALL,
+            _UNINSTALL,
         ),
         checks=("TORCH005", "TORCH009", "PREC006"),
         # A notice: an install fault beside the precision (rounds 17 and 20 label a listing of only these reasons no
