@@ -284,6 +284,19 @@ AMP_RUN = cue(
     r"\.(?:half|bfloat16)\(\)|\.to\((?:dtype ?= ?)?torch\.(?:float16|bfloat16|half)\b",
 )
 
+# The run itself switched into a low precision, as a log's own header or config dump says (anywhere in the lines
+# read, not only just above the failure): Lightning's banner (lightning/pytorch/trainer/connectors/
+# accelerator_connector.py, "Using 16bit Automatic Mixed Precision (AMP)"), a TrainingArguments or YAML dump
+# (`fp16=True`, `bf16: true`), accelerate's `mixed_precision: fp16`, Lightning's `precision=16-mixed`, a DeepSpeed
+# config's `"fp16": {"enabled": true`. A setting turned off (`fp16=False`) is none of these.
+RUN_IN_LOW = cue(
+    r"\busing (?:16-?bit|bfloat16|bf16) (?:native )?automatic mixed precision",
+    r"\b(?:fp16|bf16|amp|use_amp|mixed_precision) ?[=:] ?true\b",
+    r"\bmixed[_ ]precision(?: type)? ?[=:] ?['\"]?(?:fp16|bf16|fp8)\b",
+    r"\bprecision ?[=:] ?['\"]?(?:16|bf16|16-mixed|bf16-mixed|16-true|bf16-true)['\"]?(?![\w.-])",
+    r"['\"](?:fp16|bf16)['\"] ?: ?\{ ?['\"]enabled['\"] ?: ?true",
+)
+
 # A failure that only mentions a precision: the run did not stop because of it.
 NOT_PRECISION = cue(
     r"out of memory|\boom\b|outofmemory|cuda_error_out_of_memory|memory\w* (?:error|exhausted)",
@@ -326,6 +339,7 @@ __all__ = [
     "APEX_FRAME",
     "BLOCK_SIZE",
     "AMP_RUN",
+    "RUN_IN_LOW",
     "CPU",
     "REQUIRED_AFTER",
     "DTYPE_ARGUMENT",

@@ -38,9 +38,12 @@ class Reading:
 
 def read(lines: list[str]) -> Reading | None:
     """The family of the failure that ends ``lines`` (the input's last lines, cleaned), or None."""
+    run_in_low = None  # whether the log says its run switched into a low precision: read once, when a block asks
     for found in failure_blocks(lines)[:BLOCKS]:
         block = block_of(lines, found)
-        verdict = None if _checks_a_class(block.written) else decide(block.text, block.above, block.parts)
+        if run_in_low is None:
+            run_in_low = any(cues.RUN_IN_LOW.search(line.lower()) for line in lines)
+        verdict = None if _checks_a_class(block.written) else decide(block.text, block.above, block.parts, run_in_low)
         if verdict:
             family, cue = verdict
             return Reading(family, found, dtypes(block.text), cue)
@@ -165,11 +168,15 @@ def _same_line(lines: list[str], setting: re.Pattern, *why: re.Pattern) -> bool:
     return any(setting.search(line) and any(reason.search(line) for reason in why) for line in lines)
 
 
-def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[str, str] | None:
+def decide(
+    text: str, above: str = "", lines: list[str] | None = None, run_in_low: bool = False
+) -> tuple[str, str] | None:
     """(family, the cue that decided it) for one lower-cased message, or None when it is no precision failure.
     ``above``: the lines just above it (its traceback's frames, a log's location line), which can say where it
     ran (MPS, the CPU, an attention kernel, a compiler) but never make it a precision failure. ``lines``: the
-    message's lines, lower-cased (``text`` is them joined); by default ``text`` is one line.
+    message's lines, lower-cased (``text`` is them joined); by default ``text`` is one line. ``run_in_low``: the
+    log says elsewhere that its run switched into a low precision (``cues.RUN_IN_LOW``), which makes its NaNs and
+    overflows the precision's as a low precision named just above them does.
 
     Three phases, in order: shapes whose own words outrank the words of other failures (a loss scale collapsing
     while "skipping" steps, apex's extensions "not found"); then, unless the message is another failure
@@ -177,7 +184,7 @@ def decide(text: str, above: str = "", lines: list[str] | None = None) -> tuple[
     if precision_ruled_out(text):
         return None  # the writer ran without the low precision and it still failed
     text, above = spaced(text), spaced(above)
-    message = Message(text, above, [text] if lines is None else [spaced(line) for line in lines])
+    message = Message(text, above, [text] if lines is None else [spaced(line) for line in lines], run_in_low)
     if cues.NOT_PRECISION.search(text):
         return _before_words_in_passing(message)
     return _before_words_in_passing(message) or _without_a_dtype(message) or _of_a_low_precision(message)
@@ -206,8 +213,8 @@ def spaced(text: str) -> str:
 class Message:
     """One failure's lower-cased text, what it names and what it says, computed once for the phases below."""
 
-    def __init__(self, text: str, above: str, lines: list[str]) -> None:
-        self.text, self.above, self.lines = text, above, lines
+    def __init__(self, text: str, above: str, lines: list[str], run_in_low: bool = False) -> None:
+        self.text, self.above, self.lines, self.run_in_low = text, above, lines, run_in_low
         self.names = dtypes(text)
         distinct = list(dict.fromkeys(self.names))
         # two different dtypes, one of them low, meeting: whatever spelling, that is a mismatch's own words
@@ -259,9 +266,10 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         return "overflow", m.found(
             symptoms.OVERFLOW
         )  # the range named (`without overflow`, `underflow`): before its NaNs
-    if m.found(symptoms.NAN_LOSS) and (precision_named or written_low(m.above) or cues.SETTING.search(m.above)):
+    named_by_setting = written_low(m.above) or cues.SETTING.search(m.above) or m.run_in_low
+    if m.found(symptoms.NAN_LOSS) and (precision_named or named_by_setting):
         return _non_finite(m, symptoms.NAN_LOSS)  # NaN losses in a run that names its low precision
-    named_above = written_low(m.above) or cues.SETTING.search(m.above) or cues.AMP_RUN.search(m.above)
+    named_above = written_low(m.above) or cues.SETTING.search(m.above) or cues.AMP_RUN.search(m.above) or m.run_in_low
     if m.found(symptoms.OVERFLOW_WORD) and (precision_named or named_above):
         return "overflow", m.found(symptoms.OVERFLOW_WORD)  # `fp16 overflow`: the range, NaNs or not
     if m.found(symptoms.NAN_WORD) and (precision_named or named_above) and not m.found(cues.SCALER):
