@@ -40,14 +40,14 @@ from heldout import SplitRound, first_family
 COUNTED = {
     "round8.json": (
         "ea72e7f",
-        "80ab702",
+        "740f7e6",
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round19.json": ("a1cfada", "80ab702", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
-    "round16.json": ("a1cfada", "80ab702", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
-    "round21.json": ("92c3b15", "80ab702", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
-    "round22.json": ("4dd4c57", "80ab702", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
+    "round19.json": ("a1cfada", "740f7e6", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
+    "round16.json": ("a1cfada", "740f7e6", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round21.json": ("92c3b15", "740f7e6", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
+    "round22.json": ("4dd4c57", "740f7e6", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
