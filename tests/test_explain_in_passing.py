@@ -107,6 +107,7 @@ def test_xformers_refusing_every_kernel_only_for_its_build_is_a_notice(round_nam
     assert report.recognised == []
     assert [item.id for item in report.notices] == ["attention-xformers-not-built"]
     assert any(step.command == "python -m xformers.info" for step in report.notices[0].fixes)
+    assert any("wasn't build with CUDA support" in line.text for line in report.notices[0].lines)  # its evidence
     # the same listing as torch raises it, the error's name on the failure's own line
     head, listing = entry["message"].split("No operator found", 1)
     raised = "NotImplementedError: No operator found" + listing

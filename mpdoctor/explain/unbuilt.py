@@ -51,7 +51,9 @@ def unbuilt_as_notice(data: bytes | bytearray | str, matches: list[Match], notic
     listing = _text_from(data, first.lines[0][1])
     if listing is None or not build_only(listing):
         return matches
-    lines = sorted({line for match in listed for line in match.lines})
+    # its lines: the failure's, and the reasons that say it (the build's, matched by the notice itself)
+    reasons = [match for match in matches if match.signature.id == NOTICE]
+    lines = sorted({line for match in [*listed, *reasons] for line in match.lines})
     kept = [match for match in matches if match.signature.id not in LISTED and match.signature.id != NOTICE]
     return [*kept, replace(first, signature=notice, lines=lines)]
 
