@@ -24,7 +24,12 @@ gap or a new one is a new measurement to record, not a rule to write.
 * round 22 (fresh): 136 real messages (88 mixed-precision, 48 other errors) from geospatial and weather code, medical
   and biomedical code, 3D generation and reconstruction, time-series, recommender and tabular models, detection and
   segmentation research code, and music, source-separation and speech code, collected in stop 35 after round 20 was
-  learned from (the code then: 4dd4c57); measured at 4dd4c57 and at the stop's later code, never learned from.
+  learned from (the code then: 4dd4c57); measured at 4dd4c57 and at the stop's later code, never learned from;
+* round 23 (fresh): 136 real messages (88 mixed-precision, 48 other errors) from deep-learning frameworks other than
+  PyTorch's mainstream stack (MindSpore, MXNet, Flax, Julia's Flux and Lux, poptorch), autonomous driving, SLAM and
+  point clouds, scientific ML, classical NLP and knowledge graphs, face, GAN and 3D-generation tools, and local-LLM
+  apps and servers, collected at the start of issue 38's stop 36, before anything of that stop was committed (the
+  code then: 6fce3d5); measured at 6fce3d5 and at the stop's later code, never learned from.
 
 Each was labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
@@ -48,6 +53,7 @@ COUNTED = {
     "round16.json": ("a1cfada", "740f7e6", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
     "round21.json": ("92c3b15", "740f7e6", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
     "round22.json": ("4dd4c57", "740f7e6", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
+    "round23.json": ("6fce3d5", "6fce3d5", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 

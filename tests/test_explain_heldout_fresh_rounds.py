@@ -67,6 +67,7 @@ ORDER = [
     "round20.json",
     "round21.json",
     "round22.json",
+    "round23.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)

@@ -58,6 +58,10 @@ def test_general_signatures_are_well_formed():
         ("Expected input tensors to have type Half, found type float", ["fp16", "fp32"]),
         ("Trying to convert Float8_e4m3fn to the MPS backend", ["fp8"]),
         ("only supports NVFP4 and MXFP8", ["fp4", "fp8"]),
+        # XLA's PrimitiveType numbers (xla_data.proto), as torch_xla prints a type it cannot convert
+        ("torch_xla/csrc/convert_ops.cpp:88 : Unsupported XLA type 10", ["fp16"]),
+        ("Unsupported XLA type 16; unsupported xla type 20; Unsupported XLA type 32", ["bf16", "fp8", "fp4"]),
+        ("Unsupported XLA type 11, Unsupported XLA type 12, Unsupported XLA type 4", ["fp32", "fp64"]),
         # not dtypes: a method call, a fraction, a negation, a name holding one
         ("model.half() then the first half of the batch, non-fp8 layers, bits_fp8", []),
     ],
@@ -137,6 +141,48 @@ def test_the_context_above_a_message_says_where_it_ran():
 )
 def test_words_in_passing_are_not_a_precision_failure(text):
     assert family_read(text) is None
+
+
+@pytest.mark.parametrize(
+    "text,family",
+    [
+        # an fp8/fp4 format without the scales it is stored with (strings mined from lmdeploy, unsloth, vllm)
+        ("ValueError: FP8 KV cache requires k scale.", "quantization"),
+        ("RuntimeError: Unsloth: an fp8 expert weight has no weight_scale_inv", "quantization"),
+        ("AssertionError: FP8 matrix has no explicit inverse scale: model.layers.0.mlp", "quantization"),
+        # a quantized tensor class checking itself (TransformerEngine) is the library's invariant, not the run's
+        ("RuntimeError: Requested row-wise usage, but NVFP4Tensor is missing row-scaled scale-inverses", None),
+        # scales with no fp8/fp4 named are anyone's
+        ("KeyError: 'weight_scale' is missing from the checkpoint", None),
+    ],
+)
+def test_an_fp8_format_without_its_scales_is_the_quantizations(text, family):
+    assert family_read(text) == family
+
+
+@pytest.mark.parametrize(
+    "text,family",
+    [
+        # LivePortrait's users on GTX 16xx cards: the app runs fp16 by default, the card computes it wrongly
+        (
+            "The portrait part shows black blocks\nCPU: Intel(R) Core(TM) i5-10300H CPU @ 2.50GHz \n"
+            "GPU: NVIDIA GeForce GTX 1660Ti\nRAM: 16GB",
+            "numerics",
+        ),
+        ("Output images are all black\nGPU: NVIDIA GeForce GTX 1650", "numerics"),
+        # the same words on another card, or a raised failure on a GTX 16xx, are not that
+        ("Output images are all black\nGPU: NVIDIA GeForce RTX 3090", None),
+        ("torch.OutOfMemoryError: CUDA out of memory on my GTX 1660 Super, output is black", None),
+    ],
+)
+def test_a_gtx_16xx_card_with_ruined_output_is_fp16s_numerics(text, family):
+    assert family_read(text) == family
+
+
+def test_black_is_no_refusal():
+    """ "black" holds "lack ": only the word itself ("the GPU lacks bf16") refuses."""
+    assert family_read("Output images are all black in fp16") == "numerics"
+    assert family_read("RuntimeError: this GPU lacks bf16 support") == "hardware"
 
 
 def test_only_the_tail_is_read():

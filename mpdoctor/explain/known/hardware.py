@@ -301,4 +301,70 @@ SIGNATURES: list[Signature] = [
         "too (0nutation/SpeechGPT#37), where it points at the CUDA/cuBLAS install, not the GPU. A CUDA_R_16BF "
         "report on an H20 (xdit-project/xDiT#374) was never explained: on Ampere or newer look elsewhere.",
     ),
+    Signature(
+        id="hardware-tcnn-no-half",
+        family="hardware",
+        title="tiny-cuda-nn was built without its fp16 path: the GPU it was built for has no fast half precision",
+        needles=("not compiled with half-precision support",),
+        patterns=(r"TCNN was not compiled with half-precision support",),
+        cause="tiny-cuda-nn (`tinycudann`, used by instant-ngp, nerfstudio, threestudio, NeSVoR and many NeRF and "
+        "3D repositories) compiles its half-precision networks and encodings only when the lowest GPU "
+        "architecture it is built for has fast fp16: `TCNN_HALF_PRECISION` is off for compute capability 6.1 "
+        "(GTX 10xx, TITAN Xp, P40) and for 5.2 and older. Built for such a GPU, asking it for an fp16 encoding or "
+        "network raises this.",
+        fixes=(
+            fix(
+                "Run the tool in fp32: its single-precision option (NeSVoR's `--single-precision`), or create the "
+                "module with `dtype=torch.float32` (`tcnn.Encoding(..., dtype=torch.float32)`)"
+            ),
+            fix(
+                "If the GPU is Volta, Turing or newer and the build targeted an older one, rebuild tiny-cuda-nn for "
+                "this GPU's architecture only",
+                'TCNN_CUDA_ARCHITECTURES=$(python -c "import torch; M, m = torch.cuda.get_device_capability(); '
+                "print(f'{M}{m}')\") pip install --no-cache-dir --force-reinstall "
+                "git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch",
+            ),
+        ),
+        checks=("PREC001", "GPU002"),
+        sources=(
+            "https://github.com/NVlabs/tiny-cuda-nn/blob/master/include/tiny-cuda-nn/common.h",
+            "https://github.com/NVlabs/tiny-cuda-nn/blob/master/bindings/torch/tinycudann/bindings.cpp",
+        ),
+        examples=("RuntimeError: TCNN was not compiled with half-precision support.",),
+        notes="common.h: `#define TCNN_HALF_PRECISION (!(TCNN_MIN_GPU_ARCH == 61 || TCNN_MIN_GPU_ARCH <= 52))`; the "
+        "torch bindings throw this from create_encoding/create_network when fp16 is requested without it. The "
+        "bindings' setup.py reads TCNN_CUDA_ARCHITECTURES.",
+    ),
+    Signature(
+        id="hardware-tpu-no-fp16",
+        family="hardware",
+        title="torch_xla has no float16 for this device (XLA type 10 is F16): TPUs compute in bfloat16",
+        needles=("unsupported xla type 10",),
+        patterns=(r"Unsupported XLA type 10\b",),
+        cause="XLA numbers its element types (xla_data.proto: F16 = 10, BF16 = 16, F32 = 11). torch_xla's conversion "
+        "of a tensor to the device's type has no case for F16, so a float16 tensor or an fp16 autocast "
+        "(`.half()`, Lightning's `precision=16`, an fp16 pipeline) on a TPU fails while the graph is lowered. "
+        "TPUs' low precision is bfloat16.",
+        fixes=(
+            fix(
+                "Use bfloat16 instead of float16 on the TPU: `torch_dtype=torch.bfloat16`, `model.to(torch.bfloat16)`, "
+                "Lightning's `precision='bf16-mixed'` (or `'bf16-true'`), `torch.autocast('xla', dtype=torch.bfloat16)`"
+            ),
+            fix("Or keep the model in float32 there: drop `.half()` and `torch_dtype=torch.float16`"),
+        ),
+        checks=(),
+        sources=(
+            "https://github.com/pytorch/xla/blob/master/torch_xla/csrc/convert_ops.cpp",
+            "https://github.com/openxla/xla/blob/main/xla/xla_data.proto",
+        ),
+        examples=(
+            "RuntimeError: torch_xla/csrc/convert_ops.cpp:88 : Unsupported XLA type 10",
+            '  File "/home/raix/w/diffusers/src/diffusers/models/unets/unet_2d_condition.py", line 1025, in forward\n'
+            "    add_embeds = torch.concat([text_embeds, time_embeds], dim=-1)\n"
+            "RuntimeError: torch_xla/csrc/convert_ops.cpp:88 : Unsupported XLA type 10",
+        ),
+        near_misses=("RuntimeError: torch_xla/csrc/convert_ops.cpp:88 : Unsupported XLA type 4",),
+        notes='convert_ops.cpp\'s ConvertTo switch ends in `XLA_ERROR() << "Unsupported XLA type " << from`, printing '
+        "the enum's number. Other numbers name other types (vocabulary.py reads them as dtypes).",
+    ),
 ]

@@ -18,7 +18,7 @@ def cue(*alternatives: str) -> re.Pattern:
 # Something is refused outright: not supported, only X, does not support, no kernel for X, cannot X.
 REFUSAL = cue(
     r"not (?:yet |currently )?(?:supported|available|allowed|enabled|compatible)",
-    r"un-?supported|no support|without (?:native )?support|without native|lacks? ",
+    r"un-?supported|no support|without (?:native )?support|without native|\blacks? ",  # not "black "
     r"only (?:support|accept|work|allow|available|compatible|run|implemented|be used)|only (?:fp|bf|int|float|half)",
     r"only (?:provide|ship|offer|have)s? (?:an? |the )?(?:fp|bf|float|half)",  # "we only provide fp16 jit model"
     r"does(?: not|n't) (?:support|have|work(?! well| properly| correctly| as expected)|allow|accept|implement)",
@@ -100,6 +100,21 @@ QUANTIZATION = cue(
 )
 # A model a toolchain needs quantized is not (`Model not quantized`: the Edge TPU compiler takes int8 models only).
 NOT_QUANTIZED = cue(r"\b(?:model|tensor|graph|layer|weights?)s? (?:is |are |was |were )?not (?:fully )?quantized\b")
+# The scales an fp8/fp4 format is stored with (`weight_scale`, `k scale`, `amax`, `descale_o`, `scale_inv`), missing
+# or wrong: a quantized checkpoint or KV cache without what its format needs (`FP8 KV cache requires k scale`,
+# `an fp8 expert weight has no weight_scale_inv`). Read only beside fp8 or fp4 named, and not the invariants a
+# library's own quantized tensor class checks of itself (`NVFP4Tensor is missing row-scaled scale-inverses`).
+QUANT_SCALE = cue(
+    r"\b(?:weight_|input_|k_|v_|kv_|q_|prob_|act(?:ivation)?_)?scales?(?:_inv|_factor)?\b|\bamax\b|\bdescale\w*|"
+    r"inverse[- ]scale|scale_inv"
+)
+SCALE_MISSING = cue(
+    r"\bmissing\b|not found|\brequires?\b|\b(?:has|have) no\b|mismatch|\bexpected\b|\bmust\b|\binvalid\b|"
+    r"no explicit|not initiali[sz]ed|does(?: not|n't) match|\bcannot\b|\bcan't\b|unable to"
+)
+QUANT_TENSOR_INTERNALS = cue(
+    r"\w+tensor\b|float8block|\bstorage\b|geometry|\b(?:lhs|rhs)\b|row-wise usage|column-wise usage"
+)
 # A quantization method the message names, beside two dtypes meeting: the mismatch is inside the quantized model
 # (QLoRA's `--quantization_bit 4`, an AWQ kernel getting fp16 and bf16), the method's to fix.
 QUANTIZATION_METHOD = cue(
@@ -360,6 +375,9 @@ __all__ = [
     "NOT_PRECISION",
     "NOT_QUANTIZED",
     "QUANTIZATION_METHOD",
+    "QUANT_SCALE",
+    "SCALE_MISSING",
+    "QUANT_TENSOR_INTERNALS",
     "QUANTIZATION",
     "NOT_FLOATING",
     "NOT_IMPLEMENTED_ERROR",

@@ -278,6 +278,9 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
     low_run = m.low or cues.AMP_RUN.search(m.text)
     if m.found(symptoms.GARBAGE) and low_run:
         return "numerics", m.found(symptoms.GARBAGE)  # output a low precision ruined
+    ruined = m.found(symptoms.GARBAGE) or m.found(symptoms.QUALITY) or m.found(symptoms.NAN_WORD)
+    if ruined and m.near(symptoms.FP16_BROKEN_CARD) and not (m.refused or _RAISED_ANY.search(m.text)):
+        return "numerics", m.near(symptoms.FP16_BROKEN_CARD)  # a GTX 16xx's fp16, the app's default on it
     # a mismatch needs its two dtypes here: "I got wrong output when fp16_mode is True" names one
     # (the spoiled results' own words, "numerical error with float16", are no failure raised)
     spoiled = m.found(symptoms.QUALITY) and not is_failure(symptoms.QUALITY.sub(" ", m.text))
@@ -296,6 +299,14 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         # an fp8/fp4 quantized format's own needs (`a_scale required for FP8 w8a8`, `NVFP4 MoE requires activation
         # scales`, `Only nvfp4 quantization is currently supported`): the quantization method's, not a dtype's
         return "quantization", m.found(cues.QUANTIZATION)
+    if (
+        {"fp8", "fp4"} & set(m.low)
+        and m.found(cues.QUANT_SCALE)
+        and m.found(cues.SCALE_MISSING)
+        and not m.found(cues.QUANT_TENSOR_INTERNALS)
+        and not _gpu_lacks_low(m)
+    ):
+        return "quantization", m.found(cues.QUANT_SCALE)  # an fp8/fp4 format without the scales it is stored with
     if m.found(cues.PACKAGE_NEEDED) and m.low and not _gpu_lacks_low(m):
         return "framework", m.found(cues.PACKAGE_NEEDED)  # the package (or version) with the precision's kernels
     for pattern, family in (

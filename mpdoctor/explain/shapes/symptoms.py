@@ -67,6 +67,10 @@ WORKS_WITHOUT = cue(
     r"(?:ok|fine|correct(?:ly)?|normal(?:ly)?)\b",
     r"(?:fp32|float32)[^，。,.\n]{0,12}(?:正常|没问题|无问题)",  # "fp32训练loss正常": fp32 trains normally
 )
+# The GTX 16xx cards (TU116/TU117: GTX 1650, 1660, 1660 Ti/Super) compute float16 wrongly in many models: black or
+# green images, NaNs, "!!!!" transcripts. Apps that default to fp16 on every CUDA GPU give those symptoms on these
+# cards with no precision named, and the known fix is fp32 there (`--no-half`, `is_half=False`).
+FP16_BROKEN_CARD = cue(r"\bgtx ?16[56]0(?: ?(?:ti|super|s)\b)?")
 # NaN losses and NaN tensors in a log: with a low precision named around them, the precision's numerics.
 NAN_LOSS = cue(r"\bloss\w{0,10}[:= ] ?nan\b|\bnan or inf found|\bgrad_norm[:= ] ?nan\b")
 # A NaN or an infinity named in a run that names its low precision (the reader checks the precision).
@@ -84,6 +88,7 @@ __all__ = [
     "GARBAGE",
     "QUALITY",
     "WORKS_WITHOUT",
+    "FP16_BROKEN_CARD",
     "NAN_LOSS",
     "NAN_WORD",
     "NAN",

@@ -62,6 +62,11 @@ WORD = re.compile(
     + r"|(?P<fp16_onnx>(?<=onnx type )10(?!\d))|(?P<bf16_onnx>(?<=onnx type )16(?!\d))"
     + r"|(?P<fp8_onnx>(?<=onnx type )(?:1[789]|20)(?!\d))|(?P<fp32_onnx>(?<=onnx type )1(?!\d))"
     + r"|(?P<fp64_onnx>(?<=onnx type )11(?!\d))"
+    # XLA's PrimitiveType by number (xla_data.proto: F16 10, F32 11, F64 12, BF16 16, F8* 19-20, 23-25, 28-29,
+    # F4E2M1FN 32), as torch_xla prints one the device does not take (`convert_ops.cpp:88 : Unsupported XLA type 10`)
+    + r"|(?P<fp16_xla>(?<=xla type )10(?!\d))|(?P<bf16_xla>(?<=xla type )16(?!\d))"
+    + r"|(?P<fp8_xla>(?<=xla type )(?:19|2[0345]|2[89])(?!\d))|(?P<fp4_xla>(?<=xla type )32(?!\d))"
+    + r"|(?P<fp32_xla>(?<=xla type )11(?!\d))|(?P<fp64_xla>(?<=xla type )12(?!\d))"
 )
 # torch's own spellings that the words above do not read (``c10::Half``, ``HalfTensor``, ``CUDABFloat16Type``).
 _NAMESPACED = re.compile(r"::|tensor|type")
