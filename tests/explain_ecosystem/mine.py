@@ -258,6 +258,15 @@ LIBRARIES = (
     Library("jax", "jax", "0.10.2", roots=("jax/",)),
     Library("coremltools", "coremltools", "9.0", roots=("coremltools/",)),
     Library("openvino", "openvino", "2026.4.1", roots=("openvino/",)),
+    # Stop 36: speech, vision-language and compression toolkits research code runs on, and Intel's stack.
+    Library("open-clip-torch", "open-clip-torch", "3.3.0", roots=("open_clip/", "open_clip_train/")),
+    Library("speechbrain", "speechbrain", "1.1.2", roots=("speechbrain/",)),
+    Library("espnet", "espnet", "202511", roots=("espnet/", "espnet2/")),
+    Library("nncf", "nncf", "3.4.0", roots=("nncf/",)),
+    Library("neural-compressor", "neural-compressor", "3.10", roots=("neural_compressor/",)),
+    Library(
+        "intel-extension-for-pytorch", "intel-extension-for-pytorch", "2.8.0", roots=("intel_extension_for_pytorch/",)
+    ),
 )
 
 # A message is about precision when it holds one of these (lower-cased).

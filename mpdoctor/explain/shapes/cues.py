@@ -333,7 +333,7 @@ NOT_PRECISION = cue(
     r"(?:is |are )?no longer supported",
     r"\b(?:[a-z0-9]+_[a-z0-9_]+|offs|kwargs?|args) (?:is|are) required (?:for|to|with)\b",
     r"must be (?:provided|set|given|passed|specified)|requires module to have",
-    r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|\bkwargs?\b|has no data",
+    r"must be an instance of|must be a torch\.dtype|not a torch\.dtype|dtype string|must be a string\b|\bkwargs?\b|has no data",
     r"(?:of|be) type `?torch\.dtype|a `?torch\.dtype|number of|copy_from_storage|\bamax\b|fp8_meta|elem_dtype",
     # moving a quantized model between devices (`.to` is not supported for `4-bit` models): a placement, not a dtype
     r"`?\.to`? is not supported|"
