@@ -179,6 +179,20 @@ def test_a_gtx_16xx_card_with_ruined_output_is_fp16s_numerics(text, family):
     assert family_read(text) == family
 
 
+@pytest.mark.parametrize(
+    "text,family",
+    [
+        # gradients clipped while the loss scale still multiplies them: the AMP recipe's order (unscale_, then clip)
+        ("I believe 'scaler.unscale_(optimizer)' should be added before gradient clipping.", "scaler"),
+        ("clip_grad_norm_ is applied to the still scaled gradients, so the threshold means nothing", "scaler"),
+        # CUDA's words retyped in a hurry ("kerelimage"): still no code for this GPU's architecture
+        ("Error: CUDA error: no kerelimage is available for execution on the device", "kernel-image"),
+    ],
+)
+def test_the_general_reader_reads_people_s_words_for_known_failures(text, family):
+    assert family_read(text) == family
+
+
 def test_black_is_no_refusal():
     """ "black" holds "lack ": only the word itself ("the GPU lacks bf16") refuses."""
     assert family_read("Output images are all black in fp16") == "numerics"

@@ -198,6 +198,7 @@ KERNEL_IMAGE = cue(
     r"unsupported (?:gpu )?arch|unsupported sm\b|arch conditional|targeting appropriate compute capability",
     r"on a unsupported architecture|on an unsupported architecture",
     r"invalid device symbol",  # CUDA error 13: the kernel's symbol is not in the image built for this GPU
+    r"no ker\w{0,4} ?images? (?:is )?available",  # retyped: "no kerelimage is available for execution"
 )
 COMPILER = cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
@@ -282,6 +283,8 @@ SETTING_MISSING = cue(
 SCALER_MISUSE = cue(
     r"attempting to unscale|unscale_\(\) has already been called|has already been called on this optimizer",
     r"no inf checks were recorded|step\(\) has already been called",
+    # gradients clipped while still multiplied by the loss scale: the AMP recipe unscales first
+    r"unscale_?(?:\(\w{0,20}\))?[^.\n]{0,40}\bbefore\b[^.\n]{0,30}\bclip|clip\w*[^.\n]{0,60}\b(?:still )?scaled grad",
 )
 # torch's AMP API missing: a torch older than the code (`module 'torch' has no attribute 'autocast'`).
 AMP_API = cue(
