@@ -68,6 +68,7 @@ ORDER = [
     "round21.json",
     "round22.json",
     "round23.json",
+    "round24.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
@@ -93,6 +94,8 @@ ROUNDS = {
     "round18.json": (("a1cfada", "8308915"), (70, 40), {}),
     # measured once before learning: nothing was learned before it in its stop, so both measurements are the start's
     "round20.json": (("92c3b15", "92c3b15"), (60, 30), {}),
+    # collected after stop 36's first changes (69858c0); measured there and at the stop's start, the same figure
+    "round24.json": (("6fce3d5", "69858c0"), (60, 40), {}),
 }
 LOADED = {name: SplitRound(name) for name in ROUNDS}
 
