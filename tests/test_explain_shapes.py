@@ -62,6 +62,10 @@ def test_general_signatures_are_well_formed():
         ("torch_xla/csrc/convert_ops.cpp:88 : Unsupported XLA type 10", ["fp16"]),
         ("Unsupported XLA type 16; unsupported xla type 20; Unsupported XLA type 32", ["bf16", "fp8", "fp4"]),
         ("Unsupported XLA type 11, Unsupported XLA type 12, Unsupported XLA type 4", ["fp32", "fp64"]),
+        # Keras' mixed policies and GGML's file types
+        ("policy='mixed_float16'; policy='mixed_bfloat16'", ["fp16", "bf16"]),
+        ("GGMLQuantizationType is MOSTLY_F16", ["fp16"]),
+        ("flash attention returns 16-bit tensors", ["fp16"]),
         # not dtypes: a method call, a fraction, a negation, a name holding one
         ("model.half() then the first half of the batch, non-fp8 layers, bits_fp8", []),
     ],
@@ -190,6 +194,57 @@ def test_a_gtx_16xx_card_with_ruined_output_is_fp16s_numerics(text, family):
     ],
 )
 def test_the_general_reader_reads_people_s_words_for_known_failures(text, family):
+    assert family_read(text) == family
+
+
+@pytest.mark.parametrize(
+    "text,family",
+    [
+        # nvcc finds no half/bf16 atomicAdd for an old target architecture (llm.c, torch-ngp builds)
+        (
+            'train_gpt2.cu(215): error: no instance of overloaded function "atomicAdd" matches the argument list\n'
+            "            argument types are: (half2 *, half2)",
+            "hardware",
+        ),
+        (
+            'kernel.cu(9): error: no instance of overloaded function "atomicAdd" matches the argument list\n'
+            "            argument types are: (double *, double)",
+            None,  # fp64's atomics on an old GPU: no low precision
+        ),
+        # a C/C++ compiler that cannot target bf16 (ONNX Runtime's CMakeLists.txt)
+        ('CMake Error: message(FATAL_ERROR  "The compiler doesn\'t support BFLOAT16!!!")', "compiler"),
+        # TensorFlow's kernel registry in its other order: no fp16 kernel of the op on the GPU
+        (
+            "NOT_FOUND:  No registered '_FusedConv2D' OpKernel for 'GPU' devices compatible with node "
+            "{{node model/conv2d/Relu}} (OpKernel was found, but attributes didn't match) Requested Attributes: "
+            "T=DT_HALF",
+            "op-support",
+        ),
+        # float16's largest value printed as a float32 (a WebGL backend's max-pool of zeros)
+        ("output expected: 0 0\noutput: -65503.99609375 0", "overflow"),
+        # a GPU named by its model number alone
+        (
+            "Switch to bf16 due to Lama only supporting bf16, then crashes because 2060 super don't support bf16",
+            "hardware",
+        ),
+        # spoiled results in people's words, in a run that names its low precision
+        ("But with the fp16 engine, the engine works good for inference but no object detected.", "numerics"),
+        ("With --bf16 enabled the model fails to converge; if I disable --bf16, it converges as expected.", "numerics"),
+        # the scaler's own kernel missing on the CPU backend (an older torch's GradScaler given CPU gradients)
+        (
+            "NotImplementedError: Could not run 'aten::_amp_foreach_non_finite_check_and_unscale_' with arguments "
+            "from the 'CPU' backend.",
+            "scaler",
+        ),
+        # a tensor made to follow another's dtype, in a fix's words
+        ("The type of activation should be the same type as weight, both should be FP16.", "dtype"),
+        (
+            "label_embed_reweight will be created with the same dtype as the input image, then fp16 inference works",
+            "dtype",
+        ),
+    ],
+)
+def test_the_general_reader_reads_round_24s_general_shapes(text, family):
     assert family_read(text) == family
 
 

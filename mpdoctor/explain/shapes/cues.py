@@ -69,7 +69,7 @@ MISMATCH = cue(
     r"(?:must|should) (?:be|have) the same|same (?:element |scalar |data ?)?(?:type|dtype)",
     r"(?:not (?:broadcast )?|in)compatible|invalid operands|unexpected (?:input )?(?:data ?)?types?|type error|typeerror",
     r"(?:assign|copy|cast|convert|promot)\w* (?:a |an )?\w{0,20} ?(?:with dtype|of type|to)|to a tensor with",
-    r"differ|\bvs\.?\b|instead\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
+    r"differ|\bvs\.?\b|instead\b|rather than\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
     r"wrong (?:d(?:ata ?)?)?type|desires to be|requested dtype \w+ for tensor with dtype",
     r"operand types are:",  # nvcc/nvrtc: `no operator "=" matches these operands / operand types are: half = float`
 )
@@ -134,7 +134,8 @@ MPS = cue(r"\bmps\b|mpsgraph|metal performance|\bmetal\b|apple silicon|mpsfilelo
 # Tensors whose dtypes must agree: a mixed-precision failure whatever the dtypes' holes print (`query and key must
 # have the same dtype`, `output tensor must have the same type as input tensor`, `uniform dtype`).
 AGREEMENT = cue(
-    r"\b(?:lhs|rhs|tensors?|inputs?|outputs?|query|key|value|weights?|bias|param\w{0,10}|operands?|grad\w{0,10}|args?)\b"
+    r"\b(?:lhs|rhs|tensors?|inputs?|outputs?|query|key|value|weights?|bias|param\w{0,10}|operands?|grad\w{0,10}|args?"
+    r"|activations?|latents?)\b"
     r".{0,60}?(?:must|should) (?:have|be) (?:of )?the same (?:d|data ?|scalar |element )?types?\b",
     r"(?:tensors?|inputs?|outputs?) (?:\w+ ){0,3}same (?:d|scalar |element )?types? as\b",
     r"\b(?:operands|inputs|tensors) (?:must|should) (?:have|be) (?:of )?same (?:d|data ?|scalar |element )?types?\b",
@@ -145,13 +146,18 @@ AGREEMENT = cue(
     # TensorFlow's: one tensor converted to another's dtype (`Tensor conversion requested dtype float32 for Tensor
     # with dtype float16`), the tensors of a mixed_float16 layer meeting its float32 variables
     r"requested dtype \w+ for tensor with dtype",
+    # a fix's words: a tensor made to follow another's dtype ("will be created with the same dtype as the input")
+    r"\b(?:created|cast|made|converted|set) (?:\w+ ){0,3}(?:with|to|in) the same (?:d|data ?)?type as\b",
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
 ORT_NO_KERNEL = cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
 # TensorFlow's kernel registry: no kernel of the op for the dtype the node asks (`No OpKernel was registered to
 # support Op 'Conv2D' ... T=DT_BFLOAT16`, `Could not find device for node ... [T=DT_HALF]`), whatever devices and
 # shapes its listing names after it.
-TF_NO_KERNEL = cue(r"no opkernel was registered|could not find device for node|all kernels registered for op")
+TF_NO_KERNEL = cue(
+    r"no opkernel was registered|could not find device for node|all kernels registered for op",
+    r"no registered '?\w{1,80}'? opkernel",  # `No registered '_FusedConv2D' OpKernel for 'GPU' devices compatible`
+)
 # A path a library has not implemented (`NotImplementedError: Sharded Llama requires Flash Attention enabled models`).
 NOT_IMPLEMENTED_ERROR = cue(r"notimplementederror")
 # A GPU or CUDA is required for it: on the CPU it cannot run.
@@ -171,6 +177,7 @@ HARDWARE = cue(
     r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
     r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
     r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
+    r"geforce|\btitan\b|quadro|\btesla\b|\b[1-5]0[5-9]0 ?(?:super|ti)\b",  # "because 2060 super don't support bf16"
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{2,4}[a-z0-9]?\b|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
     r"\b(?:for|on) (?:these|those|older|old|my|our) (?:gpus|cards|devices)\b",  # "will not load bf16 for these GPUs"
@@ -206,7 +213,12 @@ COMPILER = cue(
     # PTX's target directive, and a CUDA extension's compile error (`inline_ops.cuh(170): error: ...`)
     r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\): error|error building extension",
     r"\w\(\d{1,6}\): error: |nvrtc compilation failed",
+    # a C/C++ compiler that cannot target the precision (`The compiler doesn't support BFLOAT16!!!`, `-march=...+bf16`)
+    r"\bthe compiler (?:does(?:n't| not)|cannot|can't)\b|-march=\S{0,30}\+(?:bf16|fp16)",
 )
+# nvcc finding no atomicAdd for half/bf16 operands: the build targets a GPU older than those atomics (the reader
+# asks for a low precision in the argument types below it)
+ATOMIC_OVERLOAD = cue(r'no instance of overloaded function "?atomic\w{1,20}"?')
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = cue(
     r"precision ?[=:]|precision plugin|precisionplugin|mixed[_ ]?precision|bf16-mixed|16-mixed|bf16-true|16-true",
@@ -285,6 +297,8 @@ SCALER_MISUSE = cue(
     r"no inf checks were recorded|step\(\) has already been called",
     # gradients clipped while still multiplied by the loss scale: the AMP recipe unscales first
     r"unscale_?(?:\(\w{0,20}\))?[^.\n]{0,40}\bbefore\b[^.\n]{0,30}\bclip|clip\w*[^.\n]{0,60}\b(?:still )?scaled grad",
+    # the scaler's own kernels on a backend that has none (an older torch's GradScaler given CPU gradients)
+    r"could not run '(?:aten::)?_amp_\w{1,60}' with arguments from the '\w{1,20}' backend",
 )
 # torch's AMP API missing: a torch older than the code (`module 'torch' has no attribute 'autocast'`).
 AMP_API = cue(
@@ -381,6 +395,7 @@ __all__ = [
     "QUANT_SCALE",
     "SCALE_MISSING",
     "QUANT_TENSOR_INTERNALS",
+    "ATOMIC_OVERLOAD",
     "QUANTIZATION",
     "NOT_FLOATING",
     "NOT_IMPLEMENTED_ERROR",

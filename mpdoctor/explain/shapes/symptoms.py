@@ -18,7 +18,7 @@ OVERFLOW = cue(
     # a scaler at its floor in any trainer's words (`grad_scale is too small, exiting`, Marian's `cost-scaling factor
     # 7.6e-06 is already at minimum`), and fp16's largest value or range named (`cross the boundary 65504`)
     r"(?:grad|loss)[_ ]scale (?:is )?too small|(?:scal\w{0,4}|factor) [^,;]{0,30}already at (?:its )?minimum",
-    r"\b65,?504\b|超出[^，。,]{0,12}(?:fp16|float16|半精度)[^，。,]{0,6}范围",
+    r"\b65,?504\b|\b6550[34]\.9\d{1,12}\b|超出[^，。,]{0,12}(?:fp16|float16|半精度)[^，。,]{0,6}范围",
     r"(?:out of|outside|exceed\w{0,3}|beyond) (?:the )?(?:fp16|float16|half)(?:'s)? (?:range|max)",
     r"(?:range|max\w{0,4}) of (?:fp16|float16|half)",
 )
@@ -54,6 +54,11 @@ QUALITY = cue(
     r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank|incorrect) (?:\w+ )?(?:results?|outputs?|masks?|images?|"
     r"text|transcripts?|predictions?|labels|detections)",
     r"\b(?:flicker\w*|shaking|jitter\w*|artefacts?|visual artifacts?|distorted|glitch\w*)\b",
+    # a detector that runs but finds nothing, a training that never converges ("LM loss remains stuck ... fails to
+    # converge"), errors that accumulate ("arithmetic errors" of blockwise bf16 outputs)
+    r"\bno (?:objects?|detections?|boxes|faces) (?:are |is |were |was )?detected\b|\bdetects? nothing\b",
+    r"\b(?:fails? to|does(?:n't| not)|did(?:n't| not)|never) converge\b|\bdiverg(?:es|ed|ing|ence)\b",
+    r"\b(?:arithmetic|rounding|accumulation|accumulated) errors?\b",
     r"\bnumerical (?:errors?|issues?|instabilit\w*|problems?)|(?:acc|accuracy|准确率)[^，。,]{0,8}下降",
     r"precision (?:issues?|problems?|drops?)|(?:loses?|losing|lost) (?:the |its )?precision|(?:significant|large) "
     r"(?:\w+ )?(?:deviation|errors?)|scrambled|full of exclamation marks|精度下降",

@@ -25,7 +25,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
     r"(?<!non-)(?<!split-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
-    r"|(?<=np\.)|(?<=type_)|(?<=at::k)|(?<=torch::k)|(?<=c10::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
+    r"|(?<=np\.)|(?<=type_)|(?<=mixed_)|(?<=mostly_)|(?<=at::k)|(?<=torch::k)|(?<=c10::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
 
@@ -47,6 +47,7 @@ _SPELLINGS = (
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf"
         r"|16-bit floats?|16-bit floating(?: point)?"
         r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)"  # Vulkan's device features
+        r"|16-bit (?:tensors?|values?|outputs?|activations?|precision|textures?)"
         r"|complex_?half|chalf|complex32|半精度"  # half's complex form (an FFT of half tensors), half in Chinese
         r"|cuda_[rc]_16f",  # CUDA's cudaDataType: `type of matA/matB (CUDA_R_16F) ... is not supported`
     ),
