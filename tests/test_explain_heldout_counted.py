@@ -45,15 +45,15 @@ from heldout import SplitRound, first_family
 COUNTED = {
     "round8.json": (
         "ea72e7f",
-        "a9f01f8",
+        "1e2c8dd",
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round19.json": ("a1cfada", "a9f01f8", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
-    "round16.json": ("a1cfada", "a9f01f8", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
-    "round21.json": ("92c3b15", "a9f01f8", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
-    "round22.json": ("4dd4c57", "a9f01f8", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
-    "round23.json": ("6fce3d5", "a9f01f8", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
+    "round19.json": ("a1cfada", "1e2c8dd", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
+    "round16.json": ("a1cfada", "1e2c8dd", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round21.json": ("92c3b15", "1e2c8dd", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
+    "round22.json": ("4dd4c57", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
+    "round23.json": ("6fce3d5", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
