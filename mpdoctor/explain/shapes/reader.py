@@ -251,7 +251,7 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     if m.found(cues.ATTENTION_OWN):
         return "attention", m.found(cues.ATTENTION_OWN)  # an attention kernel's own refusal, shapes and all
     if m.found(cues.ATOMIC_OVERLOAD) and m.low:
-        return "hardware", m.found(cues.ATOMIC_OVERLOAD)  # half/bf16 atomics exist from compute capability 6.0-8.0
+        return "hardware", m.found(cues.ATOMIC_OVERLOAD)  # CUDA declares half/bf16 atomicAdd only for newer targets
     if m.found(cues.TF_NO_KERNEL) and m.low:
         return "op-support", m.found(cues.TF_NO_KERNEL)  # TensorFlow's registry: no kernel of the op for the dtype
     return None
