@@ -69,6 +69,7 @@ ORDER = [
     "round22.json",
     "round23.json",
     "round24.json",
+    "round25.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
