@@ -106,26 +106,6 @@ def _cpu_kernel(text: str) -> bool:
     return bool(hit) and (bool(hit.group("cputype")) or "cuda" not in (hit.group("kernel") or ""))
 
 
-LOW_SCALE = 8.0  # a loss scale set this low has collapsed: each halving was an overflow the model did not outgrow
-
-
-def _scale_collapsed(text: str) -> str:
-    """The loss scale a scaler's log says it set, when it fell below LOW_SCALE ("" otherwise)."""
-    values = []
-    for hit in symptoms.SCALE_SET_TO.finditer(text):
-        try:
-            values.append(float((hit.group(1) or hit.group(2)).rstrip(".")))
-        except ValueError:
-            continue
-    for hit in symptoms.LOG_SCALE_SET_TO.finditer(text):
-        try:
-            values.append(2.0 ** min(64.0, float(hit.group(1).rstrip("."))))
-        except (ValueError, OverflowError):
-            continue
-    overflowed = "overflow" in text or "nan" in text or "inf" in text
-    return f"loss scale set to {values[-1]:g}" if values and values[-1] < LOW_SCALE and overflowed else ""
-
-
 def _refused_near(text: str, what: re.Pattern) -> bool:
     """A requirement of the GPU (`requires a GPU with Compute Capability 8.9`, `Minimum capability: 90`)."""
     for hit in cues.WEAK_REFUSAL.finditer(text):
@@ -237,7 +217,7 @@ class Message:
 
 def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
     """Shapes read before the words of other failures, whose words they share."""
-    collapsed = _scale_collapsed(m.text)
+    collapsed = symptoms.scale_collapsed(m.text)
     if collapsed:
         return "overflow", collapsed  # a scaler "skipping" steps down to its floor
     if _innermost_frame_is(m.above, cues.APEX_FRAME) and _RAISED.search(m.text):

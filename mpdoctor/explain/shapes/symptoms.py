@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from mpdoctor.explain.shapes.cues import cue
+from mpdoctor.explain.shapes.pattern import cue
 
 # fp16's range exceeded: a value that does not fit, a loss scale collapsing to its floor (`overflow detected, setting
 # loss scale to: 0.00048`, `Minimum loss scale reached`). A high scale halved once is the scaler doing its job.
@@ -84,11 +84,33 @@ NAN_WORD = cue(r"(?<![a-z])nans?(?![a-z])|(?<![a-z])inf(?:s|inity)?(?![a-z])")
 NAN = cue(r"(?<![a-z])nans?(?![a-z])")
 
 
+LOW_SCALE = 8.0  # a loss scale set this low has collapsed: each halving was an overflow the model did not outgrow
+
+
+def scale_collapsed(text: str) -> str:
+    """The loss scale a scaler's log says it set, when it fell below LOW_SCALE ("" otherwise)."""
+    values = []
+    for hit in SCALE_SET_TO.finditer(text):
+        try:
+            values.append(float((hit.group(1) or hit.group(2)).rstrip(".")))
+        except ValueError:
+            continue
+    for hit in LOG_SCALE_SET_TO.finditer(text):
+        try:
+            values.append(2.0 ** min(64.0, float(hit.group(1).rstrip("."))))
+        except (ValueError, OverflowError):
+            continue
+    overflowed = "overflow" in text or "nan" in text or "inf" in text
+    return f"loss scale set to {values[-1]:g}" if values and values[-1] < LOW_SCALE and overflowed else ""
+
+
 __all__ = [
     "OVERFLOW",
     "OVERFLOW_WORD",
     "SCALE_SET_TO",
     "LOG_SCALE_SET_TO",
+    "LOW_SCALE",
+    "scale_collapsed",
     "NUMERICS",
     "GARBAGE",
     "QUALITY",
