@@ -1,6 +1,7 @@
 """The symptoms of a run a low precision spoiled, in any library's or person's words: fp16's range exceeded, a loss
 scale collapsing, NaNs and infinities, output ruined or degraded. Like ``cues.py``, each is a regex over a
 lower-cased message that proves nothing alone: ``reader.py`` reads them beside a low precision named.
+``scale_collapsed`` reads the one symptom that is a number: the loss scale a scaler's log says it fell to.
 """
 
 from __future__ import annotations
