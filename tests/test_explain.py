@@ -14,7 +14,7 @@ import pytest
 from helpers import run_cli
 from mpdoctor.explain.explainer import MAX_INPUT, explain, read_stream
 from mpdoctor.explain.known import all_signatures
-from mpdoctor.explain.shapes import SIGNATURES as GENERAL
+from mpdoctor.explain.shapes import SIGNATURES as GENERAL, UNNAMED_NON_FINITE
 from mpdoctor.explain.cleaning import clean
 from mpdoctor.explain.matcher import MAX_LINE, find
 from mpdoctor.explain.report import SCHEMA_PATH, explain_schema
@@ -269,7 +269,8 @@ def test_secrets_in_the_input_do_not_reach_the_output():
 def test_list_shows_every_signature():
     result = run_cli("explain", "--list", "--format", "json")
     listed = json.loads(result.stdout)
-    assert [s["id"] for s in listed] == [s.id for s in all_signatures()] + [s.id for s in GENERAL.values()]
+    general = [s.id for s in GENERAL.values()] + [UNNAMED_NON_FINITE.id]
+    assert [s["id"] for s in listed] == [s.id for s in all_signatures()] + general
     assert all(s["sources"] and s["examples"] for s in listed)
     text = run_cli("explain", "--list")
     assert "apex-fused-norm-dtype" in text.stdout and "learned from:" in text.stdout

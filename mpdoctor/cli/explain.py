@@ -48,9 +48,10 @@ def explain(
 
     if list_known:
         from mpdoctor.explain.known import all_signatures
-        from mpdoctor.explain.shapes import SIGNATURES as GENERAL
+        from mpdoctor.explain.shapes import SIGNATURES as GENERAL, UNNAMED_NON_FINITE
 
-        signatures = all_signatures() + list(GENERAL.values())  # the general explanations last
+        # the general explanations last, then the notice for NaNs in a text that names no precision
+        signatures = all_signatures() + list(GENERAL.values()) + [UNNAMED_NON_FINITE]
         if format is ExplainFormat.json:
             to_stdout(lambda: sys.stdout.write(view.list_json(signatures)))
         else:

@@ -55,6 +55,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from mpdoctor.explain.explainer import explain  # noqa: E402
+from mpdoctor.explain.shapes import UNNAMED_NON_FINITE  # noqa: E402
 
 CACHE = Path(tempfile.gettempdir()) / "mpdoctor-mine-ecosystem"
 MIRRORS = Path(os.environ.get("MPDOCTOR_CODE_MIRRORS") or "/work/.mirror")
@@ -911,7 +912,8 @@ def not_precision_reason(library: str, text: str) -> tuple[str, bool]:
 def judge(library: str, text: str, kind: str) -> dict:
     """The verdict for one mined message, from its text alone (no download): what the test runs again."""
     report = explain(sample(text, kind), library)
-    found = report.recognised or report.notices  # a deprecation is answered as a notice
+    # a deprecation is answered as a notice; the hint for NaNs in a text that names no precision answers nothing
+    found = report.recognised or [n for n in report.notices if n.id != UNNAMED_NON_FINITE.id]
     signature = found[0].id if found else None
     why, hard = not_precision_reason(library, text)
     if signature and hard and why == DEPRECATION and "deprecat" in signature:

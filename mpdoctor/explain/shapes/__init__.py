@@ -8,6 +8,8 @@ Two steps, both on the input's last ``reader.TAIL`` characters only, so they cos
 2. Else the general reader (``reader.py``) reads the final failure's dtypes, refusal and context into a family,
    and answers with that family's general signature (``signatures.py``), whose title says it is the general
    explanation.
+3. Else, when the input's end shows NaNs and names no precision (``unnamed.py``), a notice says how to tell whether
+   the precision caused them; it is never a recognised failure.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from mpdoctor.explain.frames import library_of
 from mpdoctor.explain.known._library_terms import LIBRARY
 from mpdoctor.explain.matcher import FRAME, Frame, Match, find
 from mpdoctor.explain.shapes.reader import TAIL, ended_elsewhere, read
-from mpdoctor.explain.shapes.signatures import SIGNATURES
+from mpdoctor.explain.shapes.signatures import SIGNATURES, UNNAMED_NON_FINITE
+from mpdoctor.explain.shapes.unnamed import non_finite_line
 from mpdoctor.explain.signature import Signature
 
 NAMED_LIBRARY = re.compile(LIBRARY, re.IGNORECASE)
@@ -70,7 +73,7 @@ def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signatu
         notices = matches  # only notices: the failure that ended the input may still be read by its shape
     reading = read(unwrapped)
     if reading is None:
-        return notices
+        return notices or _non_finite_notice(first, lines, unwrapped)
     start = reading.lines[0][0]
     frames = [
         Frame(hit.group(1), int(hit.group(2)), hit.group(3) or "")
@@ -95,6 +98,16 @@ def explain_by_shape(data: bytes | bytearray | str, signatures: Sequence[Signatu
     ]
 
 
+def _non_finite_notice(first: int, lines: list[str], unwrapped: list[str]) -> list[Match]:
+    """The notice for NaNs shown at the input's end in a text that names no precision (``unnamed.py``), unless the
+    input ends on another failure."""
+    found = non_finite_line(unwrapped)
+    if found is None or ended_elsewhere(unwrapped) is not None:
+        return []
+    index, words = found
+    return [Match(UNNAMED_NON_FINITE, lines=[(first + index, lines[index].strip())], details={"cue": words})]
+
+
 def _named_library(lines) -> str:
     """The library the failure's lines name, as the grammar signatures read it (``_library_terms.LIBRARY``)."""
     for line in lines:
@@ -109,4 +122,4 @@ def _line_count(head: bytes | bytearray | str) -> int:
     return head.count("\n" if isinstance(head, str) else b"\n")
 
 
-__all__ = ["SIGNATURES", "ending_elsewhere", "explain_by_shape"]
+__all__ = ["SIGNATURES", "UNNAMED_NON_FINITE", "ending_elsewhere", "explain_by_shape"]

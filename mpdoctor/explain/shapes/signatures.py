@@ -282,4 +282,49 @@ SIGNATURES: dict[str, Signature] = {
     )
 }
 
-__all__ = ["SIGNATURES"]
+# The notice ``unnamed.py`` gives for NaNs in a text that names no precision: how to tell, not a family decided.
+UNNAMED_NON_FINITE = Signature(
+    id="general-non-finite-precision-unnamed",
+    family="numerics",
+    title="NaN or infinite values, and nothing in the text says the run was in fp16 or bf16 (a notice: the text "
+    "alone cannot tell whether the precision caused them)",
+    needles=(),
+    patterns=(),
+    cause="Values turned NaN or infinite. In an fp16 or AMP run the most common cause is a value leaving float16's "
+    "range (its largest is 65504) in one module, forward or backward; in an fp32 run it is a learning rate too high, "
+    "NaNs or infinities in the data, or a log, square root or division of zero. Nothing in the lines read names the "
+    "precision the run used, so mpdoctor does not decide which.",
+    fixes=(
+        fix(
+            "If the run uses fp16 or AMP: run it once under mpdoctor's numerics watch, which names the first module "
+            "whose values overflow, turn NaN or underflow, forward or backward",
+            "mpdoctor numerics train.py",
+        ),
+        fix(
+            "Tell the precision's part in one comparison: run the same steps in bf16 (its range is fp32's) or fp32; "
+            "NaNs that go away were the precision's"
+        ),
+        fix(
+            "If they stay in fp32: check the inputs for NaNs (`torch.isfinite(batch).all()`), lower the learning rate, "
+            "and let autograd name the op whose backward made the first NaN: "
+            "`torch.autograd.set_detect_anomaly(True)`"
+        ),
+    ),
+    checks=(),
+    sources=(
+        "https://github.com/pytorch/pytorch/blob/main/torch/autograd/anomaly_mode.py",
+        "https://github.com/pytorch/pytorch/blob/main/torch/amp/grad_scaler.py",
+    ),
+    examples=(
+        "Loss is nan, stopping training",
+        "Epoch 3 | step 1200 | loss: nan | grad_norm: nan",
+    ),
+    near_misses=(
+        "Loss is nan, stopping training (fp16 run, model.half())",
+        "ValueError: cannot convert float NaN to integer",
+    ),
+    notice=True,
+    notes="Answered by mpdoctor/explain/shapes/unnamed.py when nothing else was recognised; never a recognised failure.",
+)
+
+__all__ = ["SIGNATURES", "UNNAMED_NON_FINITE"]
