@@ -33,7 +33,12 @@ gap or a new one is a new measurement to record, not a rule to write.
 * round 25 (fresh): 89 real messages (56 mixed-precision, 33 other errors) from document and OCR models, adversarial
   robustness code, neural rendering, LLM quantization research and video-language models (short: the search budget
   ran out), collected at the end of stop 36 after all its changes to what explain recognises (6d796c6); measured
-  there (and, for comparison, at the stop's start 6fce3d5), never learned from.
+  there (and, for comparison, at the stop's start 6fce3d5), never learned from;
+* round 27 (fresh): 95 real messages (55 mixed-precision, 40 other errors) from recommender, retrieval and RAG code,
+  robotics, embodied AI and reinforcement learning, medical imaging and pathology, and federated, continual and meta
+  learning, architecture search, distillation and pruning research, collected at the start of issue 38's stop 37 (the
+  code then: 43605b1) beside round 26, which that stop learned from; measured at 43605b1 and at the stop's later code,
+  never learned from.
 
 Each was labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
@@ -59,6 +64,7 @@ COUNTED = {
     "round22.json": ("4dd4c57", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
     "round23.json": ("6fce3d5", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
     "round25.json": ("6d796c6", "6d796c6", (50, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 25))]),
+    "round27.json": ("43605b1", "4732ada", (50, 35), ["messages.json", *(f"round{n}.json" for n in range(3, 27))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 

@@ -30,7 +30,13 @@ had used (each round's `about` says which, and what was dropped):
 * round 20, 101 (stop 35, collected at its start): LLM evaluation, interpretability, model-editing and merging tools,
   model compression (pruning, sparsity, research quantization), vision backbone and image-generation research code,
   small-LLM pretraining and the long tail of LLM serving and offloading; measured at the stop's start (92c3b15), then
-  read whole to learn from.
+  read whole to learn from;
+* round 24, 123 (stop 36): pose and motion, open-vocabulary segmentation and diffusion editing, MoE, code and math
+  LLMs, pretraining infrastructure, edge, browser and Windows toolchains; measured at 6fce3d5 and 69858c0, then read
+  whole to learn from;
+* round 26, 98 (stop 37, collected at its start beside the sealed round 27): molecular ML, LLM stacks outside the
+  mainstream, speech toolkits and generative-model research code; measured at 43605b1 and 4732ada, then read whole
+  to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: its stop's start,
@@ -70,6 +76,8 @@ ORDER = [
     "round23.json",
     "round24.json",
     "round25.json",
+    "round26.json",
+    "round27.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
@@ -105,6 +113,25 @@ ROUNDS = {
                 "current dype ... is torch.float32' is read as the attention family (rounds 6 and 10 label it so: "
                 "the model runs in fp32 under FlashAttention); here Lightning casts the model to bf16 right after the "
                 "warning, which the message alone does not say"
+            ),
+        },
+    ),
+    # collected at stop 37's start beside the sealed round 27; 4732ada (a notice for unnamed NaNs) changed no answer
+    "round26.json": (
+        ("43605b1", "4732ada"),
+        (55, 30),
+        {
+            "https://github.com/flashinfer-ai/flashinfer/issues/157": (
+                "flashinfer's 'BatchPrefillWithPagedKVCache failed to dispatch with dtype Half' is read as the "
+                "attention family (a fused attention kernel refusing the run's dtype); here the dispatch failed for "
+                "Gemma's head dimension 256, which that release had no kernel for in any dtype, and the message "
+                "names only the dtype"
+            ),
+            "https://github.com/MadryLab/dataset-interfaces/issues/1": (
+                "accelerate's 'Unknown mixed_precision mode: fp32. Choose between ...' is a precision setting "
+                "refused (framework-precision-setting-unknown, learned from threads labelled so); the collector "
+                "labelled it no precision failure, since full precision is accelerate's 'no' and nothing failed in "
+                "a low precision"
             ),
         },
     ),

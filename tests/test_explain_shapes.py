@@ -332,3 +332,54 @@ def test_the_reader_alone_reads_most_of_the_older_sets_and_no_negative():
 )
 def test_an_ordinary_log_is_not_a_failure(log):
     assert explain(log, "log").recognised == []
+
+
+# Round 26's general shapes, on its own messages (read from the round's file by thread, never retyped)
+ROUND_26 = [
+    ("https://github.com/ServeurpersoCom/acestep.cpp/issues/69", "op-support"),  # ggml: `Missing CPY op for types`
+    ("https://github.com/mozilla-ai/llamafile/issues/499", "op-support"),  # ggml: `unsupported op 'MUL_MAT' on bf16`
+    (
+        "https://github.com/vllm-project/vllm-metal/pull/690",
+        "op-support",
+    ),  # NumPy: `data type 'bfloat16' not understood`
+    ("https://github.com/1CatAI/1Cat-vLLM/issues/433", "compiler"),  # nvcc: `identifier "make_bfloat162" is undefined`
+    ("https://github.com/punica-ai/punica/issues/42", "compiler"),
+    ("https://github.com/EricLBuehler/candle-vllm/issues/112", "compiler"),  # nvcc's `kernel.cu(126)` location
+    ("https://github.com/facebookresearch/metaseq/issues/175", "dtype"),  # "mixing fp32 and fp16"
+    ("https://github.com/marin-community/levanter/pull/522", "dtype"),  # "a mismatch with the type of"
+    ("https://github.com/bklynhlth/openwillis/issues/147", "hardware"),  # "float16 is not supported on my system"
+    ("https://github.com/modular/modular/issues/5187", "hardware"),  # `only supported on sm90`, fp8 named above
+    ("https://github.com/QwenLM/Qwen3-ASR/pull/191", "attention"),  # SDPA's `No available kernel`, quoted cut
+    (
+        "https://github.com/nerdyrodent/CLIP-Guided-Diffusion/issues/5",
+        "cpu-half",
+    ),  # `'unfolded2d_copy not implemented'`
+    ("https://github.com/asteroid-team/asteroid/issues/252", "numerics"),  # "16bit training ... results are worse"
+    ("https://github.com/meizhong986/WhisperJAV/issues/414", "numerics"),  # 数值不稳定, 乱码
+    ("https://github.com/albarji/mixture-of-diffusers/issues/3", "overflow"),  # "cast ... into `torch.float16`"
+    ("https://github.com/OpenBuddy/OpenBuddy/issues/23", None),  # bf16 only in a checkpoint's path
+]
+
+
+@pytest.mark.parametrize("source,family", ROUND_26, ids=lambda v: v.split("/")[4] if str(v).startswith("http") else v)
+def test_round_26s_general_shapes(source, family):
+    from heldout import Round, first_family
+
+    (entry,) = [e for e in Round("round26.json").messages if e["source"] == source]
+    assert entry["family"] == family  # the collector's label
+    assert first_family(entry["message"]) == family
+
+
+@pytest.mark.parametrize(
+    "text,names",
+    [
+        ("fp8_rowwise requires contiguous 2D FP32/FP16/BF16 on SM89+", ["fp16", "bf16"]),  # a list, no path
+        ("loading C:\\models\\llama-7b-fp16\\model.bin", []),  # a path
+        ("16bit PCM wav at 44.1 kHz", []),  # audio samples are int16
+        ("trained with 16-bit mixed precision", ["fp16"]),
+    ],
+)
+def test_what_is_written_low_and_what_is_not(text, names):
+    from mpdoctor.explain.shapes.vocabulary import written_low
+
+    assert written_low(text.lower()) == names

@@ -125,7 +125,8 @@ SIGNATURES: list[Signature] = [
         family="attention",
         title="scaled_dot_product_attention found no kernel it is allowed to use for these inputs",
         needles=("no available kernel",),
-        patterns=(r"No available kernel\. {1,2}Aborting execution",),
+        # its own words, or cut after them as people quote it (`RuntimeError: No available kernel`)
+        patterns=(r"No available kernel\. {1,2}Aborting execution|RuntimeError:? No available kernel\b",),
         cause="`F.scaled_dot_product_attention` was restricted to some backends (with `sdpa_kernel(...)` or the "
         "older `torch.backends.cuda.sdp_kernel(enable_math=False, ...)`, often flash only) and none of them "
         "accepts the call. The UserWarnings just before the error say why for each backend: flash needs "

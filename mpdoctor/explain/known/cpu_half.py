@@ -89,7 +89,12 @@ SIGNATURES: list[Signature] = [
         family="cpu-half",
         title="fp16 convolution on the CPU: torch's CPU conv kernel has no Half version",
         needles=("slow_conv2d_cpu", "unfolded2d_copy", "unfolded3d_copy"),
-        patterns=(r"(?:slow_conv2d_cpu|unfolded2d_copy|unfolded3d_copy)[a-z_]{0,8}\" not implemented for 'Half",),
+        patterns=(
+            r"(?:slow_conv2d_cpu|unfolded2d_copy|unfolded3d_copy)[a-z_]{0,8}\" not implemented for 'Half",
+            # a title that quotes it without the dtype (`'unfolded2d_copy not implemented'`): these CPU kernels exist
+            # for float and double, so what they lack is Half
+            r"(?:slow_conv2d_cpu|unfolded2d_copy|unfolded3d_copy)[a-z_]{0,8}['\"]? not implemented(?! for)",
+        ),
         cause='A Conv2d/Conv3d ran on the CPU in float16. torch\'s CPU convolution ("slow_conv2d_cpu" since 1.11, '
         '"unfolded2d_copy"/"unfolded3d_copy_cpu" before) had no Half kernel: fp16 convolution was a '
         "CUDA-only feature. Typical for diffusion, YOLO and voice models whose scripts call `.half()` and "

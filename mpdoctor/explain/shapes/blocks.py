@@ -26,7 +26,7 @@ _NOTEBOOK_CODE = re.compile(r"^\s*\d{1,6}(?:\s|$)")
 # A line that states a failure (or a warning about a precision): where a message starts.
 _FAILURE = re.compile(
     r"error|exception|assert|fail|fatal|abort|warn|not supported|unsupported|not implemented|invalid|mismatch"
-    r"|incompatible|not compatible|cannot|can't|only supports?|requires? ",
+    r"|incompatible|not compatible|cannot|can't|only supports?|requires? |missing \w{1,30} (?:op|kernel)s?\b",
 )
 
 

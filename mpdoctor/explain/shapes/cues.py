@@ -35,6 +35,7 @@ REFUSAL = cue(
     r"convert|cast|launch|load|compile|build|select|dispatch|enable|quantize|dequantize)",
     r"没有[^，。,]{0,12}(?:kernel|内核|实现)",  # "has no fp16 kernel"
     r"unhandled (?:d|data ?)?type|could not find an implementation for \w{1,60}\(\d{1,3}\) node",
+    r"data type ['\"`]?\w{1,30}['\"`]? not understood",  # NumPy, which has no bfloat16: `np.dtype('bfloat16')`
     # TensorFlow's: no kernel registered for the op's dtype attribute
     r"no opkernel was registered|could not find device for node|not in the list of allowed values",
     r"no loop matching the specified signature",  # NumPy: a ufunc without a loop for the dtype (bfloat16)
@@ -80,6 +81,7 @@ MISMATCH = cue(
     r"differ|\bvs\.?\b|instead\b|rather than\b|should have (?:a |the )?|no suitable (?:user-defined )?conversion",
     r"wrong (?:d(?:ata ?)?)?type|desires to be|requested dtype \w+ for tensor with dtype",
     r"operand types are:",  # nvcc/nvrtc: `no operator "=" matches these operands / operand types are: half = float`
+    r"\bmixing\b|\bmixes\b",  # "throws an exception about mixing fp32 and fp16" (the reader asks for two dtypes)
 )
 
 # What refuses it, or where: these steer a refusal into its family.
@@ -117,6 +119,7 @@ AGREEMENT = cue(
     r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
     r"(?:数据)?类型不一致|类型不匹配",  # "the data types disagree"
+    r"\bmismatch with the (?:d|data ?)?type of\b",  # "in bf16 it hits a mismatch with the type of the MelSpectrogram"
     # TensorFlow's: one tensor converted to another's dtype (`Tensor conversion requested dtype float32 for Tensor
     # with dtype float16`), the tensors of a mixed_float16 layer meeting its float32 variables
     r"requested dtype \w+ for tensor with dtype",
@@ -125,12 +128,14 @@ AGREEMENT = cue(
 )
 # ONNX Runtime found no kernel for a node's input types (`Could not find an implementation for MatMul(13) node`).
 ORT_NO_KERNEL = cue(r"could not find an implementation for \w{1,60}\(\d{1,3}\) node")
-# TensorFlow's kernel registry: no kernel of the op for the dtype the node asks (`No OpKernel was registered to
+# A kernel registry with no kernel of the op for the dtype asked: TensorFlow's (`No OpKernel was registered to
 # support Op 'Conv2D' ... T=DT_BFLOAT16`, `Could not find device for node ... [T=DT_HALF]`), whatever devices and
-# shapes its listing names after it.
-TF_NO_KERNEL = cue(
+# shapes its listing names after it, and ggml's backends'.
+NO_OP_KERNEL = cue(
     r"no opkernel was registered|could not find device for node|all kernels registered for op",
     r"no registered '?\w{1,80}'? opkernel",  # `No registered '_FusedConv2D' OpKernel for 'GPU' devices compatible`
+    # ggml's backends: `Missing CPY op for types: bf16 f32` (Vulkan), `unsupported op 'MUL_MAT'` (Metal, CUDA)
+    r"\bmissing \w{1,30} op for types\b|\bunsupported op:? ['\"`]?\w{1,40}['\"`]? (?:on|for|with)\b",
 )
 # A path a library has not implemented (`NotImplementedError: Sharded Llama requires Flash Attention enabled models`).
 NOT_IMPLEMENTED_ERROR = cue(r"notimplementederror")
@@ -155,6 +160,7 @@ HARDWARE = cue(
     r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{2,4}[a-z0-9]?\b|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
     r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
     r"\b(?:for|on) (?:these|those|older|old|my|our) (?:gpus|cards|devices)\b",  # "will not load bf16 for these GPUs"
+    r"\b(?:on|by|for|with) (?:my|our|this|your) (?:system|machine|computer|pc|laptop|hardware)\b",
     r"\b(?:gpu|device|card)s? (?:is |are )?too old\b|\b(?:the|this|your) (?:gpu|device|card|hardware) has no\b",
     r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
     r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
@@ -171,6 +177,8 @@ HARDWARE_LIMIT = cue(
     r"(?:this|your|the target) (?:gpu|device|card)|devices? with\b|(?:gpu|device) (?:does not|doesn't|cannot|can't|lacks)",
     r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't|has no|have no)\b",
     r"\b(?:a|any) supported (?:device|gpu|accelerator)\b",
+    r"\b(?:on|by|for|with) (?:my|our|this|your) (?:system|machine|computer|pc|laptop|hardware)\b",  # "float16 is not
+    # supported on my system"
 )
 KERNEL_IMAGE = cue(
     r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
@@ -185,7 +193,7 @@ COMPILER = cue(
     r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
     r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|loop-carried",
     # PTX's target directive, and a CUDA extension's compile error (`inline_ops.cuh(170): error: ...`)
-    r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\): error|error building extension",
+    r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\)|error building extension",  # nvcc names a source as `kernel.cu(126)`
     r"\w\(\d{1,6}\): error: |nvrtc compilation failed",
     # a C/C++ compiler that cannot target the precision (`The compiler doesn't support BFLOAT16!!!`, `-march=...+bf16`)
     r"\bthe compiler (?:does(?:n't| not)|cannot|can't)\b|-march=\S{0,30}\+(?:bf16|fp16)",
@@ -193,6 +201,9 @@ COMPILER = cue(
 # nvcc finding no atomicAdd for half/bf16 operands: the build targets a GPU older than those atomics (the reader
 # asks for a low precision in the argument types below it)
 ATOMIC_OVERLOAD = cue(r'no instance of overloaded function "?atomic\w{1,20}"?')
+# nvcc without a bf16/fp16 intrinsic for the target (`identifier "make_bfloat162" is undefined`: cuda_bf16.h declares
+# those only for sm_80 and newer): a build for an older arch than the code's low-precision kernels need
+UNDEFINED_INTRINSIC = cue(r"identifier ['\"`]?\w{0,30}(?:bfloat16|bf16|half|fp16|fp8)\w{0,10}['\"`]? is undefined")
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = cue(
     r"precision ?[=:]|precision plugin|precisionplugin|mixed[_ ]?precision|bf16-mixed|16-mixed|bf16-true|16-true",
@@ -352,7 +363,7 @@ __all__ = [
     "SETTING_MISSING",
     "SCALER_MISUSE",
     "ORT_NO_KERNEL",
-    "TF_NO_KERNEL",
+    "NO_OP_KERNEL",
     "PACKAGE_NEEDED",
     "PRECISION_OFF",
     "MINIMUM",
@@ -370,6 +381,7 @@ __all__ = [
     "SCALE_MISSING",
     "QUANT_TENSOR_INTERNALS",
     "ATOMIC_OVERLOAD",
+    "UNDEFINED_INTRINSIC",
     "QUANTIZATION",
     "NOT_FLOATING",
     "NOT_IMPLEMENTED_ERROR",

@@ -232,8 +232,10 @@ def _before_words_in_passing(m: Message) -> tuple[str, str] | None:
         return "attention", m.found(cues.ATTENTION_OWN)  # an attention kernel's own refusal, shapes and all
     if m.found(cues.ATOMIC_OVERLOAD) and m.low:
         return "hardware", m.found(cues.ATOMIC_OVERLOAD)  # CUDA declares half/bf16 atomicAdd only for newer targets
-    if m.found(cues.TF_NO_KERNEL) and m.low:
-        return "op-support", m.found(cues.TF_NO_KERNEL)  # TensorFlow's registry: no kernel of the op for the dtype
+    if m.found(cues.NO_OP_KERNEL) and m.low:
+        return "op-support", m.found(cues.NO_OP_KERNEL)  # a kernel registry without the op for the dtype
+    if m.found(cues.UNDEFINED_INTRINSIC):
+        return "compiler", m.found(cues.UNDEFINED_INTRINSIC)  # the build's target has no such bf16/fp16 intrinsic
     return None
 
 
@@ -342,6 +344,10 @@ def _without_a_dtype(m: Message) -> tuple[str, str] | None:
         # a refusal of types that names none, or only full ones ("only float and double dtypes are implemented",
         # "no loop matching the specified signature"), under the low precision the lines above ran in
         return "op-support", m.refused.group(0)
+    if not m.names and _hardware_refuses(m.text) and written_low(m.above) and not m.near(cues.ATTENTION):
+        # a GPU's capability refused in no dtype's words (`this kernel is only supported on sm90 or newer`) under the
+        # low precision the lines above run ("fp8 models on Ampere"): the hardware's
+        return "hardware", m.found(cues.HARDWARE_LIMIT)
     return None
 
 

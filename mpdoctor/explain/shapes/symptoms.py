@@ -55,6 +55,10 @@ QUALITY = cue(
     r"(?:wrong|bad|poor|worse|corrupted|garbled|empty|blank|incorrect) (?:\w+ )?(?:results?|outputs?|masks?|images?|"
     r"text|transcripts?|predictions?|labels|detections)",
     r"\b(?:flicker\w*|shaking|jitter\w*|artefacts?|visual artifacts?|distorted|glitch\w*)\b",
+    # the same in the other order ("16-bit training results are worse"), and in Chinese: numerically unstable, garbled
+    r"\b(?:results?|outputs?|accuracy|performance|quality|scores?|predictions?) (?:\w+ ){0,2}(?:are|is|was|were|gets?|got"
+    r"|becomes?|became) (?:much |a lot |far |slightly |significantly )?(?:worse|degraded|poor|wrong|garbled)\b",
+    r"数值不稳定|乱码",
     # a detector that runs but finds nothing, a training that never converges ("LM loss remains stuck ... fails to
     # converge"), errors that accumulate ("arithmetic errors" of blockwise bf16 outputs)
     r"\bno (?:objects?|detections?|boxes|faces) (?:are |is |were |was )?detected\b|\bdetects? nothing\b",

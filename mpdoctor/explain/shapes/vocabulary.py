@@ -48,6 +48,7 @@ _SPELLINGS = (
         r"|16-bit floats?|16-bit floating(?: point)?"
         r"|half[- ]precision|int8_float16|16-bit (?:storage|arithmetic)"  # Vulkan's device features
         r"|16-bit (?:tensors?|values?|outputs?|activations?|precision|textures?)"
+        r"|16-?bit (?:training|inference|mixed[- ]precision|floating)"  # not "16bit PCM": audio's samples are int16
         r"|complex_?half|chalf|complex32|半精度"  # half's complex form (an FFT of half tensors), half in Chinese
         r"|cuda_[rc]_16f",  # CUDA's cudaDataType: `type of matA/matB (CUDA_R_16F) ... is not supported`
     ),
@@ -100,16 +101,22 @@ def dtypes(text: str) -> list[str]:
 # A tensor's own repr (`tensor([[nan, nan]], dtype=torch.float16)`) names the dtype its values are in, and a check
 # names the one it found after "got" (`scale.dtype must be torch.float8_e8m0fnu, got torch.float16`): those are no hole.
 _PRINTED = re.compile(
-    r"(?<!dtype=)(?<!got )(?<!got: )(?<!found )(?<!received )"
+    # a person's markdown casting to one (cast the pipeline "into `torch.float16`") names it in their own words
+    r"(?<!dtype=)(?<!got )(?<!got: )(?<!found )(?<!received )(?<!into `)(?<!to `)"
     r"torch\.(?:float16|bfloat16|half|float8_\w{2,10}|float4\w{0,10})(?![a-z0-9_])"
 )
+
+
+# A file's absolute path (`'/openbuddy-7b-v1.3-bf16/pytorch_model-00001-of-00002.bin'`, `C:\models\...`): a model
+# named after its precision is only where the files are. A list of dtypes ("fp32/fp16/bf16") is no path.
+_PATH = re.compile(r"(?<![\w.~+-])(?:[a-z]:)?(?:[\\/][\w.~+-]{1,200}){2,}")
 
 
 def written_low(text: str) -> list[str]:
     """The low-precision dtypes ``text`` names in words a library writes (``fp16``, ``bf16``, ``'Half'``, ``nvfp4``),
     not as a message prints a dtype object it was handed (``torch.float16``): that is what a hole prints for any
-    dtype, so alone it says nothing about precision."""
-    return [name for name in dtypes(_PRINTED.sub(" ", text)) if is_low(name)]
+    dtype, so alone it says nothing about precision. Nor in a file's path."""
+    return [name for name in dtypes(_PATH.sub(" ", _PRINTED.sub(" ", text))) if is_low(name)]
 
 
 def is_low(name: str) -> bool:
