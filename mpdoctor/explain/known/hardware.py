@@ -302,6 +302,43 @@ SIGNATURES: list[Signature] = [
         "report on an H20 (xdit-project/xDiT#374) was never explained: on Ampere or newer look elsewhere.",
     ),
     Signature(
+        id="hardware-bf16-gemm-not-in-this-torch",
+        family="hardware",
+        title="This torch has no bf16 GEMM for the GPU: at::cuda::blas::gemm is not implemented for BFloat16",
+        needles=("at::cuda::blas::gemm: not implemented for",),
+        patterns=(r"at::cuda::blas::gemm: not implemented for (?:input type )?(?:struct |class )?(?:c10|at)::BFloat16",),
+        cause="torch's CUDA BLAS wrapper raises this for a dtype it has no GEMM for. Older releases declared the "
+        "BFloat16 GEMM only for ROCm and then only for builds against CUDA 11 or newer (CUDABlas.h: "
+        "`#if defined(USE_ROCM) || defined(CUDA_VERSION) && CUDA_VERSION >= 11000`), so a model loaded in bfloat16 "
+        "fails at its first matmul. In the reports the GPU is also one without bf16 (Pascal, Turing): a torch that "
+        "has the GEMM then runs it emulated, slowly, or cuBLAS refuses it.",
+        fixes=(
+            fix(
+                "Load the model in float16 on a GPU older than Ampere (or float32): `torch_dtype=torch.float16`, or "
+                "the library's dtype setting (`dtype: float16` in the model's config)"
+            ),
+            fix(
+                "See which CUDA this torch was built for and what the GPU is: bf16 GEMMs need a torch built with "
+                "CUDA 11 or newer, and run natively from compute capability 8.0",
+                'python -c "import torch; print(torch.__version__, torch.version.cuda, '
+                'torch.cuda.get_device_capability() if torch.cuda.is_available() else None)"',
+            ),
+        ),
+        checks=BF16_CHECKS + ("TORCH005",),
+        sources=(
+            "https://github.com/QwenLM/Qwen3/issues/755",
+            "https://github.com/google/gemma_pytorch/issues/3",
+            "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/CUDABlas.h",
+        ),
+        examples=(
+            "RuntimeError: at::cuda::blas::gemm: not implemented for struct c10::BFloat16",
+            "The error is: RuntimeError: at::cuda::blas::gemm: not implemented for struct c10::BFloat16",
+        ),
+        near_misses=("RuntimeError: at::cuda::blas::gemm: not implemented for struct c10::complex<double>",),
+        notes="typeid names the type as the compiler does: `struct c10::BFloat16` with MSVC (Windows wheels), a "
+        "mangled `N3c108BFloat16E` with GCC, which this pattern leaves to the general reader.",
+    ),
+    Signature(
         id="hardware-tcnn-no-half",
         family="hardware",
         title="tiny-cuda-nn was built without its fp16 path: the GPU it was built for has no fast half precision",
