@@ -38,7 +38,11 @@ gap or a new one is a new measurement to record, not a rule to write.
   robotics, embodied AI and reinforcement learning, medical imaging and pathology, and federated, continual and meta
   learning, architecture search, distillation and pruning research, collected at the start of issue 38's stop 37 (the
   code then: 43605b1) beside round 26, which that stop learned from; measured at 43605b1 and at the stop's later code,
-  never learned from.
+  never learned from;
+* round 29 (fresh): 86 real messages (59 mixed-precision, 27 other errors) from competition, course and tutorial code,
+  accelerator vendor stacks other than mainstream CUDA, desktop and self-hosted AI apps, and video understanding code,
+  collected in stop 37 after round 26 was learned (9a086df) beside round 28; its collectors' reports gave counts only;
+  measured at 43605b1 and at the stop's later code, never learned from.
 
 Each was labelled before measuring, from threads no signature cites and no earlier set or mined table holds.
 """
@@ -65,6 +69,7 @@ COUNTED = {
     "round23.json": ("6fce3d5", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
     "round25.json": ("6d796c6", "6d796c6", (50, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 25))]),
     "round27.json": ("43605b1", "4732ada", (50, 35), ["messages.json", *(f"round{n}.json" for n in range(3, 27))]),
+    "round29.json": ("43605b1", "9a086df", (55, 25), ["messages.json", *(f"round{n}.json" for n in range(3, 29))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 

@@ -36,7 +36,10 @@ had used (each round's `about` says which, and what was dropped):
   whole to learn from;
 * round 26, 98 (stop 37, collected at its start beside the sealed round 27): molecular ML, LLM stacks outside the
   mainstream, speech toolkits and generative-model research code; measured at 43605b1 and 4732ada, then read whole
-  to learn from.
+  to learn from;
+* round 28, 67 (stop 37, after round 26 was learned, beside the sealed round 29; short, the search budget ran out):
+  depth, flow and matting code, agent and RAG apps on local models, personalization and editing research, graph ML;
+  measured at 43605b1 and 9a086df, then read whole to learn from.
 
 Each round was checked in code to share no thread and no text with any earlier set (round 8 included) or mined table,
 labelled before measuring, measured twice before anything was learned from it (`measured_at`: its stop's start,
@@ -78,6 +81,8 @@ ORDER = [
     "round25.json",
     "round26.json",
     "round27.json",
+    "round28.json",
+    "round29.json",
 ]
 # name -> (the commits of the two measurements before learning, (least mixed, least other), negatives explain claims
 # today: source -> why it is a real false positive, a strict xfail: SplitRound.others)
@@ -132,6 +137,18 @@ ROUNDS = {
                 "refused (framework-precision-setting-unknown, learned from threads labelled so); the collector "
                 "labelled it no precision failure, since full precision is accelerate's 'no' and nothing failed in "
                 "a low precision"
+            ),
+        },
+    ),
+    # collected after round 26 was learned (9a086df), beside the sealed round 29; measured there and at the start
+    "round28.json": (
+        ("43605b1", "9a086df"),
+        (40, 20),
+        {
+            "https://github.com/Anbeeld/beellama.cpp/issues/120": (
+                "llama-server's 'Unsupported cache type: kvarn6' with its usage listing 'allowed values: f32, f16, "
+                "bf16, ...' is read as a dtype refused; the collector labelled it no precision failure, since the "
+                "value refused is a cache type that build takes only for the V cache, not a dtype"
             ),
         },
     ),

@@ -263,6 +263,9 @@ SIGNATURES: list[Signature] = [
             r"architecture|arch|sm|compute capability|cards?|[0-9]{1,2}\.[0-9x]\+? arch|sm_?[0-9]|pre-|older )",
             r"unsupported (?:sm|arch|architecture|gpu|compute capability)[a-z _]{0,20}? for [^\n]{0,40}?" + _LOW_ANY,
             _LOW_START + r"[^\n:]{0,40}?\bnot supported[^\n]{0,80}?" + _GPU_NAMED,
+            # the card as the subject, in a person's words: "My card (RTX 5000 Max-Q 16GB) doesn't support bf16"
+            r"(?:my|this|your|our) (?:gpu|card|graphics card|video card)\b[^\n]{0,60}?\b(?:doesn't|does not|don't|do not) "
+            r"support (?:native )?" + _LOW_ANY,
         ),
         details=(_DTYPE, terms.LIBRARY),
         defaults=(("library", "The library"),),
@@ -284,9 +287,12 @@ SIGNATURES: list[Signature] = [
             "https://github.com/NVIDIA/TransformerEngine/issues/2304",
             "https://github.com/NVIDIA/TensorRT-LLM/issues/4599",
             "https://github.com/zai-org/VisualGLM-6B/issues/348",
+            "https://github.com/cocktailpeanut/fluxgym/issues/241",
         ),
         examples=(
             "AssertionError: MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet.",
+            "My card (RTX 5000 Max-Q 16GB) doesn't support bf16 and the training lasts forever without effects "
+            "(samples give only weird artifacts or whatever it is). Can I somehow switch to fp16?",
             "deployment failed, log error saying: untimeError: Unsupported SM version for FP8 block scaling GEMM",
             "在p100 16G显存上执行bash finetune/finetune_visualglm.sh报错fp16 is not supported.这是P100显卡不支持fp16这种"
             "数据格式吗，该怎么改？int8，fp32都试过，直接报这两参数错误",

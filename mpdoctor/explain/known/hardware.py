@@ -306,7 +306,9 @@ SIGNATURES: list[Signature] = [
         family="hardware",
         title="This torch has no bf16 GEMM for the GPU: at::cuda::blas::gemm is not implemented for BFloat16",
         needles=("at::cuda::blas::gemm: not implemented for",),
-        patterns=(r"at::cuda::blas::gemm: not implemented for (?:input type )?(?:struct |class )?(?:c10|at)::BFloat16",),
+        patterns=(
+            r"at::cuda::blas::gemm: not implemented for (?:input type )?(?:struct |class )?(?:c10|at)::BFloat16",
+        ),
         cause="torch's CUDA BLAS wrapper raises this for a dtype it has no GEMM for. Older releases declared the "
         "BFloat16 GEMM only for ROCm and then only for builds against CUDA 11 or newer (CUDABlas.h: "
         "`#if defined(USE_ROCM) || defined(CUDA_VERSION) && CUDA_VERSION >= 11000`), so a model loaded in bfloat16 "

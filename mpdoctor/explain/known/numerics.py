@@ -160,13 +160,10 @@ SIGNATURES: list[Signature] = [
         id="numerics-nan-image-cast",
         family="numerics",
         title="NaN pixels were cast to 8-bit (a black or blank image): the model overflowed in half precision",
-        needles=("* 255).astype(", "* 255).round().astype(", "* 255.0).astype(", "* 255).clip("),
-        patterns=(
-            r"\* 255\)\.astype\((?:np\.)?[\"']?uint8",
-            r"\* 255\.0\)\.astype\((?:np\.)?[\"']?uint8",
-            r"\* 255\)\.round\(\)\.astype\((?:np\.)?[\"']?uint8",
-            r"\* 255\)\.clip\([^)\n]{0,20}\)\.astype\((?:np\.)?[\"']?uint8",
-        ),
+        # numpy's warning itself: the image-scaling line under it (`(img * 255).astype(np.uint8)`) is only where it
+        # was cast, and the same line in a traceback's frame is where some other error was raised
+        needles=("invalid value encountered in cast",),
+        patterns=(r"RuntimeWarning: invalid value encountered in cast",),
         cause="numpy's `invalid value encountered in cast` on the line that turns a float image into 8-bit pixels "
         "means the image held NaN or inf, and they save as black. In a generative pipeline that is almost always "
         "half precision overflowing: a VAE decode in fp16 (fp16's largest value is 65504), or a model swapped "
@@ -179,6 +176,12 @@ SIGNATURES: list[Signature] = [
         rank=-1,
         sources=("https://numpy.org/doc/stable/reference/generated/numpy.ndarray.astype.html",),
         examples=("RuntimeWarning: invalid value encountered in cast\n  img = (img * 255).astype(np.uint8)",),
-        near_misses=("labels = (labels > 0.5).astype(np.uint8)",),
+        near_misses=(
+            "labels = (labels > 0.5).astype(np.uint8)",
+            # IDM-VTON#79: the cast's line in a traceback, another error raised on it
+            '  File "/home/huishi/workspace/data/repository/IDM-VTON/./src/tryon_pipeline.py", line 955, in '
+            "prepare_mask_latents\n    my_masked_image = (masked_image.detach().cpu().squeeze().permute(1, 2, 0)"
+            ".numpy() * 255).astype(np.uint8)\nAttributeError: 'NoneType' object has",
+        ),
     ),
 ]

@@ -116,13 +116,17 @@ SIGNATURES: list[Signature] = [
         id="op-support-numpy-has-no-low-precision",
         family="op-support",
         title="NumPy has no {dtype}: a {dtype} tensor was converted to a NumPy array",
-        needles=("got unsupported scalartype ", "of type numpy.void"),
+        needles=("got unsupported scalartype ", "of type numpy.void", "not understood", "numpy"),
         patterns=(
             r"got unsupported scalartype (?:bfloat16|float8_|float4_|bits)",
             r"can't convert np\.ndarray of type numpy\.void",
+            # NumPy's own refusal of the name (`np.dtype('bfloat16')`), and people saying it
+            r"data type ['\"`]?(?:bfloat16|float8_\w{2,10}|float4\w{0,10})['\"`]? not understood",
+            r"numpy (?:does not|doesn't) (?:have|support) (?:an? |the )?(?:bfloat|bf16|float8|fp8)",
+            r"numpy has no (?:bfloat|bf16|float8|fp8)",
         ),
         details=(
-            r"unsupported scalartype|numpy\.void",  # the first must match the line
+            r"unsupported scalartype|numpy\.void|not understood|numpy",  # the first must match the line
             r"(?P<dtype>bfloat16|float8_e[0-9a-z]{1,10}|float4_e2m1fn_x2)",
         ),
         defaults=(("dtype", "bfloat16"),),
@@ -148,9 +152,15 @@ SIGNATURES: list[Signature] = [
         sources=(
             "https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/tensor_numpy.cpp",
             "https://github.com/NVIDIA/TensorRT-LLM/issues/730",
+            "https://github.com/vllm-project/vllm-metal/pull/690",
+            "https://github.com/truera/trulens/pull/662",
         ),
         examples=(
             "TypeError: Got unsupported ScalarType BFloat16",
+            "BF16 PEFT adapters fail before registration with `TypeError: data type 'bfloat16' not understood` because "
+            "the loader reads their tensors through NumPy.",
+            "Cast bfloat to float in as_array\n\nnumpy does not have a bfloat dtype, this casts any bfloat tensors to "
+            "float first",
             "TypeError: Got unsupported ScalarType Float8_e4m3fn",
             "TypeError: can't convert np.ndarray of type numpy.void. The only supported types are: float64, float32, "
             "float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.",

@@ -21,6 +21,17 @@ from mpdoctor.explain.shapes.cues_quantized import (
     QUANTIZATION_METHOD,
     SCALE_MISSING,
 )
+
+# What a GPU, a CUDA build or a compiler refuses (hardware, capability floors, kernel images, compilers) too.
+from mpdoctor.explain.shapes.cues_hardware import (
+    ATOMIC_OVERLOAD,
+    COMPILER,
+    HARDWARE,
+    HARDWARE_LIMIT,
+    KERNEL_IMAGE,
+    MINIMUM,
+    UNDEFINED_INTRINSIC,
+)
 from mpdoctor.explain.shapes.pattern import cue
 
 # Something is refused outright: not supported, only X, does not support, no kernel for X, cannot X.
@@ -118,6 +129,8 @@ AGREEMENT = cue(
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
     r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
+    # TVM Relax: `Data types float32 and float16 must be equal for binary operators`
+    r"\bd(?:ata ?)?types? (?!and\b)[\w.]{2,20} and [\w.]{2,20} (?:must|should) be (?:the )?(?:equal|same)\b",
     r"(?:数据)?类型不一致|类型不匹配",  # "the data types disagree"
     r"\bmismatch with the (?:d|data ?)?type of\b",  # "in bf16 it hits a mismatch with the type of the MelSpectrogram"
     # TensorFlow's: one tensor converted to another's dtype (`Tensor conversion requested dtype float32 for Tensor
@@ -145,65 +158,14 @@ NEEDS_GPU = cue(
     r"(?:on|with) (?:a )?(?:cuda|gpu)|without (?:a )?(?:cuda|gpu|accelerator)|use_gpu|device=0\b",
     r"only (?:when|if) \w{2,20}ing on (?:a )?(?:cuda|gpu)|--device cuda|requires a device in\b",
 )
-# A capability floor stated as such (`Minimum capability: 90. Current capability: 86`).
-MINIMUM = cue(r"minimum (?:compute )?capability|capability (?:of )?(?:>=|≥|at least)|or higher required")
 CPU = cue(
     r"(?<!cuda\.)\btorch\.(?:half|bfloat16)tensor\b|\bcpu\b|on the cpu|cpu[- ]only|\bavx|\bx86|cpuexecutionprovider"
     r"|\bcpu_backend\b|无 ?gpu|没有 ?gpu|无显卡|没有显卡"  # "without a GPU" in Chinese
     r"|\bmkl\b|\bmkldnn\b|\bonednn\b"  # the CPU's kernel libraries ("MKL FFT doesn't support ... Half")
 )
-HARDWARE = cue(
-    r"compute capabilit|capability|\bsm_?\d{2,3}\b|architecture|\barch\b|hardware|this (?:gpu|device|card)",
-    r"your (?:gpu|device|card)|the (?:gpu|device) (?:does|doesn't)|\bgpus?\b (?:does|doesn't|do not|don't)",
-    r"ampere|hopper|volta|turing|pascal|maxwell|blackwell|\bada\b|\bt4\b|v100|p100|p40|k80|gtx|rtx ?\d",
-    r"geforce|\btitan\b|quadro|\btesla\b|\b[1-5]0[5-9]0 ?(?:super|ti)\b",  # "because 2060 super don't support bf16"
-    r"rocm|\bhip\b|hipblas|\bamd\b|gfx\d{2,4}[a-z0-9]?\b|radeon|instinct|\bmi\d{2,3}\b|\bxpu\b|amdgcn",
-    r"target device|device or backend|platform|cuda device|device (?:does not|doesn't) support|cuda arch",
-    r"\b(?:for|on) (?:these|those|older|old|my|our) (?:gpus|cards|devices)\b",  # "will not load bf16 for these GPUs"
-    r"\b(?:on|by|for|with) (?:my|our|this|your) (?:system|machine|computer|pc|laptop|hardware)\b",
-    r"\b(?:gpu|device|card)s? (?:is |are )?too old\b|\b(?:the|this|your) (?:gpu|device|card|hardware) has no\b",
-    r"supported on the device|required aspect|device (?:cannot|can't|does not|doesn't) support",
-    r"\b(?:a|an|any) supported (?:device|gpu|accelerator)\b|device \w{1,20} (?:does not|doesn't) support",
-    # accelerators other than CUDA GPUs, whose kernels lack dtypes CUDA has: Ascend NPUs, Gaudi HPUs, DirectML, Neuron
-    r"aclnn|\bnpu\b|ascend|\bhpu\b|gaudi|synapse|directml|\bdml\b|dml_util|neuronx?\b|trainium|inferentia|\btpu\b",
-)
 # A failure raised inside apex's amp, optimizers or fused layers (its frame just above the message): apex's own check
 # of how it was called (`optimizers must be either a single optimizer or a list of optimizers`).
 APEX_FRAME = cue(r"[/\\]apex[/\\](?:amp|optimizers|normalization|parallel|fp16_utils|contrib)[/\\]\w{1,40}\.py\", line")
-# The GPU's own limits, narrower than HARDWARE (which names any device or platform, `CUDA/XPU kernels` included): its
-# capability, architecture or generation, or "this device" lacking something.
-HARDWARE_LIMIT = cue(
-    r"capabilit|\bsm_?\d{2,3}\b|architecture|\barch\b|generation|ampere|hopper|volta|turing|pascal|blackwell|\bada\b",
-    r"(?:this|your|the target) (?:gpu|device|card)|devices? with\b|(?:gpu|device) (?:does not|doesn't|cannot|can't|lacks)",
-    r"device \w{1,20} (?:does not|doesn't) support|(?:gpu|device) (?:does not|doesn't|has no|have no)\b",
-    r"\b(?:a|any) supported (?:device|gpu|accelerator)\b",
-    r"\b(?:on|by|for|with) (?:my|our|this|your) (?:system|machine|computer|pc|laptop|hardware)\b",  # "float16 is not
-    # supported on my system"
-)
-KERNEL_IMAGE = cue(
-    r"kernel image|no binary for (?:the )?gpu|not compiled for|cubin|invalid device function",
-    # a kernel library built without this GPU's arch: "SM89 kernel is not available", "... but was built for sm37"
-    r"\bsm_?\d{2,3}a? kernels? (?:is |are )?not available|\bis for sm_?\d{2,3}[^,\n]{0,20}, but was built for sm",
-    r"unsupported (?:gpu )?arch|unsupported sm\b|arch conditional|targeting appropriate compute capability",
-    r"on a unsupported architecture|on an unsupported architecture",
-    r"invalid device symbol",  # CUDA error 13: the kernel's symbol is not in the image built for this GPU
-    r"no ker\w{0,4} ?images? (?:is )?available",  # retyped: "no kerelimage is available for execution"
-)
-COMPILER = cue(
-    r"triton|inductor|\btl\.|ptxas|\bptx\b|llvm|\bmlir\b|codegen|compilationerror|compilation error|dynamo",
-    r"torch\.compile|lowering|backend compiler|\bnvcc\b|\bnvrtc\b|\bjit\b|tvm|loop-carried",
-    # PTX's target directive, and a CUDA extension's compile error (`inline_ops.cuh(170): error: ...`)
-    r"\.target sm_\d{2,3}|\.cuh?\(\d{1,6}\)|error building extension",  # nvcc names a source as `kernel.cu(126)`
-    r"\w\(\d{1,6}\): error: |nvrtc compilation failed",
-    # a C/C++ compiler that cannot target the precision (`The compiler doesn't support BFLOAT16!!!`, `-march=...+bf16`)
-    r"\bthe compiler (?:does(?:n't| not)|cannot|can't)\b|-march=\S{0,30}\+(?:bf16|fp16)",
-)
-# nvcc finding no atomicAdd for half/bf16 operands: the build targets a GPU older than those atomics (the reader
-# asks for a low precision in the argument types below it)
-ATOMIC_OVERLOAD = cue(r'no instance of overloaded function "?atomic\w{1,20}"?')
-# nvcc without a bf16/fp16 intrinsic for the target (`identifier "make_bfloat162" is undefined`: cuda_bf16.h declares
-# those only for sm_80 and newer): a build for an older arch than the code's low-precision kernels need
-UNDEFINED_INTRINSIC = cue(r"identifier ['\"`]?\w{0,30}(?:bfloat16|bf16|half|fp16|fp8)\w{0,10}['\"`]? is undefined")
 # A precision setting of a trainer, launcher or converter: `precision=bf16-mixed`, `--fp16`, `"fp16": {...}`.
 SETTING = cue(
     r"precision ?[=:]|precision plugin|precisionplugin|mixed[_ ]?precision|bf16-mixed|16-mixed|bf16-true|16-true",

@@ -59,6 +59,9 @@ QUALITY = cue(
     r"\b(?:results?|outputs?|accuracy|performance|quality|scores?|predictions?) (?:\w+ ){0,2}(?:are|is|was|were|gets?|got"
     r"|becomes?|became) (?:much |a lot |far |slightly |significantly )?(?:worse|degraded|poor|wrong|garbled)\b",
     r"数值不稳定|乱码",
+    # worse than the full precision, or not right, in people's words
+    r"\bnot as (?:good|accurate) as\b|\b(?:worse|less accurate) than\b|(?:doesn't|does not|don't|do not) (?:seem to be|look)"
+    r" (?:right|correct)\b|\b(?:huge|large|big|significant) (?:discrepanc\w+|differences?)\b",
     # a detector that runs but finds nothing, a training that never converges ("LM loss remains stuck ... fails to
     # converge"), errors that accumulate ("arithmetic errors" of blockwise bf16 outputs)
     r"\bno (?:objects?|detections?|boxes|faces) (?:are |is |were |was )?detected\b|\bdetects? nothing\b",
@@ -75,6 +78,10 @@ QUALITY = cue(
 WORKS_WITHOUT = cue(
     r"\bwithout (?:the )?(?:fp16|bf16|half|amp|mixed[ -]precision|autocast)\b[^.\n]{0,60}?\b(?:is |are |works? |runs? )?"
     r"(?:ok|fine|correct(?:ly)?|normal(?:ly)?)\b",
+    # the trouble absent in full precision: "I haven't this problem with fp32", "it doesn't happen in fp32"
+    r"\b(?:haven't|have not|don't have|do not have|no|not) (?:this|the|that|such|any) (?:problem|issue|artifacts?)s? "
+    r"(?:with|in|on|using|under) (?:fp32|float32|full precision|single precision)\b",
+    r"\b(?:doesn't|does not|didn't|did not) happen (?:with|in|on|using|under) (?:fp32|float32|full precision)\b",
     r"(?:fp32|float32)[^，。,.\n]{0,12}(?:正常|没问题|无问题)",  # "fp32训练loss正常": fp32 trains normally
 )
 # The GTX 16xx cards (TU116/TU117: GTX 1650, 1660, 1660 Ti/Super) compute float16 wrongly in many models: black or

@@ -24,7 +24,7 @@ LOW = ("fp16", "bf16", "fp8", "fp4")
 # Not inside another word. A dtype may follow a namespace ("tl.", "np.", "dtype.", "language.", "datatype.")
 # or a shape's "x" (``tensor<2x1280xf16>``); a method call (``model.half()``) is no dtype.
 _BEFORE = (
-    r"(?<!non-)(?<!split-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=torch\.)|(?<=tl\.)"
+    r"(?<!non-)(?<!split-)(?<!first )(?<!second )(?<!other )(?<!one )(?:(?<![a-z0-9_])|(?<=\dx)|(?<=\*x)|(?<=torch\.)|(?<=tl\.)"
     r"|(?<=np\.)|(?<=type_)|(?<=mixed_)|(?<=mostly_)|(?<=at::k)|(?<=torch::k)|(?<=c10::k)|(?<=dt_)|(?<=numpy\.)|(?<=dtype\.)|(?<=dtypes\.)|(?<=language\.))"
 )
 _AFTER = r"(?![a-z0-9_])(?!\s{0,2}\(\))"
@@ -41,7 +41,8 @@ _SPELLINGS = (
     ),
     ("fp4", r"fp4(?:_e2m1)?|nvfp4|mxfp4|float4(?:_e2m1fn_x2)?|e2m1"),
     # CTranslate2's compute types name the activations' precision after the weights' int8: `int8_bfloat16`
-    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16|cuda_[rc]_16bf"),
+    # "numpy does not have a bfloat dtype": bfloat alone is bf16
+    ("bf16", r"bf_?16|bfloat16(?:_t)?|(?:__)?nv_bfloat162?|bfloat162?|kbf16|int8_bfloat16|cuda_[rc]_16bf|bfloat(?!\d)"),
     (
         "fp16",
         r"fp_?16|f16|float16(?:_t)?|half(?:_t|2)?(?! of| the| an? |-head| batch)|__half2?|mlfloat16|khalf"
