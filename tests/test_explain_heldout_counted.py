@@ -58,18 +58,18 @@ from heldout import SplitRound, first_family
 COUNTED = {
     "round8.json": (
         "ea72e7f",
-        "1e2c8dd",
+        "c3c0320",
         (60, 35),
         ["messages.json", "round3.json", "round4.json", "round5.json", "round6.json", "round7.json"],
     ),
-    "round19.json": ("a1cfada", "1e2c8dd", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
-    "round16.json": ("a1cfada", "1e2c8dd", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
-    "round21.json": ("92c3b15", "1e2c8dd", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
-    "round22.json": ("4dd4c57", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
-    "round23.json": ("6fce3d5", "1e2c8dd", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
-    "round25.json": ("6d796c6", "6d796c6", (50, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 25))]),
-    "round27.json": ("43605b1", "4732ada", (50, 35), ["messages.json", *(f"round{n}.json" for n in range(3, 27))]),
-    "round29.json": ("43605b1", "9a086df", (55, 25), ["messages.json", *(f"round{n}.json" for n in range(3, 29))]),
+    "round19.json": ("a1cfada", "c3c0320", (60, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 19))]),
+    "round16.json": ("a1cfada", "c3c0320", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 16))]),
+    "round21.json": ("92c3b15", "c3c0320", (70, 40), ["messages.json", *(f"round{n}.json" for n in range(3, 21))]),
+    "round22.json": ("4dd4c57", "c3c0320", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 22))]),
+    "round23.json": ("6fce3d5", "c3c0320", (80, 45), ["messages.json", *(f"round{n}.json" for n in range(3, 23))]),
+    "round25.json": ("6d796c6", "c3c0320", (50, 30), ["messages.json", *(f"round{n}.json" for n in range(3, 25))]),
+    "round27.json": ("43605b1", "c3c0320", (50, 35), ["messages.json", *(f"round{n}.json" for n in range(3, 27))]),
+    "round29.json": ("43605b1", "c3c0320", (55, 25), ["messages.json", *(f"round{n}.json" for n in range(3, 29))]),
 }
 ROUNDS = {name: SplitRound(name) for name in COUNTED}
 
