@@ -46,6 +46,7 @@ ROUND_28 = [
     ("https://github.com/cocktailpeanut/fluxgym/issues/241", "hardware"),  # "My card ... doesn't support bf16"
     ("https://github.com/truera/trulens/pull/662", "op-support"),  # "numpy does not have a bfloat dtype"
     ("https://github.com/yisol/IDM-VTON/issues/79", None),  # an image cast's line in a traceback, another error
+    ("https://github.com/openclimatefix/graph_weather/issues/49", "dtype"),  # markdown italics: "... found Half_"
 ]
 
 

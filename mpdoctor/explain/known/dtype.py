@@ -32,8 +32,9 @@ SIGNATURES: list[Signature] = [
         title="An op got tensors of two floating dtypes (fp16/bf16 meeting fp32)",
         needles=("expected scalar type",),
         patterns=(
-            rf"(?:expected|Expected) scalar type {HALF} but found (?:{FULL}|{HALF})\b",
-            rf"(?:expected|Expected) scalar type {FULL} but found {HALF}\b",
+            # not `\b`: a markdown paste closes its italics right after the dtype ("_... but found Half_")
+            rf"(?:expected|Expected) scalar type {HALF} but found (?:{FULL}|{HALF})(?![a-z0-9])",
+            rf"(?:expected|Expected) scalar type {FULL} but found {HALF}(?![a-z0-9])",
         ),
         cause="Part of the model or its inputs stayed in fp32 while the rest is fp16/bf16 (or the reverse), and an "
         "op that needs one dtype received both: linear, conv, bmm/einsum, LSTM cells, layer_norm weights. "

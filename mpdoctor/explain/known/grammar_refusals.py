@@ -264,8 +264,8 @@ SIGNATURES: list[Signature] = [
             r"unsupported (?:sm|arch|architecture|gpu|compute capability)[a-z _]{0,20}? for [^\n]{0,40}?" + _LOW_ANY,
             _LOW_START + r"[^\n:]{0,40}?\bnot supported[^\n]{0,80}?" + _GPU_NAMED,
             # the card as the subject, in a person's words: "My card (RTX 5000 Max-Q 16GB) doesn't support bf16"
-            r"(?:my|this|your|our) (?:gpu|card|graphics card|video card)\b[^\n]{0,60}?\b(?:doesn't|does not|don't|do not) "
-            r"support (?:native )?" + _LOW_ANY,
+            r"(?:my gpu|my card|my graphics card|this gpu|this card|your gpu|your card|our gpu|our card)\b[^\n]{0,60}?"
+            r"\b(?:doesn't|does not|don't|do not) support (?:native )?" + _LOW_ANY,
         ),
         details=(_DTYPE, terms.LIBRARY),
         defaults=(("library", "The library"),),

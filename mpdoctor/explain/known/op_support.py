@@ -122,7 +122,7 @@ SIGNATURES: list[Signature] = [
             r"can't convert np\.ndarray of type numpy\.void",
             # NumPy's own refusal of the name (`np.dtype('bfloat16')`), and people saying it
             r"data type ['\"`]?(?:bfloat16|float8_\w{2,10}|float4\w{0,10})['\"`]? not understood",
-            r"numpy (?:does not|doesn't) (?:have|support) (?:an? |the )?(?:bfloat|bf16|float8|fp8)",
+            r"numpy (?:does not|doesn't) (?:have|support) (?:a |an |the )?(?:bfloat|bf16|float8|fp8)",
             r"numpy has no (?:bfloat|bf16|float8|fp8)",
         ),
         details=(

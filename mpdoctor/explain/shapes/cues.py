@@ -60,6 +60,7 @@ REFUSAL = cue(
     r"\btoo old (?:for|to)\b|\bhas no (?:native )?(?:\w+ )?(?:compute|support)\b|due to (?:hardware|gpu|device) limitations?",
     r"no (?:cuda |cpu |gpu |suitable |matching |valid )?(?:kernel|implementation|backend)s? (?:for|found|available)",
     r"incompatible|not compatible|disabled|refus|无效|不支持|surpport|\bsuport",
+    r"\bsupported (?:for|with|in|on) [\w' ]{1,30}\bonly\b",  # the other order: "supported for Half type only"
     r"precision was requested|is not available on|falling back|fall back|negatively affected|performance will",
     r"is invalid|invalid (?:value|precision|choice|option)|not permitted|cannot select|can only be used|not possible",
 )
@@ -67,6 +68,7 @@ REFUSAL = cue(
 # 'tensor(float16)'``): the same words before anything else check an argument, not a precision.
 WEAK_REFUSAL = cue(
     r"\brequires?\b|\bneeds?\b|must (?:be|have|use)|should (?:be|have|use)|\binvalid\b|\billegal\b|无效",
+    r"(?:must|should) always be\b|\bexpect(?:s|ed)? (?:\w+ ){0,3}in\b",  # "expected input tensor in float16"
     # a TORCH_CHECK of one dtype failing (`Expected A.dtype() == at::kBFloat16 to be true, but got false`)
     r"(?:dtype|scalar_type)(?:\(\))? ?== ?",
 )
@@ -129,6 +131,7 @@ AGREEMENT = cue(
     r"\b(?:self|mat\d) and \w{1,10} must have the same dtype|op requires the same (?:element )?type",
     r"floating point types of different precisions|mixed precision is disallowed|\b(?:input )?d?type mismatch\b",
     r"uniform (?:original )?(?:parameter )?dtype|d(?:ata ?)?types? (?:must|should) (?:match|agree)",
+    r"\bconsistent d(?:ata ?)?types? for\b",  # "Expected consistent dtype for tensor and cache"
     # TVM Relax: `Data types float32 and float16 must be equal for binary operators`
     r"\bd(?:ata ?)?types? (?!and\b)[\w.]{2,20} and [\w.]{2,20} (?:must|should) be (?:the )?(?:equal|same)\b",
     r"(?:数据)?类型不一致|类型不匹配",  # "the data types disagree"
