@@ -5,9 +5,9 @@ too (a learning rate too high, NaNs in the data, a log of zero). The held-out se
 of their messages that show NaNs, name no precision and are recognised by nothing else, 30 are labelled the
 precision's numerics and 23 no precision failure at all (the learned rounds, counted in issue 38's stop 37; the
 sealed rounds, counted without reading them, hold more of the second). So explain does not call it a precision
-failure. It still tells the user how to find out in one run: the
-notice below, given only when nothing else was recognised, the input does not end on another failure, and nothing
-in its last lines names a low precision, a precision setting or autocast (when one is named, ``reader.py`` decides).
+failure. It still tells the user how to find out in one run: the notice below, given only when nothing else was
+recognised, the input does not end on another failure, and nothing in its last lines names a low precision, a
+precision setting, autocast or a loss scaler (when one is named, ``reader.py`` decides).
 """
 
 from __future__ import annotations
