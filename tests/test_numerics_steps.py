@@ -135,8 +135,10 @@ class Scores(nn.Module):
             return torch.softmax(scores + keep.to(scores.dtype).log(), -1)
         if self.how == "mask times -1e9":
             return torch.softmax(scores + (1.0 - keep.to(scores.dtype)) * -1e9, -1)
-        if self.how == "log of activations":  # zeros, but values other than 1: not a mask
+        if self.how == "log of activations":  # log(0) is -inf exactly: nothing left the range
             return torch.relu(scores).log()
+        if self.how == "log of activations, used":  # and the -inf it wrote, multiplied by a zero, is a NaN made here
+            return torch.relu(scores).log() * (scores > 0).to(scores.dtype)
         return scores * -1e9  # values of either sign times a constant fp16 cannot hold: an overflow
 
 
@@ -145,7 +147,8 @@ class Scores(nn.Module):
     [
         ("log of a mask", None),
         ("mask times -1e9", None),
-        ("log of activations", ("", "overflow", "forward", 0)),
+        ("log of activations", None),
+        ("log of activations, used", ("", "nan", "forward", 0)),
         ("scores times -1e9", ("", "overflow", "forward", 0)),
     ],
 )

@@ -79,9 +79,14 @@ def judge(
             if (
                 minus_only
                 and not tainted_in
-                and (constant is True or name in MASKING or _mask(name, known, constant, out, finfo_max))
+                and (
+                    constant is True
+                    or name in MASKING
+                    or any(m.lo == -math.inf for m in known)  # a mask's or a log(0)'s -inf carried on (scaled, added)
+                    or _mask(name, known, constant, out, finfo_max)
+                )
             ):
-                out.tainted = False  # a mask being written: -inf that softmax turns into 0
+                out.tainted = False  # a mask being written, or carried: -inf that softmax turns into 0
                 continue
             out.tainted = True
             if note:
@@ -96,6 +101,8 @@ def judge(
                 detail += f"(largest |gradient| {big:.4g}, {top})"
             else:
                 detail = f"{'NaN' if nan else 'inf'} from finite inputs (largest |input| {big:.4g}, {top})"
+                if math.isinf(big):  # an input holds the -inf of a mask or a log(0), excused where it was written
+                    detail = f"{'NaN' if nan else 'inf'} from an input holding -inf written upstream (a mask, a log(0)) ({top})"
             event(kind, phase, module, name, out.dtype, step, detail)
         if outputs and not tainted_in and -1 not in inputs:
             bounds = bounding(name)  # whose zeros explain the output's: all inputs, all but an added term, the gradient
@@ -106,10 +113,14 @@ def judge(
 
 
 def _mask(name: str, known: list, constant, out, finfo_max: dict) -> bool:
-    """Is this op's -inf (and only -inf, from finite inputs) a 0/1 mask made additive, not a value out of range?
+    """Is this op's -inf (and only -inf, from finite inputs) written on purpose, not a value out of range?
 
-    * ``log`` of a 0/1 mask (its input's extrema exactly 0 and 1): log(0) is -inf exactly, in every dtype, the way
-      a mask is written; a value that overflowed has no exact zero to come from.
+    * ``log`` of an input whose smallest value is exactly 0: log(0) is -inf exactly, in every dtype, and the log of
+      any finite positive number is finite, so no value left the range here. It is the way a 0/1 mask is made
+      additive, and the way code computes what it then discards (T5's relative-position buckets take the log of
+      every distance, 0 included, and ``torch.where`` drops it). Where the -inf goes on to spoil a result, the op
+      that turns it into NaN or inf is the event; where the zero was a value flushed in fp16, the op that flushed
+      it is (the underflow rule).
     * a product of values in [0, 1] (a mask, ``1 - mask``) with a number that is itself beyond the output dtype's
       range (the Annotated Transformer's ``-1e9`` in fp16): the -inf is the constant the code put in, rounded to
       the dtype, as a ``masked_fill(-inf)`` writes it. Values of either sign, or a constant the dtype holds, stay
@@ -118,7 +129,7 @@ def _mask(name: str, known: list, constant, out, finfo_max: dict) -> bool:
     if not known:
         return False
     if name in LOGS:
-        return all(m.lo == 0.0 and m.hi == 1.0 for m in known)
+        return all(m.lo == 0.0 for m in known)
     if name in PRODUCTS and type(constant) is float:
         return constant > finfo_max.get(out.dtype, math.inf) and all(0.0 <= m.lo and m.hi <= 1.0 for m in known)
     return False
