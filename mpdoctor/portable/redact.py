@@ -4,12 +4,17 @@ This module must stay stdlib-only and importable by old interpreters (3.8+):
 the environment probe loads it into the *target* interpreter, which may be any
 Python the user points ``--python`` at.
 
-Two layers, both applied by default:
+Three layers, all applied by default:
 
 * by name: an environment variable whose name says it holds a secret
   (``HF_TOKEN``, ``HF_TOKEN2``, ``WANDB_API_KEY``, ``PGPASSWORD``, ``MYSQL_PWD``,
   ``AWS_SECRET_ACCESS_KEY``... see ``is_secret_name``) has its value replaced
   whole, at collection time, so the secret never leaves the target process;
+* by value: the value of every such variable in the process that redacts (the probe in the target
+  interpreter, mpdoctor on the host) is masked wherever it appears in any string that reaches a report, in
+  whatever shape: a torch whose import fails with a message that quotes ``WANDB_API_KEY``'s value, a
+  40-character lowercase hex key no shape could tell from a hash, leaks nothing (values of at least
+  ``MIN_SECRET_VALUE`` characters: a variable set to ``1`` or ``true`` is no secret to look for);
 * by shape: any string that reaches a report is scanned for credentials in URLs
   (``https://user:<password>@``, a password holding ``/ # ? @`` too, ``https://<token>@``),
   a token in a package index's URL path (``/basic/<token>/pypi/simple``, Anaconda's
@@ -47,6 +52,9 @@ never leave the first characters of a token behind. The scan's regular expressio
 ``secret_patterns.py``'s; this module runs the pass and masks what they find.
 """
 
+import os
+import re
+
 from .secret_formats import _PASSWORD_OPTIONS
 from .secret_patterns import (
     _AFTER_COLOUR,
@@ -76,6 +84,7 @@ from .secret_shapes import _is_index, _random, _tokenish
 from .secret_names import _is_password_name, is_secret_name
 
 REDACTED = "<redacted>"
+MIN_SECRET_VALUE = 6  # shorter values of secret variables are flags and switches, not secrets looked for in text
 
 PEM_WINDOW = 65536  # a private key block is a few KB; an unterminated one is masked this far
 # Characters redacted beyond a cut: enough for a token or URL that starts before the cut to be recognised whole.
@@ -211,10 +220,33 @@ def _short_password(commands, found, out):
     return False
 
 
+_known = {"env": None, "pattern": None}
+
+
+def _known_values():
+    """One pattern of the values of this process's secret variables (longest first, so a value holding another is
+    masked whole), or None; rebuilt only when the environment changed."""
+    # os.environ's own dict (CPython's, encoded) is compared in C: a redaction of a short string costs ~1 us more,
+    # where decoding every variable on each call would cost ~15 us
+    raw = getattr(os.environ, "_data", None)
+    env = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+    if env != _known["env"]:
+        items = os.environ.items()
+        values = {value for name, value in items if len(value) >= MIN_SECRET_VALUE and is_secret_name(name)}
+        ordered = sorted(values, key=len, reverse=True)
+        _known["env"] = env
+        _known["pattern"] = re.compile("|".join(re.escape(value) for value in ordered)) if ordered else None
+    return _known["pattern"]
+
+
 def redact_text(text):
-    """Mask credentials found by shape in free text, in one linear pass."""
+    """Mask the values of this process's secret variables, then credentials found by shape, in free text, in
+    linear passes."""
     if not text:
         return text
+    known = _known_values()
+    if known is not None:
+        text = known.sub(REDACTED, text)
     out, pos, search, commands = [], 0, _SCAN.search, _Commands(text)
     while True:
         found = search(text, pos)
