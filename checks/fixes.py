@@ -71,10 +71,11 @@ def pip(snap: Snapshot, *args: str) -> str:
         return command(python, "-m", "pip", *args)
     why = f"{python} is externally managed (PEP 668)"
     if args[0] == "install":
+        venv = pep668_venv(snap)
         return (
-            f"{command(python, '-m', 'venv', '--system-site-packages')} {PEP668_VENV} && "
-            f"{PEP668_VENV}/bin/python -m pip {command(*args)}  # {why}: pip installs into a venv made from it; "
-            f"use {PEP668_VENV}/bin/python from now on"
+            f"{{ test -e {venv} || {command(python, '-m', 'venv', '--system-site-packages')} {venv}; }} && "
+            f"{venv}/bin/python -m pip {command(*args)}  # {why}: pip installs into a venv made from it, made only "
+            f"where nothing is yet; use {venv}/bin/python from now on"
         )
     if args[0] == "uninstall":
         return (
@@ -85,8 +86,17 @@ def pip(snap: Snapshot, *args: str) -> str:
     return command(python, "-m", "pip", *args)
 
 
-# Where a pip install for an externally managed Python goes instead (fixes.pip): $HOME left for the shell to expand.
-PEP668_VENV = '"$HOME"/venv'
+def pep668_venv(snap: Snapshot) -> str:
+    """Where a pip install for an externally managed Python goes instead (``pip``), as the shell expands it.
+
+    A directory named after that Python (``~/.venvs/system-python3.11``), made only if nothing is there: ``python -m
+    venv`` run on an existing venv rewrites its ``pyvenv.cfg`` to the new interpreter, which would break a user's
+    own ``~/venv`` made from another Python and then install into it. ``${HOME:?}``: with HOME unset the shell stops
+    with "HOME: parameter null or not set" rather than make ``/.venvs`` at the root.
+    """
+    version = ".".join(snap.environment.python.version.split(".")[:2]) if snap.environment.python else ""
+    name = "system-python" + version if re.fullmatch(r"\d{1,2}\.\d{1,3}", version) else "system-python"
+    return '"${HOME:?}"/.venvs/' + name
 
 
 def mpdoctor_check(

@@ -224,7 +224,21 @@ def _reinstall_steps(snap: Snapshot, version: str) -> list[FixStep]:
                 fixes.pip(snap, "install", "--force-reinstall", "--no-deps", wanted),
             )
         ]
-    spec = f"torch=={version}" if version else "torch"
+    if not version:
+        # No torch-*.dist-info: pip has no record of this torch, so it cannot be reinstalled "in place", and an
+        # unpinned `pip install torch` would fetch the newest CUDA build from PyPI, gigabytes of another torch.
+        location = torch.origin.rsplit("/__init__.py", 1)[0] if torch.origin else ""
+        steps = []
+        if location:
+            steps.append(
+                FixStep(
+                    "This torch has no install record (no torch-*.dist-info), so pip cannot reinstall it: move its "
+                    "directory aside (kept, to restore if it was wanted)",
+                    f"mv {shlex.quote(location)} {shlex.quote(location + '.broken')}",
+                )
+            )
+        return steps + [fixes.install_torch_step(snap, "Then install the torch build this machine needs")]
+    spec = f"torch=={version}"
     return [
         FixStep(
             "Reinstall this torch version in place"

@@ -165,10 +165,22 @@ def test_the_pep668_install_command_works_as_pasted(tmp_path):
     snap = Snapshot()
     snap.environment = dataclasses.replace(snap.environment, python=info)
     command = fixes.pip(snap, "install", "--no-deps", "six")
-    assert command.startswith(fixes.command(base_python(), "-m", "venv")) and "PEP 668" in command
-    run_commands([command], cwd=tmp_path, env=child_env(HOME=str(tmp_path)))
-    venv_python = tmp_path / "venv" / "bin" / "python"
-    assert subprocess.run([str(venv_python), "-c", "import six"], capture_output=True).returncode == 0
+    assert fixes.command(base_python(), "-m", "venv") in command and "PEP 668" in command
+    # a venv of the user's own at ~/venv, made from another Python: the fix must leave it as it is
+    own = tmp_path / "venv"
+    own.mkdir()
+    (own / "pyvenv.cfg").write_text("home = /opt/python3.12/bin\nversion = 3.12.1\n")
+    for _ in range(2):  # pasted twice: the second run reuses the venv the first made
+        run_commands([command], cwd=tmp_path, env=child_env(HOME=str(tmp_path)))
+        venv_python = tmp_path / ".venvs" / "system-python" / "bin" / "python"
+        assert subprocess.run([str(venv_python), "-c", "import six"], capture_output=True).returncode == 0
+    assert (own / "pyvenv.cfg").read_text() == "home = /opt/python3.12/bin\nversion = 3.12.1\n"
+    assert sorted(p.name for p in own.iterdir()) == ["pyvenv.cfg"]
+    # with HOME unset the shell stops before making anything at the root
+    unset = {k: v for k, v in child_env().items() if k != "HOME"}
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=unset, capture_output=True, text=True)
+    assert done.returncode != 0 and "HOME" in done.stderr
+    assert not Path("/.venvs").exists()
 
 
 def _snap(*dists: tuple[str, str, str, str]) -> Snapshot:

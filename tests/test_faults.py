@@ -11,6 +11,7 @@ import copy
 import ctypes.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ import pynvml
 import pytest
 
 from conftest import dist_info
+from real_envs import run_commands
 from mpdoctor.probes.machine import nvml_facts, probe_nvml
 from mpdoctor.checks.registry import Registry
 from mpdoctor.doctor.judge import run_checks
@@ -133,6 +135,24 @@ def test_torch_import_error_is_reported_with_its_message(fake_venv):
     assert torch["probe"]["status"] == "ok"  # the probe itself survived the failing import
     assert "torch" in dist_names(report)
     assert not findings(report, "ENV001")
+
+
+def test_a_torch_with_no_install_record_is_moved_aside_never_reinstalled_unpinned(fake_venv):
+    """A torch/ directory with no dist-info (a copied or half-removed install): pip knows no version to reinstall, and
+    an unpinned `pip install torch` would fetch PyPI's newest CUDA build. The fix moves it aside (run here for real)
+    and installs the build this machine needs from PyTorch's own index."""
+    venv = fake_venv("torch-no-record", {"torch/__init__.py": "raise ImportError('half-removed install')\n"})
+    report = json_report(check_python(fake_venv.python(venv)))
+    steps = [step["command"] or "" for step in one(report, "TORCH002")["fix"]]
+    installs = [c for c in steps if re.search(r"-m pip install\b", c)]
+    assert installs and all("--index-url https://download.pytorch.org/whl/" in c for c in installs), steps
+    assert not any("--force-reinstall" in c for c in steps), steps
+    move = [c for c in steps if c.startswith("mv ")]
+    assert len(move) == 1, steps
+    run_commands(move, cwd=venv)
+    again = json_report(check_python(fake_venv.python(venv)))
+    assert not findings(again, "TORCH002") and findings(again, "TORCH001")  # torch is now simply missing
+    assert list(venv.rglob("torch.broken/__init__.py"))  # kept, to restore
 
 
 def test_import_error_with_markup_renders_as_text(fake_venv):

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from mpdoctor.explain.signature import Alternative, Signature, fix
 
-TORCH_CU118 = "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118"
+# A reinstall command written here could name neither the user's torch version nor the CUDA build their driver
+# runs: an unpinned `pip install torch --index-url .../cu118` replaces a torch 2.13 with the newest build that index
+# still has (cu118 stops at 2.7). `mpdoctor check` reads both on the user's machine and prints the pinned command.
+TORCH_FOR_DRIVER_COMMAND = "mpdoctor check --select TORCH005,TORCH006,TORCH009"
 TORCH_FOR_DRIVER = (
-    "Or install a torch built for a CUDA your driver supports (`nvidia-smi` shows the highest, e.g. 11.8 -> cu118)"
+    "Or install this torch version built for a CUDA your driver supports (`nvidia-smi` shows the highest): "
+    "mpdoctor check prints the command for this machine, pinned to the torch you have"
 )
 
 SIGNATURES: list[Signature] = [
@@ -80,7 +84,7 @@ SIGNATURES: list[Signature] = [
                 "Update the NVIDIA driver to one that supports the CUDA torch was built with "
                 '(`python -c "import torch; print(torch.version.cuda)"`)'
             ),
-            fix(TORCH_FOR_DRIVER, TORCH_CU118),
+            fix(TORCH_FOR_DRIVER, TORCH_FOR_DRIVER_COMMAND),
         ),
         checks=("TORCH006", "TORCH009"),
         sources=(
@@ -121,7 +125,7 @@ SIGNATURES: list[Signature] = [
         "own wording of the same mismatch torch reports as 'driver too old'.",
         fixes=(
             fix("Update the NVIDIA driver to one that supports the framework's CUDA version"),
-            fix(TORCH_FOR_DRIVER, TORCH_CU118),
+            fix(TORCH_FOR_DRIVER, TORCH_FOR_DRIVER_COMMAND),
         ),
         checks=("TORCH006", "TORCH009"),
         sources=(
@@ -311,7 +315,11 @@ SIGNATURES: list[Signature] = [
                 "Check the build: a CPU-only wheel prints None for the CUDA version",
                 'python -c "import torch; print(torch.__version__, torch.version.cuda)"',
             ),
-            fix("Install a CUDA build of torch for your driver (cu118 shown)", TORCH_CU118),
+            fix(
+                "Install this torch version's CUDA build for your driver: mpdoctor check prints the command for this "
+                "machine, pinned to the torch you have, from the index of the CUDA your driver runs",
+                TORCH_FOR_DRIVER_COMMAND,
+            ),
         ),
         checks=("TORCH005",),
         # A notice: no precision is involved (rounds 7 and 12 label it no precision failure), yet its fix is the

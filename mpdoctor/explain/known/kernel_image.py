@@ -11,6 +11,10 @@ from __future__ import annotations
 from mpdoctor.explain.signature import Signature, fix
 
 ARCH_CHECKS = ("TORCH007", "PREC002")
+# Which CUDA line has code for this GPU, and which torch version to pin, are this machine's facts: a command written
+# here (`--force-reinstall torch --index-url .../cu128`) would reinstall no version in particular, and cu128 wheels
+# leave out the Pascal GPUs it is also offered to.
+ARCH_REINSTALL = "mpdoctor check --select TORCH007"
 PRINT_ARCHES = (
     'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_arch_list(), '
     'torch.cuda.get_device_capability())"'
@@ -36,10 +40,10 @@ SIGNATURES: list[Signature] = [
         fixes=(
             fix("See which architectures the installed torch has, and the GPU's", PRINT_ARCHES),
             fix(
-                "Reinstall torch from the index of a CUDA version whose builds include this GPU (e.g. cu128 or "
-                "newer for RTX 50xx; an older CUDA line for Pascal/Volta)",
-                "pip install --force-reinstall torch torchvision torchaudio --index-url "
-                "https://download.pytorch.org/whl/cu128",
+                "Reinstall torch from the index of a CUDA version whose builds include this GPU (cu128 or newer for "
+                "RTX 50xx; an older CUDA line for Pascal/Volta): mpdoctor check reads the GPU and the build and "
+                "prints the command, pinned to the torch you have",
+                ARCH_REINSTALL,
             ),
             fix(
                 "When the failing frame is a compiled extension, rebuild it for this GPU, e.g. "
@@ -146,9 +150,9 @@ SIGNATURES: list[Signature] = [
         fixes=(
             fix(
                 "Install the same torch built for a CUDA version whose arch list includes this GPU (the warning "
-                "lists what the installed one supports)",
-                "pip install --force-reinstall torch torchvision torchaudio --index-url "
-                "https://download.pytorch.org/whl/cu128",
+                "lists what the installed one supports): mpdoctor check reads the GPU and the build and prints the "
+                "command, pinned to the torch you have",
+                ARCH_REINSTALL,
             ),
             fix("Check the result", PRINT_ARCHES),
         ),
