@@ -164,8 +164,13 @@ def uninstall_steps(snap: Snapshot, why: str = "Remove it") -> list[FixStep]:
                 role=fixes.role_of(why),
             )
         )
+    remove = fixes.conda(snap, "remove", "-y", "nvidia-apex")
     if facts(snap).conda_packages:
-        steps.append(FixStep("Remove conda's package too", "conda remove -y nvidia-apex"))
+        steps.append(
+            FixStep("Remove conda's package too", remove)
+            if remove
+            else FixStep("Remove conda's package too, with conda remove -p <this env's prefix> nvidia-apex")
+        )
     steps += stray_steps(snap)
     return steps or [FixStep(why, fixes.pip(snap, "uninstall", "-y", "apex"), role=fixes.role_of(why))]
 

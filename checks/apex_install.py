@@ -57,8 +57,15 @@ def pypi_impostor(snap: Snapshot) -> Iterator[Finding]:
         _apex.uninstall_steps(snap, "Uninstall the PyPI namesake")
         + [
             _apex.torch_amp_step(),
-            fixes.alternative(
-                "If you do need NVIDIA apex, install conda-forge's build", "conda install -c conda-forge nvidia-apex"
+            *(
+                [
+                    fixes.alternative(
+                        "If you do need NVIDIA apex, install conda-forge's build (this env's torch is conda's too)",
+                        fixes.conda(snap, "install", "-y", "-c", "conda-forge", "nvidia-apex"),
+                    )
+                ]
+                if fixes.conda_owns_torch(snap)
+                else []
             ),
             *_apex.build_steps(snap),
         ],

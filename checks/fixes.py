@@ -86,6 +86,25 @@ def pip(snap: Snapshot, *args: str) -> str:
     return command(python, "-m", "pip", *args)
 
 
+def conda(snap: Snapshot, *args: str) -> Optional[str]:
+    """``conda <args> -p <the target's prefix>``, or None when the interpreter under diagnosis is no conda env.
+
+    Without ``-p``, conda acts on whichever env is active in the user's shell (often base), not the one diagnosed
+    with ``--python``: every pip fix names its interpreter for the same reason.
+    """
+    python = snap.environment.python
+    if not (python and python.is_conda and python.prefix and args):
+        return None
+    return command("conda", args[0], "-p", python.prefix, *args[1:])
+
+
+def conda_owns_torch(snap: Snapshot) -> bool:
+    """Whether the target is a conda env whose torch conda installed: a conda package that depends on pytorch
+    (conda-forge's nvidia-apex) then works with it, where beside a pip torch it would install a second one."""
+    python, torch = snap.environment.python, snap.distribution("torch")
+    return bool(python and python.is_conda and torch and torch.installer == "conda")
+
+
 def pep668_venv(snap: Snapshot) -> str:
     """Where a pip install for an externally managed Python goes instead (``pip``), as the shell expands it.
 

@@ -31,7 +31,7 @@ from apex_envs import (
 from helpers import run_cli
 from mpdoctor.doctor.judge import judge
 from mpdoctor.probes.remote import apex as target_apex
-from mpdoctor.snapshot import snapshot_from_data
+from mpdoctor.snapshot import Distribution, snapshot_from_data
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="needs a C compiler to build real extension modules")
 
@@ -101,6 +101,25 @@ def test_the_pypi_namesake_from_the_registry_is_named_and_removed(tmp_path, proj
     (amp,) = codes["APEX006"]
     assert amp["severity"] == "error" and "cannot import name 'amp' from 'apex'" in amp["title"]
     assert snap.environment.apex.resolution == "package" and snap.environment.apex.extensions == []
+    # a pip venv: no conda command, which would act on whatever conda env the shell has active
+    assert not [c for found in codes.values() for f in found for c in commands(f) if c.startswith("conda")]
+    # the same facts in a conda env whose torch conda installed: conda-forge's build, into this env by its prefix
+    conda_env = copy.deepcopy(snap)
+    conda_env.environment.python.is_conda = True
+    conda_env.environment.python.prefix = "/opt/conda/envs/train"
+    site = "/opt/conda/envs/train/lib/python3.11/site-packages"
+    torch = Distribution(name="torch", version="2.4.1", location=site, installer="conda", site="environment")
+    conda_env.environment.distributions = [d for d in conda_env.environment.distributions if d.name != "torch"]
+    conda_env.environment.distributions.append(torch)
+    (again,) = judge(conda_env, select=["APEX001"])
+    conda = [c for c in (step.command or "" for step in again.fix) if c.startswith("conda")]
+    assert conda == ["conda install -p /opt/conda/envs/train -y -c conda-forge nvidia-apex"], conda
+    conda_env.environment.apex.conda_packages = ["nvidia-apex-0.1-py311_0.json"]  # and conda holds an apex of its own
+    (again,) = judge(conda_env, select=["APEX001"])
+    assert "conda remove -p /opt/conda/envs/train -y nvidia-apex" in [step.command for step in again.fix]
+    torch.installer = "pip"  # beside a pip torch, conda-forge's apex would bring a second torch: not offered
+    (pip_torch,) = judge(conda_env, select=["APEX001"])
+    assert not [step for step in pip_torch.fix if (step.command or "").startswith("conda install")]
 
 
 def test_python_only_apex_and_transformers_before_the_fixes(tmp_path, project, this_machine):
