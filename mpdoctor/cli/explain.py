@@ -4,6 +4,7 @@
 # only from annotations evaluated when the command is defined (it evaluates strings from 3.10 on).
 
 import enum
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -23,7 +24,8 @@ class ExplainFormat(str, enum.Enum):
 @app.command(cls=HelpCommand)
 def explain(
     text: Annotated[
-        Optional[str], typer.Argument(metavar="[TEXT]", help="The error message or traceback; - reads stdin.")
+        Optional[str],
+        typer.Argument(metavar="[TEXT]", help="The error message or traceback, or a log's path; - reads stdin."),
     ] = None,
     file: Annotated[Optional[str], typer.Option("--file", metavar="LOG", help="Read a log file instead.")] = None,
     format: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
@@ -98,9 +100,23 @@ def _explain(explainer, text: Optional[str], file: Optional[str], board):
         stream = _TypedInput(sys.stdin.buffer) if _is_terminal(sys.stdin) else sys.stdin.buffer
         data, cut = explainer.read_stream(stream, progress=board)
         source = "stdin"
+    elif _names_a_file(text):  # `mpdoctor explain train.log`: the log, not its name, is what to read
+        data, cut = explainer.read_file(text, progress=board)
+        source = text
     else:
         data, cut, source = text.encode("utf-8", errors="replace"), False, "the argument"
     return explainer.explain(data, source, cut, progress=board)
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether the argument is the path of an existing file: no error message is one line naming a file that exists,
+    and reading the path's few characters as the error would answer "nothing recognised" about a log never read."""
+    if "\n" in text or len(text) > 4096:
+        return False
+    try:
+        return os.path.isfile(os.path.expanduser(text))
+    except (OSError, ValueError):  # a NUL in the text, a name too long for the filesystem
+        return False
 
 
 def _call(function, *args, progress):

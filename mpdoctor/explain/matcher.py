@@ -234,8 +234,19 @@ LINE_MARKER = re.compile(
 )
 
 
+# A path on the line (`/srv/terror/train.py:5: UserWarning`, `File "handle_error.py"`): its words name a file, not
+# what the line reports, so they are not read for markers.
+_WORD_SEPARATORS = re.compile(r"[\s'\"]+")
+
+
+def _is_path(word: str) -> bool:
+    return "/" in word or "\\" in word or ".py" in word
+
+
 def is_error_line(line: str) -> bool:
     """Whether a (lower-cased) line reports an error: its first marker is an error's, not a warning's."""
+    if "/" in line or "\\" in line or ".py" in line:
+        line = " ".join(word for word in _WORD_SEPARATORS.split(line) if not _is_path(word))
     found = LINE_MARKER.search(line)
     return found is not None and not found.group(1)
 
