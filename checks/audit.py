@@ -169,3 +169,26 @@ WEIGHTS_OUTSIDE_THE_LAYOUT = rule(
     pipeline's folder.
     """,
 )
+
+QUANTIZED_MODULES = rule(
+    "AUDIT007",
+    "quantized-modules",
+    family=FAMILY,
+    subject=CHECKPOINT,
+    doc="""
+    Modules stored quantized: weights in fp8, fp4 or packed integers, with the scales that read them beside them.
+
+    ## Why it matters
+    A quantized checkpoint mixes dtypes by design: DeepSeek-V3 and Qwen FP8 keep each
+    projection's weight in float8_e4m3fn with a float32 `weight_scale_inv` beside it and
+    the norms, embeddings and `lm_head` in bfloat16; bitsandbytes, GPTQ and AWQ keep
+    packed integers with fp16 scales. These modules are left out of AUDIT002 and
+    AUDIT004: casting such a model to one dtype (`model.to(torch.float8_e4m3fn)`, or a
+    `.to()` that drops the scales) destroys it. The model's dtype is judged from the rest.
+
+    ## Fix
+    Nothing to fix: load it with the quantization method that wrote it (the config's
+    `quantization_config`, or the method its tensor names tell), which reads the scales,
+    and never cast the quantized modules yourself.
+    """,
+)

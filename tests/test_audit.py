@@ -106,7 +106,9 @@ def test_pickled_checkpoints_read_through_weights_only(tmp_path, suffix):
     torch.save({"state_dict": unet_state(), "epoch": 3}, path)
     report = audit(path)
     assert report.files[0].format == "pickle" and report.files[0].error == ""
-    assert [m.module for m in report.mixed] == ["state_dict.down.conv"]
+    # Lightning's layout: the model copy is the state_dict entry, its modules named within it
+    assert [m.module for m in report.mixed] == ["down.conv"]
+    assert [(c.how, c.entry) for c in report.checkpoints] == [("entry", "state_dict")]
 
 
 def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(tmp_path):

@@ -19,7 +19,7 @@ import random
 import pytest
 
 from mpdoctor.checkpoint_audit import header_bulk, tree, tree_ranges
-from mpdoctor.checkpoint_audit.safetensors import ITEM_SIZE, TORCH_NAME, AuditError, TensorTable, parse_header
+from mpdoctor.checkpoint_audit.safetensors import ITEM_BITS, TORCH_NAME, AuditError, TensorTable, parse_header
 from mpdoctor.checkpoint_audit.kept_fp32 import Architecture
 
 
@@ -27,9 +27,10 @@ def header(entries: dict, metadata=None, where="last", **dumps) -> bytes:
     """A header's JSON: ``{name: (dtype, shape)}`` laid out one after the other, metadata placed ``where``."""
     members, offset = [], 0
     for name, (dtype, shape) in entries.items():
-        size = ITEM_SIZE.get(dtype, 1)
+        size = ITEM_BITS.get(dtype, 8)
         for dim in shape:
             size *= dim
+        size //= 8
         members.append((name, {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}))
         offset += size
     if metadata is not None:
@@ -41,7 +42,7 @@ def header(entries: dict, metadata=None, where="last", **dumps) -> bytes:
 
 def outcomes(raw: bytes, data_size: int = 10**6):
     """(bulk result as (entries, meta), or None) and (reference result, or the AuditError's message)."""
-    bulk = header_bulk.entries(raw, data_size, ITEM_SIZE)
+    bulk = header_bulk.entries(raw, data_size, ITEM_BITS)
     if bulk is not None:
         (names, dtypes, shapes, sizes), meta = bulk
         bulk = (list(TensorTable(names, [TORCH_NAME[d] for d in dtypes], shapes, sizes, "f")), meta)

@@ -56,6 +56,7 @@ OUTSIDE_CHECK = {
     "AUDIT004": ("module-in-another-dtype", CHECKPOINT),
     "AUDIT005": ("module-kept-in-float32", CHECKPOINT),
     "AUDIT006": ("weights-outside-the-layout", CHECKPOINT),
+    "AUDIT007": ("quantized-modules", CHECKPOINT),
     "MPD001": ("check-crashed", INTERNAL),
     "MPD002": ("fact-not-taken", INTERNAL),
     "MPD003": ("device-not-measured", INTERNAL),

@@ -53,18 +53,18 @@ def _pattern(dtypes: list[str]) -> re.Pattern:
 _MATCHERS: dict[tuple, re.Pattern] = {}
 
 
-def entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[tuple[tuple, dict]]:
+def entries(raw: bytes, data_size: int, item_bits: dict[str, int]) -> Optional[tuple[tuple, dict]]:
     """``((names, dtypes, shapes, nbytes), metadata)`` of a well-formed header, a sequence each (a shape is a tuple
     of ints, a dtype the format's name); None to read it entry by entry.
 
-    ``item_size`` maps the format's dtype names to bytes per element; the
+    ``item_bits`` maps the format's dtype names to bits per element; the
     tensors' data must lie within ``data_size`` bytes and not overlap.
     """
     with gc_pause.paused():
-        return _entries(raw, data_size, item_size)
+        return _entries(raw, data_size, item_bits)
 
 
-def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[tuple[tuple, dict]]:
+def _entries(raw: bytes, data_size: int, item_bits: dict[str, int]) -> Optional[tuple[tuple, dict]]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -75,8 +75,8 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
     end = len(text) - len(tail) + len(tail.rstrip(" \t\n\r")) if tail.strip(" \t\n\r") else len(text.rstrip(" \t\n\r"))
     if not (text.startswith("{") and end and text[end - 1] == "}"):
         return None
-    key = tuple(item_size)
-    matcher = _MATCHERS.get(key) or _MATCHERS.setdefault(key, _pattern(list(item_size)))
+    key = tuple(item_bits)
+    matcher = _MATCHERS.get(key) or _MATCHERS.setdefault(key, _pattern(list(item_bits)))
     found = matcher.findall(text, 1, end)
     if found[-1][-1] != "}" or len(found) < 2:  # the closing brace must be all that follows the members
         return (((), (), (), ()), {}) if text[1 : end - 1].strip(" \t\n\r") == "" else None
@@ -102,7 +102,9 @@ def _entries(raw: bytes, data_size: int, item_size: dict[str, int]) -> Optional[
         dtype_of[kind] = kind[: kind.index('"')]
         shape_of[kind] = shape = tuple(int(d) for d in dims.split(",")) if dims else ()
         # bounded before it is multiplied: a lying shape would make an integer of thousands of digits
-        size = None if sizes.shape_problem(shape) else sizes.nbytes(shape, item_size[dtype_of[kind]], data_size)
+        bits = item_bits[dtype_of[kind]]
+        bad = sizes.shape_problem(shape) or sizes.ragged(shape, bits)  # a sub-byte tensor must fill whole bytes
+        size = None if bad else sizes.nbytes(shape, bits, data_size)
         if size is None:
             return None  # the entry-by-entry reader names what is wrong
         size_of[kind] = size

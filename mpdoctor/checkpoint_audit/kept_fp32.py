@@ -54,6 +54,7 @@ class Architecture:
     dtype: str = ""  # the dtype its config names (dtype / torch_dtype); empty when none
     version: str = ""  # the library version that wrote the config (transformers_version, _diffusers_version)
     listed_by: dict[str, str] = field(default_factory=dict)  # a name its config lists beyond the class's -> the config
+    quantization: str = ""  # its quantization_config's quant_method (fp8, gptq, bitsandbytes...); empty when none
 
     def source_of(self, keep: str) -> str:
         """What keeps ``keep`` in float32: the class's rule, or the config that lists it."""
@@ -104,6 +105,7 @@ def from_config(config: Mapping[str, Any], source: str) -> Optional[Architecture
     """
     dtype = config.get("dtype") or config.get("torch_dtype")
     dtype = dtype if isinstance(dtype, str) and dtype in DTYPES else ""
+    quantization = _quant_method(config.get("quantization_config"))
     listed = _names(config.get("_keep_in_fp32_modules")) + _names(config.get("_keep_in_fp32_modules_strict"))
     architectures = config.get("architectures")
     name = architectures[0] if isinstance(architectures, list) and architectures else ""
@@ -126,13 +128,24 @@ def from_config(config: Mapping[str, Any], source: str) -> Optional[Architecture
     elif listed:
         found = Architecture(source=source)
     else:
-        return Architecture(dtype=dtype, source=source) if dtype else None
+        return Architecture(dtype=dtype, source=source, quantization=quantization) if dtype or quantization else None
     for keep in listed:  # the config's own lists: what this checkpoint's loader was told
         if keep not in found.keep and keep not in found.strict:
             found.keep.append(keep)
             found.listed_by[keep] = source
-    found.dtype = dtype
+    found.dtype, found.quantization = dtype, quantization
     return found
+
+
+def _quant_method(config: object) -> str:
+    """A quantization_config's method in words: its quant_method (bitsandbytes says 4-bit or 8-bit); "" for none."""
+    if not isinstance(config, dict):
+        return ""
+    method = str(config.get("quant_method") or "quantized")[:60]
+    if method == "bitsandbytes":
+        bits = "4-bit" if config.get("load_in_4bit") else "8-bit" if config.get("load_in_8bit") else ""
+        return f"bitsandbytes {bits}".strip()
+    return method
 
 
 def from_live(model: Any) -> Optional[Architecture]:

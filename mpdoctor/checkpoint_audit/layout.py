@@ -64,10 +64,12 @@ class Checkpoint:
 
     name: str  # as the report names it: a file, an index, a shard pattern, a component (with its file)
     files: list[WeightFile]
-    how: str = "file"  # file, index, shard-names, memory
+    how: str = "file"  # file, index, shard-names, memory, entry (a model copy in a training checkpoint)
     source: str = ""  # the index that lists the files
     component: str = ""
     variant: str = ""
+    entry: str = ""  # the training checkpoint's top-level entry holding this model copy (containers.py)
+    role: str = ""  # what that entry is: model, EMA copy, another model
 
 
 @dataclass

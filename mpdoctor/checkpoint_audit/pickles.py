@@ -200,7 +200,7 @@ def read_pickles(
             run.run(python, progress, done_before, total)
             for index, data in run.results.items():
                 try:
-                    pending[index].tensors = _tensors(pending[index].path, data)
+                    _fill(pending[index], data)
                 except AuditError as exc:
                     pending[index].error, pending[index].cause = str(exc), exc.cause
             done_before += len(run.results)
@@ -257,6 +257,23 @@ def _child_failure(run: _Attempt, python: str) -> Optional[tuple[str, str]]:
     )
 
 
+def _fill(file, data: object) -> None:
+    """A pickled ``WeightFile``'s tensors, model copies and entries that are not model weights, from its step data."""
+    entries = _tensors(file.path, data)
+    rows = data.get("tensors", []) if isinstance(data, dict) else []
+    copies = [str(row[4]) if len(row) > 4 else "" for row in rows]
+    roles = {str(key): str(role) for key, role in (data.get("copies") or [["", "model"]])}  # type: ignore[union-attr]
+    file.tensors, file.copies = entries, []
+    for key in dict.fromkeys(copies):  # the child lists a copy's tensors together: one run each
+        start = copies.index(key)
+        stop = start + copies.count(key)
+        file.copies.append((key, roles.get(key, "model"), start, stop))
+    file.skipped = [
+        (str(key), str(role), int(count), int(nbytes))
+        for key, role, count, nbytes in (data.get("skipped") or [])  # type: ignore[union-attr]
+    ]
+
+
 def _tensors(path: str, data: object) -> list[TensorEntry]:
     """One file's step data as its tensors; AuditError says why there are none."""
     if not isinstance(data, dict):
@@ -272,7 +289,4 @@ def _tensors(path: str, data: object) -> list[TensorEntry]:
             f"{path}: torch.load(weights_only=True) refused it: {data.get('type')}: {data.get('message')}",
             REFUSED if data.get("type") == "UnpicklingError" else "",
         )
-    return [
-        TensorEntry(str(name), str(dtype), tuple(shape), int(nbytes), path)
-        for name, dtype, shape, nbytes in data.get("tensors", [])
-    ]
+    return [TensorEntry(str(row[0]), str(row[1]), tuple(row[2]), int(row[3]), path) for row in data.get("tensors", [])]

@@ -15,7 +15,7 @@ from collections import Counter
 from itertools import compress, repeat
 from operator import eq, itemgetter
 
-from mpdoctor.checkpoint_audit import gc_pause
+from mpdoctor.checkpoint_audit import containers, gc_pause, quantized
 from mpdoctor.checkpoint_audit.safetensors import TensorEntry, TensorTable
 from mpdoctor.checkpoint_audit.sources import WeightFile, unread_steps
 from mpdoctor.checkpoint_audit.tree import (
@@ -56,7 +56,7 @@ from mpdoctor.checks.audit import (
 )
 from mpdoctor.findings import Finding, FixStep, error, info, warning
 
-FLOATING = frozenset(("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"))
+FLOATING = frozenset(ITEM_SIZE)  # the tree's: what is judged is what it can weigh
 MAX_LISTED = 20
 
 
@@ -84,7 +84,11 @@ def audit_files(path: str, files: list[WeightFile], facts: ModelFacts | None = N
 
 
 def audit_layout(path: str, layout: Layout) -> AuditReport:
-    """Each checkpoint of the layout judged on its own, and the report that sums them up (see the module)."""
+    """Each checkpoint of the layout judged on its own, and the report that sums them up (see the module).
+
+    A training checkpoint's model copies are checkpoints of their own, its optimizer state unread (``containers``).
+    """
+    layout = containers.split(layout)
     with gc_pause.paused():
         parts = [
             (checkpoint, _audit(_command_path(path, checkpoint), [dataclasses.replace(f, component="") for f in checkpoint.files], None))
@@ -144,6 +148,8 @@ def _summary(checkpoint: Checkpoint, part: AuditReport) -> CheckpointReport:
         source=checkpoint.source,
         component=checkpoint.component,
         variant=checkpoint.variant,
+        entry=checkpoint.entry,
+        role=checkpoint.role,
         dtypes=part.dtypes,
         modules=part.modules,
         groups=part.groups,
@@ -249,9 +255,22 @@ def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> Audi
         modules=len(set(modules)),
         groups=dict(sorted(groups.items())),
     )
+    if facts is None:  # files: the config.json beside them names the architecture, its dtype, what it keeps in fp32
+        facts = ModelFacts(models=models_beside((f.component, f.path) for f in files if f.format))
+    # What is judged: floating tensors that hold something (an empty one has no dtype to disagree in), outside the
+    # quantized modules, whose mix of dtypes is their method's layout (quantized.py).
+    quant = quantized.find(components, names, dtypes, facts)
+    if quant is not None or 0 in float_sizes:
+        outside = quant.mask if quant is not None else repeat(False)
+        floating = [f and n > 0 and not q for f, n, q in zip(floating, sizes, outside)]
+        float_components, float_dtypes = list(compress(components, floating)), list(compress(dtypes, floating))
+        float_sizes = list(compress(sizes, floating))
+        modules = _joined(
+            float_components, list(map(itemgetter(0), map(str.rpartition, compress(names, floating), repeat("."))))
+        )
     pairs = set(zip(modules, float_dtypes))
     mixed = set()
-    if len(pairs) > report.modules:  # some module holds more than one floating dtype
+    if len(pairs) > len(set(modules)):  # some module holds more than one floating dtype
         mixed = {module for module, kinds in Counter(map(itemgetter(0), pairs)).items() if kinds > 1}
     by_module: dict[str, list] = {}
     if mixed:
@@ -269,13 +288,15 @@ def _audit(path: str, files: list[WeightFile], facts: ModelFacts | None) -> Audi
         majority = max(weight, key=lambda d: (weight[d], kinds[d]))
         odd = [OddTensor(t.name, t.dtype, list(t.shape)) for t in own if t.dtype != majority]
         report.mixed.append(MixedModule(module, majority, dict(kinds), odd))
-    if facts is None:  # files: the config.json beside them names the architecture, its dtype, what it keeps in fp32
-        facts = ModelFacts(models=models_beside((f.component, f.path) for f in files if f.format))
     float_names = list(compress(names, floating))
     tree = analyse_columns(float_components, float_names, float_dtypes, float_sizes, facts)
     report.odd_modules, report.subtrees = tree.odd, tree.subtrees
     not_kept = unkept(float_components, float_names, float_dtypes, tree, facts) if facts.models else []
-    report.findings = findings(report, files, tree.unnamed, tree, facts) + tree_findings(tree, facts, not_kept)
+    report.findings = (
+        findings(report, files, tree.unnamed, tree, facts)
+        + tree_findings(tree, facts, not_kept)
+        + quantized.findings(quant, tree.dtypes)
+    )
     return report
 
 

@@ -93,9 +93,16 @@ class CheckpointReport:
     how: str = fact(
         "What says these files are one checkpoint: file (a file on its own), index (an index's weight_map), "
         "shard-names (the -00001-of-0000N names of its files), memory (a model or state dict in memory), files "
-        "(files the Python API was given as one checkpoint)",
+        "(files the Python API was given as one checkpoint), entry (one model copy of a training checkpoint: the "
+        "model, or an EMA copy, beside its optimizer state)",
         "file",
     )
+    entry: str = fact(
+        "The training checkpoint's top-level entry holding this model copy (model, state_dict, module, ema, "
+        "state_dict_ema...), its tensors named within it; empty for a file that is a state dict",
+        "",
+    )
+    role: str = fact("What that entry is: model, EMA copy, another model (a name not known); empty otherwise", "")
     source: str = fact("The index that lists its files; empty otherwise", "")
     component: str = fact("Its diffusers component (unet, text_encoder, ...); empty otherwise", "")
     variant: str = fact(
@@ -179,7 +186,8 @@ def overview(report: AuditReport, show_all: bool = False) -> list[str]:
     """The lines under the report's title: its totals; for one checkpoint, what it holds."""
     tensors = sum(d.tensors for d in report.dtypes)
     if len(report.checkpoints) > 1:
-        lines = [f"{len(report.checkpoints)} checkpoints, {len(report.files)} weight file(s), {tensors} tensors"]
+        files = len(dict.fromkeys(f.path for f in report.files))  # a training checkpoint's copies share their file
+        lines = [f"{len(report.checkpoints)} checkpoints, {files} weight file(s), {tensors} tensors"]
         return lines + _dtype_lines(report.dtypes)
     where = (
         "a state dict in memory"
@@ -218,6 +226,8 @@ def how_text(checkpoint: CheckpointReport) -> str:
         "shard-names": f"{count} shards, as their -0000N-of-0000M names say",
         "memory": "a state dict in memory",
         "files": f"{count} files given as one",
+        "entry": f"the {checkpoint.entry!r} entry of a training checkpoint: {checkpoint.role or 'model'}, its "
+        "tensors named within it",
     }.get(checkpoint.how, "1 file" if count == 1 else f"{count} files")
     if checkpoint.variant:
         owner = f"the {checkpoint.component}" if checkpoint.component else "the folder"

@@ -21,26 +21,36 @@ from mpdoctor.portable import files
 
 MAX_HEADER = 100 << 20  # the format's own limit is 100 MB of JSON
 MAX_DEPTH = 8  # the header is {name: {dtype, shape: [...], data_offsets: [...]}}, plus __metadata__ {str: str}
-# Bytes per element of each dtype name the format defines.
-ITEM_SIZE = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U64": 8,
-    "U32": 4,
-    "U16": 2,
-    "U8": 1,
-    "BOOL": 1,
+# Bits per element of each dtype name the format defines: safetensors 0.8's list (its Rust ``Dtype``, which names
+# every other one an unknown variant). The sub-byte ones pack their elements: F4 two to a byte (torch reads them as
+# float4_e2m1fn_x2, the last dimension halved), F6 four to three bytes; a tensor's bytes are its elements times its
+# bits over 8, and one whose bits end inside a byte (F4 [3]) is refused by safetensors, so by this reader too.
+ITEM_BITS = {
+    "F64": 64,
+    "F32": 32,
+    "F16": 16,
+    "BF16": 16,
+    "F8_E4M3": 8,
+    "F8_E5M2": 8,
+    "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "F4": 4,
+    "C64": 64,
+    "I64": 64,
+    "I32": 32,
+    "I16": 16,
+    "I8": 8,
+    "U64": 64,
+    "U32": 32,
+    "U16": 16,
+    "U8": 8,
+    "BOOL": 8,
 }
-# The names torch uses, so every format reads the same in a report.
+# The names torch uses, so every format reads the same in a report. F6 has no torch dtype: the names of the OCP
+# microscaling formats it stores (what ml_dtypes calls them).
 TORCH_NAME = {
     "F64": "float64",
     "F32": "float32",
@@ -49,6 +59,12 @@ TORCH_NAME = {
     "F8_E4M3": "float8_e4m3fn",
     "F8_E5M2": "float8_e5m2",
     "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F6_E2M3": "float6_e2m3fn",
+    "F6_E3M2": "float6_e3m2fn",
+    "F4": "float4_e2m1fn_x2",
+    "C64": "complex64",
     "I64": "int64",
     "I32": "int32",
     "I16": "int16",
@@ -152,7 +168,7 @@ def read_header(path: str) -> tuple[Sequence[TensorEntry], dict[str, str]]:
     except OSError as exc:
         raise AuditError(f"{path}: cannot read: {exc.strerror or exc}") from None
     data_size = size - 8 - length
-    bulk = header_bulk.entries(raw, data_size, ITEM_SIZE)
+    bulk = header_bulk.entries(raw, data_size, ITEM_BITS)
     if bulk is not None:
         (names, dtypes, shapes, sizes), meta = bulk
         return TensorTable(names, list(map(TORCH_NAME.__getitem__, dtypes)), shapes, sizes, path), meta
@@ -206,8 +222,8 @@ def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:
     if not isinstance(spec, dict):
         raise AuditError(f"{where}: its entry is not an object")
     dtype, shape, offsets = spec.get("dtype"), spec.get("shape"), spec.get("data_offsets")
-    if dtype not in ITEM_SIZE:
-        raise AuditError(f"{where}: unknown dtype {dtype!r}")
+    if dtype not in ITEM_BITS:
+        raise AuditError(f"{where}: unknown dtype {dtype!r} (safetensors 0.8 knows {', '.join(ITEM_BITS)})")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise AuditError(f"{where}: shape {_shown(shape)} is not a list of sizes")
     problem = sizes.shape_problem(shape)
@@ -221,8 +237,13 @@ def _entry(path: str, name: str, spec: object, data_size: int) -> TensorEntry:
     ):
         raise AuditError(f"{where}: data offsets {_shown(offsets)} fall outside the {data_size} data bytes")
     span = offsets[1] - offsets[0]
+    if sizes.ragged(shape, ITEM_BITS[dtype]):
+        raise AuditError(
+            f"{where}: {dtype} {sizes.shape_text(shape)} is {ITEM_BITS[dtype]}-bit elements that end inside a byte: "
+            "safetensors refuses it (a sub-byte dtype's tensor must fill whole bytes)"
+        )
     # Exact up to 2**64 bytes (the size a message can name), never an integer much longer than that.
-    nbytes = sizes.nbytes(shape, ITEM_SIZE[dtype], max(data_size, sizes.MAX_NAMED))
+    nbytes = sizes.nbytes(shape, ITEM_BITS[dtype], max(data_size, sizes.MAX_NAMED))
     if nbytes != span:
         needs = f"{nbytes} bytes" if nbytes is not None else f"more than {sizes.MAX_NAMED} bytes"
         raise AuditError(f"{where}: {dtype} {sizes.shape_text(shape)} needs {needs}, the header gives it {span}")

@@ -29,16 +29,29 @@ def shape_problem(shape: Sequence[int]) -> str:
     return ""
 
 
-def nbytes(shape: Sequence[int], item_size: int, limit: int) -> Optional[int]:
-    """``item_size`` times the product of ``shape``, or None once it passes ``limit`` (a bounded shape only)."""
+def nbytes(shape: Sequence[int], bits: int, limit: int) -> Optional[int]:
+    """The bytes of ``shape``'s elements at ``bits`` bits each, or None once past ``limit`` bytes (a bounded shape
+    only). Rounded down: :func:`ragged` says whether a sub-byte dtype's elements fill whole bytes."""
     if 0 in shape:
         return 0
-    total = item_size
+    total, limit_bits = bits, limit * 8
     for dim in shape:
         total *= dim
-        if total > limit:
+        if total > limit_bits:
             return None
-    return total
+    return total // 8
+
+
+def ragged(shape: Sequence[int], bits: int) -> bool:
+    """Whether ``shape``'s elements of ``bits`` bits end inside a byte (F4 [3]: 12 bits), which safetensors refuses.
+
+    Worked modulo 8, so a lying shape never makes a big number."""
+    rest = bits % 8
+    for dim in shape:
+        if not rest:
+            break
+        rest = rest * dim % 8
+    return rest != 0
 
 
 def shape_text(shape: Sequence[int]) -> str:

@@ -53,9 +53,13 @@ ITEM_SIZE = {
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
     "float8_e8m0fnu": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
 }
+# Not here: float4_e2m1fn_x2 and safetensors' F6, packed sub-byte formats only quantized weights are stored in
+# (quantized.py says so), and like int8 never a dtype a module is judged in.
 FLOATING = tuple(ITEM_SIZE)
-LOW_PRECISION = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
+LOW_PRECISION = tuple(dtype for dtype, size in ITEM_SIZE.items() if size < 4)  # float16, bfloat16, the fp8s
 MAX_CONFIG = 4 << 20  # a config.json bigger than this is not a model config: leave it unread
 # A norm by its name: layernorm, input_layernorm, norm1, final_layer_norm, q_norm, ln_f, ln_1, bn1.
 # Why a norm is taken as kept in float32 where nothing names the architecture: a guess, said as one.

@@ -25,6 +25,10 @@ class WeightFile:
     error: str = ""
     cause: str = ""  # REFUSED (weights_only refused a pickle), NO_TORCH (nothing to read it with), NO_TEMP, BOMB or ""
     memory: int = 0  # bytes torch.load may hold for it: its size, or what a zip's pickle inflates to when more
+    # A training checkpoint's model copies, (key, role, start, stop) of ``tensors`` each (``containers.py`` makes
+    # each a checkpoint of its own), and its entries that are not model weights, (key, role, tensors, bytes).
+    copies: list[tuple[str, str, int, int]] = field(default_factory=list)
+    skipped: list[tuple[str, str, int, int]] = field(default_factory=list)
 
 
 def json_file(path: Path, what: str) -> object:

@@ -16,6 +16,15 @@ overruns ``file_limit`` is recorded as crashed or timed out, and a fresh worker
 goes on with the next file, so one bad file costs only itself; the host reads
 the step files as they grow, and whatever was flushed survives this process.
 
+A training checkpoint is more than a model: ``{"model": ..., "optimizer": ..., "step": 1}``
+(and Lightning's ``state_dict``/``optimizer_states``, timm's ``state_dict_ema``, fairseq's
+``last_optimizer_state``, DeepSpeed's ``module``). Its top-level entries are told apart
+(:func:`entries`): each model copy (the model, an EMA copy, a GAN's two nets) is listed
+on its own, its tensors named within it, and the optimizer's, scaler's and scheduler's
+tensors are only counted, never listed as a model's: an fp32 Adam ``step`` beside a
+bf16 model is not a module in another dtype. A file that is itself a state dict is
+listed as it always was, one copy named "".
+
 The command line names one request file (JSON, written by the host):
 ``{"files": [path, ...], "workers": n, "file_limit": seconds}``; the step files
 go beside it.
@@ -46,6 +55,48 @@ CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 CAUSE = re.compile(r"GLOBAL|[Gg]lobal|[Uu]npickl")
 
 
+# The top-level entries of a training checkpoint, as the trainers write them (read from their source): the model
+# (Lightning's state_dict, DeepSpeed's module, fairseq's and most scripts' model), copies of it kept apart (timm's
+# state_dict_ema, model_ema, ema, BasicSR's params_ema, a shadow), and what only training reads. A name that is
+# none of these is taken for another model (a GAN's second net), never dropped: an entry of weights left unjudged
+# would be a silence, one judged on its own costs nothing.
+MODEL = re.compile(
+    r"(?:model|state_dict|module|model_state_dict|model_state|network|net|net_?[gd]|generator|discriminator|"
+    r"student|teacher|params|weights)\Z",
+    re.IGNORECASE,
+)
+EMA = re.compile(r"(?:.*[_.-])?(?:ema|swa)(?:[_.-].*)?\Z|shadow(?:_params)?\Z|averaged_model\Z", re.IGNORECASE)
+# What is not model weights, by role: torch's optimizer state_dict and the lists of them (Lightning), fairseq's
+# last_optimizer_state, DeepSpeed's optimizer_state_dict, a GAN's optimizer_G; GradScaler and apex amp state (a
+# Lightning precision plugin's is saved under its class name, MixedPrecision); schedulers; the rest of a trainer's
+# bookkeeping (Lightning's callbacks and loops, DeepSpeed's frozen_param_fragments, fairseq's extra_state).
+STATE = (
+    (
+        "optimizer state",
+        re.compile(
+            r"(?:optimizers?|optimizer_states?|optimizer_state_dict|optim|opts?|last_optimizer_state|"
+            r"optimizer_history|(?:optimizer|optim|opt)_.+|.+_(?:optimizer|optim|opt))\Z",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "loss-scaler state",
+        re.compile(r"(?:scaler|grad_scaler|amp_scaler|loss_scaler|amp|native_amp_scaling_state|.*Precision)\Z"),
+    ),
+    ("learning-rate scheduler state", re.compile(r"(?:lr_schedulers?|schedulers?|lr_scheduler_state)\Z", re.I)),
+    (
+        "training state",
+        re.compile(
+            r"(?:callbacks|loops|rng_states?|random_states?|extra_state|task_state|criterion|hyper_parameters|"
+            r"hparams|args|cfg|config|frozen_param_fragments|frozen_param_shapes|param_shapes|shared_params|"
+            r"data_sampler|sampler|metrics?|best_.*|epoch|step|global_step|iteration)\Z",
+            re.IGNORECASE,
+        ),
+    ),
+)
+MODEL_ROLE, EMA_ROLE, OTHER_ROLE = "model", "EMA copy", "another model"
+
+
 class TooMany(ValueError):
     """A file whose objects are too many to walk: not a checkpoint, or one built to make its reader hang."""
 
@@ -71,6 +122,37 @@ def _walk(obj, prefix, out, torch, depth=0, visits=None):
     elif isinstance(obj, (list, tuple)):
         for index, value in enumerate(obj):
             _walk(value, "%s.%d" % (prefix, index) if prefix else str(index), out, torch, depth + 1, visits)
+
+
+def _role(key, value, torch):
+    """What a top-level entry is: a model copy's role, a state's ("optimizer state"...), or None when it is neither
+    (a loose tensor, a number)."""
+    name = str(key)
+    for role, pattern in STATE:
+        if pattern.match(name):
+            return role
+    if isinstance(value, torch.Tensor) or not isinstance(value, (dict, list, tuple)):
+        return None
+    if EMA.match(name):
+        return EMA_ROLE
+    return MODEL_ROLE if MODEL.match(name) else OTHER_ROLE
+
+
+def entries(state, torch):
+    """``[(key, role)]`` of a training checkpoint's top-level entries (role None: not a container); None for a file
+    that is a state dict (tensors at its top, or nothing it recognises), which is listed whole, as one model.
+
+    An optimizer's state_dict saved alone (HF Trainer's optimizer.pt) is one entry, the whole file, of that role.
+    """
+    if not isinstance(state, dict):
+        return None
+    if set(state) == {"state", "param_groups"}:  # torch.optim.Optimizer.state_dict()
+        return [("", "optimizer state")]
+    found = [(key, _role(key, value, torch)) for key, value in state.items()]
+    known = any(
+        role is not None and role != OTHER_ROLE and isinstance(state[key], (dict, list, tuple)) for key, role in found
+    )
+    return found if known else None
 
 
 def message(exc):
@@ -106,9 +188,37 @@ def load(path, torch):
         if "mmap" not in str(exc):
             raise
         state = torch.load(path, map_location="cpu", weights_only=True)  # the old, unmappable format
-    tensors = []
-    _walk(state, "", tensors, torch)
-    return {"ok": True, "tensors": tensors, "truncated": len(tensors) >= MAX_TENSORS}
+    return listing(state, torch)
+
+
+def listing(state, torch):
+    """The step data of a loaded checkpoint: ``tensors`` (a model copy's, each ``[name, dtype, shape, bytes,
+    copy]``, the name within its copy), ``copies`` (``[copy, role]`` in order; ``[["", "model"]]`` for a state
+    dict) and ``skipped`` (``[key, role, tensors, bytes]`` of what is not model weights)."""
+    tensors, copies, skipped, visits = [], [], [], [0]
+    found = entries(state, torch)
+    if found is None:
+        _walk(state, "", tensors, torch, visits=visits)
+        for tensor in tensors:
+            tensor.append("")
+        copies.append(["", MODEL_ROLE])
+    for key, role in found or ():
+        value = state if key == "" else state[key]
+        part = []
+        _walk(value, "" if key == "" else str(key) if role is None else "", part, torch, visits=visits)
+        if role in (MODEL_ROLE, EMA_ROLE, OTHER_ROLE):
+            if part:
+                copies.append([str(key), role])
+            tensors += [t + [str(key)] for t in part]
+        elif part:  # an optimizer's moments, a loose tensor (a best score): counted, never a model's module
+            skipped.append([str(key), role or "training state", len(part), sum(t[3] for t in part)])
+    return {
+        "ok": True,
+        "tensors": tensors,
+        "copies": copies,
+        "skipped": skipped,
+        "truncated": len(tensors) >= MAX_TENSORS,
+    }
 
 
 def load_step(path, torch):
