@@ -177,6 +177,7 @@ def wrong_results(snap: Snapshot) -> Iterator[Finding]:
     "PREC009",
     "kernel-worker-failed",
     family=FAMILY,
+    superseded_by=("TORCH011",),  # a torch that imports but is no torch: the kernels could not run, TORCH011 says why
     defers_to=("PREC002", "TORCH007"),
     needs=("kernels",),
     fires_on=("kernels-faulty-gpu",),
@@ -199,6 +200,8 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
     unless those are ignored.
     """
     kernels = snap.kernels
+    if snap.torch.status in ("missing", "import-error", "import-crashed", "import-timeout"):
+        return  # torch itself is missing, fails, crashes or hangs on import: the TORCH checks say why, not this
     if kernels.status == "error":
         yield warning(
             f"The precision microkernels did not finish: {kernels.detail}",
@@ -224,10 +227,24 @@ def kernel_worker_failed(snap: Snapshot) -> Iterator[Finding]:
                     "TORCH007",
                 )
                 continue
+            if device.device == "cpu":  # no GPU to hold: torch itself could not run on the CPU
+                steps = [
+                    fixes.inspect(
+                        "See whether this torch runs at all: an incomplete or half-removed install imports, then "
+                        "fails at its first op; if so, reinstall the same version from the index it came from",
+                        fixes.command(
+                            snap.python_command(),
+                            "-c",
+                            "import torch; print(torch.__version__, torch.ones(2) @ torch.ones(2))",
+                        ),
+                    )
+                ]
+            else:
+                steps = [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")]
             yield error(
                 f"Could not start {label(device)} to run kernels: {device.detail}",
                 [f"{device.device}: {device.status}"],
-                [fixes.inspect("See what holds the GPU or why it fails", "nvidia-smi")],
+                steps,
             )
             continue
         killed = [r for r in device.results if r.status in ("crashed", "timeout") and not own_failure(r.detail)]

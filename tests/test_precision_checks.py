@@ -323,3 +323,19 @@ def test_predicted_and_measured_slowness_have_different_words():
 
     assert SHORT["slow"] != "slow" and f"{SHORT['slow']}: " in LEGEND and "predicted" in LEGEND
     assert "slow: measured" in MATRIX_LEGEND and "slow:" not in LEGEND
+
+
+def test_a_cpu_that_could_not_run_kernels_is_no_gpu_to_inspect():
+    """On a machine without a GPU, a kernel worker that dies before its first step points at torch itself: the fix
+    runs one op with the target's own interpreter, never `nvidia-smi` (there is no GPU, nor an nvidia-smi)."""
+    from mpdoctor.snapshot.kernels import DeviceKernels
+
+    snap = load_fixture("cpu-laptop")
+    device = DeviceKernels(device="cpu", status="error", detail="the worker exited with status 70 between steps")
+    snap.kernels = KernelInfo(status="ok", mode="quick", devices=[device])
+    (finding,) = judge(snap, select=["PREC009"])
+    commands = [step.command or "" for step in finding.fix]
+    assert not any("nvidia-smi" in c for c in commands), commands
+    assert any(c.startswith(snap.python_command()) and "torch.ones(2)" in c for c in commands), commands
+    snap.torch.status = "import-error"  # torch does not even import: the TORCH checks say why, this says nothing
+    assert judge(snap, select=["PREC009"]) == []

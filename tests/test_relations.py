@@ -23,6 +23,7 @@ from mpdoctor.doctor.gather import Options, gather
 from mpdoctor.doctor.judge import judge
 from mpdoctor.findings import error, warning
 from mpdoctor.snapshot import KernelInfo, Snapshot
+from mpdoctor.snapshot.kernels import DeviceKernels
 from mpdoctor.snapshot.project import ProjectScan
 
 runner = CliRunner()
@@ -106,6 +107,12 @@ def _torch_on_cuda_11(snap: Snapshot) -> None:
     snap.torch.cuda = "11.8"  # oneflow cu122 beside a cu118 torch
 
 
+def _cpu_worker_could_not_start(snap: Snapshot) -> None:
+    """The kernels' CPU worker died before its first step, as it does on a torch that is no torch."""
+    device = DeviceKernels(device="cpu", status="error", detail="the worker exited with status 70 between steps")
+    snap.kernels = KernelInfo(status="ok", mode="quick", devices=[device])
+
+
 def _labelled_placeholder_not_imported(snap: Snapshot) -> None:
     """A oneflow without its core whose files say cu122, beside a cu118 torch; importing it was not tried."""
     snap.environment.oneflow.build.version = "0.9.1.dev20240802+cu122"
@@ -121,6 +128,7 @@ RELATIONS = [
     ("visible-devices-unknown-uuid", None, "TORCH009", ["GPU005"], "GPU005"),
     ("kernels-missing-arch", None, "TORCH007", ["PREC002"], "PREC002"),
     ("kernels-missing-arch", None, "PREC009", ["PREC002", "TORCH007"], "PREC002"),
+    ("torch-leftover-directory", _cpu_worker_could_not_start, "PREC009", ["TORCH011"], "TORCH011"),
     ("titan-1080ti-pci-order", None, "GPU003", ["GPU002"], "GPU002"),
     ("a100-t4-pci-order", None, "GPU003", ["GPU002"], "GPU002"),
     ("kernels-titan-1080ti", None, "GPU003", ["GPU002"], "GPU002"),
