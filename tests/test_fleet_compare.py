@@ -16,7 +16,16 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from fixtures.base import capture, cuda_torch, dist, with_distributions, with_env, with_kernels, with_nvml
+from fixtures.base import (
+    capture,
+    cuda_torch,
+    dist,
+    with_distributions,
+    with_env,
+    with_environment,
+    with_kernels,
+    with_nvml,
+)
 from fixtures.machines import A100, H100_NODE, V100
 from mpdoctor.checks.registry import RANKS, builtin_registry
 from mpdoctor.cli import app
@@ -204,13 +213,26 @@ def test_a_package_only_the_odd_ranks_have_is_no_install_of_an_unset_version():
 
 
 def test_a_minor_package_difference_is_one_info_finding():
-    nodes = [
-        with_distributions(h100_node(), dist("rich", "13.0")),
-        with_distributions(h100_node(), dist("rich", "14.0")),
+    nodes = [  # a package the fixture does not have: appended, it is the only copy
+        with_distributions(h100_node(), dist("humanize", "4.8")),
+        with_distributions(h100_node(), dist("humanize", "4.9")),
     ]
     (finding,) = compare(fleet(nodes), 2, "torchrun").findings
     assert (finding.code, finding.severity) == ("FLEET002", "info")
     assert finding.title == "1 other installed package(s) differ across ranks"
+
+
+def test_a_shadowed_copy_is_not_what_a_rank_imports():
+    """The inventory lists copies in sys.path order: the first is what imports (a PYTHONPATH copy first)."""
+    from mpdoctor.fleet.fingerprint import unmeasured
+
+    plain = h100_node()
+    shadowed = with_distributions(h100_node(), dist("rich", "13.0"))  # after the fixture's rich 15.0.0: shadowed
+    assert unmeasured(shadowed, 0).packages["rich"] == unmeasured(plain, 0).packages["rich"] == "15.0.0"
+    assert not compare(fleet([plain, shadowed]), 2, "torchrun").findings
+    shadowing = with_environment(plain, distributions=[dist("rich", "13.0"), *plain.environment.distributions])
+    (finding,) = compare(fleet([plain, shadowing]), 2, "torchrun").findings
+    assert "package rich = 13.0: rank 1" in " ".join(finding.evidence)
 
 
 def test_another_driver_on_one_node_is_a_warning():

@@ -73,6 +73,12 @@ def fleet_check(
     (each rank on the GPU its LOCAL_RANK selects; local rank 0 the CPU of a node
     without GPUs). ``store``: another c10d store (default: the
     default process group's).
+
+    The check runs in child processes, so settings made in this process are not seen
+    and not compared across ranks: ``torch.set_float32_matmul_precision()``,
+    ``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``,
+    ``torch.set_default_dtype()``, ``torch.use_deterministic_algorithms()``.
+    Environment variables set before the call are.
     """
     import torch.distributed as dist
 

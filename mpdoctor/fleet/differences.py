@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from mpdoctor.checks import fleet as rules
 from mpdoctor.checks.fixes import command, index_for, local_label
 from mpdoctor.findings import Finding, FixStep, error, info, warning
-from mpdoctor.fleet.fingerprint import NCCL_WHEELS
+from mpdoctor.fleet.fingerprint import LAUNCH_ENV, NCCL_WHEELS
 from mpdoctor.fleet.model import Fingerprint, Group, RankReport
 from mpdoctor.fleet.naming import who
 
@@ -94,7 +94,10 @@ def differences(groups: list[Group], reports: list[RankReport]) -> list[Finding]
         if severity is None:
             minor.append(evidence)
             continue
-        fix = _fix(label, common)
+        # "on most ranks" only for a real majority: two ranks that disagree one to one have none.
+        majority = len(ordered[0][1]) > len(ordered[1][1])
+        reference = who(sorted(ordered[0][1]), [hosts[x] for x in sorted(ordered[0][1])])
+        fix = _fix(label, common, "most ranks" if majority else f"{reference}; no value has a majority")
         if label == STACK_FIELDS["torch_cuda"]:
             fix = _same_torch_build(groups, flats, label, ordered[0][0]) or fix
         out.append(rule.stamp(severity(title, evidence, fix)))
@@ -129,10 +132,14 @@ def _judge_difference(label: str):
         return warning, rules.DRIVER_DIFFERS
     if label in ("GPU", "compute capability", "bf16 native"):
         return warning, rules.GPU_DIFFERS
+    if label == "env WORLD_SIZE":  # a rank launched into a job of another size: its first collective hangs
+        return error, rules.ENV_DIFFERS
     return warning, rules.ENV_DIFFERS
 
 
-def _fix(label: str, common: str) -> list[FixStep]:
+def _fix(label: str, common: str, where: str = "most ranks") -> list[FixStep]:
+    """The fix of a difference in ``label`` whose reference value ``common`` is on ``where`` (most ranks, or the
+    ranks named when no value has a majority)."""
     if label.startswith("package ") and common == "(unset)":
         name = label[len("package ") :]
         return [FixStep(f"Install the same packages on every node: only the odd ranks have {name}")]
@@ -141,12 +148,20 @@ def _fix(label: str, common: str) -> list[FixStep]:
     if label == STACK_FIELDS["torch"] and common != "(unset)":
         # torch as it imports (torch.__version__): the same install makes the odd ranks' torch the reference's
         return [_install_step("torch", common)]
+    if label.startswith("env ") and label[len("env ") :] in LAUNCH_ENV:
+        name = label[len("env ") :]
+        return [
+            FixStep(
+                f"Leave {name} to the launcher (it sets it for every rank): a job script that sets it for some "
+                f"ranks launches them into another job than the others ({name}={common} on {where})"
+            )
+        ]
     if label.startswith("env "):
         name = label[len("env ") :]
         return [
             FixStep(
                 f"Set {name} the same way for every rank, in the job script"
-                + ("" if common == "(unset)" else f" ({name}={common} on most ranks)"),
+                + ("" if common == "(unset)" else f" ({name}={common} on {where})"),
                 f"unset {name}" if common == "(unset)" else None,
             )
         ]

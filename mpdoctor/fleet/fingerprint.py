@@ -74,7 +74,7 @@ def unmeasured(snap: Snapshot, local_rank: int) -> Fingerprint:
     print_ = Fingerprint(
         python=env.python.version if env.python else "",
         executable=env.python.executable if env.python else "",
-        packages={canonical_name(d.name): d.version for d in env.distributions if d.name},
+        packages=importable_versions(env.distributions),
         torch=torch.version if torch.status == "imported" else f"({torch.status})",
         torch_cuda=torch.cuda or "",
         cudnn=str(torch.cudnn) if torch.cudnn is not None else "",
@@ -89,6 +89,18 @@ def unmeasured(snap: Snapshot, local_rank: int) -> Fingerprint:
         print_.device, print_.gpu, print_.compute_capability = chosen.device, chosen.name, chosen.compute_capability
         print_.device_uuid, print_.device_problem = chosen.uuid, chosen.problem
     return print_
+
+
+def importable_versions(distributions) -> dict[str, str]:
+    """Each distribution's version as it imports: the first on sys.path, as ``importlib.metadata.version()`` and
+    ``import`` resolve it. The inventory lists every copy in sys.path order, so a PYTHONPATH copy that shadows the
+    venv's comes first: keeping the last would compare the shadowed copy, and a rank that imports another
+    transformers would agree with the others."""
+    found: dict[str, str] = {}
+    for dist in distributions:
+        if dist.name:
+            found.setdefault(canonical_name(dist.name), dist.version)
+    return found
 
 
 def measured(print_: Fingerprint, snap: Snapshot) -> Fingerprint:
@@ -119,6 +131,20 @@ def _nccl(snap: Snapshot) -> dict[str, str]:
         if canonical_name(dist.name).startswith(NCCL_WHEELS) and dist.version:
             return {"nccl": dist.version, "nccl_source": canonical_name(dist.name)}
     return {}
+
+
+# The launcher's variables a rank publishes beside its environment: what it was launched believing (rank 0 names a
+# rank launched into a job of another size; RANK itself is the report's own ``rank``).
+LAUNCH_ENV = ("WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
+
+def launch_env(world_size: int, env: dict[str, str]) -> dict[str, str]:
+    """``WORLD_SIZE`` as this rank's launcher told it (``WORLD_SIZE``, ``SLURM_NTASKS``, ``OMPI_COMM_WORLD_SIZE``...:
+    ``launcher.detect``), and ``LOCAL_WORLD_SIZE`` when set (torchrun sets it), for ``Fingerprint.env``."""
+    found = {"WORLD_SIZE": str(world_size)}
+    if env.get("LOCAL_WORLD_SIZE", "").strip():
+        found["LOCAL_WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"].strip()[:16]
+    return found
 
 
 def rank_report(

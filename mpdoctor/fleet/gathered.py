@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from mpdoctor.findings import Finding
 from mpdoctor.fleet.compare import UNREADABLE, compare, worst
+from mpdoctor.fleet.missing import CUT_SHORT
 from mpdoctor.fleet.naming import who
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import Fingerprint, FleetReport, RankReport, RankState
@@ -51,8 +52,11 @@ def verdict_numbers(report: FleetReport) -> dict:
     }
 
 
-def absent_states(gathered, world_size: int) -> list[RankState]:
-    states = []
+def absent_states(gathered, world_size: int, cut: str = "") -> list[RankState]:
+    """A state for each rank whose report is not in ``gathered``, from its last heartbeat. ``cut``: what cut the
+    run short (the launcher's SIGTERM, a deadline shorter than rank 0's own check), so that a rank whose heartbeat
+    was still moving is said to have been cut short, not to be stuck (``missing.CUT_SHORT``)."""
+    beats = {}
     for rank in range(world_size):
         if rank in gathered.reports or rank in gathered.unreadable:
             continue
@@ -62,14 +66,22 @@ def absent_states(gathered, world_size: int) -> list[RankState]:
                 beat = heartbeat_of(beat)
             except Malformed as exc:
                 beat = unreadable_beat(str(exc))
+        beats[rank] = beat
+    # Cut short after a rank crashed: that crash ended the job, and a rank not yet in the store was still starting,
+    # not at fault (without a crash seen, a rank that never reached the store is the likeliest to have exited).
+    crash_seen = bool(cut) and any(beat and beat.get("state") == "crashed" for beat in beats.values())
+    states = []
+    for rank, beat in beats.items():
         if not beat:
             states.append(
                 RankState(
                     rank=rank,
                     status="missing",
                     detail=(
-                        "never reached the store: not started, stuck before connecting (e.g. importing torch), or "
-                        "MASTER_ADDR:MASTER_PORT unreachable from its node"
+                        f"{CUT_SHORT} {cut} before it reached the store (still starting)"
+                        if crash_seen
+                        else "never reached the store: not started, stuck before connecting (e.g. importing torch), "
+                        "or MASTER_ADDR:MASTER_PORT unreachable from its node"
                     ),
                 )
             )
@@ -79,6 +91,8 @@ def absent_states(gathered, world_size: int) -> list[RankState]:
         detail = beat.get("detail") or (
             f"its heartbeat stopped {silent:.0f} s before the deadline (process gone or network lost)"
             if silent >= 5
+            else f"{CUT_SHORT} {cut}"
+            if cut
             else "still running at the deadline"
         )
         states.append(
@@ -95,7 +109,8 @@ def absent_states(gathered, world_size: int) -> list[RankState]:
     return states
 
 
-def judge_gathered(gathered, launch: Launch) -> FleetReport:
+def judge_gathered(gathered, launch: Launch, cut: str = "") -> FleetReport:
+    """The fleet report of what rank 0 gathered; ``cut``: what cut the run short, if anything (``absent_states``)."""
     reports, absent = [], []
     decoded: dict[str, object] = {}  # identical fingerprints and finding lists are validated and decoded once
     for rank, data in sorted(gathered.reports.items()):
@@ -105,7 +120,9 @@ def judge_gathered(gathered, launch: Launch) -> FleetReport:
             absent.append(RankState(rank=rank, status="missing", detail=f"{UNREADABLE}: {exc}"))
     for rank, why in sorted(gathered.unreadable.items()):  # not even JSON: what the store held, said in words
         absent.append(RankState(rank=rank, status="missing", detail=f"{UNREADABLE}: {why}"))
-    return compare(reports, launch.world_size, launch.launcher, absent_states(gathered, launch.world_size) + absent)
+    return compare(
+        reports, launch.world_size, launch.launcher, absent_states(gathered, launch.world_size, cut) + absent
+    )
 
 
 def _decode(data: dict, decoded: dict) -> RankReport:

@@ -16,6 +16,7 @@ from mpdoctor.portable import files
 
 # From the rank (mpdoctor's own process) to its store child:
 STEP, REPORT, FAIL, VERDICT, EXIT = "step", "report.json", "fail", "verdict.json", "exit"
+HURRY = "hurry"  # rank 0 was stopped by its launcher (SIGTERM): gather what the store holds now, not at the deadline
 # From the store child to the rank:
 CONNECTED, ERROR, GATHERED, HEARD, DONE = "connected", "error", "gathered.json", "heard.json", "done"
 

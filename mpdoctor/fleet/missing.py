@@ -8,6 +8,9 @@ from mpdoctor.fleet.model import RankState
 from mpdoctor.fleet.naming import rank_list
 
 UNREADABLE = "its report could not be read"  # a RankState's detail begins so for a rank whose report was garbage
+# A RankState's detail begins so for a rank still running when the run was cut short (the launcher's SIGTERM, a
+# deadline too short for rank 0's own check): not at fault, so no finding of its own (``cut_short`` says why).
+CUT_SHORT = "cut short by"
 
 
 GROUP_ABSENT = 8  # more ranks than this that never reached the store are one finding, not one each
@@ -19,7 +22,12 @@ def never_reached(state: RankState) -> bool:
 
 
 def missing_all(absent: list[RankState], world_size: int) -> list[Finding]:
-    """A finding per rank that did not report; those that never reached the store, when many, as one."""
+    """A finding per rank that did not report; those that never reached the store, when many, as one.
+
+    A rank still running when the run was cut short (``CUT_SHORT``) gets none: ``cut_short`` names it in the one
+    finding that says what cut the run short.
+    """
+    absent = [state for state in absent if not state.detail.startswith(CUT_SHORT)]
     never = [state for state in absent if never_reached(state)]
     if len(never) <= GROUP_ABSENT:
         return [_missing(state, world_size) for state in absent]

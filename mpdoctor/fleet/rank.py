@@ -13,20 +13,22 @@ exits with the verdict.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from mpdoctor.fleet import activity, mailbox
 from mpdoctor.fleet.compare import worst
-from mpdoctor.fleet.fingerprint import rank_report
+from mpdoctor.fleet.fingerprint import launch_env, rank_report
 from mpdoctor.fleet.launcher import Launch
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.protocol import Gathered, Malformed, own_worst, verdict_line, verdict_of, worse
 from mpdoctor.fleet.activity import check_step
+from mpdoctor.fleet.cut_short import HURRY_WAIT, SHORT_WAIT, TERM_WAIT, Stop, deadline_too_short, launcher_stopped
 from mpdoctor.fleet.store_child import ACK_WAIT, GRACE
 from mpdoctor.fleet.gathered import judge_gathered, summary_line, verdict_numbers
 from mpdoctor.probes.budget import Budget
@@ -78,14 +80,28 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     start = time.time()
     until = start + options.deadline
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
+    # Rank 0 holds the launcher's SIGTERM until its report is out: torchrun sends it to every worker as soon as one
+    # exits non-zero, the very failure the report must name (``cut_short``).
+    stop = Stop().install() if launch.rank == 0 else Stop()
     try:
-        return _run_in(box, launch, options, start, until)
+        outcome = _run_in(box, launch, options, start, until, stop)
     except BaseException:  # a crash, Ctrl-C or SIGTERM (Interrupted) before the outcome exists: the files go too
+        stop.restore()
         shutil.rmtree(box, ignore_errors=True)
         raise
+    stop.restore()  # from now on a SIGTERM ends this rank at once, as before
+    release = outcome.release
+
+    def done() -> None:
+        if callable(release):
+            release()
+        stop.exit()  # a SIGTERM held while the report was made ends the process now: 128 + 15, children killed
+
+    outcome.release = done
+    return outcome
 
 
-def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until: float) -> Outcome:
+def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until: float, stop: Stop) -> Outcome:
     config = {
         "addr": launch.master_addr,
         "port": launch.master_port,
@@ -98,6 +114,7 @@ def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until:
         "until": until,
         "dir": box,
         "full_snapshots": options.full_snapshots,
+        "parent": os.getpid(),  # the store child marks this rank crashed once it is gone (store_child.Rank)
     }
     mailbox.put(box, mailbox.STEP, activity.CHECKING)
     # Not `with`: a hung check must not keep this function from returning (the CLI then ends the process).
@@ -111,9 +128,9 @@ def _run_in(box: str, launch: Launch, options: RankOptions, start: float, until:
     board = ProgressBoard()  # what the check is doing: the heartbeat's step
     checker = pool.submit(check_rank, launch, options, checked, board)
     pool.shutdown(wait=False)
-    outcome = _take_part(launch, box, child, checker, checked, start, until, board)
+    outcome = _take_part(launch, box, child, checker, checked, start, until, board, stop)
     if outcome.problem and launch.rank == 0 and outcome.report is None:
-        outcome = _alone(launch, box, child, checker, checked, outcome.problem, until)
+        outcome = _alone(launch, box, child, checker, checked, outcome.problem, until, stop)
     if outcome.problem and not outcome.abandoned:
         outcome.abandoned = not checker.done()  # a hung check must not hold the exit (its thread is not waited for)
     if outcome.problem and launch.rank != 0 and not outcome.judged:
@@ -133,11 +150,14 @@ def _take_part(
     start: float,
     until: float,
     board: ProgressBoard,
+    stop: Stop,
 ) -> Outcome:
     reported = False
     announced = activity.CHECKING
     limit = until + (GRACE + 15.0 if launch.rank else 5.0)  # rank 0 gathers until `until`; the others hear later
     while time.time() < limit:
+        if stop.stopped:  # rank 0 only: the launcher's SIGTERM, held
+            return _stopped(launch, box, child, checker, checked, start, stop)
         error = mailbox.take(box, mailbox.ERROR)
         if error:
             return Outcome(problem=error)
@@ -156,7 +176,11 @@ def _take_part(
             reported = True
         gathered = mailbox.take(box, mailbox.GATHERED)
         if gathered is not None:
-            return _lead(launch, box, child, Gathered.from_data(gathered), checker)
+            got = Gathered.from_data(gathered)
+            if not got.has(0) and ("report" in checked or not checker.done()):
+                # The deadline came before rank 0's own report (late or still coming, not failed): it was too short.
+                return _too_short(launch, box, child, got, checker, checked, until - start, board, stop)
+            return _lead(launch, box, child, got, checker)
         if mailbox.has(box, mailbox.HEARD):
             verdict = mailbox.take(box, mailbox.HEARD)
             if verdict is None:
@@ -188,14 +212,13 @@ def _heard(verdict: dict, report: Optional[dict], checker: Future) -> Outcome:
 
 
 def _alone(
-    launch: Launch, box: str, child: Future, checker: Future, checked: dict, problem: str, until: float
+    launch: Launch, box: str, child: Future, checker: Future, checked: dict, problem: str, until: float, stop: Stop
 ) -> Outcome:
     """Rank 0 when the store failed it (unreachable, its child ended, no gathering in time): its own report,
     judged alone (the others named as never heard from), printed with the problem, whatever the store holds."""
-    try:
-        checker.result(timeout=max(0.0, until + 5.0 - time.time()))
-    except Exception:  # noqa: BLE001 - still running, or failed: the problem is all there is
-        pass
+    # Polled, not checker.result(): a SIGTERM meanwhile shortens the wait to what the launcher leaves.
+    while not checker.done() and time.time() < (stop.at + TERM_WAIT if stop.stopped else until + 5.0):
+        time.sleep(TICK)
     if "report" not in checked:
         return Outcome(problem=problem, abandoned=not checker.done())
     outcome = _lead(launch, box, child, Gathered({0: checked["report"]}), checker)
@@ -204,9 +227,89 @@ def _alone(
     return outcome
 
 
-def _lead(launch: Launch, box: str, child: Future, gathered: Gathered, checker: Future) -> Outcome:
-    """Rank 0: the report from what was gathered; the verdict is posted by done(), after the report is printed."""
-    report = judge_gathered(gathered, launch)
+def _stopped(
+    launch: Launch, box: str, child: Future, checker: Future, checked: dict, start: float, stop: Stop
+) -> Outcome:
+    """Rank 0 after the launcher's SIGTERM: its own check gets what is left of ``TERM_WAIT``, its store child one
+    last look at the store, and the report holds what it had, saying why; no verdict is posted (the other ranks
+    are being stopped too). The process ends as the signal would have once the report is printed (``run_rank``)."""
+    # The store child may still be importing torch (its own seconds, on a busy node): it gets the same wait.
+    while time.time() < stop.at + TERM_WAIT and not (
+        checker.done() and (child.done() or mailbox.has(box, mailbox.CONNECTED) or mailbox.has(box, mailbox.ERROR))
+    ):
+        time.sleep(TICK)
+    data = None
+    if mailbox.has(box, mailbox.CONNECTED) and not child.done():
+        mailbox.put(box, mailbox.HURRY, True)
+        hurry = time.time() + HURRY_WAIT
+        while data is None and time.time() < hurry and not child.done():
+            data = mailbox.take(box, mailbox.GATHERED)
+            time.sleep(0 if data is not None else TICK)
+    got = Gathered.from_data(data) if data is not None else Gathered()
+    if "report" in checked:  # rank 0's own, whether or not it reached the store before the signal
+        got.reports[0] = checked["report"]
+        got.heartbeats.pop(0, None)
+        got.silent.pop(0, None)
+    report = launcher_stopped(judge_gathered(got, launch, cut="the launcher (SIGTERM)"), stop.at - start)
+    return Outcome(
+        report=report,
+        worst=worst(report),
+        summary=summary_line(report),
+        problem=f"stopped by the launcher (SIGTERM) {stop.at - start:.1f} s in; the report holds what rank 0 had",
+        abandoned=not checker.done(),
+        release=lambda: shutil.rmtree(box, ignore_errors=True),  # the store child goes with the held signal
+    )
+
+
+def _too_short(
+    launch: Launch,
+    box: str,
+    child: Future,
+    got: Gathered,
+    checker: Future,
+    checked: dict,
+    deadline: float,
+    board: ProgressBoard,
+    stop: Stop,
+) -> Outcome:
+    """Rank 0 when the deadline came before its own report: no rank can be blamed for being late. Its own check
+    gets ``SHORT_WAIT`` s more, to say how long it needed, and joins the comparison when it is done in time."""
+    wait = time.time() + SHORT_WAIT
+    while not checker.done() and time.time() < wait and not stop.stopped:
+        time.sleep(TICK)
+    step = check_step(board.tasks())
+    own = None
+    if "report" in checked:
+        got.reports[0] = checked["report"]
+        got.heartbeats.pop(0, None)
+        got.silent.pop(0, None)
+        own = float(checked["report"].get("seconds") or 0.0)
+    elapsed = deadline + SHORT_WAIT - max(0.0, wait - time.time())
+    return _lead(
+        launch,
+        box,
+        child,
+        got,
+        checker,
+        cut=f"the deadline ({deadline:g} s)",
+        amend=lambda report: deadline_too_short(report, deadline, own, step, elapsed),
+    )
+
+
+def _lead(
+    launch: Launch,
+    box: str,
+    child: Future,
+    gathered: Gathered,
+    checker: Future,
+    cut: str = "",
+    amend: Optional[Callable[[FleetReport], FleetReport]] = None,
+) -> Outcome:
+    """Rank 0: the report from what was gathered (``cut``, ``amend``: when the deadline cut it short); the verdict
+    is posted by done(), after the report is printed."""
+    report = judge_gathered(gathered, launch, cut)
+    if amend is not None:
+        report = amend(report)
     outcome = Outcome(
         report=report,
         worst=worst(report),
@@ -258,6 +361,8 @@ def check_rank(launch: Launch, options: RankOptions, out: dict, progress: Progre
     mine = rank_report(
         launch.rank, launch.host, launch.local_rank, report.snapshot, report.findings, time.monotonic() - began
     )
+    # What this rank was launched believing: a rank given another WORLD_SIZE by its job script differs (FLEET006).
+    mine.fingerprint.env.update(launch_env(launch.world_size, dict(os.environ)))
     out["report"] = to_data(mine)
     if options.snapshots:  # beside the report's fields: a reader of RankReport ignores a key it does not know
         out["report"]["snapshot"] = to_data(report.snapshot)

@@ -68,7 +68,9 @@ class Rank:
         self.config, self.channel, self.box = config, channel, config["dir"]
         self.rank, self.world = config["rank"], config["world_size"]
         self.until = time.monotonic() + (config["until"] - time.time())  # the deadline, on this clock
-        self.parent = os.getppid()
+        # The rank's pid as it gave it: a parent that died while this child was still connecting (importing torch)
+        # has already left, and getppid() now would name the process that adopted this child.
+        self.parent = int(config.get("parent") or os.getppid())
         self.beater = Beater(channel, self.rank, config["host"], config["local_rank"])
         self.gatherer = Gatherer(channel, self.world) if self.rank == 0 else None
         self.posted = self.gathered = False
@@ -112,7 +114,9 @@ class Rank:
 
     def lead(self) -> bool:
         """Rank 0: gather until everyone reported or the deadline; hand over; post the verdict the parent wrote."""
-        if not self.gathered and self.gatherer.poll(self.until):
+        # Stopped by the launcher (SIGTERM): one last look at the store now; the deadline will not be reached.
+        until = 0.0 if mailbox.has(self.box, mailbox.HURRY) else self.until
+        if not self.gathered and self.gatherer.poll(until):
             self.beater.step(activity.COMPARING)
             mailbox.put(self.box, mailbox.GATHERED, self.gatherer.got.to_data())
             self.gathered = True
