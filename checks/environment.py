@@ -160,10 +160,15 @@ def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
     400,000-character line); the scan stops at its time and file budget in a very
     large tree.
 
+    A scan that stopped early or failed is a warning: an error in the code it never
+    read (an `apex.amp` import that fails) would otherwise leave a clean report and
+    a green exit status. A few files skipped for what they are is an info.
+
     ## Fix
-    Run mpdoctor from your training project's own directory rather than a large
-    tree above it, and keep generated files, pipes and devices out of it; or check
-    the skipped files for apex and OneFlow uses by hand.
+    Give the scan more time (`--timeout`: the scan's budget and file cap grow with
+    it), or point it at the training code (`--project DIR`) rather than a large tree
+    above it; keep generated files, pipes and devices out of it; or check the
+    skipped files for apex and OneFlow uses by hand.
     """
     scan = snap.environment.project
     if not (scan.truncated or scan.error or scan.skipped_files):
@@ -184,14 +189,24 @@ def project_scan_incomplete(snap: Snapshot) -> Iterator[Finding]:
         if scan.truncated
         else f"left {len(scan.skipped_files)} file{'s' if len(scan.skipped_files) != 1 else ''} unread"
     )
-    yield info(
-        f"the scan of your project's code {what}: checks that read your code may miss a use in it",
-        evidence,
-        [
+    steps = []
+    if scan.truncated:
+        steps.append(
             FixStep(
-                "Run mpdoctor from your training project's own directory, with generated files, pipes and devices "
-                "kept out of it"
-            ),
-            fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand"),
-        ],
+                "Give the scan more time: its time budget and its file cap grow with --timeout",
+                fixes.mpdoctor_check(snap, timeout=fixes.more_time(snap, 600)),
+            )
+        )
+    steps += [
+        (fixes.alternative if steps else FixStep)(
+            ("Or point" if steps else "Point")
+            + " mpdoctor at your training code (--project DIR, or run it from that directory), with generated "
+            "files, pipes and devices kept out of it"
+        ),
+        fixes.alternative("Or look for apex and OneFlow imports in the skipped files by hand"),
+    ]
+    # A scan that stopped or failed may have missed an error in the code it never read: not a detail.
+    make = warning if scan.truncated or scan.error else info
+    yield make(
+        f"the scan of your project's code {what}: checks that read your code may miss a use in it", evidence, steps
     )

@@ -247,7 +247,48 @@ def test_a_scan_stopped_early_says_how_much_it_read(tmp_path):
     facts = scan.project_facts(str(tmp_path), 1e-9)  # out of time before the first read
     assert facts["truncated"] and facts["files_found"] == 30 and facts["files_scanned"] == 0
     summary = ProjectScan(**{k: v for k, v in facts.items() if k not in ("apex_uses",)}).summary()
-    assert "0 Python files read of 30 found: the scan stopped early" in summary
+    assert "0 Python files read of 30 listed: the scan stopped early" in summary
+
+
+def test_a_scan_that_stopped_early_is_a_warning_with_the_way_to_finish_it(tmp_path):
+    """A scan cut short may have missed an error in the code it never read: ENV003 is a warning (not an info that
+    leaves CI green with an unread `from apex import amp`), and its first fix gives the scan more time."""
+    from mpdoctor.doctor.judge import judge
+    from mpdoctor.snapshot import Snapshot
+
+    for n in range(30):
+        write(tmp_path / f"m{n:02}.py", "import torch\n")
+    facts = scan.project_facts(str(tmp_path), 1e-9)
+    snap = Snapshot()
+    snap.environment.project = ProjectScan(**{k: v for k, v in facts.items() if k not in ("apex_uses",)})
+    (finding,) = judge(snap, select=["ENV003"])
+    assert finding.severity == "warning" and "stopped early" in finding.title
+    assert finding.fix[0].command.startswith("mpdoctor check --timeout ")
+    # files only skipped for what they are (a FIFO) stay an info
+    snap.environment.project = ProjectScan(root=str(tmp_path), files_scanned=29, skipped_files=["f.py: a FIFO"])
+    (finding,) = judge(snap, select=["ENV003"])
+    assert finding.severity == "info"
+
+
+def test_a_file_the_scan_cannot_read_is_named(tmp_path, monkeypatch):
+    """Permission denied (a mode-000 file, mpdoctor run as another user): named among the files left unread, not
+    passed over as if it were not there. (The suite runs as root here, who reads any file: the refusal is the
+    error the reader raises for such a file.)"""
+    from mpdoctor.probes.remote import listing
+
+    write(tmp_path / "train.py", "import torch\n")
+    write(tmp_path / "secret_stuff.py", "from apex import amp\n")
+    real = listing.read
+
+    def read(path, regular, limit):
+        if path.endswith("secret_stuff.py"):
+            raise PermissionError(13, "Permission denied")
+        return real(path, regular, limit)
+
+    monkeypatch.setattr(listing, "read", read)
+    facts = scan.project_facts(str(tmp_path), 30)
+    assert facts["files_found"] == 2 and facts["files_scanned"] == 1
+    assert facts["skipped_files"] == ["secret_stuff.py: cannot be read (Permission denied)"]
 
 
 def test_the_early_start_reads_project_as_the_cli_does(clones):

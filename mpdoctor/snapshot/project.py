@@ -124,7 +124,7 @@ class ProjectScan:
         line = f"project: {self.root} ({self.root_reason})"
         read = plural(self.files_scanned, "Python file")
         if self.truncated and self.files_found:
-            line += f"; {read} read of {self.files_found} found: the scan stopped early (see ENV003)"
+            line += f"; {read} read of {self.files_found} listed: the scan stopped early (see ENV003)"
         elif self.truncated:
             line += f"; {read} read: the scan stopped early (see ENV003)"
         else:

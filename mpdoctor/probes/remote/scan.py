@@ -24,6 +24,7 @@ so a file that does not parse still reports nothing, as a whole-file parse did.
 """
 
 import ast
+import errno
 import os
 import re
 import symtable
@@ -333,7 +334,9 @@ def project_uses(top, budget, max_files=MIN_FILES, skip=(), first="", nested_pro
         except files.Refused as exc:
             facts["skipped_files"].append("%s: %s" % (relative(path), exc.why))
             continue
-        except OSError:
+        except OSError as exc:  # permission denied: unread, and ENV003 says so (a broken link is no file at all)
+            if exc.errno != errno.ENOENT and len(facts["skipped_files"]) < MAX_SKIPPED:
+                facts["skipped_files"].append("%s: cannot be read (%s)" % (relative(path), exc.strerror or exc))
             continue
         facts["files_scanned"] += 1
         readers = windows.readers(source)
