@@ -66,3 +66,17 @@ def test_text_that_names_no_existing_file_is_still_the_message(tmp_path):
     missing = tmp_path / "no-such.log"
     done = run_cli("explain", str(missing), "-f", "json")
     assert json.loads(done.stdout)["source"] == "the argument"
+
+
+def test_autocast_advice_for_an_error_that_does_not_say_its_device_names_the_cpus_too(tmp_path):
+    """A bf16 Linear fed fp32 on the CPU words its error as it would on a GPU ("mat1 and mat2 must have the same
+    dtype"): the lines do not say where it ran, so the autocast advice gives the CPU's form beside CUDA's, not
+    CUDA's alone, which on a CPU-only machine disables itself and leaves the same error."""
+    code = "import torch\ntorch.nn.Linear(4, 4).bfloat16()(torch.ones(2, 4))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith("RuntimeError: mat1 and mat2 must have the same dtype"), message
+    report = json.loads(run_cli("explain", message, "-f", "json").stdout)
+    fixes = [step["text"] for step in report["recognised"][0]["fixes"]]
+    autocast = [text for text in fixes if "torch.autocast(" in text]
+    assert autocast and all('torch.autocast("cpu"' in text for text in autocast), fixes

@@ -10,6 +10,7 @@ kernel has (``expected m1 and m2`` is the CPU mm; ``expected mat1 and mat2`` the
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
 from mpdoctor.findings import FixStep
@@ -22,6 +23,7 @@ _CPU = re.compile(
 _CUDA = re.compile(r"cuda|cudnn|cublas|cufft|cusolver|magma|(?<![a-z0-9])gpu(?![a-z0-9])|hip error|rocm")
 
 # A fix that only a CUDA machine can take: autocast for "cuda", the CUDA device order, the old CUDA amp API.
+_CUDA_AUTOCAST = re.compile(r"autocast\(\s?[\"']cuda")
 _CUDA_ONLY_FIX = re.compile(r"autocast\(\s?[\"']cuda|device_type=[\"']cuda|cuda_device_order|torch\.cuda\.amp\.")
 # The checks that can only judge a GPU: they say nothing about an op that ran on the CPU. TORCH005/TORCH009 stay:
 # "torch sees no GPU here" is what sends a model meant for a GPU to the CPU, and they can confirm it on this machine.
@@ -44,8 +46,20 @@ def device_of(lines: Iterable[str], named: Optional[str] = None) -> str:
     return "cpu" if cpu and not cuda else "cuda" if cuda and not cpu else ""
 
 
+# Said beside CUDA autocast advice when the lines do not say where the op ran: the same cure, for a CPU run.
+ON_THE_CPU = ' (on the CPU: `with torch.autocast("cpu", dtype=torch.bfloat16):`)'
+
+
 def fixes_for(device: str, fixes: Sequence[FixStep]) -> list[FixStep]:
-    """The fixes that fit the device: on the CPU, none that only a CUDA machine can take."""
+    """The fixes that fit the device: on the CPU, none that only a CUDA machine can take; where the lines do not
+    say, CUDA autocast advice names the CPU's too (a bf16 Linear fed fp32 on the CPU words its error as on a GPU)."""
+    if device == "":
+        return [
+            replace(step, text=step.text + ON_THE_CPU)
+            if "autocast" in step.text and _CUDA_AUTOCAST.search(step.text.lower()) and ON_THE_CPU not in step.text
+            else step
+            for step in fixes
+        ]
     if device != "cpu":
         return list(fixes)
     kept, dropped_autocast = [], False
