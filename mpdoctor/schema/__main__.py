@@ -23,8 +23,38 @@ def schemas() -> dict[Path, Callable[[], dict]]:
     }
 
 
-if __name__ == "__main__":
-    SCHEMA_DIR.mkdir(exist_ok=True)
+USAGE = """usage: python -m mpdoctor.schema [--check]
+
+Regenerate every JSON Schema mpdoctor ships (in mpdoctor/schema/) from its dataclasses.
+  --check   write nothing: exit 1 and name the schemas that are out of date
+"""
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv and argv != ["--check"]:
+        sys.stderr.write(USAGE)
+        return 2
+    stale = []
     for path, make in schemas().items():
-        path.write_text(json.dumps(make(), indent=2) + "\n", encoding="utf-8")
-        sys.stdout.write(f"wrote {path}\n")
+        text = json.dumps(make(), indent=2) + "\n"
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        stale.append(path)
+        if not argv:
+            SCHEMA_DIR.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            sys.stdout.write(f"wrote {path}\n")
+    if argv:  # --check
+        for path in stale:
+            sys.stdout.write(f"out of date: {path}\n")
+        return 1 if stale else 0
+    if not stale:
+        sys.stdout.write("every schema is up to date\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
