@@ -80,3 +80,15 @@ def test_autocast_advice_for_an_error_that_does_not_say_its_device_names_the_cpu
     fixes = [step["text"] for step in report["recognised"][0]["fixes"]]
     autocast = [text for text in fixes if "torch.autocast(" in text]
     assert autocast and all('torch.autocast("cpu"' in text for text in autocast), fixes
+
+
+def test_check_runs_the_checks_a_notice_names(tmp_path):
+    """Only notices recognised (autocast disabled for want of CUDA): --check still runs the checks they name, as
+    their "confirm:" line promises, rather than nothing and no word of why."""
+    log = run_log(tmp_path / "project", "train.py")
+    done = run_cli("explain", "--file", str(log), "--check", "-f", "json", timeout=300)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["recognised"] == [] and report["notices"]
+    assert report["checked"] is True and report["check_error"] == "", report["check_error"]
+    text = run_cli("explain", "--file", str(log), "--check", timeout=300).stdout
+    assert "on this machine: " in text

@@ -78,7 +78,7 @@ def explain(
             report, problem = None, str(exc)
     if report is None:
         usage_error(problem)
-    if check and report.recognised:
+    if check and (report.recognised or report.notices):
         check_temp()
         interpreter = resolve_python(python)
         with live_progress(board, shown, label="explain"):

@@ -257,7 +257,8 @@ def confirm(report: ExplainReport, python: str, budget: Budget) -> None:
     from mpdoctor.doctor.diagnose import Options, diagnose
     from mpdoctor.doctor.report import redacted
 
-    codes = sorted({code for item in report.recognised for code in item.checks})
+    items = [*report.recognised, *report.notices]  # a notice's checks too: --check asked for them, whatever they are
+    codes = sorted({code for item in items for code in item.checks})
     report.checked = True
     if not codes:
         return
@@ -267,7 +268,7 @@ def confirm(report: ExplainReport, python: str, budget: Budget) -> None:
     except Exception as exc:  # a failed probe must not cost the explanation
         report.check_error = redact_clip(f"{type(exc).__name__}: {exc}", limits.FAILURE_TEXT)
         return
-    for item in report.recognised:
+    for item in items:
         item.findings = [f for f in result.findings if any(f.code.startswith(code) for code in item.checks)]
         item.unknown = could_not_judge(result, item.checks)
 

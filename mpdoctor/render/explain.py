@@ -41,7 +41,7 @@ def _prose(console: Console, text: str, indent: str = "", **style) -> None:
     print_prose(console, sanitise.block(text), indent, **style)
 
 
-def render_explanation(console: Console, item: Explanation, checked: bool) -> None:
+def render_explanation(console: Console, item: Explanation, checked: bool, notice: bool = False) -> None:
     head = Text()
     head.append(sanitise.line(item.title), style="bold")
     head.append(f"  [{sanitise.line(item.id)}]", style="cyan")
@@ -80,7 +80,8 @@ def render_explanation(console: Console, item: Explanation, checked: bool) -> No
         elif item.checks:
             print_prose(
                 console,
-                "those checks found nothing; the cause is in the code or the data, not the environment",
+                "those checks found nothing"
+                + ("" if notice else "; the cause is in the code or the data, not the environment"),
                 "  on this machine: ",
             )
     console.print()
@@ -98,7 +99,7 @@ def render_text(report: ExplainReport, console: Console) -> None:
             )
             console.print()
         for item in report.notices:  # a deprecation, or an environment fault beside the precision, and its fix
-            render_explanation(console, item, checked=False)
+            render_explanation(console, item, report.checked, notice=True)
     if report.check_error:
         print_prose(console, sanitise.line(f"--check could not run the checks: {report.check_error}"), style="yellow")
     codes = selected_codes(report)
