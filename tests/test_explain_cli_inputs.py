@@ -92,3 +92,16 @@ def test_check_runs_the_checks_a_notice_names(tmp_path):
     assert report["checked"] is True and report["check_error"] == "", report["check_error"]
     text = run_cli("explain", "--file", str(log), "--check", timeout=300).stdout
     assert "on this machine: " in text
+
+
+def test_a_progress_bar_redrawn_in_place_counts_as_the_lines_the_explanation_numbers(tmp_path):
+    """tqdm redraws with a bare carriage return, which explain reads as a line end: the headline's line count and
+    the recognised line's number are counted the same way, so "line N" is within "N lines"."""
+    bars = "".join(f"\r 10%|#   | {i}/50 [00:01<00:05]" for i in range(50))
+    log = tmp_path / "run.log"
+    log.write_bytes(
+        (bars + "\nRuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16\n").encode()
+    )
+    report = json.loads(run_cli("explain", "--file", str(log), "-f", "json").stdout)
+    (line,) = report["recognised"][0]["lines"]
+    assert line["line"] == report["input_lines"] == 52, (line, report["input_lines"])

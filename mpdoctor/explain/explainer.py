@@ -238,7 +238,10 @@ def explain(
         noticed = {number for match in matches for number, _ in match.lines}
         matches += [m for m in explain_by_shape(data, signatures) if not noticed.intersection(n for n, _ in m.lines)]
     raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
-    lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
+    # Lines as the matcher numbers them: a lone carriage return (a progress bar redrawn in place) ends a line too, so
+    # "line 57" of an explanation is within the "57 lines" of its headline.
+    breaks = raw.count(b"\n") + (raw.count(b"\r") - raw.count(b"\r\n") if b"\r" in raw else 0)
+    lines = breaks + (1 if raw and not raw.endswith((b"\n", b"\r")) else 0)
     # the source is a file name the user gave: a log named after a run can carry the run's token
     report = ExplainReport(
         source=redact_text(source),

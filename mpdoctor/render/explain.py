@@ -21,7 +21,7 @@ def _plural(n: int, word: str) -> str:
 def headline(report: ExplainReport) -> str:
     where = f"{_plural(report.input_lines, 'line')} from {report.source}"
     if report.truncated:
-        where += " (only its end was read)"
+        where += " (only its end was read: line numbers count from where the reading began)"
     if not report.recognised and report.notices:
         return f"No known mixed-precision failure recognised in {where}, only {_plural(len(report.notices), 'notice')}:"
     if not report.recognised:
