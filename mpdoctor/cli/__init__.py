@@ -55,6 +55,11 @@ def main() -> None:
     sane_columns()  # COLUMNS=0 would make every report empty
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
+    if sys.argv[1:2] == ["fleet"] and sys.argv[2:3] != ["compare"]:
+        from mpdoctor.fleet import held_term
+
+        if held_term.is_rank_zero():  # rank 0 must outlive the launcher's first SIGTERM to report (cut_short)
+            held_term.hold(on_signal)
     if sys.argv[1:2] == ["check"]:  # a plain `check` starts probing now (under `python -m mpdoctor`: did already)
         from mpdoctor.probes.prescan import start_check_early
 

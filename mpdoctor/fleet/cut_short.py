@@ -32,6 +32,7 @@ from mpdoctor.findings import Finding, FixStep, error, triage
 from mpdoctor.fleet.missing import CUT_SHORT, never_reached
 from mpdoctor.fleet.model import FleetReport
 from mpdoctor.fleet.naming import rank_list
+from mpdoctor.fleet import held_term
 
 # Seconds rank 0 still gives its own check after SIGTERM: torchrun's agent sends SIGKILL 30 s after SIGTERM, and
 # the gathering, the judging and the printing must fit in what is left.
@@ -59,7 +60,18 @@ class Stop:
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGTERM, self._held)
             self.installed = True
+            if held_term.is_holding(self.previous):  # the CLI held SIGTERM from its first lines (held_term)
+                self.previous = held_term.fallback()
+                if held_term.pending() is not None:  # and one came before this run began: held already
+                    self.signum, self.at = signal.SIGTERM, held_term.pending()
         return self
+
+    @classmethod
+    def released(cls) -> "Stop":
+        """A Stop that holds nothing, for a rank other than 0: a SIGTERM the CLI held for it ends it now."""
+        if threading.current_thread() is threading.main_thread():
+            held_term.release()
+        return cls()
 
     @property
     def stopped(self) -> bool:

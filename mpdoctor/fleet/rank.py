@@ -82,7 +82,7 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
     # Rank 0 holds the launcher's SIGTERM until its report is out: torchrun sends it to every worker as soon as one
     # exits non-zero, the very failure the report must name (``cut_short``).
-    stop = Stop().install() if launch.rank == 0 else Stop()
+    stop = Stop().install() if launch.rank == 0 else Stop.released()
     try:
         outcome = _run_in(box, launch, options, start, until, stop)
     except BaseException:  # a crash, Ctrl-C or SIGTERM (Interrupted) before the outcome exists: the files go too
