@@ -228,9 +228,11 @@ INFORMATIONAL = re.compile(r"\[__recompiles(?:_verbose)?\]")
 
 # A line that reports an error, by the first marker word it holds: an exception's name (`RuntimeError`, `Exception`),
 # a failed assertion, a logger's ERROR. A warning ("UserWarning:", vLLM's "WARNING ...]") is none, even when it names
-# an error it avoided. Whole words only: a path such as `test_error_cases/run.py` names no error.
+# an error it avoided, and so is a prediction ("running them will fail"). Whole words only: a path such as
+# `test_error_cases/run.py` names no error.
 LINE_MARKER = re.compile(
-    r"\b(?:([a-z0-9_]*warning|warn)|[a-z0-9_]*(?:error|exception)|assert(?:ion)?|fail(?:ed|ure)?|fatal|abort(?:ed)?)\b"
+    r"\b(?:([a-z0-9_]*warning|warn)|[a-z0-9_]*(?:error|exception)|assert(?:ion)?|"
+    r"(?<!will )(?<!would )(?<!could )(?<!might )(?<!may )fail(?:ed|ure)?|fatal|abort(?:ed)?)\b"
 )
 
 

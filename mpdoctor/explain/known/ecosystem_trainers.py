@@ -1,5 +1,6 @@
 """One library's own words each, learned with the ecosystem's general shapes (grammar_ecosystem.py): Ultralytics
-exporting fp32 on the CPU, Accelerate's fp8 without TransformerEngine, Lightning's 16-mixed run as bf16 on the CPU.
+exporting fp32 on the CPU, Accelerate's and Lightning's fp8 without TransformerEngine, Lightning's 16-mixed run as bf16
+on the CPU, and its model summary sizing a precision it does not know in 32 bits (a notice).
 """
 
 from __future__ import annotations
@@ -80,6 +81,59 @@ SIGNATURES: list[Signature] = [
             "MSAMP or torchao is installed.",
         ),
         near_misses=("ValueError: the tokenizer is not installed on this machine",),
+    ),
+    Signature(
+        id="hardware-fp8-lightning-needs-transformer-engine",
+        family="hardware",
+        title="Lightning's transformer-engine (fp8) precision was asked for, but TransformerEngine is not installed",
+        needles=("requirement 'transformer_engine",),
+        patterns=(r"requirement 'transformer_engine[^']{0,20}' not met",),
+        cause='`Trainer(precision="transformer-engine")` (or `"transformer-engine-float16"`) runs fp8 through '
+        "NVIDIA TransformerEngine, which Lightning's precision plugin imports when it is built and which is not "
+        "installed here. fp8 also needs an Ada (8.9) or Hopper (9.0+) GPU: on a CPU or an older GPU no install "
+        "makes it run.",
+        fixes=(
+            fix(
+                'Without an Ada/Hopper GPU, or if fp8 was not meant: `Trainer(precision="bf16-mixed")` '
+                '(`"16-mixed"` on a GPU older than Ampere)'
+            ),
+            fix(
+                "On an H100/L40/RTX 40xx, install TransformerEngine for this torch and CUDA",
+                "pip install --no-build-isolation transformer_engine[pytorch]",
+            ),
+        ),
+        checks=("GPU002", "GPU003"),
+        sources=(
+            "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/plugins/precision/"
+            "transformer_engine.py",
+        ),
+        examples=(
+            "ModuleNotFoundError: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
+            "`pip install -U 'transformer_engine>=0.11.0'`",
+        ),
+    ),
+    Signature(
+        id="framework-lightning-summary-precision",
+        family="framework",
+        title="Lightning's model summary sized the model in 32 bits: a note about the summary, not about the run",
+        needles=("not supported by the model summary",),
+        patterns=(r"precision [a-z0-9-]{1,30} is not supported by the model summary",),
+        rank=1,
+        notice=True,
+        cause="Lightning's model summary knows the bits of '16-true', '16-mixed', 'bf16-true', '32-true' and "
+        "'64-true' only; for another precision setting ('bf16-mixed', 'transformer-engine', a plugin's) it "
+        "estimates the model's size in 32 bits and says so. The run itself uses the precision asked for.",
+        fixes=(fix("Nothing to fix: only the summary's size estimate is approximate"),),
+        checks=(),
+        sources=(
+            "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/utilities/"
+            "model_summary/model_summary.py",
+        ),
+        examples=(
+            "/venv/lib/python3.11/site-packages/lightning/pytorch/utilities/model_summary/model_summary.py:242: "
+            "Precision bf16-mixed is not supported by the model summary.  Estimated model size in MB will not be "
+            "accurate. Using 32 bits instead.",
+        ),
     ),
     Signature(
         id="framework-lightning-fp16-amp-cpu-fallback",

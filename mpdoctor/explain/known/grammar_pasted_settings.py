@@ -61,7 +61,11 @@ SIGNATURES: list[Signature] = [
         family="framework",
         title="{library} does not take this precision setting's value (the general explanation)",
         needles=("not supported", "not allowed", "not valid"),
-        patterns=(r"precision[ =:]{0,3}['\"`]?[a-z0-9-]{1,16}['\"`]? (?:is|are) not (?:supported|allowed|valid)",),
+        # not Lightning's model summary, which only estimates the size in 32 bits for a precision it does not know
+        patterns=(
+            r"precision[ =:]{0,3}['\"`]?[a-z0-9-]{1,16}['\"`]? (?:is|are) not (?:supported|allowed|valid)"
+            r"(?! by the model summary)",
+        ),
         details=(r"precision", terms.LIBRARY),
         defaults=(("library", "The library"),),
         cause="The precision setting (a trainer's `precision=`, a config's `precision:`) got a value this version's "
@@ -84,6 +88,11 @@ SIGNATURES: list[Signature] = [
         sources=("https://github.com/NVIDIA-NeMo/Speech/issues/6538",),
         examples=(
             "Exception: precision 16 is not supported. Float16Module (megatron_amp_O2) supports only fp16 and bf16.",
+        ),
+        near_misses=(
+            "/venv/lib/python3.11/site-packages/lightning/pytorch/utilities/model_summary/model_summary.py:242: "
+            "Precision bf16-mixed is not supported by the model summary.  Estimated model size in MB will not be "
+            "accurate. Using 32 bits instead.",
         ),
         rank=-1,
         notes=_GENERAL_NOTE,

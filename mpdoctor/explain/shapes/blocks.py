@@ -77,6 +77,9 @@ def block_of(lines: list[str], found: list[tuple[int, str]]) -> Block:
     return Block(found, written, written.lower(), parts, above)
 
 
+_WARNING_AT = re.compile(r":\d{1,7}: [A-Za-z_]{0,40}Warning: ")
+
+
 def failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
     """The input's failure blocks, the last first: a failure line and the message lines that continue it.
     Without any failure line, the input's last lines are one block (a message pasted without its name)."""
@@ -91,7 +94,13 @@ def failure_blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
         if after_frame and line.startswith((" ", "\t")) or _CARETS.match(line):
             after_frame = False  # the code line a frame shows, or the carets under it
             continue
-        after_frame = False
+        # Python's warnings print the warning's location, then its source line, indented: that code is the
+        # library's, not a word of the message (`state1 = self.get_state_buffer(p, dtype=torch.uint8)` under
+        # "Paged optimizers are not supported on CPU" names no dtype refused)
+        after_frame = bool(_WARNING_AT.search(line))
+        if after_frame:
+            message.append((index, line))
+            continue
         if _NOTEBOOK_FRAME.match(line):
             in_notebook_frame = True  # IPython's frame: `.../compressed.py in toarray(self, order, out)`
             continue

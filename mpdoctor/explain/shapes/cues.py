@@ -292,6 +292,8 @@ NOT_PRECISION = cue(
     r"out of bounds|keyerror|\bnccl\b",
     r"segmentation fault|sigsegv|killed|core dumped|disk|device-side assert|illegal memory access",
     r"not enough(?! precision)|too many|unexpected keyword|takes \d+ positional|missing \d+ required|is not defined",
+    # a Python int too wide for a C integer (a tokenizer's max_length of 1e30): an OverflowError of no float
+    r"int too (?:big|large) to convert",
     r"same device|on different devices|two devices|not compiled with cuda enabled|no cuda gpus|cuda driver",
     # no failure: a notice, a skipped statistic, an argument the caller must pass, a check of an object's class
     # an API no longer supported is its deprecation; "fp16 is no longer supported in the new engine" is a refusal
