@@ -70,3 +70,31 @@ def test_an_fp16_t5_whose_feed_forward_overflows_is_named_there_first():
     assert (first.kind, first.phase) == ("overflow", "forward"), [e.line() for e in watch.events]
     assert first.module.startswith("encoder.block.1.layer.1.DenseReluDense"), [e.line() for e in watch.events]
     assert not any(e.op in ("log", "log2", "log10") for e in watch.events), [e.line() for e in watch.events]
+
+
+def test_near_zero_biases_cast_by_autocast_are_no_underflow():
+    """Biases a few steps from zero-init (|b| ~1e-6) become fp16 subnormals when autocast casts them: nothing of them
+    is lost that mattered (the output is bit-identical with them set to zero, computed here), so the forward cast
+    is no underflow. A scaled healthy step under fp16 autocast reports nothing."""
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10))
+    with torch.no_grad():
+        model[0].bias.uniform_(-1e-6, 1e-6)
+        model[2].bias.uniform_(-1e-6, 1e-6)
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
+        kept = model(x)
+        biases = [model[0].bias.clone(), model[2].bias.clone()]
+        model[0].bias.zero_()
+        model[2].bias.zero_()
+        assert torch.equal(kept, model(x))  # the flushed biases changed nothing
+        model[0].bias.copy_(biases[0])
+        model[2].bias.copy_(biases[1])
+    scaler = torch.amp.GradScaler("cpu")
+    with mpdoctor.numerics_watch(model) as watch:
+        with torch.autocast("cpu", dtype=torch.float16):
+            out = model(x)
+        scaler.scale(torch.nn.functional.cross_entropy(out.float(), y)).backward()
+    assert watch.events == [], [e.line() for e in watch.events]

@@ -32,6 +32,8 @@ points with their largest 1.4 to 5.2 bits above the bottom, while the tails of w
 12 bits up) exceed it by at most 6.6. In bf16 (fp32's exponent range) nothing exceeds it in any of them: bf16 is
 judged by the same rule and reports underflow only where values really reach 1.2e-38. Sums and differences are
 not judged (their zeros are cancellation), nor gradients whose zeros are by construction (``ops.HONEST_ZEROS``).
+A forward cast is judged on the zeros it makes only: fp16 keeps a subnormal to a few bits, and a near-zero bias
+that autocast casts is negligible beside the activations it is added to (the output is bit-identical without it).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ TINY = {"float16": 2.0**-14, "bfloat16": 2.0**-126}  # the smallest normal numbe
 _LOW = ("float16", "bfloat16")
 LOGS = frozenset({"log", "log2", "log10"})
 PRODUCTS = frozenset({"mul", "mul_"})
+CASTS = frozenset({"_to_copy", "copy_"})
 OPTIMIZER = 2  # the phase of an optimizer's update (0 forward, 1 backward)
 
 
@@ -107,7 +110,7 @@ def judge(
         if outputs and not tainted_in and -1 not in inputs:
             bounds = bounding(name)  # whose zeros explain the output's: all inputs, all but an added term, the gradient
             factors = inputs[1:] if bounds == ALL_BUT_FIRST else inputs[:1] if bounds == FIRST_ONLY else inputs
-            underflow = _underflow(name, measured[outputs[0]], [measured[i] for i in factors if i >= 0])
+            underflow = _underflow(name, measured[outputs[0]], [measured[i] for i in factors if i >= 0], phase)
             if underflow is not None:
                 event("underflow", phase, module, name, measured[outputs[0]].dtype, step, underflow)
 
@@ -135,7 +138,7 @@ def _mask(name: str, known: list, constant, out, finfo_max: dict) -> bool:
     return False
 
 
-def _underflow(name: str, out, ins: list):
+def _underflow(name: str, out, ins: list, phase: int = 0):
     """The detail of an underflow at this op, or None (the rule is in this module's docstring)."""
     if out.dtype not in _LOW or out.small is None or out.lo is None or out.tainted or not ins:
         return None
@@ -145,6 +148,12 @@ def _underflow(name: str, out, ins: list):
         return None  # an input whose zeros are not known: this op's cannot be told from them
     bound = min(1.0, sum(m.small for m in ins))
     if out.small - bound < UNDERFLOW_MARGIN:
+        return None
+    if name in CASTS and phase == 0 and (out.small - out.subnormal) - bound < UNDERFLOW_MARGIN:
+        # A forward cast keeps a subnormal value (fp16 holds 1e-6 to a few bits): only the values it turned into
+        # zeros are lost. A near-zero fp32 bias that autocast casts to fp16, added to activations of 0.1, loses
+        # nothing. A gradient is another matter: all of it sits that low together, and subnormal gradients are
+        # what GradScaler exists to lift.
         return None
     largest = max(abs(out.lo), abs(out.hi))
     if largest > 0 and out.subnormal <= min(1.0, sum(m.subnormal for m in ins)):
