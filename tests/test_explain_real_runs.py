@@ -49,3 +49,13 @@ def test_lightnings_fp8_precision_without_transformer_engine_is_recognised():
     (found,) = report["recognised"]
     assert (found["id"], found["family"]) == ("hardware-fp8-lightning-needs-transformer-engine", "hardware")
     assert any('precision="bf16-mixed"' in step["text"] for step in found["fixes"])
+
+
+def test_an_input_fed_in_the_wrong_type_is_told_to_take_the_type_the_model_declares():
+    """onnxruntime 1.32, a float32 model fed float16: the fix casts to float32 (it once said float16 whatever the
+    model declared, which repeats the error)."""
+    status, report = explain("onnxruntime-fp16-input-fp32-model.log")
+    (found,) = report["recognised"]
+    assert found["id"] == "dtype-runtime-input-type-unexpected"
+    first = found["fixes"][0]["text"]
+    assert "x.astype(np.float32)" in first and "np.float16" not in first, first

@@ -53,12 +53,12 @@ SIGNATURES: list[Signature] = [
         "export, as a `half=True` predict does). The runtime does not cast graph inputs.",
         fixes=(
             fix(
-                "Feed the type the model declares: `x.astype(np.float16)` in Python, a `Float16` tensor in C#/Java; "
-                "read it from the session (`sess.get_inputs()[0].type`)"
+                "Feed the type the model declares, {b}: `x.astype(np.{b})` in Python, a tensor of that type in "
+                "C#/Java; read it from the session (`sess.get_inputs()[0].type`)"
             ),
             fix(
-                "Or convert/export the model so that its inputs and outputs stay float32 "
-                "(`convert_float_to_float16(model, keep_io_types=True)`), or export in fp32"
+                "Or, where a model converted to fp16 is fed float32, convert it so that its inputs and outputs stay "
+                "float32 (`convert_float_to_float16(model, keep_io_types=True)`), or export in fp32"
             ),
             fix("With Ultralytics, pass `half=True` only to a model exported with `half=True`, and `half=False` else"),
         ),
