@@ -106,11 +106,10 @@ def test_a_rank_killed_early_still_gets_rank_0s_report(tmp_path):
     assert rank0_status(result) in ("143", "-15"), result.stderr[-3000:]  # as the signal would have ended it
 
 
-def test_a_rank_that_exits_3_early_is_named_by_rank_0(tmp_path):
-    waiter = tmp_path / "after_rank0.py"
-    waiter.write_text(AFTER_RANK0)
-    script = job(tmp_path, f'if [ "$R" = 1 ]; then {sys.executable} {waiter} || exit 9; exit 3; fi')
-    result = torchrun(tmp_path, script, "--deadline", "120")
+def rank_1_exiting_3_is_named(tmp_path: Path, body: str) -> list[str]:
+    """Run two ranks whose job script is ``body``, in which rank 1 exits 3; check that rank 0's report names it as
+    the rank the launcher stopped the job after, and exited 143; the FLEET001 titles."""
+    result = torchrun(tmp_path, job(tmp_path, body), "--deadline", "120")
     data = report(tmp_path, result)
     assert rank_1_missing_rank_0_not_accused(data), data["ranks"]
     titles = [f["title"] for f in by_code(data, "FLEET001")]
@@ -118,26 +117,25 @@ def test_a_rank_that_exits_3_early_is_named_by_rank_0(tmp_path):
         "the launcher stopped the job (SIGTERM)" in t and "most likely after rank 1 exited (it never reached" in t
         for t in titles
     ), titles
-    assert any(t.startswith("rank 1 sent no report; it never reached the store") for t in titles), titles
     assert "exitcode  : 3 " in result.stderr  # rank 1 did exit 3, the failure torchrun reacted to
     assert rank0_status(result) == "143", result.stderr[-3000:]
+    return titles
+
+
+def test_a_rank_that_exits_3_early_is_named_by_rank_0(tmp_path):
+    waiter = tmp_path / "after_rank0.py"
+    waiter.write_text(AFTER_RANK0)
+    titles = rank_1_exiting_3_is_named(
+        tmp_path, f'if [ "$R" = 1 ]; then {sys.executable} {waiter} || exit 9; exit 3; fi'
+    )
+    assert any(t.startswith("rank 1 sent no report; it never reached the store") for t in titles), titles
 
 
 def test_a_rank_that_exits_3_at_once_is_still_named_by_rank_0(tmp_path):
     """The job script of rank 1 fails at once: torchrun's SIGTERM reaches rank 0 a tenth of a second in, before its
     fleet command has even been imported. The CLI holds it from its first lines (fleet/held_term.py), so rank 0
     still runs its own check, looks at the store and names rank 1."""
-    script = job(tmp_path, 'if [ "$R" = 1 ]; then exit 3; fi')
-    result = torchrun(tmp_path, script, "--deadline", "120")
-    data = report(tmp_path, result)
-    assert rank_1_missing_rank_0_not_accused(data), data["ranks"]
-    titles = [f["title"] for f in by_code(data, "FLEET001")]
-    assert any(
-        "the launcher stopped the job (SIGTERM)" in t and "most likely after rank 1 exited (it never reached" in t
-        for t in titles
-    ), titles
-    assert "exitcode  : 3 " in result.stderr
-    assert rank0_status(result) == "143", result.stderr[-3000:]
+    rank_1_exiting_3_is_named(tmp_path, 'if [ "$R" = 1 ]; then exit 3; fi')
 
 
 def test_a_rank_importing_a_shadowing_package_differs(tmp_path):

@@ -80,9 +80,7 @@ def run_rank(launch: Launch, options: RankOptions) -> Outcome:
     start = time.time()
     until = start + options.deadline
     box = tempfile.mkdtemp(prefix="mpdoctor-fleet-")
-    # Rank 0 holds the launcher's SIGTERM until its report is out: torchrun sends it to every worker as soon as one
-    # exits non-zero, the very failure the report must name (``cut_short``).
-    stop = Stop().install() if launch.rank == 0 else Stop.released()
+    stop = Stop().install() if launch.rank == 0 else Stop.released()  # rank 0 reports past the launcher's SIGTERM
     try:
         outcome = _run_in(box, launch, options, start, until, stop)
     except BaseException:  # a crash, Ctrl-C or SIGTERM (Interrupted) before the outcome exists: the files go too
